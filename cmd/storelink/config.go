@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the configuration of serve and migrate: defaults, then
+// environment, then flags, validated once.
+type config struct {
+	Addr               string
+	Data               string
+	Database           string
+	AdminToken         string
+	CapacityBase       int64
+	CapacityPerStore   int64
+	CapacityWindow     time.Duration
+	MaxFileSize        int64
+	WebhookTimeout     time.Duration
+	WebhookRetry       []time.Duration
+	WebhookAllowPriv   bool
+	webhookAllowPrivOK bool // set explicitly, by flag or variable
+	Demo               bool
+}
+
+// usageError marks errors in the command line or environment (exit 2).
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u) || errors.Is(err, flag.ErrHelp)
+}
+
+// sizeValue and friends let flag parse our units with env defaults.
+type sizeValue struct{ p *int64 }
+
+func (v sizeValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return formatSize(*v.p)
+}
+func (v sizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+type scheduleValue struct{ p *[]time.Duration }
+
+func (v scheduleValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	parts := make([]string, len(*v.p))
+	for i, d := range *v.p {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
+}
+func (v scheduleValue) Set(s string) error {
+	var out []time.Duration
+	for _, part := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q is not a list of durations like 5s,5m,30m", s)
+		}
+		out = append(out, d)
+	}
+	*v.p = out
+	return nil
+}
+
+// parseSize reads "20MiB", "512KiB", "1GiB", "100B" or a plain byte count.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("%q is not a size like 20MiB, 512KiB or 1048576", s)
+	}
+	return n * mult, nil
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// parseConfig reads the serve and migrate configuration.
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	c := &config{
+		Addr: "127.0.0.1:8080", Data: "./storelink-data",
+		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
+		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second,
+		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+	}
+	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (STORELINK_ADDR)")
+	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
+	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
+	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
+	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
+	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
+	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
+	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
+	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
+
+	// Environment first, so that flags given on the command line win.
+	env := map[string]string{
+		"addr": "STORELINK_ADDR", "data": "STORELINK_DATA", "database": "STORELINK_DATABASE_URL",
+		"admin-token": "STORELINK_ADMIN_TOKEN", "capacity-base": "STORELINK_CAPACITY_BASE",
+		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
+		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
+		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
+	}
+	for flagName, variable := range env {
+		if v := getenv(variable); v != "" {
+			if err := fs.Set(flagName, v); err != nil {
+				return nil, usageError{fmt.Errorf("%s=%q: %v", variable, v, err)}
+			}
+			if flagName == "webhook-allow-private" {
+				c.webhookAllowPrivOK = true
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, usageError{err}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "webhook-allow-private" {
+			c.webhookAllowPrivOK = true
+		}
+	})
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	if c.Demo && !c.webhookAllowPrivOK {
+		c.WebhookAllowPriv = true
+	}
+	if c.Database == "" {
+		c.Database = "sqlite:" + filepath.Join(c.Data, "storelink.db")
+	}
+	switch {
+	case c.CapacityWindow <= 0:
+		return nil, usageError{errors.New("--capacity-window must be positive")}
+	case c.MaxFileSize <= 0:
+		return nil, usageError{errors.New("--max-file-size must be positive")}
+	case c.CapacityBase <= 0 && c.CapacityPerStore <= 0:
+		return nil, usageError{errors.New("--capacity-base or --capacity-per-store must be positive")}
+	case c.WebhookTimeout <= 0:
+		return nil, usageError{errors.New("--webhook-timeout must be positive")}
+	}
+	return c, nil
+}

@@ -1,0 +1,57 @@
+// Command storelink runs the storelink service and its partner-side tools.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `storelink: connects retail partners' stores to the marketplace.
+
+Usage:
+  storelink serve [flags]     HTTP API and background workers
+  storelink migrate [flags]   apply the database schema and exit
+
+Run "storelink COMMAND -h" for the flags of a command.
+`
+
+// run is the whole program; main only wires the process to it so that tests
+// can run the program in-process with their own arguments and environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin *os.File, stdout, stderr interface{ Write([]byte) (int, error) }) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], getenv, stdout, stderr)
+	case "migrate":
+		err = migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "storelink: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		if isUsage(err) {
+			fmt.Fprintf(stderr, "storelink %s: %v\n", args[0], err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "storelink %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

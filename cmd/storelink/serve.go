@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"storelink"
+	"storelink/httpapi"
+	"storelink/sqlite"
+	"storelink/worker"
+)
+
+// openDB opens the configured database and applies the migrations.
+func openDB(ctx context.Context, c *config) (*sqlite.DB, error) {
+	switch {
+	case strings.HasPrefix(c.Database, "sqlite:"):
+		path := strings.TrimPrefix(c.Database, "sqlite:")
+		if path == "" {
+			return nil, usageError{errors.New("--database sqlite: needs a path, e.g. sqlite:./storelink-data/storelink.db")}
+		}
+		return sqlite.Open(ctx, path)
+	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
+		return nil, usageError{errors.New("PostgreSQL is not supported by this build yet; use sqlite:PATH")}
+	}
+	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
+}
+
+// redactURL hides a password in a database URL before it is shown.
+func redactURL(s string) string {
+	if i := strings.Index(s, "@"); i > 0 {
+		if j := strings.Index(s, "://"); j > 0 && j < i {
+			return s[:j+3] + "…" + s[i:]
+		}
+	}
+	return s
+}
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseConfig("migrate", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintf(stdout, "storelink: database %s is up to date\n", redactURL(c.Database))
+	return nil
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	db, err := openDB(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.ReleaseLeases(ctx); err != nil {
+		return fmt.Errorf("release leases: %w", err)
+	}
+	token, err := adminToken(c, stdout)
+	if err != nil {
+		return err
+	}
+	if c.Demo {
+		if err := demo(ctx, db, stdout); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	host, _ := os.Hostname()
+	proc := worker.NewProcessor(db, logger, fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4)), reg)
+	api := httpapi.NewServer(httpapi.Deps{
+		Admin: db, Auth: db, Uploads: db, Stock: db, Ping: db.Ping,
+		AdminToken:  token,
+		Capacity:    storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow},
+		MaxFileSize: c.MaxFileSize,
+		Accepted:    proc.Wake,
+		Logger:      logger,
+		Registry:    reg,
+	})
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	fmt.Fprintf(stdout, "storelink: listening on http://%s\n", ln.Addr())
+	logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(c.Database))
+
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = proc.Run(workCtx) })
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = srv.Shutdown(shutCtx)
+		cancel()
+	}
+	stopWork() // an apply in progress rolls back and is resumed at the next start
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// adminToken returns the configured token, or the one kept in the data
+// folder, generating it on first use. Only its path is printed.
+func adminToken(c *config, stdout io.Writer) (string, error) {
+	if c.AdminToken != "" {
+		return c.AdminToken, nil
+	}
+	path := filepath.Join(c.Data, "admin-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		fmt.Fprintf(stdout, "storelink: admin token in %s\n", path)
+		return strings.TrimSpace(string(b)), nil
+	}
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return "", fmt.Errorf("create data folder: %w", err)
+	}
+	token := "sla_" + randomHex(32)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	fmt.Fprintf(stdout, "storelink: generated an admin token in %s\n", path)
+	return token, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// demo fills an empty database with a partner, a client and three stores so
+// that a new user can upload at once, and prints what they need.
+func demo(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
+	n, err := db.PartnerCount(ctx)
+	if err != nil || n > 0 {
+		if n > 0 {
+			fmt.Fprintln(stdout, "storelink: --demo: the database already has partners; nothing created")
+		}
+		return err
+	}
+	p, err := db.CreatePartner(ctx, "Demo Partner")
+	if err != nil {
+		return err
+	}
+	cl, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct{ id, name string }{{"S1", "Demo Store Berlin"}, {"S2", "Demo Store Hamburg"}, {"S3", "Demo Store Munich"}} {
+		if _, _, err := db.PutStore(ctx, cl.ID, s.id, s.name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, `storelink: demo partner created (shown once; keep them):
+  partner_id: %s
+  client_id:  %s
+  api_key:    %s
+  stores:     S1, S2, S3
+`, p.ID, cl.ID, cl.APIKey)
+	return nil
+}

@@ -1,0 +1,61 @@
+package storelink
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to one HTTP status in httpapi; the set is small on
+// purpose so that every caller can decide what to do from the code alone.
+const (
+	EINVALID       = "invalid"       // malformed input: 400
+	EUNAUTHORIZED  = "unauthorized"  // no or unknown credentials: 401
+	EFORBIDDEN     = "forbidden"     // valid credentials for something else: 403
+	ENOTFOUND      = "not_found"     // 404
+	ECONFLICT      = "conflict"      // the current state does not allow it: 409
+	ETOOLARGE      = "too_large"     // 413
+	EUNSUPPORTED   = "unsupported"   // unsupported media type: 415
+	EUNPROCESSABLE = "unprocessable" // well-formed but semantically wrong: 422
+	ERATELIMIT     = "rate_limited"  // capacity used up: 429
+	EINTERNAL      = "internal"      // a bug or an outage: 500
+	EUNAVAILABLE   = "unavailable"   // shutting down or database unreachable: 503
+)
+
+// Error is the one error type that crosses the domain boundary. Message is
+// safe to show to the caller; anything that is not an *Error is an internal
+// error whose text is logged but never shown.
+type Error struct {
+	Code    string
+	Message string
+	// RetryAfter is set on ERATELIMIT: whole seconds after which the same
+	// request fits.
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("storelink: %s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the code and a formatted, caller-safe message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, or EINTERNAL when err is not an *Error.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the caller-safe message of err; internal errors get a
+// fixed text so that nothing of SQL, paths or secrets leaks.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal error."
+}

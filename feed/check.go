@@ -1,0 +1,189 @@
+// Package feed decodes and checks partners' stock feeds (CONTRACT 3.4): the
+// encoding, the separator and quoting, the header, and every row, turning
+// what it finds into valid StockRows and a report a partner can act on.
+//
+// It is the hot path of an import, so the row loop formats nothing, matches
+// no regexp and allocates little: valid rows keep the strings encoding/csv
+// made for their record (one allocation per record, which StockRow can hold
+// on to), and problems are only formatted once per file.
+package feed
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"storelink"
+)
+
+// Check decodes and checks a stock feed. It calls put for every valid row in
+// file order (a later row for the same store+EAN overrides an earlier one; put
+// is still called for both), and returns the report. stores is the set of the
+// client's registered store ids (nil = none). The returned error is only for
+// I/O errors of r or an error returned by put — never for problems of the
+// feed, which go into the report. When report.FileError is true the caller
+// applies nothing (Check may already have called put for earlier rows; the
+// caller rolls back). Row problems found before a file-level problem stay in
+// the report, so a partner sees as much as could be checked.
+func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	c := &checker{
+		col:    newCollector(),
+		stores: make(map[string]uint32, len(stores)),
+		seen:   make(map[rowKey]int),
+		put:    put,
+	}
+	for id, ok := range stores {
+		if ok {
+			c.stores[id] = uint32(len(c.stores))
+		}
+	}
+	err := c.run(r)
+	if !c.rep.FileError {
+		c.rep.RowsApplied = len(c.seen) // nothing of a rejected file is applied
+	}
+	c.col.report(&c.rep)
+	return c.rep, err
+}
+
+// rowKey identifies a store and EAN without building a string per row: the
+// store is its index among the client's stores, the EAN its digits as a
+// number with its length on top (so "012345678905" and "0012345678905",
+// different strings, stay different keys).
+type rowKey struct {
+	store uint32
+	ean   uint64
+}
+
+// checker holds the state of one Check.
+type checker struct {
+	rep    storelink.FeedReport
+	col    *collector
+	h      header
+	stores map[string]uint32
+	seen   map[rowKey]int // line of the last valid row of each store and EAN
+	put    func(storelink.StockRow) error
+	// prices backs RetailPrice pointers a slab at a time, so a row with a
+	// retail price costs no allocation of its own.
+	prices []storelink.Money
+}
+
+func (c *checker) run(r io.Reader) error {
+	br := bufio.NewReaderSize(newDecoder(r), rawBufSize)
+	cr := csv.NewReader(br)
+	cr.Comma = detectSeparator(br)
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true
+
+	rec, err := cr.Read()
+	if err == io.EOF {
+		c.fileError(storelink.ProblemEmpty, msgNoBytes, 1)
+		return nil
+	} else if err != nil {
+		return c.readError(err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	h, errs, warn := parseHeader(rec)
+	if warn != "" {
+		c.col.add(storelink.ProblemUnknownColumns, warn, true, storelink.LineRef{LineNumber: headerLine})
+	}
+	if len(errs) > 0 {
+		for _, e := range errs {
+			c.fileError(e.typ, e.msg, headerLine)
+		}
+		return nil
+	}
+	c.h = h
+
+	for {
+		rec, err = cr.Read()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return c.readError(err)
+		}
+		line, _ := cr.FieldPos(0)
+		c.rep.RowsTotal++
+		if err := c.row(rec, line); err != nil {
+			return err
+		}
+	}
+	if c.rep.RowsTotal == 0 {
+		c.fileError(storelink.ProblemEmpty, msgHeaderOnly, headerLine)
+	}
+	return nil
+}
+
+// fileError records a problem that rejects the file.
+func (c *checker) fileError(typ, msg string, line int) {
+	c.rep.FileError = true
+	c.col.fileError(typ, msg, line)
+}
+
+// readError sorts an error of encoding/csv into a problem of the feed or an
+// I/O error of the input, which is the caller's to handle.
+func (c *checker) readError(err error) error {
+	if e, ok := isEncodingError(err); ok {
+		c.fileError(storelink.ProblemEncoding,
+			"Invalid encoding on line "+strconv.Itoa(e.line)+": the file has "+e.what+".", e.line)
+		return nil
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		c.fileError(storelink.ProblemFile, quotingMessage(pe), pe.StartLine)
+		return nil
+	}
+	return fmt.Errorf("read stock feed: %w", err)
+}
+
+// quotingMessage explains a quoting error in a partner's terms. The line
+// reference is the line the record starts on, where the stray or unclosed
+// quote usually is; the message adds the line where parsing failed.
+func quotingMessage(pe *csv.ParseError) string {
+	where := "on line " + strconv.Itoa(pe.Line)
+	if pe.StartLine != pe.Line {
+		where = "in the row starting on line " + strconv.Itoa(pe.StartLine) +
+			" (parsing failed on line " + strconv.Itoa(pe.Line) + ")"
+	}
+	if errors.Is(pe.Err, csv.ErrBareQuote) {
+		return "Quoting cannot be parsed " + where + `: a field that does not start with a quote contains one. ` +
+			`Quote the whole field and double the quotes inside it.`
+	}
+	return "Quoting cannot be parsed " + where + `: a quoted field is not closed, or has text after its closing quote. ` +
+		`Double the quotes inside a quoted field.`
+}
+
+// ref is the line reference of a row, with its store and EAN when it has them.
+func (c *checker) ref(rec []string, line int) storelink.LineRef {
+	ref := storelink.LineRef{LineNumber: line}
+	if i := c.h.idx[colStore]; i < len(rec) {
+		ref.StoreID = trim(rec[i])
+	}
+	if i := c.h.idx[colEAN]; i < len(rec) {
+		ref.EAN = trim(rec[i])
+	}
+	return ref
+}
+
+// trim drops surrounding spaces and tabs, the padding spreadsheets leave.
+func trim(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// retailPrice returns a pointer to m from the current slab.
+func (c *checker) retailPrice(m storelink.Money) *storelink.Money {
+	if len(c.prices) == cap(c.prices) {
+		c.prices = make([]storelink.Money, 0, 256)
+	}
+	c.prices = append(c.prices, m)
+	return &c.prices[len(c.prices)-1]
+}

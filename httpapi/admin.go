@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"storelink"
+)
+
+func (s *Server) handleCreatePartner(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.Admin.CreatePartner(r.Context(), req.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (s *Server) handleCreateClient(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		CountryCode string `json:"country_code"`
+		Currency    string `json:"currency"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.Admin.CreateClient(r.Context(), r.PathValue("partner_id"), req.CountryCode, req.Currency)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) handleGetClient(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("client_id")
+	c, err := s.Admin.Client(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if c.Capacity, err = s.Uploads.Capacity(r.Context(), id, s.Capacity); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
+	k, err := s.Admin.CreateAPIKey(r.Context(), r.PathValue("client_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, k)
+}
+
+func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
+	if err := s.Admin.DeleteAPIKey(r.Context(), r.PathValue("client_id"), r.PathValue("key_id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handlePutStore(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, created, err := s.Admin.PutStore(r.Context(), r.PathValue("client_id"), r.PathValue("store_id"), req.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, st)
+}
+
+func (s *Server) handleDeleteStore(w http.ResponseWriter, r *http.Request) {
+	if err := s.Admin.DeleteStore(r.Context(), r.PathValue("client_id"), r.PathValue("store_id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+var _ = storelink.EINVALID

@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"storelink"
+)
+
+// statusOf is the one table from domain error code to HTTP status.
+var statusOf = map[string]int{
+	storelink.EINVALID:       http.StatusBadRequest,
+	storelink.EUNAUTHORIZED:  http.StatusUnauthorized,
+	storelink.EFORBIDDEN:     http.StatusForbidden,
+	storelink.ENOTFOUND:      http.StatusNotFound,
+	storelink.ECONFLICT:      http.StatusConflict,
+	storelink.ETOOLARGE:      http.StatusRequestEntityTooLarge,
+	storelink.EUNSUPPORTED:   http.StatusUnsupportedMediaType,
+	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
+	storelink.ERATELIMIT:     http.StatusTooManyRequests,
+	storelink.EINTERNAL:      http.StatusInternalServerError,
+	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
+	"method_not_allowed":     http.StatusMethodNotAllowed,
+}
+
+// Problem is an RFC 9457 problem details object.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// writeError answers with the problem for err. Only internal errors are
+// logged, with their full text; the caller sees a fixed message.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := storelink.ErrorCode(err)
+	if code == storelink.EINTERNAL {
+		s.logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	var e *storelink.Error
+	if code == storelink.ERATELIMIT && asError(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeProblem(w, r, code, storelink.ErrorMessage(err))
+}
+
+func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(Problem{
+		Type:     "/problems/" + code,
+		Title:    http.StatusText(status),
+		Status:   status,
+		Detail:   detail,
+		Instance: r.URL.EscapedPath(),
+	})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		slog.Debug("write response", "error", err) // the client went away
+	}
+}
+
+// problemDocs explains each problem type at its type URI.
+var problemDocs = map[string]string{
+	storelink.EINVALID:       "The request is malformed: a bad path, parameter, header or body. The detail says which.",
+	storelink.EUNAUTHORIZED:  "No credentials, or credentials that are not valid here. Partner calls need a valid x-api-key for the client in the path; operator calls need Authorization: Bearer ADMIN_TOKEN.",
+	storelink.EFORBIDDEN:     "The API key is valid, but for another client (for example the partner's key for another country).",
+	storelink.ENOTFOUND:      "The thing named in the path does not exist.",
+	storelink.ECONFLICT:      "The current state does not allow this request.",
+	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",
+	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",
+	storelink.EUNPROCESSABLE: "The request is well-formed but its content breaks a rule.",
+	storelink.ERATELIMIT:     "The client's upload capacity is used up. Wait the number of seconds in Retry-After, then send the same upload again.",
+	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
+	storelink.EUNAVAILABLE:   "The service cannot take the request right now. Try again shortly.",
+	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
+}
+
+func (s *Server) handleProblemDoc(w http.ResponseWriter, r *http.Request) {
+	doc, ok := problemDocs[r.PathValue("code")]
+	if !ok {
+		writeProblem(w, r, storelink.ENOTFOUND, "No such problem type.")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(doc + "\n"))
+}

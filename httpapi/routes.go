@@ -1,0 +1,28 @@
+package httpapi
+
+// routes lists every route of the API in one place.
+func (s *Server) routes() {
+	m := s.mux
+
+	// Operator API (CONTRACT 2).
+	m.HandleFunc("POST /admin/partners", s.admin(s.handleCreatePartner))
+	m.HandleFunc("POST /admin/partners/{partner_id}/clients", s.admin(s.handleCreateClient))
+	m.HandleFunc("GET /admin/clients/{client_id}", s.admin(s.handleGetClient))
+	m.HandleFunc("POST /admin/clients/{client_id}/api-keys", s.admin(s.handleCreateAPIKey))
+	m.HandleFunc("DELETE /admin/clients/{client_id}/api-keys/{key_id}", s.admin(s.handleDeleteAPIKey))
+	m.HandleFunc("PUT /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handlePutStore))
+	m.HandleFunc("DELETE /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handleDeleteStore))
+
+	// Stock import (CONTRACT 3), x-api-key.
+	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.handleUpload)))
+	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.handleValidate))
+	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
+	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
+	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
+
+	// Operations (CONTRACT 7).
+	m.HandleFunc("GET /healthz", s.handleHealthz)
+	m.HandleFunc("GET /readyz", s.handleReadyz)
+	m.Handle("GET /metrics", s.metricsHandler())
+	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
+}

@@ -1,0 +1,221 @@
+// Package httpapi serves storelink's HTTP API: the operator API, the
+// partner-facing stock import, and the operational endpoints.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"storelink"
+)
+
+// Deps is everything the API needs; cmd wires it.
+type Deps struct {
+	Admin   storelink.AdminService
+	Auth    storelink.Authenticator
+	Uploads storelink.UploadService
+	Stock   storelink.StockService
+	// Ping tells whether the database answers (for /readyz).
+	Ping func(ctx context.Context) error
+	// AdminToken guards the operator API.
+	AdminToken  string
+	Capacity    storelink.CapacityPolicy
+	MaxFileSize int64
+	// Accepted is called after an upload is committed, to wake the processor.
+	Accepted func()
+	Logger   *slog.Logger
+	// Registry receives the API's metrics and is served at /metrics.
+	Registry *prometheus.Registry
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	logger     *slog.Logger
+	adminHash  [32]byte
+	mux        *http.ServeMux
+	uploadReqs *prometheus.CounterVec
+	bytesIn    prometheus.Counter
+}
+
+// NewServer returns the API as one handler.
+func NewServer(d Deps) *Server {
+	s := &Server{Deps: d, logger: d.Logger, mux: http.NewServeMux()}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Accepted == nil {
+		s.Accepted = func() {}
+	}
+	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
+	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
+	}, []string{"code"})
+	s.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "storelink_upload_bytes_received_total", Help: "Bytes of accepted stock files.",
+	})
+	if d.Registry != nil {
+		d.Registry.MustRegister(s.uploadReqs, s.bytesIn)
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP logs every request in one line and refuses paths with dot or
+// empty segments before routing: the mux would otherwise redirect them to a
+// cleaned path, and a stock file name must never be read as a path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if v := recover(); v != nil {
+			s.logger.Error("panic", "method", r.Method, "path", r.URL.EscapedPath(), "panic", v)
+			if !rw.wrote {
+				writeProblem(rw, r, storelink.EINTERNAL, "Internal error.")
+			}
+		}
+		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
+			"bytes_in", r.ContentLength, "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
+			"remote", r.RemoteAddr)
+	}()
+	if badPath(r.URL.Path) {
+		writeProblem(rw, r, storelink.EINVALID, "The path must not contain '.', '..' or empty segments.")
+		return
+	}
+	if h, pattern := s.mux.Handler(r); pattern == "" {
+		// No route: the mux would answer in plain text; keep its status
+		// (404 or 405 with Allow) but answer with a problem.
+		rec := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			rw.Header().Set("Allow", allow)
+			writeProblem(rw, r, "method_not_allowed", "This path does not take "+r.Method+"; it takes "+allow+".")
+			return
+		}
+		writeProblem(rw, r, storelink.ENOTFOUND, "There is no such path in this API; see /openapi.yaml.")
+		return
+	}
+	s.mux.ServeHTTP(rw, r)
+}
+
+// headerRecorder catches what the mux's own not-found and not-allowed
+// handlers write, so that they can be answered as problems.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
+
+func badPath(p string) bool {
+	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return strings.Contains(p, "//")
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// admin guards an operator handler with the admin token. Both sides are
+// hashed first so the comparison takes the same time whatever the length.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
+			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// partner authenticates the x-api-key for the path's client.
+func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), r.Header.Get("x-api-key"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		h(w, r, c)
+	}
+}
+
+// maxJSONBody bounds operator request bodies; none needs more.
+const maxJSONBody = 1 << 20
+
+// decode reads a JSON body into v, refusing unknown fields so that a typo is
+// an error rather than a silently ignored setting.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return storelink.Errorf(storelink.EINVALID, "A JSON body is required.")
+		}
+		return storelink.Errorf(storelink.EINVALID, "The body is not valid JSON for this call: %v.", err)
+	}
+	return nil
+}
+
+func asError(err error, target **storelink.Error) bool { return errors.As(err, target) }
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		s.logger.Warn("not ready", "error", err)
+		writeProblem(w, r, storelink.EUNAVAILABLE, "The database does not answer.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	if s.Registry == nil {
+		return promhttp.Handler()
+	}
+	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+}

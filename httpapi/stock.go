@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"storelink"
+	"storelink/feed"
+)
+
+// countUpload counts upload answers by status code for /metrics.
+func (s *Server) countUpload(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(rw, r)
+		s.uploadReqs.WithLabelValues(strconv.Itoa(rw.status)).Inc()
+	}
+}
+
+type uploadAccepted struct {
+	UploadID   string                 `json:"upload_id"`
+	ClientID   string                 `json:"client_id"`
+	FileName   string                 `json:"file_name"`
+	SizeBytes  int64                  `json:"size_bytes"`
+	SHA256     string                 `json:"sha256"`
+	Status     storelink.UploadStatus `json:"status"`
+	ReceivedAt time.Time              `json:"received_at"`
+	StatusURL  string                 `json:"status_url"`
+}
+
+// handleUpload receives a stock file. The cheap checks come first, and a
+// Content-Length that cannot fit is refused before the body is read; the
+// 200 is written only after the upload and its bytes are committed.
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	ctx := r.Context()
+	before, err := s.Uploads.Capacity(ctx, c.ID, s.Capacity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	setRateLimit(w, before)
+	name := r.PathValue("file")
+	if err := checkFileName(name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkContentType(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if r.ContentLength > 0 {
+		if err := s.fitsUpfront(before, r.ContentLength); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	body, sum, err := readBody(r, s.MaxFileSize)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, after, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: name, Body: body, SHA256: sum}, s.Capacity)
+	if after.BytesPerWindow > 0 {
+		setRateLimit(w, after)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.bytesIn.Add(float64(u.SizeBytes))
+	s.Accepted()
+	writeJSON(w, http.StatusOK, uploadAccepted{
+		UploadID: u.ID, ClientID: u.ClientID, FileName: u.FileName, SizeBytes: u.SizeBytes, SHA256: u.SHA256,
+		Status: u.Status, ReceivedAt: u.ReceivedAt, StatusURL: "/stock/" + c.ID + "/uploads/" + u.ID,
+	})
+}
+
+func (s *Server) fitsUpfront(c storelink.Capacity, n int64) error {
+	if n > s.MaxFileSize {
+		return tooLarge(s.MaxFileSize)
+	}
+	return s.Capacity.Fits(c, n)
+}
+
+func tooLarge(max int64) error {
+	return storelink.Errorf(storelink.ETOOLARGE, "The file is larger than the maximum file size of %d bytes.", max)
+}
+
+// setRateLimit writes the IETF RateLimit headers; t is the seconds until
+// the bucket is full again.
+func setRateLimit(w http.ResponseWriter, c storelink.Capacity) {
+	w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"upload";q=%d;qu="content-bytes";w=%d`, c.BytesPerWindow, int64(c.Window.Seconds())))
+	w.Header().Set("RateLimit", fmt.Sprintf(`"upload";r=%d;t=%d`, max(c.BytesLeft, 0), int64(c.FullIn.Seconds())))
+}
+
+// checkFileName applies CONTRACT 3.1. The name is only ever data, but a name
+// with a slash could only come from a client that means a path, so it is
+// refused too.
+func checkFileName(name string) error {
+	switch {
+	case len(name) > 255:
+		return storelink.Errorf(storelink.EINVALID, "The file name is %d bytes long; at most 255 are allowed.", len(name))
+	case !utf8.ValidString(name):
+		return storelink.Errorf(storelink.EINVALID, "The file name is not valid UTF-8.")
+	case strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }) >= 0:
+		return storelink.Errorf(storelink.EINVALID, "The file name holds a control character.")
+	case strings.ContainsAny(name, `/\`):
+		return storelink.Errorf(storelink.EINVALID, "The file name must not contain '/' or '\\'.")
+	case !strings.HasSuffix(strings.ToLower(name), ".csv"):
+		return storelink.Errorf(storelink.EINVALID, "The file name must end in .csv (got %q).", name)
+	}
+	return nil
+}
+
+var csvTypes = map[string]bool{"application/csv": true, "text/csv": true, "text/plain": true, "application/octet-stream": true}
+
+func checkContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !csvTypes[mt] {
+		return storelink.Errorf(storelink.EUNSUPPORTED,
+			"Content-Type %q is not accepted; send application/csv, text/csv, text/plain or application/octet-stream.", ct)
+	}
+	return nil
+}
+
+// readBody reads at most max bytes and hashes them on the way.
+func readBody(r *http.Request, max int64) ([]byte, string, error) {
+	if r.ContentLength > max {
+		return nil, "", tooLarge(max)
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, "", storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
+	}
+	if n > max {
+		return nil, "", tooLarge(max)
+	}
+	if n == 0 {
+		return nil, "", storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+	}
+	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type validation struct {
+	Result       string              `json:"result"`
+	RowsTotal    int                 `json:"rows_total"`
+	RowsValid    int                 `json:"rows_valid"`
+	RowsRejected int                 `json:"rows_rejected"`
+	Errors       []storelink.Problem `json:"errors"`
+	Warnings     []storelink.Problem `json:"warnings"`
+}
+
+// handleValidate checks a file like an upload and applies nothing.
+func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	if err := checkContentType(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, _, err := readBody(r, s.MaxFileSize)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := s.Admin.Stores(r.Context(), c.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stores := make(map[string]bool, len(list))
+	for _, st := range list {
+		stores[st.ID] = true
+	}
+	rep, err := feed.Check(bytes.NewReader(body), stores, func(storelink.StockRow) error { return nil })
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v := validation{Result: "valid", RowsTotal: rep.RowsTotal, RowsValid: rep.RowsValid, RowsRejected: rep.RowsRejected,
+		Errors: nonNil(rep.Errors), Warnings: nonNil(rep.Warnings)}
+	if len(rep.Errors) > 0 || rep.RowsValid == 0 {
+		v.Result = "invalid"
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func nonNil(p []storelink.Problem) []storelink.Problem {
+	if p == nil {
+		return []storelink.Problem{}
+	}
+	return p
+}
+
+func (s *Server) handleGetUpload(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	u, err := s.Uploads.Upload(r.Context(), c.ID, r.PathValue("upload_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
+func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := s.Uploads.Uploads(r.Context(), c.ID, storelink.UploadFilter{Limit: limit, Before: r.URL.Query().Get("before")})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := struct {
+		Uploads    []storelink.Upload `json:"uploads"`
+		NextBefore string             `json:"next_before,omitempty"`
+	}{Uploads: list}
+	if len(list) == limit {
+		resp.NextBefore = list[len(list)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	limit, err := queryLimit(r, 100, 1000)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	rows, next, err := s.Stock.Stock(r.Context(), c.ID, storelink.StockFilter{
+		StoreID: q.Get("store"), EAN: q.Get("ean"), Limit: limit, After: q.Get("after"),
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Stock      []storelink.Stock `json:"stock"`
+		NextCursor string            `json:"next_cursor,omitempty"`
+	}{rows, next})
+}
+
+// queryLimit reads ?limit= with a default and an upper bound.
+func queryLimit(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, storelink.Errorf(storelink.EINVALID, "limit must be a whole number from 1 to %d.", max)
+	}
+	return n, nil
+}

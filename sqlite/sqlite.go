@@ -1,0 +1,141 @@
+// Package sqlite implements the storelink services on an embedded SQLite
+// database (modernc.org/sqlite, no cgo). It is the default store: one file in
+// the data folder, owned by one storelink process at a time.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is an open storelink database. SQLite has one writer, so writes go
+// through a pool of one connection that takes the write lock when a
+// transaction begins (BEGIN IMMEDIATE); reads use a separate pool and never
+// wait for a writer, thanks to WAL.
+type DB struct {
+	write *sql.DB
+	read  *sql.DB
+	lock  *os.File
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// Open opens (creating it if needed) the database file at path and applies
+// the migrations. It takes an exclusive lock on path+".lock" so that a second
+// process on the same file fails at once instead of corrupting leases.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create database folder: %w", err)
+		}
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("database %s is in use by another storelink process (use PostgreSQL to run several)", path)
+	}
+	db := &DB{lock: lock, Now: func() time.Time { return time.Now().UTC() }}
+	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
+	// an upload survives a power cut, not only a crash of the process.
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
+	if db.write, err = sql.Open("sqlite", dsn+"&_txlock=immediate"); err != nil {
+		db.Close()
+		return nil, err
+	}
+	db.write.SetMaxOpenConns(1)
+	db.write.SetConnMaxIdleTime(0)
+	if db.read, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
+		db.Close()
+		return nil, err
+	}
+	db.read.SetMaxOpenConns(4)
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Migrate applies the embedded migrations that have not been applied yet.
+func (db *DB) Migrate(ctx context.Context) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.write, migrationsFS())
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pools and releases the file lock.
+func (db *DB) Close() error {
+	var errs []error
+	if db.write != nil {
+		errs = append(errs, db.write.Close())
+	}
+	if db.read != nil {
+		errs = append(errs, db.read.Close())
+	}
+	if db.lock != nil {
+		errs = append(errs, db.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers (for /readyz).
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	return db.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// ReleaseLeases makes every upload in processing claimable again. Only one
+// process can hold the file, so at start-up every lease is a dead one.
+func (db *DB) ReleaseLeases(ctx context.Context) error {
+	_, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0 WHERE status = 'processing'`)
+	return err
+}
+
+// now is the clock truncated to what the database keeps, so that what an
+// answer shows equals what a later read shows.
+func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+func migrationsFS() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	return sub
+}

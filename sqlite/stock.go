@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"storelink"
+)
+
+var _ storelink.StockService = (*DB)(nil)
+
+// stockWriter collects put rows into full batches and writes each with one
+// prepared multi-row upsert; rows of one file are written in file order, so
+// a later row for the same store and EAN wins.
+type stockWriter struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	clientID string
+	uploadID string
+	now      int64
+
+	stmt *sql.Stmt
+	args []any
+	n    int
+}
+
+func (w *stockWriter) put(r storelink.StockRow) error {
+	var retail any
+	if r.RetailPrice != nil {
+		retail = int64(*r.RetailPrice)
+	}
+	w.args = append(w.args, w.clientID, r.StoreID, r.EAN, r.ArticleNumber, r.Quantity, int64(r.Price), retail,
+		r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize, w.uploadID, w.now)
+	w.n++
+	if w.n < stockBatch {
+		return nil
+	}
+	if w.stmt == nil {
+		var err error
+		if w.stmt, err = w.tx.PrepareContext(w.ctx, stockSQL(stockBatch)); err != nil {
+			return fmt.Errorf("prepare stock upsert: %w", err)
+		}
+	}
+	if _, err := w.stmt.ExecContext(w.ctx, w.args...); err != nil {
+		return fmt.Errorf("upsert stock: %w", err)
+	}
+	w.args, w.n = w.args[:0], 0
+	return nil
+}
+
+// flush writes the last, partial batch.
+func (w *stockWriter) flush() error {
+	if w.n == 0 {
+		return nil
+	}
+	if _, err := w.tx.ExecContext(w.ctx, stockSQL(w.n), w.args...); err != nil {
+		return fmt.Errorf("upsert stock: %w", err)
+	}
+	w.args, w.n = w.args[:0], 0
+	return nil
+}
+
+func (w *stockWriter) close() {
+	if w.stmt != nil {
+		w.stmt.Close()
+	}
+}
+
+// Stock lists the stock in force, by store and EAN, a page at a time.
+func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
+	if err := exists(ctx, db.read, `SELECT 1 FROM clients WHERE id = ?`, clientID); err != nil {
+		return nil, "", notFound(err, "client %q", clientID)
+	}
+	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
+		product_number, article_color, article_size, upload_id, updated_at FROM stock WHERE client_id = ?`
+	args := []any{clientID}
+	if f.StoreID != "" {
+		q += ` AND store_id = ?`
+		args = append(args, f.StoreID)
+	}
+	if f.EAN != "" {
+		q += ` AND ean = ?`
+		args = append(args, f.EAN)
+	}
+	if f.After != "" {
+		store, ean, err := decodeStockCursor(f.After)
+		if err != nil {
+			return nil, "", err
+		}
+		q += ` AND (store_id > ? OR (store_id = ? AND ean > ?))`
+		args = append(args, store, store, ean)
+	}
+	q += ` ORDER BY store_id, ean LIMIT ?`
+	args = append(args, f.Limit+1)
+	rows, err := db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	out := []storelink.Stock{}
+	for rows.Next() {
+		var s storelink.Stock
+		var price int64
+		var retail sql.NullInt64
+		var updated int64
+		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &retail, &s.ArticleLocation,
+			&s.ProductName, &s.ProductNumber, &s.ArticleColor, &s.ArticleSize, &s.UploadID, &updated); err != nil {
+			return nil, "", err
+		}
+		s.Price = storelink.Money(price)
+		if retail.Valid {
+			m := storelink.Money(retail.Int64)
+			s.RetailPrice = &m
+		}
+		s.UpdatedAt = fromMS(updated)
+		s.Available = s.Quantity - s.Reserved
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		last := out[len(out)-1]
+		next = encodeStockCursor(last.StoreID, last.EAN)
+	}
+	return out, next, nil
+}
+
+func encodeStockCursor(store, ean string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(store + "\x00" + ean))
+}
+
+func decodeStockCursor(c string) (string, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	store, ean, ok := strings.Cut(string(b), "\x00")
+	if err != nil || !ok {
+		return "", "", storelink.Errorf(storelink.EINVALID, "after is not a cursor returned by this call.")
+	}
+	return store, ean, nil
+}

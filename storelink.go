@@ -1,0 +1,121 @@
+// Package storelink is the domain of the storelink service: partners, their
+// per-country clients, stores, stock feeds and (later) orders and events.
+//
+// It holds types, state tables and the service interfaces that the adapters
+// (sqlite, postgres, httpapi, worker) implement or use. It imports only the
+// standard library, so every rule here can be read without knowing how it is
+// stored or served.
+package storelink
+
+import (
+	"context"
+	"time"
+)
+
+// Partner is a retailer that integrates with the marketplace. A partner has
+// one Client per country it sells in.
+type Partner struct {
+	ID        string    `json:"partner_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Client is a partner's presence in one country: its own client id, API keys,
+// stores, stock feed and capacity. The seed makes keys and feeds per country,
+// so everything partner-facing hangs off the client, not the partner.
+type Client struct {
+	ID          string    `json:"client_id"`
+	PartnerID   string    `json:"partner_id"`
+	CountryCode string    `json:"country_code"`
+	Currency    string    `json:"currency"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// APIKey describes a key without its secret: the secret is shown once, when
+// made, and only its hash is kept.
+type APIKey struct {
+	ID        string    `json:"key_id"`
+	ClientID  string    `json:"client_id"`
+	Prefix    string    `json:"prefix"` // first characters, to tell keys apart
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store is a physical store of a client. Its ID is chosen by the partner and
+// is the value written in the `store` column of the feed.
+type Store struct {
+	ClientID  string    `json:"client_id"`
+	ID        string    `json:"store_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Capacity is a client's upload token bucket as of a moment: the bucket size
+// (bytes per window) and the bytes that can be sent now.
+type Capacity struct {
+	BytesPerWindow int64         `json:"bytes_per_window"`
+	BytesLeft      int64         `json:"bytes_left"`
+	Window         time.Duration `json:"-"`
+	// FullIn is how long until the bucket is full again.
+	FullIn time.Duration `json:"-"`
+}
+
+// CapacityPolicy sets how much CSV a client may send: Base plus PerStore for
+// each registered store, refilled evenly over Window.
+type CapacityPolicy struct {
+	Base     int64
+	PerStore int64
+	Window   time.Duration
+}
+
+// Size is the bucket size for a client with the given number of stores.
+func (p CapacityPolicy) Size(stores int) int64 { return p.Base + p.PerStore*int64(stores) }
+
+// ClientDetail is what an operator sees of a client.
+type ClientDetail struct {
+	Client
+	Stores   []Store  `json:"stores"`
+	APIKeys  []APIKey `json:"api_keys"`
+	Capacity Capacity `json:"capacity"`
+}
+
+// NewClient is the answer to creating a client: the only time its first API
+// key is shown.
+type NewClient struct {
+	Client
+	APIKey string `json:"api_key"`
+}
+
+// NewAPIKey is the answer to making a further key: the only time it is shown.
+type NewAPIKey struct {
+	KeyID  string `json:"key_id"`
+	APIKey string `json:"api_key"`
+}
+
+// AdminService is the operator's view of partners, clients, keys and stores.
+//
+// Errors: EINVALID for malformed fields, ENOTFOUND for an unknown partner,
+// client, key or store, ECONFLICT for a second client of a partner in one
+// country.
+type AdminService interface {
+	CreatePartner(ctx context.Context, name string) (*Partner, error)
+	CreateClient(ctx context.Context, partnerID, countryCode, currency string) (*NewClient, error)
+	Client(ctx context.Context, clientID string) (*ClientDetail, error)
+	CreateAPIKey(ctx context.Context, clientID string) (*NewAPIKey, error)
+	DeleteAPIKey(ctx context.Context, clientID, keyID string) error
+	// PutStore creates or renames a store; created tells which.
+	PutStore(ctx context.Context, clientID, storeID, name string) (store *Store, created bool, err error)
+	DeleteStore(ctx context.Context, clientID, storeID string) error
+	// Stores lists the client's stores ordered by id.
+	Stores(ctx context.Context, clientID string) ([]Store, error)
+	// PartnerCount tells whether the database is empty (for --demo).
+	PartnerCount(ctx context.Context) (int, error)
+}
+
+// Authenticator resolves partner API keys.
+//
+// Errors: EUNAUTHORIZED when the key is unknown, or valid but the client id
+// does not exist (the two are not told apart); EFORBIDDEN when the key is
+// valid for another existing client.
+type Authenticator interface {
+	Authenticate(ctx context.Context, clientID, apiKey string) (*Client, error)
+}

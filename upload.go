@@ -1,0 +1,150 @@
+package storelink
+
+import (
+	"context"
+	"time"
+)
+
+// UploadStatus is where a stock upload stands. An upload is a row that is
+// also its own queue entry: the processor claims accepted uploads and moves
+// them on.
+type UploadStatus string
+
+const (
+	// UploadAccepted: the file and its record are durable; not yet picked up.
+	UploadAccepted UploadStatus = "accepted"
+	// UploadProcessing: a processor holds a lease on it. When the lease runs
+	// out (the processor died) it is claimed again and processed from scratch.
+	UploadProcessing UploadStatus = "processing"
+	// UploadApplied: the valid rows are in force. Row problems may be listed.
+	UploadApplied UploadStatus = "applied"
+	// UploadRejected: nothing was applied, because of a file-level problem or
+	// because no row was valid.
+	UploadRejected UploadStatus = "rejected"
+)
+
+// Final tells whether the status can change no more.
+func (s UploadStatus) Final() bool { return s == UploadApplied || s == UploadRejected }
+
+// Upload is one stock file received from a client, with its processing report
+// once it has one.
+type Upload struct {
+	ID           string       `json:"upload_id"`
+	ClientID     string       `json:"client_id"`
+	FileName     string       `json:"file_name"`
+	SizeBytes    int64        `json:"size_bytes"`
+	SHA256       string       `json:"sha256"`
+	Status       UploadStatus `json:"status"`
+	ReceivedAt   time.Time    `json:"received_at"`
+	StartedAt    *time.Time   `json:"started_at"`
+	FinishedAt   *time.Time   `json:"finished_at"`
+	RowsTotal    int          `json:"rows_total"`
+	RowsApplied  int          `json:"rows_applied"`
+	RowsRejected int          `json:"rows_rejected"`
+	Errors       []Problem    `json:"errors"`
+	Warnings     []Problem    `json:"warnings"`
+}
+
+// NewUpload is a received file on its way into the store.
+type NewUpload struct {
+	ClientID string
+	FileName string
+	Body     []byte
+	SHA256   string
+}
+
+// Claim is an upload a processor holds a lease on, with its bytes.
+type Claim struct {
+	Upload
+	Body  []byte
+	Owner string // lease holder; the apply only commits while it still holds
+	// Attempts counts claims of this upload, this one included. An upload
+	// that keeps failing is given up on, so it cannot block its client.
+	Attempts int
+}
+
+// StockRow is one valid feed row: for its store and EAN, the absolute quantity
+// and price, and the optional fields (empty when not given).
+type StockRow struct {
+	StoreID         string `json:"store_id"`
+	EAN             string `json:"ean"`
+	ArticleNumber   string `json:"article_number"`
+	Quantity        int    `json:"quantity"`
+	Price           Money  `json:"price"`
+	RetailPrice     *Money `json:"retail_price,omitempty"`
+	ArticleLocation string `json:"article_location,omitempty"`
+	ProductName     string `json:"product_name,omitempty"`
+	ProductNumber   string `json:"product_number,omitempty"`
+	ArticleColor    string `json:"article_color,omitempty"`
+	ArticleSize     string `json:"article_size,omitempty"`
+	// Line is the line of the file the row starts on (the header is line 1).
+	Line int `json:"-"`
+}
+
+// Stock is a row of the stock in force: the latest feed values of a store and
+// EAN, with the quantity available for routing.
+type Stock struct {
+	StockRow
+	// Reserved is the number of units held by orders (0 until orders exist).
+	Reserved int `json:"reserved"`
+	// Available = Quantity - Reserved, never below zero.
+	Available int       `json:"available"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UploadID  string    `json:"upload_id"`
+}
+
+// StockFilter selects stock rows of one client; After is the cursor returned
+// with the previous page.
+type StockFilter struct {
+	StoreID string
+	EAN     string
+	Limit   int
+	After   string
+}
+
+// UploadFilter selects uploads of one client, newest first; Before is an
+// upload id from the previous page.
+type UploadFilter struct {
+	Limit  int
+	Before string
+}
+
+// FeedApply is called by UploadService.Apply inside the apply transaction.
+// It decodes and checks the file, calls put for every valid row in file order
+// (a later row for the same store and EAN overrides an earlier one), and
+// returns the report. stores is the set of the client's registered stores as
+// of the transaction. A report with FileError set applies nothing.
+type FeedApply func(stores map[string]bool, put func(StockRow) error) (FeedReport, error)
+
+// UploadService receives, queues and applies stock uploads.
+type UploadService interface {
+	// Accept stores the upload durably and takes its size from the client's
+	// capacity bucket. Errors: ETOOLARGE when the file is larger than the
+	// whole bucket; ERATELIMIT (with RetryAfter) when the bucket has not
+	// enough left; ENOTFOUND for an unknown client.
+	Accept(ctx context.Context, u NewUpload, policy CapacityPolicy) (*Upload, Capacity, error)
+	// Capacity reports a client's bucket without taking from it.
+	Capacity(ctx context.Context, clientID string, policy CapacityPolicy) (Capacity, error)
+	// Claim leases the oldest unfinished upload of some client whose earlier
+	// uploads are all finished. It returns nil, nil when there is none.
+	Claim(ctx context.Context, owner string, lease time.Duration) (*Claim, error)
+	// Apply runs fn in one transaction, writes the rows it puts, records the
+	// report and finishes the upload, all or nothing. It fails with
+	// ECONFLICT when the claim's lease was lost.
+	Apply(ctx context.Context, c *Claim, fn FeedApply) (*Upload, error)
+	// Fail finishes a claimed upload as rejected with one problem, applying
+	// nothing: for an upload that could not be processed at all.
+	Fail(ctx context.Context, c *Claim, problem Problem) error
+	// Upload returns one upload of a client. Errors: ENOTFOUND.
+	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
+	Uploads(ctx context.Context, clientID string, f UploadFilter) ([]Upload, error)
+	// QueueDepth counts uploads not yet finished.
+	QueueDepth(ctx context.Context) (int, error)
+}
+
+// StockService reads the stock in force.
+type StockService interface {
+	// Stock lists a client's stock ordered by store and EAN, and the cursor
+	// of the next page ("" when this is the last).
+	Stock(ctx context.Context, clientID string, f StockFilter) ([]Stock, string, error)
+}

@@ -1,0 +1,175 @@
+// Package worker runs storelink's background loops. The domain tables are the
+// queues: the processor claims upload rows with a lease, so a crashed worker's
+// uploads are claimed again when the lease runs out.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"storelink"
+	"storelink/feed"
+)
+
+// MaxAttempts is how often an upload is claimed before it is given up on.
+// An upload that kills its processor every time would otherwise block its
+// client's later uploads for ever.
+const MaxAttempts = 3
+
+// Processor applies accepted stock uploads, oldest first, in acceptance
+// order per client.
+type Processor struct {
+	Uploads storelink.UploadService
+	Logger  *slog.Logger
+	// Owner names this process in leases.
+	Owner string
+	// Lease is how long a claim holds before another worker may take over.
+	Lease time.Duration
+	// Interval is how often the queue is polled when nothing wakes the loop,
+	// to pick up what a crash or another process left.
+	Interval time.Duration
+	// Workers is the number of uploads processed at once.
+	Workers int
+
+	wake    chan struct{}
+	metrics processorMetrics
+}
+
+type processorMetrics struct {
+	processed *prometheus.CounterVec
+	rows      *prometheus.CounterVec
+	duration  prometheus.Histogram
+}
+
+// NewProcessor returns a processor with its metrics registered on reg.
+func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner string, reg prometheus.Registerer) *Processor {
+	p := &Processor{
+		Uploads: uploads, Logger: logger, Owner: owner,
+		Lease: time.Minute, Interval: time.Second, Workers: 2,
+		wake: make(chan struct{}, 1),
+		metrics: processorMetrics{
+			processed: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "storelink_uploads_processed_total", Help: "Uploads processed, by final status.",
+			}, []string{"status"}),
+			rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "storelink_feed_rows_total", Help: "Feed rows processed, by result (applied, rejected).",
+			}, []string{"result"}),
+			duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name: "storelink_upload_processing_seconds", Help: "Time from claim to the applied or rejected commit.",
+				Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			}),
+		},
+	}
+	reg.MustRegister(p.metrics.processed, p.metrics.rows, p.metrics.duration,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "storelink_upload_queue_depth", Help: "Uploads accepted but not yet applied or rejected.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := uploads.QueueDepth(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
+	return p
+}
+
+// Wake makes an idle worker look at the queue now; it never blocks.
+func (p *Processor) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run processes uploads until ctx is done. An upload in the middle of
+// processing when ctx ends is rolled back and stays claimable.
+func (p *Processor) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	for range max(p.Workers, 1) {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			p.loop(ctx)
+		}()
+	}
+	for range max(p.Workers, 1) {
+		<-done
+	}
+	return nil
+}
+
+func (p *Processor) loop(ctx context.Context) {
+	ticker := time.NewTicker(p.Interval)
+	defer ticker.Stop()
+	for {
+		for ctx.Err() == nil {
+			worked, err := p.RunOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				p.Logger.Error("process upload", "error", err)
+			}
+			if !worked || err != nil {
+				break
+			}
+			p.Wake() // there may be more: let another worker look too
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// RunOnce claims and processes one upload; it reports whether there was one.
+func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
+	c, err := p.Uploads.Claim(ctx, p.Owner, p.Lease)
+	if err != nil || c == nil {
+		return false, err
+	}
+	start := time.Now()
+	log := p.Logger.With("upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts)
+	if c.Attempts > MaxAttempts {
+		err := p.Uploads.Fail(ctx, c, storelink.Problem{
+			Type:        "Processing failed",
+			Message:     fmt.Sprintf("The file could not be processed in %d attempts and was set aside. Please upload it again; if this repeats, contact the marketplace.", MaxAttempts),
+			LineNumbers: []storelink.LineRef{},
+		})
+		log.Error("upload given up", "error", err)
+		p.metrics.processed.WithLabelValues(string(storelink.UploadRejected)).Inc()
+		return true, err
+	}
+	u, err := p.apply(ctx, c)
+	if err != nil {
+		return true, fmt.Errorf("upload %s: %w", c.ID, err)
+	}
+	elapsed := time.Since(start)
+	p.metrics.duration.Observe(elapsed.Seconds())
+	p.metrics.processed.WithLabelValues(string(u.Status)).Inc()
+	p.metrics.rows.WithLabelValues("applied").Add(float64(u.RowsApplied))
+	p.metrics.rows.WithLabelValues("rejected").Add(float64(u.RowsRejected))
+	log.Info("upload processed", "status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied,
+		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "duration_ms", elapsed.Milliseconds())
+	return true, nil
+}
+
+// apply runs the feed check inside the store's apply transaction; a panic in
+// the check is turned into an error so one bad file cannot stop the loop.
+func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink.Upload, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while processing: %v", r)
+		}
+	}()
+	body := c.Body
+	c.Body = nil // the check streams from body; let the claim not pin it too
+	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		return feed.Check(bytes.NewReader(body), stores, put)
+	})
+}
