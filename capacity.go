@@ -53,7 +53,7 @@ func (p CapacityPolicy) fits(tokens float64, size, n int64) error {
 		return Errorf(ETOOLARGE,
 			"The file is %d bytes, more than this client's whole upload capacity of %d bytes per %s.", n, size, p.Window)
 	}
-	if float64(n) > tokens {
+	if float64(n) > tokens+tolerance {
 		wait := p.secondsFor(float64(n)-tokens, size)
 		err := Errorf(ERATELIMIT, "Upload capacity used up: %d bytes are left of %d per %s. Retry after %d seconds.",
 			int64(tokens), size, p.Window, wait)
@@ -83,9 +83,12 @@ func (p CapacityPolicy) capacity(b Bucket, size int64) Capacity {
 	}
 }
 
+// tolerance absorbs float rounding in the refill: a millionth of a byte.
+const tolerance = 1e-6
+
 // secondsFor is how many whole seconds the bucket needs to gain bytes,
-// rounded up and at least 1; a hair is added so that float rounding can never
-// make the promised moment a byte short.
+// rounded up and at least 1. fits compares with a tolerance, so the promised
+// moment is never a rounding error short.
 func (p CapacityPolicy) secondsFor(bytes float64, size int64) int {
 	if bytes <= 0 {
 		return 0
@@ -93,6 +96,6 @@ func (p CapacityPolicy) secondsFor(bytes float64, size int64) int {
 	if size <= 0 || p.Window <= 0 {
 		return 1
 	}
-	s := int(math.Ceil(bytes*p.Window.Seconds()/float64(size) + 1e-6))
+	s := int(math.Ceil(bytes*p.Window.Seconds()/float64(size) - tolerance))
 	return max(s, 1)
 }

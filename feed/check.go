@@ -32,7 +32,7 @@ func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) err
 	c := &checker{
 		col:    newCollector(),
 		stores: make(map[string]uint32, len(stores)),
-		seen:   make(map[rowKey]int),
+		seen:   newLineTable(),
 		put:    put,
 	}
 	for id, ok := range stores {
@@ -42,7 +42,7 @@ func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) err
 	}
 	err := c.run(r)
 	if !c.rep.FileError {
-		c.rep.RowsApplied = len(c.seen) // nothing of a rejected file is applied
+		c.rep.RowsApplied = c.seen.len() // nothing of a rejected file is applied
 	}
 	c.col.report(&c.rep)
 	return c.rep, err
@@ -63,7 +63,12 @@ type checker struct {
 	col    *collector
 	h      header
 	stores map[string]uint32
-	seen   map[rowKey]int // line of the last valid row of each store and EAN
+	seen   *lineTable // line of the last valid row of each store and EAN
+	// lastStore caches the latest store lookup: feeds list a store's rows
+	// together, and comparing two short strings beats hashing one.
+	lastStore   string
+	lastStoreOK bool
+	lastStoreID uint32
 	put    func(storelink.StockRow) error
 	// prices backs RetailPrice pointers a slab at a time, so a row with a
 	// retail price costs no allocation of its own.
@@ -177,6 +182,15 @@ func trim(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// store looks a store id up among the client's stores.
+func (c *checker) store(id string) (uint32, bool) {
+	if id != c.lastStore || id == "" {
+		c.lastStoreID, c.lastStoreOK = c.stores[id]
+		c.lastStore = id
+	}
+	return c.lastStoreID, c.lastStoreOK
 }
 
 // retailPrice returns a pointer to m from the current slab.

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"storelink"
@@ -45,7 +46,7 @@ func (c *checker) row(rec []string, line int) error {
 		}
 	}
 
-	store, storeOK := c.stores[v[colStore]]
+	store, storeOK := c.store(v[colStore])
 	if !storeOK && v[colStore] != "" {
 		fail(storelink.ProblemUnknownStore, msgUnknownStore)
 	}
@@ -86,10 +87,9 @@ func (c *checker) row(rec []string, line int) error {
 
 	c.rep.RowsValid++
 	k := rowKey{store: store, ean: ean}
-	if prev, ok := c.seen[k]; ok {
-		c.col.duplicate(prev, v[colStore], v[colEAN])
+	if prev := c.seen.swap(k, uint32(min(line, math.MaxUint32))); prev != 0 {
+		c.col.duplicate(int(prev), v[colStore], v[colEAN])
 	}
-	c.seen[k] = line
 	row := storelink.StockRow{
 		StoreID:         v[colStore],
 		EAN:             v[colEAN],

@@ -25,13 +25,14 @@ var statusOf = map[string]int{
 	"method_not_allowed":     http.StatusMethodNotAllowed,
 }
 
-// Problem is an RFC 9457 problem details object.
+// Problem is an RFC 9457 problem details object. It has no "instance": the
+// answer to an unknown client id must be byte for byte the answer to a wrong
+// key, so that it tells nothing about which client ids exist.
 type Problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail"`
-	Instance string `json:"instance,omitempty"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
 }
 
 // writeError answers with the problem for err. Only internal errors are
@@ -57,11 +58,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(Problem{
-		Type:     "/problems/" + code,
-		Title:    http.StatusText(status),
-		Status:   status,
-		Detail:   detail,
-		Instance: r.URL.EscapedPath(),
+		Type:   "/problems/" + code,
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
 	})
 }
 

@@ -25,4 +25,5 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /readyz", s.handleReadyz)
 	m.Handle("GET /metrics", s.metricsHandler())
 	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
+	m.HandleFunc("GET /openapi.yaml", s.handleOpenAPI)
 }

@@ -89,7 +89,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"bytes_in", r.ContentLength, "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()
-	if badPath(r.URL.Path) {
+	if badPath(r.URL.EscapedPath()) {
 		writeProblem(rw, r, storelink.EINVALID, "The path must not contain '.', '..' or empty segments.")
 		return
 	}
@@ -218,4 +218,9 @@ func (s *Server) metricsHandler() http.Handler {
 		return promhttp.Handler()
 	}
 	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(storelink.OpenAPI)
 }

@@ -48,6 +48,9 @@ type processorMetrics struct {
 
 // NewProcessor returns a processor with its metrics registered on reg.
 func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner string, reg prometheus.Registerer) *Processor {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	p := &Processor{
 		Uploads: uploads, Logger: logger, Owner: owner,
 		Lease: time.Minute, Interval: time.Second, Workers: 2,

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the storelink command built once for the tests that need a real,
+// separate OS process (to kill it with SIGKILL, or to measure its memory).
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+func storelinkBinary(tb testing.TB) string {
+	tb.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "storelink-bin")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "storelink")
+		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		tb.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// proc is a running `storelink serve` process.
+type proc struct {
+	cmd    *exec.Cmd
+	URL    string // http://127.0.0.1:PORT
+	Data   string
+	stdout *bytes.Buffer
+	stderr *syncBuffer
+	// Demo credentials, when started with --demo on an empty database.
+	ClientID, APIKey, PartnerID string
+	AdminToken                  string
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe starts `storelink serve --addr 127.0.0.1:0 --data DATA args...`
+// and waits until it listens. It reads the demo credentials and admin token
+// when they are printed. The process is killed when the test ends.
+func startServe(tb testing.TB, data string, args ...string) *proc {
+	tb.Helper()
+	bin := storelinkBinary(tb)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
+	cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=")
+	p := &proc{cmd: cmd, Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
+	cmd.Stderr = p.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Kill() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for p.URL == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				tb.Fatalf("storelink serve exited before listening:\n%s\n%s", p.stdout, p.stderr)
+			}
+			p.stdout.WriteString(line + "\n")
+			p.parseLine(line)
+		case <-deadline:
+			tb.Fatalf("storelink serve did not listen within 30s:\n%s\n%s", p.stdout, p.stderr)
+		}
+	}
+	go func() {
+		for range lines { // keep draining so the process never blocks on stdout
+		}
+	}()
+	if b, err := os.ReadFile(filepath.Join(data, "admin-token")); err == nil {
+		p.AdminToken = strings.TrimSpace(string(b))
+	}
+	return p
+}
+
+func (p *proc) parseLine(line string) {
+	field := func(name string) string {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+		return ""
+	}
+	if v := field("client_id"); v != "" {
+		p.ClientID = v
+	}
+	if v := field("api_key"); v != "" {
+		p.APIKey = v
+	}
+	if v := field("partner_id"); v != "" {
+		p.PartnerID = v
+	}
+	if v, ok := strings.CutPrefix(line, "storelink: listening on "); ok {
+		p.URL = strings.TrimSpace(v)
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash or power cut would.
+func (p *proc) Kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+// Stop ends the process with SIGTERM and returns its exit error.
+func (p *proc) Stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	return p.cmd.Wait()
+}
+
+// PID is the process id.
+func (p *proc) PID() int { return p.cmd.Process.Pid }
+
+// upload PUTs body as a stock file and returns the status and decoded answer.
+func (p *proc) upload(tb testing.TB, name string, body []byte) (int, map[string]any) {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodPut, p.URL+"/stock/"+p.ClientID+"/"+name, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("x-api-key", p.APIKey)
+	req.Header.Set("Content-Type", "application/csv")
+	return doJSON(tb, req)
+}
+
+// get GETs a partner path with the API key.
+func (p *proc) get(tb testing.TB, path string) (int, map[string]any) {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.URL+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("x-api-key", p.APIKey)
+	return doJSON(tb, req)
+}
+
+// waitUpload polls an upload until it is applied or rejected.
+func (p *proc) waitUpload(tb testing.TB, id string, timeout time.Duration) map[string]any {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, u := p.get(tb, "/stock/"+p.ClientID+"/uploads/"+id)
+		if code == http.StatusOK && (u["status"] == "applied" || u["status"] == "rejected") {
+			return u
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("upload %s not finished after %s: %d %v", id, timeout, code, u)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func doJSON(tb testing.TB, req *http.Request) (int, map[string]any) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		tb.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v map[string]any
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &v); err != nil {
+			tb.Fatalf("%s %s: %d, not JSON: %s", req.Method, req.URL, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, v
+}

@@ -1,0 +1,125 @@
+package storetest
+
+import (
+	"storelink"
+)
+
+func testPartnersAndClients(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	_, err := s.CreatePartner(ctx, "  ")
+	wantCode(t, err, storelink.EINVALID)
+
+	p, err := s.CreatePartner(ctx, "Beta")
+	must(t, err)
+	if p.ID == "" || p.Name != "Beta" {
+		t.Fatalf("partner = %+v", p)
+	}
+	c, err := s.CreateClient(ctx, p.ID, "at", "eur")
+	must(t, err)
+	if c.CountryCode != "AT" || c.Currency != "EUR" || c.PartnerID != p.ID || c.APIKey == "" {
+		t.Fatalf("client = %+v", c)
+	}
+	_, err = s.CreateClient(ctx, p.ID, "AT", "EUR")
+	wantCode(t, err, storelink.ECONFLICT)
+	_, err = s.CreateClient(ctx, p.ID, "Austria", "EUR")
+	wantCode(t, err, storelink.EINVALID)
+	_, err = s.CreateClient(ctx, p.ID, "CH", "Franc")
+	wantCode(t, err, storelink.EINVALID)
+	_, err = s.CreateClient(ctx, "no-such-partner", "CH", "CHF")
+	wantCode(t, err, storelink.ENOTFOUND)
+	// The same partner in another country is another client with its own key.
+	ch, err := s.CreateClient(ctx, p.ID, "CH", "CHF")
+	must(t, err)
+	if ch.ID == c.ID || ch.APIKey == c.APIKey {
+		t.Fatal("a second country must get its own client id and key")
+	}
+
+	d, err := s.Client(ctx, e.client.ID)
+	must(t, err)
+	if len(d.Stores) != 2 || d.Stores[0].ID != "S1" || d.Stores[1].ID != "S2" || len(d.APIKeys) != 1 {
+		t.Fatalf("client detail = %+v", d)
+	}
+	if d.APIKeys[0].Prefix == "" || len(d.APIKeys[0].Prefix) >= len(e.client.APIKey) {
+		t.Fatalf("key prefix %q must identify the key without revealing it", d.APIKeys[0].Prefix)
+	}
+	_, err = s.Client(ctx, "nope")
+	wantCode(t, err, storelink.ENOTFOUND)
+	n, err := s.PartnerCount(ctx)
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("PartnerCount = %d, want 2", n)
+	}
+}
+
+func testAuthentication(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	id, key := e.client.ID, e.client.APIKey
+	c, err := s.Authenticate(ctx, id, key)
+	must(t, err)
+	if c.ID != id {
+		t.Fatalf("authenticated as %s, want %s", c.ID, id)
+	}
+	_, err = s.Authenticate(ctx, id, "")
+	wantCode(t, err, storelink.EUNAUTHORIZED)
+	_, err = s.Authenticate(ctx, id, key+"x")
+	wantCode(t, err, storelink.EUNAUTHORIZED)
+	_, err = s.Authenticate(ctx, "unknown-client", key)
+	wantCode(t, err, storelink.EUNAUTHORIZED)
+
+	p, err := s.CreatePartner(ctx, "Other")
+	must(t, err)
+	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	_, err = s.Authenticate(ctx, other.ID, key)
+	wantCode(t, err, storelink.EFORBIDDEN)
+
+	// Rotation: a second key works alongside the first until that is deleted.
+	k2, err := s.CreateAPIKey(ctx, id)
+	must(t, err)
+	_, err = s.Authenticate(ctx, id, k2.APIKey)
+	must(t, err)
+	_, err = s.Authenticate(ctx, id, key)
+	must(t, err)
+	d, err := s.Client(ctx, id)
+	must(t, err)
+	first := d.APIKeys[0].ID
+	if first == k2.KeyID {
+		first = d.APIKeys[1].ID
+	}
+	must(t, s.DeleteAPIKey(ctx, id, first))
+	_, err = s.Authenticate(ctx, id, key)
+	wantCode(t, err, storelink.EUNAUTHORIZED)
+	_, err = s.Authenticate(ctx, id, k2.APIKey)
+	must(t, err)
+	wantCode(t, s.DeleteAPIKey(ctx, id, first), storelink.ENOTFOUND)
+	wantCode(t, s.DeleteAPIKey(ctx, other.ID, k2.KeyID), storelink.ENOTFOUND)
+	_, err = s.CreateAPIKey(ctx, "nope")
+	wantCode(t, err, storelink.ENOTFOUND)
+}
+
+func testStores(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	st, created, err := s.PutStore(ctx, id, "S3", "Third")
+	must(t, err)
+	if !created || st.ID != "S3" || st.Name != "Third" {
+		t.Fatalf("PutStore = %+v, %v", st, created)
+	}
+	st, created, err = s.PutStore(ctx, id, "S3", "Renamed")
+	must(t, err)
+	if created || st.Name != "Renamed" {
+		t.Fatalf("second PutStore = %+v, %v; want a rename", st, created)
+	}
+	for _, bad := range []string{"", " S4", "S/4", "S\x014"} {
+		_, _, err := s.PutStore(ctx, id, bad, "x")
+		wantCode(t, err, storelink.EINVALID)
+	}
+	_, _, err = s.PutStore(ctx, "nope", "S9", "x")
+	wantCode(t, err, storelink.ENOTFOUND)
+	must(t, s.DeleteStore(ctx, id, "S3"))
+	wantCode(t, s.DeleteStore(ctx, id, "S3"), storelink.ENOTFOUND)
+	list, err := s.Stores(ctx, id)
+	must(t, err)
+	if len(list) != 2 {
+		t.Fatalf("stores = %+v, want S1 and S2", list)
+	}
+}

@@ -1,0 +1,119 @@
+// Package storetest is the conformance suite that every storelink store
+// passes: the same cases run against SQLite and (later) PostgreSQL, so a rule
+// written once holds for both.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"storelink"
+)
+
+// Store is everything a storelink store implements.
+type Store interface {
+	storelink.AdminService
+	storelink.Authenticator
+	storelink.UploadService
+	storelink.StockService
+}
+
+// Opener opens a new, empty store whose clock is now.
+type Opener func(t *testing.T, now func() time.Time) Store
+
+// Clock is a settable clock for the suite.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts a clock at a fixed moment.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock on.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one case's store, clock and a client with stores S1 and S2.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	clock  *Clock
+	s      Store
+	client *storelink.NewClient
+}
+
+// Exercise runs every case of the suite against stores made by open.
+func Exercise(t *testing.T, open Opener) {
+	cases := []struct {
+		name string
+		fn   func(e *env)
+	}{
+		{"Partners and clients", testPartnersAndClients},
+		{"API keys and authentication", testAuthentication},
+		{"Stores", testStores},
+		{"Capacity bucket", testCapacity},
+		{"Capacity refuses the impossible", testCapacityTooLarge},
+		{"Claim order per client", testClaimOrder},
+		{"Lease expiry and lost leases", testLeaseExpiry},
+		{"Apply writes rows, later row wins", testApply},
+		{"File error applies nothing", testApplyFileError},
+		{"Apply error rolls back", testApplyCallbackError},
+		{"Fail sets an upload aside", testFail},
+		{"Upload listing", testUploadListing},
+		{"Stock listing and paging", testStockListing},
+		{"Store deletion removes its stock", testDeleteStoreStock},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			clock := NewClock()
+			e := &env{t: t, ctx: context.Background(), clock: clock, s: open(t, clock.Now)}
+			p, err := e.s.CreatePartner(e.ctx, "Acme")
+			must(t, err)
+			e.client, err = e.s.CreateClient(e.ctx, p.ID, "DE", "EUR")
+			must(t, err)
+			for _, id := range []string{"S1", "S2"} {
+				_, _, err := e.s.PutStore(e.ctx, e.client.ID, id, "Store "+id)
+				must(t, err)
+			}
+			c.fn(e)
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantCode fails unless err carries the domain error code.
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := storelink.ErrorCode(err); got != code {
+		t.Fatalf("error code = %q (%v), want %q", got, err, code)
+	}
+}
+
+func asError(err error) *storelink.Error {
+	var e *storelink.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,403 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"storelink"
+)
+
+var policy = storelink.CapacityPolicy{Base: 1000, PerStore: 100, Window: time.Hour}
+
+// accept stores an upload of n bytes for the env's client.
+func (e *env) accept(name string, n int) *storelink.Upload {
+	e.t.Helper()
+	u, _, err := e.s.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: name, Body: make([]byte, n), SHA256: "00"}, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
+	must(e.t, err)
+	return u
+}
+
+// rows returns a FeedApply that puts the given rows and reports them valid.
+func rows(rs ...storelink.StockRow) storelink.FeedApply {
+	return func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		rep := storelink.FeedReport{RowsTotal: len(rs)}
+		seen := map[string]bool{}
+		for _, r := range rs {
+			if !stores[r.StoreID] {
+				rep.RowsRejected++
+				continue
+			}
+			if err := put(r); err != nil {
+				return rep, err
+			}
+			rep.RowsValid++
+			seen[r.StoreID+"\x00"+r.EAN] = true
+		}
+		rep.RowsApplied = len(seen)
+		return rep, nil
+	}
+}
+
+func row(store, ean string, qty int, price storelink.Money) storelink.StockRow {
+	return storelink.StockRow{StoreID: store, EAN: ean, ArticleNumber: "A-" + ean, Quantity: qty, Price: price}
+}
+
+func testCapacity(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	// Two stores: the bucket holds 1000 + 2×100 = 1200 bytes and starts full.
+	c, err := s.Capacity(ctx, id, policy)
+	must(t, err)
+	if c.BytesPerWindow != 1200 || c.BytesLeft != 1200 {
+		t.Fatalf("fresh capacity = %+v, want 1200 of 1200", c)
+	}
+	up := func(n int) (*storelink.Upload, storelink.Capacity, error) {
+		return s.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: make([]byte, n), SHA256: "00"}, policy)
+	}
+	_, c, err = up(700)
+	must(t, err)
+	if c.BytesLeft != 500 {
+		t.Fatalf("after 700 bytes: %+v, want 500 left", c)
+	}
+	_, c, err = up(600)
+	wantCode(t, err, storelink.ERATELIMIT)
+	// 100 bytes are missing; 1200 bytes refill per hour, so 3600/1200×100 = 300 s.
+	if e := asError(err); e.RetryAfter != 300 {
+		t.Fatalf("RetryAfter = %d, want 300", e.RetryAfter)
+	}
+	if c.BytesLeft != 500 {
+		t.Fatalf("a refused upload must take nothing: %+v", c)
+	}
+	e.clock.Advance(299 * time.Second)
+	_, _, err = up(600)
+	wantCode(t, err, storelink.ERATELIMIT)
+	e.clock.Advance(time.Second)
+	_, c, err = up(600)
+	must(t, err)
+	if c.BytesLeft != 0 {
+		t.Fatalf("after the retry: %+v, want 0 left", c)
+	}
+	// A third store raises the bucket size.
+	_, _, err = s.PutStore(ctx, id, "S3", "")
+	must(t, err)
+	e.clock.Advance(2 * time.Hour)
+	c, err = s.Capacity(ctx, id, policy)
+	must(t, err)
+	if c.BytesPerWindow != 1300 || c.BytesLeft != 1300 || c.FullIn != 0 {
+		t.Fatalf("after a refill with 3 stores: %+v, want 1300 of 1300", c)
+	}
+	// Refused uploads left nothing behind.
+	list, err := s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
+	must(t, err)
+	if len(list) != 2 {
+		t.Fatalf("%d uploads stored, want the 2 accepted", len(list))
+	}
+	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: []byte("x")}, policy)
+	wantCode(t, err, storelink.ENOTFOUND)
+}
+
+func testCapacityTooLarge(e *env) {
+	_, c, err := e.s.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "f.csv", Body: make([]byte, 1201)}, policy)
+	wantCode(e.t, err, storelink.ETOOLARGE)
+	if c.BytesLeft != 1200 {
+		e.t.Fatalf("capacity after a refused upload = %+v", c)
+	}
+}
+
+func testClaimOrder(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	p, err := s.CreatePartner(ctx, "Other")
+	must(t, err)
+	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	a1 := e.accept("a1.csv", 10)
+	a2 := e.accept("a2.csv", 10)
+	b1, _, err := s.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "b1.csv", Body: []byte("x")}, policy)
+	must(t, err)
+	depth, err := s.QueueDepth(ctx)
+	must(t, err)
+	if depth != 3 {
+		t.Fatalf("queue depth = %d, want 3", depth)
+	}
+
+	c1, err := s.Claim(ctx, "w1", time.Minute)
+	must(t, err)
+	if c1 == nil || c1.ID != a1.ID || c1.Attempts != 1 || len(c1.Body) != 10 {
+		t.Fatalf("first claim = %+v, want a1 with its body", c1)
+	}
+	// a2 waits for a1; the other client's upload does not.
+	c2, err := s.Claim(ctx, "w2", time.Minute)
+	must(t, err)
+	if c2 == nil || c2.ID != b1.ID {
+		t.Fatalf("second claim = %v, want b1", c2)
+	}
+	c3, err := s.Claim(ctx, "w3", time.Minute)
+	must(t, err)
+	if c3 != nil {
+		t.Fatalf("third claim = %s, want none while a1 is processing", c3.ID)
+	}
+	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	must(t, err)
+	c3, err = s.Claim(ctx, "w3", time.Minute)
+	must(t, err)
+	if c3 == nil || c3.ID != a2.ID {
+		t.Fatalf("claim after a1 = %v, want a2", c3)
+	}
+}
+
+func testLeaseExpiry(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	u := e.accept("a.csv", 3)
+	c1, err := s.Claim(ctx, "dead", time.Minute)
+	must(t, err)
+	e.clock.Advance(59 * time.Second)
+	if c, _ := s.Claim(ctx, "w2", time.Minute); c != nil {
+		t.Fatal("claimed while the lease still holds")
+	}
+	e.clock.Advance(2 * time.Second)
+	c2, err := s.Claim(ctx, "w2", time.Minute)
+	must(t, err)
+	if c2 == nil || c2.ID != u.ID || c2.Attempts != 2 {
+		t.Fatalf("claim after the lease = %+v, want the same upload, attempt 2", c2)
+	}
+	// The first holder lost its lease: its apply must not commit.
+	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	wantCode(t, err, storelink.ECONFLICT)
+	got, err := s.Apply(ctx, c2, rows(row("S1", "4006381333931", 2, 100)))
+	must(t, err)
+	if got.Status != storelink.UploadApplied || got.RowsApplied != 1 {
+		t.Fatalf("applied = %+v", got)
+	}
+	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	must(t, err)
+	if len(st) != 1 || st[0].Quantity != 2 {
+		t.Fatalf("stock = %+v, want quantity 2 from the live holder", st)
+	}
+	_, err = s.Apply(ctx, c2, rows())
+	wantCode(t, err, storelink.ECONFLICT) // an upload is applied once
+}
+
+func testApply(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	u := e.accept("a.csv", 3)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	retail := storelink.Money(2999)
+	full := storelink.StockRow{StoreID: "S1", EAN: "4006381333931", ArticleNumber: "SKU-123", Quantity: 5, Price: 1999,
+		RetailPrice: &retail, ArticleLocation: "Dept 3", ProductName: "Pen", ProductNumber: "P1", ArticleColor: "blue", ArticleSize: "M"}
+	report := func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		if !stores["S1"] || !stores["S2"] || stores["S9"] {
+			return storelink.FeedReport{}, fmt.Errorf("stores = %v, want S1 and S2", stores)
+		}
+		for _, r := range []storelink.StockRow{row("S1", "4006381333931", 1, 100), full, row("S2", "96385074", 0, 5)} {
+			if err := put(r); err != nil {
+				return storelink.FeedReport{}, err
+			}
+		}
+		return storelink.FeedReport{RowsTotal: 4, RowsValid: 3, RowsApplied: 2, RowsRejected: 1,
+			Errors: []storelink.Problem{{Type: storelink.ProblemInvalidValue, Message: "bad", Count: 1,
+				LineNumbers: []storelink.LineRef{{LineNumber: 4, StoreID: "S1", EAN: "x"}}}},
+			Warnings: []storelink.Problem{{Type: storelink.ProblemDuplicated, Message: "dup", Count: 1,
+				LineNumbers: []storelink.LineRef{{LineNumber: 2, StoreID: "S1", EAN: "4006381333931"}}}},
+		}, nil
+	}
+	got, err := s.Apply(ctx, c, report)
+	must(t, err)
+	if got.Status != storelink.UploadApplied || got.RowsTotal != 4 || got.RowsApplied != 2 || got.RowsRejected != 1 ||
+		got.FinishedAt == nil || got.StartedAt == nil {
+		t.Fatalf("upload after apply = %+v", got)
+	}
+	again, err := s.Upload(ctx, id, u.ID)
+	must(t, err)
+	if len(again.Errors) != 1 || again.Errors[0].LineNumbers[0].LineNumber != 4 ||
+		len(again.Warnings) != 1 || again.Warnings[0].Type != storelink.ProblemDuplicated {
+		t.Fatalf("stored report = %+v / %+v", again.Errors, again.Warnings)
+	}
+	st, _, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 10})
+	must(t, err)
+	if len(st) != 2 {
+		t.Fatalf("stock = %+v", st)
+	}
+	g := st[0]
+	if g.StockRow.Line = 0; g.StoreID != "S1" || g.Quantity != 5 || g.Price != 1999 || *g.RetailPrice != 2999 ||
+		g.ArticleLocation != "Dept 3" || g.ProductName != "Pen" || g.ArticleSize != "M" || g.UploadID != u.ID || g.Available != 5 {
+		t.Fatalf("stock row = %+v, want the later row", g)
+	}
+	if st[1].StoreID != "S2" || st[1].Quantity != 0 || st[1].RetailPrice != nil {
+		t.Fatalf("second stock row = %+v", st[1])
+	}
+	if d, _ := s.QueueDepth(ctx); d != 0 {
+		t.Fatalf("queue depth = %d after the apply", d)
+	}
+	// A later feed sets the row anew: quantity absolute, optional fields as given.
+	e.accept("b.csv", 3)
+	c, err = s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	_, err = s.Apply(ctx, c, rows(row("S1", "4006381333931", 9, 1500)))
+	must(t, err)
+	st, _, err = s.Stock(ctx, id, storelink.StockFilter{StoreID: "S1", Limit: 10})
+	must(t, err)
+	if len(st) != 1 || st[0].Quantity != 9 || st[0].Price != 1500 || st[0].RetailPrice != nil || st[0].ArticleLocation != "" {
+		t.Fatalf("stock after the second feed = %+v", st)
+	}
+}
+
+func testApplyFileError(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	u := e.accept("a.csv", 3)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	got, err := s.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		must(t, put(row("S1", "4006381333931", 1, 100))) // put before the problem was found
+		return storelink.FeedReport{RowsTotal: 1, RowsValid: 1, RowsApplied: 1, FileError: true,
+			Errors: []storelink.Problem{{Type: storelink.ProblemEncoding, Message: "bad byte", Count: 1,
+				LineNumbers: []storelink.LineRef{{LineNumber: 2}}}}}, nil
+	})
+	must(t, err)
+	if got.ID != u.ID || got.Status != storelink.UploadRejected || got.RowsApplied != 0 || len(got.Errors) != 1 {
+		t.Fatalf("upload = %+v, want rejected with the problem", got)
+	}
+	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	must(t, err)
+	if len(st) != 0 {
+		t.Fatalf("a rejected file wrote %d stock rows", len(st))
+	}
+	// A file in which no row is valid is rejected too.
+	e.accept("b.csv", 3)
+	c, err = s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	got, err = s.Apply(ctx, c, rows(row("S9", "4006381333931", 1, 100)))
+	must(t, err)
+	if got.Status != storelink.UploadRejected || got.RowsRejected != 1 {
+		t.Fatalf("upload without a valid row = %+v, want rejected", got)
+	}
+}
+
+func testApplyCallbackError(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	u := e.accept("a.csv", 3)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	boom := errors.New("reader failed")
+	_, err = s.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		for i := range 500 { // more than one batch
+			must(t, put(row("S1", fmt.Sprintf("%013d", i), 1, 100)))
+		}
+		return storelink.FeedReport{}, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Apply = %v, want the callback's error", err)
+	}
+	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	must(t, err)
+	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	must(t, err)
+	if len(st) != 0 || got.Status != storelink.UploadProcessing {
+		t.Fatalf("after a failed apply: %d stock rows, status %s; want none, still processing", len(st), got.Status)
+	}
+}
+
+func testFail(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	u := e.accept("a.csv", 3)
+	next := e.accept("b.csv", 3)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	must(t, s.Fail(ctx, c, storelink.Problem{Type: "Processing failed", Message: "gave up", LineNumbers: []storelink.LineRef{}}))
+	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	must(t, err)
+	if got.Status != storelink.UploadRejected || len(got.Errors) != 1 || got.Errors[0].Type != "Processing failed" {
+		t.Fatalf("failed upload = %+v", got)
+	}
+	c, err = s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	if c == nil || c.ID != next.ID {
+		t.Fatalf("claim after a failed upload = %v, want the next one", c)
+	}
+}
+
+func testUploadListing(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, e.accept(fmt.Sprintf("f%d.csv", i), 1).ID)
+		e.clock.Advance(time.Millisecond)
+	}
+	page, err := s.Uploads(ctx, id, storelink.UploadFilter{Limit: 2})
+	must(t, err)
+	if len(page) != 2 || page[0].ID != ids[4] || page[1].ID != ids[3] {
+		t.Fatalf("first page = %v, want the newest two", page)
+	}
+	page, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[3]})
+	must(t, err)
+	if len(page) != 3 || page[0].ID != ids[2] || page[2].ID != ids[0] {
+		t.Fatalf("second page = %v", page)
+	}
+	if page[0].Status != storelink.UploadAccepted || page[0].FileName != "f2.csv" || page[0].Errors == nil {
+		t.Fatalf("listed upload = %+v", page[0])
+	}
+	_, err = s.Upload(ctx, id, "nope")
+	wantCode(t, err, storelink.ENOTFOUND)
+	// Another client cannot read this client's upload by id.
+	p, _ := s.CreatePartner(ctx, "Other")
+	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	_, err = s.Upload(ctx, other.ID, ids[0])
+	wantCode(t, err, storelink.ENOTFOUND)
+}
+
+func testStockListing(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	e.accept("a.csv", 1)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	var rs []storelink.StockRow
+	for _, store := range []string{"S2", "S1"} {
+		for i := range 5 {
+			rs = append(rs, row(store, fmt.Sprintf("400638133393%d", i), i, 100))
+		}
+	}
+	_, err = s.Apply(ctx, c, rows(rs...))
+	must(t, err)
+	var all []storelink.Stock
+	after := ""
+	for pages := 0; ; pages++ {
+		page, next, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: after})
+		must(t, err)
+		all = append(all, page...)
+		if next == "" {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		after = next
+	}
+	if len(all) != 10 || all[0].StoreID != "S1" || all[4].EAN != "4006381333934" || all[5].StoreID != "S2" {
+		t.Fatalf("paged stock in wrong order or incomplete: %d rows", len(all))
+	}
+	one, _, err := s.Stock(ctx, id, storelink.StockFilter{StoreID: "S2", EAN: "4006381333932", Limit: 10})
+	must(t, err)
+	if len(one) != 1 || one[0].Quantity != 2 {
+		t.Fatalf("filtered stock = %+v", one)
+	}
+	_, _, err = s.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: "!!"})
+	wantCode(t, err, storelink.EINVALID)
+	_, _, err = s.Stock(ctx, "nope", storelink.StockFilter{Limit: 3})
+	wantCode(t, err, storelink.ENOTFOUND)
+}
+
+func testDeleteStoreStock(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	e.accept("a.csv", 1)
+	c, err := s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	_, err = s.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100), row("S2", "4006381333931", 2, 100)))
+	must(t, err)
+	must(t, s.DeleteStore(ctx, id, "S1"))
+	st, _, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 10})
+	must(t, err)
+	if len(st) != 1 || st[0].StoreID != "S2" {
+		t.Fatalf("stock after deleting S1 = %+v", st)
+	}
+}
