@@ -14,6 +14,9 @@ const (
 	ProblemInvalidValue    = "Invalid column value"
 	ProblemMinimumPrice    = "Minimum price"
 	ProblemDuplicated      = "Duplicated value"
+	// ProblemProcessing is set when the service could not process the file
+	// at all (it failed every attempt); nothing of it was applied.
+	ProblemProcessing = "Processing failed"
 )
 
 // MaxLineRefs bounds the line references kept per problem, so that a file of

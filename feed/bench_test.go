@@ -103,6 +103,7 @@ func TestCheckAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() {
 		Check(bytes.NewReader(data), testStores, func(storelink.StockRow) error { return nil })
 	})
+	t.Logf("%.3f allocations per row", allocs/rows)
 	if perRow := allocs / rows; perRow > 1.3 {
 		t.Errorf("%.2f allocations per row, want at most 1.3", perRow)
 	}

@@ -27,8 +27,12 @@ import (
 // feed, which go into the report. When report.FileError is true the caller
 // applies nothing (Check may already have called put for earlier rows; the
 // caller rolls back). Row problems found before a file-level problem stay in
-// the report, so a partner sees as much as could be checked.
+// the report, so a partner sees as much as could be checked, but RowsApplied
+// is then 0. A nil put only checks, for a dry run.
 func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	if put == nil {
+		put = func(storelink.StockRow) error { return nil }
+	}
 	c := &checker{
 		col:    newCollector(),
 		stores: make(map[string]uint32, len(stores)),
@@ -69,7 +73,7 @@ type checker struct {
 	lastStore   string
 	lastStoreOK bool
 	lastStoreID uint32
-	put    func(storelink.StockRow) error
+	put         func(storelink.StockRow) error
 	// prices backs RetailPrice pointers a slab at a time, so a row with a
 	// retail price costs no allocation of its own.
 	prices []storelink.Money
@@ -79,8 +83,11 @@ func (c *checker) run(r io.Reader) error {
 	br := bufio.NewReaderSize(newDecoder(r), rawBufSize)
 	cr := csv.NewReader(br)
 	cr.Comma = detectSeparator(br)
-	cr.FieldsPerRecord = -1
+	cr.FieldsPerRecord = -1 // a row of another width is a row problem, not a file error
 	cr.ReuseRecord = true
+	// Values are trimmed anyway; trimming before parsing also lets
+	// `S1; "4006381333931"` through, which strict RFC 4180 would reject
+	// as a bare quote and so reject the whole file.
 	cr.TrimLeadingSpace = true
 
 	rec, err := cr.Read()

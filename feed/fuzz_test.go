@@ -2,9 +2,15 @@ package feed
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/iotest"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"storelink"
 )
@@ -105,4 +111,77 @@ func decodedLines(data []byte) int {
 		}
 	}
 	return n
+}
+
+// FuzzDecode holds the streaming decoders to a whole-input reference: the
+// same text out, an encoding error exactly when the reference finds one, on
+// the line the reference finds it, whatever the size of the reads.
+func FuzzDecode(f *testing.F) {
+	for name, gen := range generatedFixtures {
+		if !strings.HasPrefix(name, "ok_") {
+			f.Add(gen(), uint8(0))
+		}
+	}
+	f.Add(encodeUTF16("a\n🙂\nb", binary.BigEndian, true), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
+		want, wantBad := referenceDecode(data)
+		var r io.Reader = newDecoder(bytes.NewReader(data))
+		if cut%2 == 1 {
+			r = iotest.OneByteReader(newDecoder(iotest.HalfReader(bytes.NewReader(data))))
+		}
+		got, err := io.ReadAll(r)
+		e, isEnc := isEncodingError(err)
+		switch {
+		case err != nil && !isEnc:
+			t.Fatalf("error %v is not an encoding error", err)
+		case wantBad != isEnc:
+			t.Fatalf("encoding error %v, want one: %v (output %q)", err, wantBad, got)
+		case !bytes.Equal(got, want):
+			t.Fatalf("output %q, want %q", got, want)
+		case isEnc && e.line != bytes.Count(got, []byte{'\n'})+1:
+			t.Fatalf("error on line %d, after %d newlines", e.line, bytes.Count(got, []byte{'\n'}))
+		}
+	})
+}
+
+// referenceDecode decodes the whole input at once: the UTF-8 text up to the
+// first invalid byte, and whether there was one.
+func referenceDecode(data []byte) (text []byte, bad bool) {
+	var order binary.ByteOrder
+	switch {
+	case bytes.HasPrefix(data, []byte{0xFF, 0xFE}):
+		order = binary.LittleEndian
+	case bytes.HasPrefix(data, []byte{0xFE, 0xFF}):
+		order = binary.BigEndian
+	default:
+		data = bytes.TrimPrefix(data, []byte{0xEF, 0xBB, 0xBF})
+		for len(data) > 0 {
+			r, size := utf8.DecodeRune(data)
+			if r == 0 || (r == utf8.RuneError && size == 1) {
+				return text, true
+			}
+			text, data = append(text, data[:size]...), data[size:]
+		}
+		return text, false
+	}
+	data = data[2:]
+	for len(data) >= 2 {
+		u := rune(order.Uint16(data))
+		switch {
+		case u == 0 || (u >= 0xDC00 && u < 0xE000):
+			return text, true
+		case u >= 0xD800 && u < 0xDC00:
+			if len(data) < 4 {
+				return text, true
+			}
+			r := utf16.DecodeRune(u, rune(order.Uint16(data[2:])))
+			if r == utf8.RuneError {
+				return text, true
+			}
+			text, data = utf8.AppendRune(text, r), data[4:]
+			continue
+		}
+		text, data = utf8.AppendRune(text, u), data[2:]
+	}
+	return text, len(data) == 1
 }

@@ -171,6 +171,9 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), r.Header.Get("x-api-key"))
+		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
+			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -90,8 +90,17 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 		if err != nil {
 			return nil, "", err
 		}
-		q += ` AND (store_id > ? OR (store_id = ? AND ean > ?))`
-		args = append(args, store, store, ean)
+		// A row value, not "store_id > ? OR (store_id = ? AND ean > ?)":
+		// SQLite walks the primary key from the cursor only for the row
+		// value; with the OR every page scanned the client's stock from its
+		// start, so paging through it all took quadratic time.
+		if f.StoreID != "" && store == f.StoreID {
+			q += ` AND ean > ?`
+			args = append(args, ean)
+		} else {
+			q += ` AND (store_id, ean) > (?, ?)`
+			args = append(args, store, ean)
+		}
 	}
 	q += ` ORDER BY store_id, ean LIMIT ?`
 	args = append(args, f.Limit+1)

@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"storelink"
+	"storelink/worker"
 )
 
 // The tests of this file run `storelink serve` as a separate OS process and
@@ -298,8 +300,8 @@ func sameMoney(a, b string) bool {
 	return errA == nil && errB == nil && x == y
 }
 
-// checkAppliedOnce asserts that the client has exactly the uploads ids, in
-// that order (newest first), each applied once with rows applied as given.
+// checkAppliedOnce asserts that the client's uploads are exactly the one
+// with id, listed once, applied, with rows applied as given.
 func checkAppliedOnce(tb testing.TB, p *proc, id string, rows int) uploadRecord {
 	tb.Helper()
 	list := allUploads(tb, p)
@@ -425,6 +427,49 @@ func TestOrderLaterUploadWins(t *testing.T) {
 		check(fmt.Sprintf("small run %d", i), a, b, qb)
 	}
 
+	// Sent at the same time, the two are accepted in some order; the one
+	// accepted later (listed first) must be the one in force.
+	for i := range 10 {
+		qa, qb := 100+i, 200+i
+		type sent struct {
+			qty int
+			id  string
+		}
+		done := make(chan sent, 2)
+		for _, q := range []int{qa, qb} {
+			go func() {
+				req, _ := http.NewRequest(http.MethodPut, p.URL+"/stock/"+p.ClientID+"/c.csv", bytes.NewReader(one(q)))
+				req.Header.Set("x-api-key", p.APIKey)
+				var u struct {
+					ID string `json:"upload_id"`
+				}
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					_ = json.NewDecoder(resp.Body).Decode(&u)
+					resp.Body.Close()
+				}
+				done <- sent{q, u.ID}
+			}()
+		}
+		qtyOf := map[string]int{}
+		for range 2 {
+			s := <-done
+			if s.id == "" {
+				t.Fatalf("concurrent run %d: the upload of quantity %d failed", i, s.qty)
+			}
+			qtyOf[s.id] = s.qty
+		}
+		var list struct {
+			Uploads []uploadRecord `json:"uploads"`
+		}
+		getJSON(t, p, "/stock/"+p.ClientID+"/uploads?limit=2", &list)
+		if len(list.Uploads) != 2 || qtyOf[list.Uploads[0].ID] == 0 || qtyOf[list.Uploads[1].ID] == 0 {
+			t.Fatalf("concurrent run %d: newest uploads listed %v, want the two just sent", i, list.Uploads)
+		}
+		earlier, later := list.Uploads[1].ID, list.Uploads[0].ID
+		want := qtyOf[later]
+		check(fmt.Sprintf("concurrent run %d", i), earlier, later, want)
+	}
+
 	for i := range 3 {
 		big := bigFeed(60_000, 0, i)
 		rows := bytes.TrimSuffix(one(5+i), []byte("\n"))
@@ -436,7 +481,8 @@ func TestOrderLaterUploadWins(t *testing.T) {
 	}
 }
 
-// exitCode waits for the process and returns its exit code.
+// exitCode is the exit code of a process from the error of its Wait; -1
+// when a signal ended it.
 func exitCode(tb testing.TB, err error) int {
 	tb.Helper()
 	if err == nil {
@@ -449,38 +495,110 @@ func exitCode(tb testing.TB, err error) int {
 	return -1
 }
 
+// stopWithin sends SIGTERM and returns the exit code and how long the exit
+// took; a process still running after limit is killed, so a stop that hangs
+// fails the test instead of stalling it.
+func stopWithin(tb testing.TB, p *proc, limit time.Duration) (int, time.Duration) {
+	tb.Helper()
+	start := time.Now()
+	watchdog := time.AfterFunc(limit, func() { _ = p.cmd.Process.Signal(syscall.SIGKILL) })
+	err := p.Stop()
+	took := time.Since(start)
+	if !watchdog.Stop() {
+		tb.Fatalf("serve did not exit within %s of SIGTERM:\n%s", limit, p.stderr)
+	}
+	return exitCode(tb, err), took
+}
+
 // TestGracefulStop sends SIGTERM: serve exits 0, and an upload that was
 // being processed is applied, before the exit or after the next start.
 func TestGracefulStop(t *testing.T) {
 	t.Parallel()
 	t.Run("idle", func(t *testing.T) {
 		p := startServe(t, t.TempDir(), "--demo")
-		start := time.Now()
-		if code := exitCode(t, p.Stop()); code != 0 {
+		code, took := stopWithin(t, p, 10*time.Second)
+		if code != 0 {
 			t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, p.stderr)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("idle stop took %s", d)
-		}
+		t.Logf("idle stop took %s", took)
 	})
 	t.Run("processing", func(t *testing.T) {
 		f := bigFeed(170_000, 0, 2)
 		var took time.Duration
 		q, id, _ := catchProcessing(t, f, func(p *proc) {
-			start := time.Now()
-			if code := exitCode(t, p.Stop()); code != 0 {
+			var code int
+			if code, took = stopWithin(t, p, 30*time.Second); code != 0 {
 				t.Fatalf("exit code %d after SIGTERM while processing, want 0:\n%s", code, p.stderr)
 			}
-			took = time.Since(start)
 		})
 		t.Logf("stop while processing took %s", took)
-		if took > 30*time.Second {
-			t.Errorf("stop while processing took %s", took)
-		}
 		q.waitUpload(t, id, 40*time.Second)
 		checkAppliedOnce(t, q, id, len(f.want))
 		checkStock(t, q, f.want)
 	})
+}
+
+// TestGracefulStopKeepsAttempts stops the server with SIGTERM while an
+// upload is processing, as many times as worker.MaxAttempts allows a
+// processor to fail on a file: an orderly stop is not the file's fault, so
+// the upload must still be applied, not set aside as "Processing failed".
+func TestGracefulStopKeepsAttempts(t *testing.T) {
+	t.Parallel()
+	f := bigFeed(170_000, 0, 3)
+	for try := 1; ; try++ {
+		p, id, ok := stopWhileProcessing(t, f, worker.MaxAttempts)
+		if !ok {
+			if try == 3 {
+				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", worker.MaxAttempts, try)
+			}
+			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, worker.MaxAttempts)
+			continue
+		}
+		p.waitUpload(t, id, 40*time.Second)
+		checkAppliedOnce(t, p, id, len(f.want))
+		checkStock(t, p, f.want)
+		return
+	}
+}
+
+// stopWhileProcessing uploads f to a new server and stops it with SIGTERM
+// while its processor applies the upload, stops times, starting it again
+// after each stop. It reports false when the upload was final before it
+// could be stopped that often.
+func stopWhileProcessing(t *testing.T, f testFeed, stops int) (*proc, string, bool) {
+	t.Helper()
+	p := startServe(t, t.TempDir(), "--demo")
+	id := mustUpload(t, p, "big.csv", f.body)
+	var since time.Time // each start's new claim begins after the last stop
+	for n := range stops {
+		// The status stays "processing" across a stop: wait for a
+		// started_at after the stop, which shows the new start's claim.
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			code, u := p.get(t, "/stock/"+p.ClientID+"/uploads/"+id)
+			if code != http.StatusOK {
+				t.Fatalf("get upload: %d %v", code, u)
+			}
+			if u["status"] == "applied" || u["status"] == "rejected" {
+				// Applied: the race was lost, nothing to judge. Rejected:
+				// the caller's checks report it.
+				t.Logf("after %d stops the upload is %s: %v", n, u["status"], u["errors"])
+				return p, id, u["status"] == "rejected"
+			}
+			started, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(u["started_at"]))
+			if u["status"] == "processing" && !started.Before(since) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stop %d: upload not claimed again within 20s: %v", n, u)
+			}
+		}
+		if code, _ := stopWithin(t, p, 30*time.Second); code != 0 {
+			t.Fatalf("stop %d: exit code %d, want 0:\n%s", n, code, p.stderr)
+		}
+		since = time.Now().Truncate(time.Millisecond)
+		p = restart(t, p)
+	}
+	return p, id, true
 }
 
 // TestLockSecondProcess starts a second serve (and a migrate) on the data

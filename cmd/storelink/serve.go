@@ -91,7 +91,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	host, _ := os.Hostname()
-	proc := worker.NewProcessor(db, logger, fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4)), reg)
+	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
+	proc := worker.NewProcessor(db, logger, owner, reg)
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Ping: db.Ping,
 		AdminToken:  token,
@@ -126,6 +127,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	stopWork() // an apply in progress rolls back and is resumed at the next start
 	wg.Wait()
+	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if rerr := db.ReleaseOwnLeases(relCtx, owner); rerr != nil {
+		// Not fatal: the next start releases the lease anyway, only with
+		// the interrupted attempt counted.
+		logger.Warn("release leases at stop", "error", rerr)
+	}
+	cancel()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func TestValidEAN(t *testing.T) {
 		{"40063813339310", false},  // 14 digits with a wrong check digit
 		{"4006381333931 ", false},  // callers trim; ValidEAN does not
 		{"400638133393a", false},   // not a digit
-		{"４００６３８１３３３９３１", false}, // full-width digits are not ASCII digits
+		{"４００６３８１３３３９３１", false},   // full-width digits are not ASCII digits
 		{"123456789", false},       // 9 digits: no GTIN has that length
 		{"12345678901", false},     // 11
 		{"123456789012345", false}, // 15
@@ -92,5 +93,24 @@ func TestParseQuantity(t *testing.T) {
 		if got, ok := parseQuantity(tt.s); got != tt.want || ok != tt.ok {
 			t.Errorf("parseQuantity(%q) = %d, %v; want %d, %v", tt.s, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestLineTable checks the table against a Go map over enough keys to grow
+// it several times, with repeats, and keys that differ only in store or in
+// EAN length.
+func TestLineTable(t *testing.T) {
+	tab := newLineTable()
+	ref := map[rowKey]uint32{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for line := uint32(2); line < 50_000; line++ {
+		k := rowKey{store: rng.Uint32N(5), ean: rng.Uint64N(20_000) | uint64(8+rng.IntN(2)*5)<<56}
+		if got, want := tab.swap(k, line), ref[k]; got != want {
+			t.Fatalf("swap(%v, %d) = %d, want %d", k, line, got, want)
+		}
+		ref[k] = line
+	}
+	if tab.len() != len(ref) {
+		t.Errorf("len = %d, want %d", tab.len(), len(ref))
 	}
 }

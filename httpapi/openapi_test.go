@@ -1,0 +1,343 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
+	"gopkg.in/yaml.v3"
+
+	"storelink"
+)
+
+// specFile is the repository's openapi.yaml, the one source of the spec.
+const specFile = "../openapi.yaml"
+
+// routePattern matches the mux patterns registered in routes.go, such as
+// m.HandleFunc("PUT /stock/{client_id}/{file}", ...).
+var routePattern = regexp.MustCompile(`m\.Handle(?:Func)?\("([^"]*)"`)
+
+// routeOperations lists "METHOD /path" for every route in routes.go.
+func routeOperations(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile("routes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, m := range routePattern.FindAllSubmatch(src, -1) {
+		method, path, ok := strings.Cut(string(m[1]), " ")
+		if !ok || method != strings.ToUpper(method) || !strings.HasPrefix(path, "/") {
+			t.Errorf("route %q is not METHOD /path; the spec needs one operation per method", m[1])
+			continue
+		}
+		ops = append(ops, method+" "+path)
+	}
+	if len(ops) == 0 {
+		t.Fatal("found no route in routes.go; has the registration pattern changed?")
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// specOperations lists "METHOD /path" for every operation in the spec.
+func specOperations(t *testing.T, spec []byte) []string {
+	t.Helper()
+	var doc struct {
+		OpenAPI string                          `yaml:"openapi"`
+		Paths   map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(spec, &doc); err != nil {
+		t.Fatalf("parse %s: %v", specFile, err)
+	}
+	if doc.OpenAPI != "3.0.3" {
+		t.Fatalf("openapi = %q, want 3.0.3", doc.OpenAPI)
+	}
+	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+	var ops []string
+	for path, item := range doc.Paths {
+		for key := range item {
+			if slices.Contains(methods, key) {
+				ops = append(ops, strings.ToUpper(key)+" "+path)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// TestOpenAPIOperationsMatchRoutes keeps the spec and routes.go in step: a
+// route without an operation, or an operation without a route, fails.
+func TestOpenAPIOperationsMatchRoutes(t *testing.T) {
+	spec, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, ops := routeOperations(t), specOperations(t, spec)
+	for _, r := range routes {
+		if !slices.Contains(ops, r) {
+			t.Errorf("route %q has no operation in openapi.yaml", r)
+		}
+	}
+	for _, o := range ops {
+		if !slices.Contains(routes, o) {
+			t.Errorf("operation %q of openapi.yaml has no route in routes.go", o)
+		}
+	}
+}
+
+// TestOpenAPIValid loads the spec as OpenAPI 3.0.3 and validates it,
+// examples included, and checks the enums partners rely on against the code.
+func TestOpenAPIValid(t *testing.T) {
+	spec, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(spec)
+	if err != nil {
+		t.Fatalf("load %s: %v", specFile, err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("%s is not valid OpenAPI: %v", specFile, err)
+	}
+
+	// Every feed problem type of the code is listed.
+	feedTypes := enumOf(t, doc, "FeedProblemType")
+	for _, typ := range []string{
+		storelink.ProblemEncoding, storelink.ProblemFile, storelink.ProblemEmpty, storelink.ProblemMissingColumns,
+		storelink.ProblemUnknownColumns, storelink.ProblemColumnsMismatch, storelink.ProblemMissingValues,
+		storelink.ProblemUnknownStore, storelink.ProblemInvalidValue, storelink.ProblemMinimumPrice,
+		storelink.ProblemDuplicated,
+	} {
+		if !slices.Contains(feedTypes, typ) {
+			t.Errorf("FeedProblemType lacks %q", typ)
+		}
+	}
+	// Every upload status of the code is listed.
+	statuses := enumOf(t, doc, "UploadStatus")
+	for _, s := range []storelink.UploadStatus{storelink.UploadAccepted, storelink.UploadProcessing,
+		storelink.UploadApplied, storelink.UploadRejected} {
+		if !slices.Contains(statuses, string(s)) {
+			t.Errorf("UploadStatus lacks %q", s)
+		}
+	}
+}
+
+func enumOf(t *testing.T, doc *openapi3.T, schema string) []string {
+	t.Helper()
+	ref, ok := doc.Components.Schemas[schema]
+	if !ok || ref.Value == nil {
+		t.Fatalf("components/schemas/%s is missing", schema)
+	}
+	var out []string
+	for _, v := range ref.Value.Enum {
+		s, ok := v.(string)
+		if !ok {
+			t.Fatalf("%s enum holds %v, not a string", schema, v)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestOpenAPIServed checks that the running server answers GET /openapi.yaml
+// with the repository's file, byte for byte, and that every problem code the
+// spec lists is explained at its type URI.
+func TestOpenAPIServed(t *testing.T) {
+	want, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, apiOptions{})
+	resp, got := a.do("GET", "/openapi.yaml", nil, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /openapi.yaml = %d %s", resp.StatusCode, got)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("Content-Type = %q, want application/yaml", ct)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("GET /openapi.yaml served %d bytes that differ from the %d bytes of %s", len(got), len(want), specFile)
+	}
+
+	doc, err := openapi3.NewLoader().LoadFromData(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range enumOf(t, doc, "ProblemCode") {
+		resp, b := a.do("GET", "/problems/"+code, nil, nil)
+		if resp.StatusCode != 200 || len(b) == 0 {
+			t.Errorf("GET /problems/%s = %d %s", code, resp.StatusCode, b)
+		}
+	}
+}
+
+// call is one request of the conformance test and the status it must get.
+type call struct {
+	method, path, body string
+	header             map[string]string
+	status             int
+}
+
+// TestOpenAPIResponsesConform sends real requests, at least one for every
+// status the spec documents for the main calls, and checks each answer
+// (status, required headers, body) against the spec, and each request that
+// succeeds against the spec's parameters and request bodies.
+func TestOpenAPIResponsesConform(t *testing.T) {
+	spec, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Examples are checked in TestOpenAPIValid; here the answers are.
+	router, err := legacyrouter.NewRouter(doc, openapi3.DisableExamplesValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	a := newAPI(t, apiOptions{})
+	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
+	key := map[string]string{"x-api-key": a.APIKey}
+	csv := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv"}
+	var p storelink.Partner
+	a.admin("POST", "/admin/partners", `{"name":"Other"}`, 201, &p)
+	var other storelink.NewClient
+	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"fr","currency":"eur"}`, 201, &other)
+	var k storelink.NewAPIKey
+	a.admin("POST", "/admin/clients/"+a.ClientID+"/api-keys", "", 201, &k)
+	var up struct {
+		UploadID string `json:"upload_id"`
+	}
+	_, b := a.upload("seed.csv", []byte(feed), nil)
+	if err := json.Unmarshal(b, &up); err != nil {
+		t.Fatal(err)
+	}
+	a.waitUpload(up.UploadID)
+	c := "/admin/clients/" + a.ClientID
+	s := "/stock/" + a.ClientID
+
+	calls := []call{
+		{"POST", "/admin/partners", `{"name":"Acme"}`, admin, 201},
+		{"POST", "/admin/partners", `{"name":"Acme"}`, nil, 401},
+		{"POST", "/admin/partners", `{"nam":"Acme"}`, admin, 400},
+		{"POST", "/admin/partners/" + p.ID + "/clients", `{"country_code":"NL","currency":"EUR"}`, admin, 201},
+		{"POST", "/admin/partners/" + p.ID + "/clients", `{"country_code":"NL","currency":"EUR"}`, admin, 409},
+		{"POST", "/admin/partners/nope/clients", `{"country_code":"NL","currency":"EUR"}`, admin, 404},
+		{"GET", c, "", admin, 200},
+		{"GET", "/admin/clients/nope", "", admin, 404},
+		{"POST", c + "/api-keys", "", admin, 201},
+		{"DELETE", c + "/api-keys/" + k.KeyID, "", admin, 204},
+		{"DELETE", c + "/api-keys/" + k.KeyID, "", admin, 404},
+		{"PUT", c + "/stores/S3", `{"name":"Hamburg"}`, admin, 201},
+		{"PUT", c + "/stores/S3", `{"name":"Hamburg Altona"}`, admin, 200},
+		{"PUT", c + "/stores/%20S4", `{"name":"x"}`, admin, 400},
+		{"DELETE", c + "/stores/S3", "", admin, 204},
+		{"DELETE", c + "/stores/S3", "", admin, 404},
+
+		{"PUT", s + "/feed.csv", feed, csv, 200},
+		{"PUT", s + "/feed.csv", feed, map[string]string{"Content-Type": "text/csv"}, 401},
+		{"PUT", "/stock/" + other.ID + "/feed.csv", feed, csv, 403},
+		{"PUT", s + "/feed.txt", feed, csv, 400},
+		{"PUT", s + "/feed.csv", "", csv, 400},
+		{"PUT", s + "/feed.csv", feed, map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/json"}, 415},
+		{"PUT", s + "/validate", feed, csv, 200},
+		{"PUT", s + "/validate", "store;ean\n", csv, 200},
+		{"PUT", s + "/validate", "", csv, 400},
+		{"PUT", s + "/validate", feed, nil, 401},
+		{"PUT", s + "/validate", feed, map[string]string{"x-api-key": a.APIKey, "Content-Type": "image/png"}, 415},
+		{"GET", s + "/uploads", "", key, 200},
+		{"GET", s + "/uploads?limit=1&before=" + up.UploadID, "", key, 200},
+		{"GET", s + "/uploads?limit=0", "", key, 400},
+		{"GET", "/stock/" + other.ID + "/uploads", "", key, 403},
+		{"GET", s + "/uploads/" + up.UploadID, "", key, 200},
+		{"GET", s + "/uploads/nope", "", key, 404},
+		{"GET", s + "/uploads/nope", "", nil, 401},
+		{"GET", s + "/stock?store=S1&limit=1", "", key, 200},
+		{"GET", s + "/stock?after=%21", "", key, 400},
+		{"GET", s + "/stock", "", nil, 401},
+
+		{"GET", "/healthz", "", nil, 200},
+		{"GET", "/readyz", "", nil, 200},
+		{"GET", "/metrics", "", nil, 200},
+		{"GET", "/openapi.yaml", "", nil, 200},
+		{"GET", "/problems/rate_limited", "", nil, 200},
+		{"GET", "/problems/nope", "", nil, 404},
+	}
+	for _, cl := range calls {
+		conform(t, a, router, cl)
+	}
+
+	// A small bucket (200 bytes per hour) and file size (1000 bytes) for
+	// the capacity answers.
+	small := newAPI(t, apiOptions{
+		capacity:    storelink.CapacityPolicy{Base: 200, Window: time.Hour},
+		maxFileSize: 1000,
+	})
+	csv = map[string]string{"x-api-key": small.APIKey, "Content-Type": "text/plain; charset=utf-8"}
+	s = "/stock/" + small.ClientID
+	for _, cl := range []call{
+		{"PUT", s + "/feed.csv", feed, csv, 200},
+		{"PUT", s + "/feed.csv", feed, csv, 429},
+		{"PUT", s + "/feed.csv", strings.Repeat("x", 201), csv, 413},
+		{"PUT", s + "/feed.csv", strings.Repeat("x", 1001), csv, 413},
+		{"PUT", s + "/validate", strings.Repeat("x", 1001), csv, 413},
+	} {
+		conform(t, small, router, cl)
+	}
+	// Without a database, /readyz gives 503.
+	small.db.Close()
+	conform(t, small, router, call{"GET", "/readyz", "", nil, 503})
+}
+
+// conform sends c and checks the request (when it should succeed) and the
+// answer against the spec.
+func conform(t *testing.T, a *api, router routers.Router, c call) {
+	t.Helper()
+	name := fmt.Sprintf("%s %s = %d", c.method, c.path, c.status)
+	req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Errorf("%s: no operation in the spec: %v", name, err)
+		return
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	}
+	if c.status < 300 {
+		if err := openapi3filter.ValidateRequest(t.Context(), in); err != nil {
+			t.Errorf("%s: the request does not conform to the spec: %v", name, err)
+		}
+	}
+	resp, body := a.do(c.method, c.path, strings.NewReader(c.body), c.header)
+	if resp.StatusCode != c.status {
+		t.Errorf("%s: got %d %s", name, resp.StatusCode, body)
+		return
+	}
+	in.Options = &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
+	err = openapi3filter.ValidateResponse(t.Context(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
+		Body: io.NopCloser(bytes.NewReader(body)), Options: in.Options,
+	})
+	if err != nil {
+		t.Errorf("%s: the answer does not conform to the spec: %v\n%s", name, err, body)
+	}
+}
