@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,7 +56,9 @@ func TestExpVariants(t *testing.T) {
 		extra     string
 	}
 	vs := []variant{{"plain", false, false, ""}, {"savepoint", true, false, ""}, {"numbered", false, true, ""},
-		{"savepoint+tempmem", true, false, "&_pragma=temp_store(MEMORY)"}}
+		{"savepoint+tempmem", true, false, "&_pragma=temp_store(MEMORY)"},
+		{"page8k", false, false, "_pragma=page_size(8192)&"}, {"page16k", false, false, "_pragma=page_size(16384)&"},
+		{"page16k+savepoint", true, false, "_pragma=page_size(16384)&"}, {"page64k", false, false, "_pragma=page_size(65536)&"}}
 	if e := os.Getenv("VARIANTS"); e != "" {
 		var keep []variant
 		for _, v := range vs {
@@ -67,11 +72,20 @@ func TestExpVariants(t *testing.T) {
 	cid := storelink.NewID(time.Now())
 	for i, v := range vs {
 		path := filepath.Join(t.TempDir(), "b.db")
-		db, _ := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"+v.extra)
+		pre, post := "", v.extra
+		if strings.HasSuffix(v.extra, "&") {
+			pre, post = v.extra, ""
+		}
+		db, _ := sql.Open("sqlite", "file:"+path+"?"+pre+"_pragma=busy_timeout(10000)&_journal_mode=WAL&_pragma=synchronous(FULL)&_txlock=immediate"+post)
 		defer db.Close()
 		db.SetMaxOpenConns(1)
 		db.Exec(baselineTable)
 		dbs[i] = db
+		var ps int
+		db.QueryRow("PRAGMA page_size").Scan(&ps)
+		var jm string
+		db.QueryRow("PRAGMA journal_mode").Scan(&jm)
+		t.Logf("%s: page_size %d journal %s", v.name, ps, jm)
 	}
 	ctx := context.Background()
 	batch := 200
@@ -129,4 +143,44 @@ func TestExpVariants(t *testing.T) {
 	for i, v := range vs {
 		t.Logf("%-20s wall %v cpu %v", v.name, sum[i][0]/6, sum[i][1]/6)
 	}
+}
+
+func BenchmarkExpPollCost(b *testing.B) {
+	s := startBenchServer(b)
+	f := benchFeed(benchFeedBytes, 100, 1)
+	s.importFeed(b, "x.csv", f, time.Millisecond)
+	code, list := s.get(b, "/stock/"+s.ClientID+"/uploads?limit=1")
+	_ = code
+	ups := list["uploads"]
+	b.Logf("%v", fmt.Sprint(ups)[:80])
+	cpu := cpuTime(b, s.PID())
+	self := selfCPU()
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		s.get(b, "/stock/"+s.ClientID+"/uploads?limit=1")
+	}
+	b.Logf("1000 GETs: %v wall, serve CPU %v, client CPU %v", time.Since(start), cpuTime(b, s.PID())-cpu, selfCPU()-self)
+}
+
+func BenchmarkExpPerf(b *testing.B) {
+	s := startBenchServer(b)
+	feeds := [3]benchFeedData{}
+	for v := range feeds {
+		feeds[v] = benchFeed(benchFeedBytes, -1, uint64(v))
+	}
+	s.importFeed(b, "first.csv", feeds[0], bigPoll)
+	cmd := exec.Command("perf", "record", "-F", "999", "-g", "-o", "/tmp/prof/perf.data", "-p", strconv.Itoa(s.PID()))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cpu := cpuTime(b, s.PID())
+	for i := 0; i < 4; i++ {
+		r := s.importFeed(b, fmt.Sprintf("f%d.csv", i), feeds[1+i%2], bigPoll)
+		b.Logf("%d: %.0f rows/s, after200 %v, cpu %v", i, r.rowsPerSec(), r.after200, r.cpu)
+	}
+	b.Logf("serve CPU over 4 imports %v", cpuTime(b, s.PID())-cpu)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
 }
