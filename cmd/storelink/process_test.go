@@ -26,6 +26,15 @@ var (
 	binaryErr  error
 )
 
+// TestMain removes the built binary when the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryPath != "" {
+		os.RemoveAll(filepath.Dir(binaryPath))
+	}
+	os.Exit(code)
+}
+
 func storelinkBinary(tb testing.TB) string {
 	tb.Helper()
 	binaryOnce.Do(func() {
