@@ -53,6 +53,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		lock.Close()
 		return nil, fmt.Errorf("database %s is in use by another storelink process (use PostgreSQL to run several)", path)
 	}
+	// The database holds key hashes and partner data: readable by its owner
+	// only. SQLite creates the -wal and -shm files with the same mode.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+		f.Close()
+	}
 	db := &DB{lock: lock, Now: func() time.Time { return time.Now().UTC() }}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.
