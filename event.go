@@ -1,0 +1,97 @@
+package storelink
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventTimeLayout is the timestamp of an event: UTC, milliseconds, Z.
+const EventTimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Event is the order event of the seed, field for field. Optional fields that
+// have no value are omitted, never null.
+type Event struct {
+	EventID                string           `json:"event_id"`
+	OrderID                string           `json:"order_id"`
+	OrderNumber            string           `json:"order_number"`
+	State                  OrderState       `json:"state"`
+	StoreID                string           `json:"store_id,omitempty"`
+	Timestamp              string           `json:"timestamp"`
+	DeliveryDetails        *DeliveryDetails `json:"delivery_details,omitempty"`
+	CustomerBillingAddress *Address         `json:"customer_billing_address,omitempty"`
+	Items                  []EventItem      `json:"items"`
+	CancelledItems         []EventItem      `json:"cancelled_items,omitempty"`
+}
+
+// EventItem is the seed's Item: an item as an event reports it.
+type EventItem struct {
+	ItemID                   string             `json:"item_id"`
+	EAN                      string             `json:"ean"`
+	Price                    Money              `json:"price"`
+	Currency                 string             `json:"currency"`
+	ArticleNumber            string             `json:"article_number"`
+	MarketplaceArticleNumber string             `json:"marketplace_article_number"`
+	ArticleLocation          string             `json:"article_location,omitempty"`
+	ReturnReasonCode         *ReturnReasonCode  `json:"return_reason_code,omitempty"`
+	ReturnLocation           ReturnLocation     `json:"return_location,omitempty"`
+	CancellationReason       CancellationReason `json:"cancellation_reason,omitempty"`
+}
+
+// EventRecord is a stored event: the exact JSON that partners receive, with
+// where it belongs. The payload is made once, when the event is written, so
+// every delivery and every read sends the same bytes.
+type EventRecord struct {
+	EventID  string          `json:"event_id"`
+	ClientID string          `json:"client_id"`
+	OrderID  string          `json:"order_id"`
+	State    OrderState      `json:"state"`
+	Payload  json.RawMessage `json:"payload"`
+	// Cursor is the position of the event among its client's events.
+	Cursor    string    `json:"cursor"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Marshal encodes an event as it is stored and sent.
+func (e *Event) Marshal() []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // an Event has no field that can fail to encode
+	}
+	return b
+}
+
+// newEvent makes the event of o entering its current state with the given
+// items. The store and addresses are the order's as they now stand.
+func newEvent(o *Order, id string, now time.Time, storeID string, items, cancelled []Item) *Event {
+	e := &Event{
+		EventID: id, OrderID: o.ID, OrderNumber: o.OrderNumber, State: o.State, StoreID: storeID,
+		Timestamp:              now.UTC().Format(EventTimeLayout),
+		DeliveryDetails:        o.DeliveryDetails,
+		CustomerBillingAddress: o.CustomerBillingAddress,
+		Items:                  eventItems(items, o.State),
+	}
+	if len(cancelled) > 0 {
+		e.CancelledItems = eventItems(cancelled, o.State)
+	}
+	return e
+}
+
+// eventItems reports items; return fields only on return events, the
+// cancellation reason only where an item was cancelled.
+func eventItems(items []Item, state OrderState) []EventItem {
+	out := make([]EventItem, len(items))
+	for i, it := range items {
+		out[i] = EventItem{
+			ItemID: it.ItemID, EAN: it.EAN, Price: it.Price, Currency: it.Currency, ArticleNumber: it.ArticleNumber,
+			MarketplaceArticleNumber: it.MarketplaceArticleNumber, ArticleLocation: it.ArticleLocation,
+		}
+		if it.Status == ItemCancelled {
+			out[i].CancellationReason = it.CancellationReason
+		}
+		if state == StateReturned || state == StateWarehouseReturned {
+			out[i].ReturnReasonCode = it.ReturnReasonCode
+			out[i].ReturnLocation = it.ReturnLocation
+		}
+	}
+	return out
+}
