@@ -26,6 +26,8 @@ type Deps struct {
 	Auth    storelink.Authenticator
 	Uploads storelink.UploadService
 	Stock   storelink.StockService
+	Orders  storelink.OrderService
+	Events  storelink.EventService
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
 	// AdminToken guards the operator API.
@@ -182,21 +184,43 @@ func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.C
 	}
 }
 
-// maxJSONBody bounds operator request bodies; none needs more.
+// maxJSONBody bounds operator request bodies: an order of the most items
+// allowed is well under it.
 const maxJSONBody = 1 << 20
 
 // decode reads a JSON body into v, refusing unknown fields so that a typo is
 // an error rather than a silently ignored setting.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody))
+	return decodeBody(r, v, false)
+}
+
+// decodeOptional is decode for calls whose whole body is optional.
+func decodeOptional(r *http.Request, v any) error {
+	return decodeBody(r, v, true)
+}
+
+func decodeBody(r *http.Request, v any, optional bool) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxJSONBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return storelink.Errorf(storelink.EINVALID, "A JSON body is required.")
+	err := dec.Decode(v)
+	var tooBig *http.MaxBytesError
+	var domain *storelink.Error
+	switch {
+	case err == nil:
+		if dec.More() {
+			return storelink.Errorf(storelink.EINVALID, "The body holds more than one JSON value.")
 		}
-		return storelink.Errorf(storelink.EINVALID, "The body is not valid JSON for this call: %v.", err)
+		return nil
+	case errors.Is(err, io.EOF) && optional:
+		return nil
+	case errors.Is(err, io.EOF):
+		return storelink.Errorf(storelink.EINVALID, "A JSON body is required.")
+	case errors.As(err, &tooBig):
+		return storelink.Errorf(storelink.ETOOLARGE, "The body is larger than %d bytes.", maxJSONBody)
+	case errors.As(err, &domain):
+		return err
 	}
-	return nil
+	return storelink.Errorf(storelink.EINVALID, "The body is not valid JSON for this call: %v.", err)
 }
 
 func asError(err error, target **storelink.Error) bool { return errors.As(err, target) }

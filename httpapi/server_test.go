@@ -55,7 +55,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	reg := prometheus.NewRegistry()
 	proc := worker.NewProcessor(db, nil, "test", reg)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Ping: db.Ping, AdminToken: adminToken,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())

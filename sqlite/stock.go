@@ -81,7 +81,9 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 		return nil, "", notFound(err, "client %q", clientID)
 	}
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
-		product_number, article_color, article_size, upload_id, updated_at FROM stock WHERE client_id = ?`
+		product_number, article_color, article_size, upload_id, updated_at,
+		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
+		FROM stock s WHERE client_id = ?`
 	args := []any{clientID}
 	if f.StoreID != "" {
 		q += ` AND store_id = ?`
@@ -122,7 +124,7 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 		var retail sql.NullInt64
 		var updated int64
 		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &retail, &s.ArticleLocation,
-			&s.ProductName, &s.ProductNumber, &s.ArticleColor, &s.ArticleSize, &s.UploadID, &updated); err != nil {
+			&s.ProductName, &s.ProductNumber, &s.ArticleColor, &s.ArticleSize, &s.UploadID, &updated, &s.Reserved); err != nil {
 			return nil, "", err
 		}
 		s.Price = storelink.Money(price)

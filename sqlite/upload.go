@@ -184,6 +184,11 @@ func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedAp
 		}
 		defer tx.Rollback()
 	}
+	if status == storelink.UploadApplied {
+		if err := releaseFulfilled(ctx, tx, c.ClientID, c.ID); err != nil {
+			return nil, err
+		}
+	}
 	if err := finish(ctx, tx, c.ID, status, report, db.now()); err != nil {
 		return nil, err
 	}
@@ -191,6 +196,21 @@ func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedAp
 		return nil, fmt.Errorf("commit upload %s: %w", c.ID, err)
 	}
 	return db.Upload(ctx, c.ClientID, c.ID)
+}
+
+// releaseFulfilled ends the reservations of fulfilled units whose store and
+// EAN this upload has just set: the partner's own count now reflects the sale
+// (CONTRACT 3.4). Only units still reserving are looked at, so this stays
+// small however large the stock is.
+func releaseFulfilled(ctx context.Context, tx *sql.Tx, clientID, uploadID string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE order_items SET reserving = 0
+		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?
+		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = order_items.client_id AND s.store_id = order_items.store_id
+		              AND s.ean = order_items.ean AND s.upload_id = ?)`, clientID, uploadID)
+	if err != nil {
+		return fmt.Errorf("release fulfilled reservations: %w", err)
+	}
+	return nil
 }
 
 // leased begins a write transaction after checking that the claim still

@@ -94,7 +94,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	proc := worker.NewProcessor(db, logger, owner, reg)
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping,
 		AdminToken:  token,
 		Capacity:    storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow},
 		MaxFileSize: c.MaxFileSize,
