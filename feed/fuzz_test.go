@@ -80,7 +80,7 @@ func FuzzCheck(f *testing.F) {
 			if !testStores[r.StoreID] {
 				t.Errorf("line %d: put store %q, not registered", r.Line, r.StoreID)
 			}
-			if !ValidEAN(r.EAN) {
+			if !storelink.ValidGTIN(r.EAN) {
 				t.Errorf("line %d: put EAN %q, not valid", r.Line, r.EAN)
 			}
 			if r.Quantity < 0 || r.Quantity > maxQuantity || r.Price <= 0 ||

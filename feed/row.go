@@ -132,15 +132,14 @@ func parseQuantity(s string) (int, bool) {
 	return n, true
 }
 
-// ValidEAN reports whether s is a GTIN of 8, 12, 13 or 14 digits (EAN-8,
-// UPC-A, EAN-13, GTIN-14) with a correct GS1 check digit. Exported because
-// orders carry EANs too, and they must follow the same rule as the feed.
-func ValidEAN(s string) bool {
+// validEAN is storelink.ValidGTIN by way of eanValue, the feed's fast path
+// that also packs the EAN; the tests hold the two to the same answers.
+func validEAN(s string) bool {
 	_, ok := eanValue(s)
 	return ok
 }
 
-// eanValue checks s as ValidEAN does and returns it packed for rowKey: the
+// eanValue checks s as storelink.ValidGTIN does and returns it packed for rowKey: the
 // digits' value, with the length in the top byte.
 func eanValue(s string) (uint64, bool) {
 	switch len(s) {

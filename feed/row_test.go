@@ -3,6 +3,7 @@ package feed
 import (
 	"fmt"
 	"math/rand/v2"
+	"storelink"
 	"testing"
 )
 
@@ -34,8 +35,8 @@ func TestValidEAN(t *testing.T) {
 		{"123456789012345", false}, // 15
 	}
 	for _, tt := range tests {
-		if got := ValidEAN(tt.ean); got != tt.want {
-			t.Errorf("ValidEAN(%q) = %v, want %v", tt.ean, got, tt.want)
+		if got := validEAN(tt.ean); got != tt.want || storelink.ValidGTIN(tt.ean) != tt.want {
+			t.Errorf("validEAN(%q) = %v, storelink.ValidGTIN = %v, want %v", tt.ean, got, storelink.ValidGTIN(tt.ean), tt.want)
 		}
 	}
 }
@@ -46,7 +47,7 @@ func TestValidEANOneCheckDigit(t *testing.T) {
 	for _, payload := range []string{"9638507", "03600029145", "400638133393", "1001234567890"} {
 		n := 0
 		for d := '0'; d <= '9'; d++ {
-			if ValidEAN(payload + string(d)) {
+			if validEAN(payload + string(d)) {
 				n++
 			}
 		}
@@ -71,7 +72,7 @@ func TestEANKey(t *testing.T) {
 func makeEAN(i int) string {
 	payload := fmt.Sprintf("40%010d", i)
 	for d := '0'; d <= '9'; d++ {
-		if s := payload + string(d); ValidEAN(s) {
+		if s := payload + string(d); validEAN(s) {
 			return s
 		}
 	}
