@@ -1,6 +1,7 @@
 package storelink
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -51,13 +52,17 @@ type EventRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Marshal encodes an event as it is stored and sent.
+// Marshal encodes an event as it is stored and sent: compact, and without
+// the HTML escaping of <, > and & that would make "M&S" arrive as
+// "M\u0026S".
 func (e *Event) Marshal() []byte {
-	b, err := json.Marshal(e)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
 		panic(err) // an Event has no field that can fail to encode
 	}
-	return b
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // newEvent makes the event of o entering its current state with the given

@@ -1,6 +1,7 @@
 package storelink
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -259,6 +260,9 @@ func (o *Order) Fulfil(r FulfilRequest, eventID string, now time.Time) (*Event, 
 			picked[it.ItemID] = reasons[it.ItemID] == ""
 		}
 	}
+	if !slices.ContainsFunc(o.Items, func(it Item) bool { return picked[it.ItemID] }) {
+		return nil, Errorf(EUNPROCESSABLE, "At least one item must be picked to fulfil the order; cancel it instead.")
+	}
 	var got, dropped []Item
 	for i := range o.Items {
 		it := &o.Items[i]
@@ -272,9 +276,6 @@ func (o *Order) Fulfil(r FulfilRequest, eventID string, now time.Time) (*Event, 
 			it.CancellationReason = reason
 		}
 		dropped = append(dropped, *it)
-	}
-	if len(got) == 0 {
-		return nil, Errorf(EUNPROCESSABLE, "At least one item must be picked to fulfil the order; cancel it instead.")
 	}
 	o.State, o.UpdatedAt = StateFulfilled, now
 	o.DeliveryDetails = o.DeliveryDetails.merge(r.DeliveryDetails)
@@ -391,7 +392,9 @@ func NewWarehouseOrder(n *NewOrder, c *Client, rows map[string]*Stock, newID fun
 		if err != nil {
 			return nil, nil, err
 		}
-		item.Status = ItemFulfilled
+		// A store's location says where the article is in that store;
+		// the warehouse's own location is not known here.
+		item.Status, item.ArticleLocation = ItemFulfilled, ""
 		o.Items = append(o.Items, item)
 	}
 	return o, newEvent(o, newID(), now, "", o.Items, nil), nil
