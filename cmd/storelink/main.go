@@ -21,6 +21,7 @@ const usage = `storelink: connects retail partners' stores to the marketplace.
 Usage:
   storelink serve [flags]     HTTP API and background workers
   storelink migrate [flags]   apply the database schema and exit
+  storelink listen [flags]    receive and verify webhooks (partner side, for development)
 
 Run "storelink COMMAND -h" for the flags of a command.
 `
@@ -38,6 +39,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "listen":
+		err = listen(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
