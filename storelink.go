@@ -76,6 +76,8 @@ type ClientDetail struct {
 	Stores   []Store  `json:"stores"`
 	APIKeys  []APIKey `json:"api_keys"`
 	Capacity Capacity `json:"capacity"`
+	// Endpoints are the client's webhook endpoints.
+	Endpoints []Endpoint `json:"webhook_endpoints"`
 }
 
 // NewClient is the answer to creating a client: the only time its first API

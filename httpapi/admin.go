@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-
-	"storelink"
 )
 
 func (s *Server) handleCreatePartner(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +47,12 @@ func (s *Server) handleGetClient(w http.ResponseWriter, r *http.Request) {
 	if c.Capacity, err = s.Uploads.Capacity(r.Context(), id, s.Capacity); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if s.Webhooks != nil {
+		if c.Endpoints, err = s.Webhooks.Endpoints(r.Context(), id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, c)
 }
@@ -97,5 +101,3 @@ func (s *Server) handleDeleteStore(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-
-var _ = storelink.EINVALID

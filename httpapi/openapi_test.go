@@ -281,6 +281,9 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	for _, cl := range calls {
 		conform(t, a, router, cl)
 	}
+	for _, cl := range orderConformCalls(a, admin, other.ID) {
+		conform(t, a, router, cl)
+	}
 
 	// A small bucket (200 bytes per hour) and file size (1000 bytes) for
 	// the capacity answers.
@@ -339,5 +342,90 @@ func conform(t *testing.T, a *api, router routers.Router, c call) {
 	})
 	if err != nil {
 		t.Errorf("%s: the answer does not conform to the spec: %v\n%s", name, err, body)
+	}
+}
+
+// orderConformCalls are the order and event calls of the conformance test,
+// in an order that takes each order through its states.
+func orderConformCalls(a *api, admin map[string]string, otherClient string) []call {
+	a.t.Helper()
+	putStock(a, "S1;"+ean1+";SKU-123;5;19.99;Dept 3", "S2;"+ean1+";SKU-456;5;19.99;Back")
+	c := a.ClientID
+	key := map[string]string{"x-api-key": a.APIKey}
+	big := `{"order_number":"` + strings.Repeat("x", 1<<20) + `"}`
+	full := `{"order_number":"MP-1","client_id":"` + c + `","items":[{"ean":"` + ean1 + `","marketplace_article_number":"M1","price":19.99,
+		"article_number":"OWN-1"}],"customer_billing_address":{"first_name":"Erika","last_name":"Mustermann","address_line_1":"Hauptstr. 1",
+		"address_line_2":"c/o Muster","zip_code":"10115","city":"Berlin","country_code":"DE"},"delivery_details":{"delivery_carrier_name":"DHL"}}`
+	f := mustOrder(a, "POST", "/orders", newOrderBody(c, "MP-2", "", ean1, ean1), 201)     // fulfilled, then returned
+	x := mustOrder(a, "POST", "/orders", newOrderBody(c, "MP-3", "S1", ean1), 201)         // cancelled with reassign
+	w := mustOrder(a, "POST", "/warehouse-orders", newOrderBody(c, "MP-4", "", ean1), 201) // returned to the warehouse
+	f0, f1, x0, w0 := f.Items[0].ItemID, f.Items[1].ItemID, x.Items[0].ItemID, w.Items[0].ItemID
+	o := "/orders/"
+	return []call{
+		{"POST", "/orders", full, admin, 201},
+		{"POST", "/orders", `{"order_number":`, admin, 400},
+		{"POST", "/orders", full, nil, 401},
+		{"POST", "/orders", newOrderBody(c, "MP-5", "", eanNoStock), admin, 409},
+		{"POST", "/orders", big, admin, 413},
+		{"POST", "/orders", newOrderBody("nope", "MP-5", "", ean1), admin, 422},
+		{"GET", "/orders?client_id=" + c + "&state=assigned&limit=1", "", admin, 200},
+		{"GET", "/orders?order_number=MP-2&before=" + x.ID, "", admin, 200},
+		{"GET", "/orders?state=open", "", admin, 400},
+		{"GET", "/orders", "", nil, 401},
+		{"GET", o + f.ID, "", admin, 200},
+		{"GET", o + "nope", "", admin, 404},
+		{"GET", o + f.ID, "", nil, 401},
+
+		{"POST", o + f.ID + "/fulfil", `{"x":1}`, admin, 400},
+		{"POST", o + f.ID + "/fulfil", `{"picked_item_ids":["nope"]}`, admin, 422},
+		{"POST", o + f.ID + "/fulfil", big, admin, 413},
+		{"POST", o + f.ID + "/fulfil", `{}`, nil, 401},
+		{"POST", o + f.ID + "/fulfil", `{"picked_item_ids":["` + f0 + `"],"cancelled_items":[{"item_id":"` + f1 +
+			`","cancellation_reason":"OUT_OF_STOCK"}],"delivery_details":{"delivery_tracking_number":"T-1"}}`, admin, 200},
+		{"POST", o + f.ID + "/fulfil", `{}`, admin, 409},
+		{"POST", o + "nope/fulfil", `{}`, admin, 404},
+
+		{"POST", o + f.ID + "/returns", `{"items":[{"item_id":"` + f0 + `","return_location":"HOME"}]}`, admin, 422},
+		{"POST", o + f.ID + "/returns", `{"items":[{"item_id":"` + f0 + `","return_location":"STORE","x":1}]}`, admin, 400},
+		{"POST", o + f.ID + "/returns", big, admin, 413},
+		{"POST", o + f.ID + "/returns", `{"items":[]}`, nil, 401},
+		{"POST", o + f.ID + "/returns", `{"store_id":"S2","items":[{"item_id":"` + f0 + `","return_reason_code":2,"return_location":"STORE"}],
+			"delivery_details":{"return_tracking_number":"RT-1","return_carrier_name":"DHL"}}`, admin, 200},
+		{"POST", o + f.ID + "/returns", `{"items":[{"item_id":"` + f0 + `","return_location":"STORE"}]}`, admin, 422},
+		{"POST", o + x.ID + "/returns", `{"items":[{"item_id":"` + x0 + `","return_location":"STORE"}]}`, admin, 409},
+		{"POST", o + "nope/returns", `{"items":[{"item_id":"` + f0 + `","return_location":"STORE"}]}`, admin, 404},
+
+		{"POST", o + x.ID + "/cancel", `{"items":[{"item_id":"nope"}]}`, admin, 422},
+		{"POST", o + x.ID + "/cancel", `{`, admin, 400},
+		{"POST", o + x.ID + "/cancel", big, admin, 413},
+		{"POST", o + x.ID + "/cancel", ``, nil, 401},
+		{"POST", o + x.ID + "/cancel", `{"items":[{"item_id":"` + x0 + `","cancellation_reason":"ITEM_MISSING"}],"reassign":true}`, admin, 200},
+		{"POST", o + x.ID + "/cancel", ``, admin, 409},
+		{"POST", o + "nope/cancel", ``, admin, 404},
+
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-6", "", ean1, ean1), admin, 201},
+		{"POST", "/warehouse-orders", `{"colour":1}`, admin, 400},
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-6", "", ean1), nil, 401},
+		{"POST", "/warehouse-orders", big, admin, 413},
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-6", "S1", ean1), admin, 422},
+		{"POST", o + w.ID + "/warehouse-returns", `{"items":[{"item_id":"` + w0 + `","return_reason_code":11}]}`, admin, 422},
+		{"POST", o + w.ID + "/warehouse-returns", `{"items":[{"item_id":"` + w0 + `","return_location":"STORE"}]}`, admin, 400},
+		{"POST", o + w.ID + "/warehouse-returns", big, admin, 413},
+		{"POST", o + w.ID + "/warehouse-returns", `{"items":[]}`, nil, 401},
+		{"POST", o + w.ID + "/warehouse-returns", `{"items":[{"item_id":"` + w0 + `","return_reason_code":8}]}`, admin, 200},
+		{"POST", o + w.ID + "/warehouse-returns", `{"items":[{"item_id":"` + w0 + `"}]}`, admin, 422},
+		{"POST", o + f.ID + "/warehouse-returns", `{"items":[{"item_id":"` + f1 + `"}]}`, admin, 409},
+		{"POST", o + "nope/warehouse-returns", `{"items":[{"item_id":"` + w0 + `"}]}`, admin, 404},
+
+		{"GET", o + f.ID + "/events", "", admin, 200},
+		{"GET", o + w.ID + "/events", "", admin, 200},
+		{"GET", o + "nope/events", "", admin, 404},
+		{"GET", o + f.ID + "/events", "", nil, 401},
+		{"GET", "/events/" + c, "", key, 200},
+		{"GET", "/events/" + c + "?after=2&limit=3", "", key, 200},
+		{"GET", "/events/" + c + "?after=abc", "", key, 400},
+		{"GET", "/events/" + c + "?limit=0", "", key, 400},
+		{"GET", "/events/" + c, "", nil, 401},
+		{"GET", "/events/" + otherClient, "", key, 403},
 	}
 }

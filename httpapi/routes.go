@@ -12,6 +12,11 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /admin/clients/{client_id}/api-keys/{key_id}", s.admin(s.handleDeleteAPIKey))
 	m.HandleFunc("PUT /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handlePutStore))
 	m.HandleFunc("DELETE /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handleDeleteStore))
+	m.HandleFunc("POST /admin/clients/{client_id}/webhooks", s.admin(s.handleCreateEndpoint))
+	m.HandleFunc("PATCH /admin/webhooks/{endpoint_id}", s.admin(s.handlePatchEndpoint))
+	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/rotate-secret", s.admin(s.handleRotateSecret))
+	m.HandleFunc("GET /admin/deliveries", s.admin(s.handleListDeliveries))
+	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
 
 	// Stock import (CONTRACT 3), x-api-key.
 	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.handleUpload)))

@@ -28,6 +28,11 @@ type Deps struct {
 	Stock   storelink.StockService
 	Orders  storelink.OrderService
 	Events  storelink.EventService
+	// Webhooks keeps endpoints and deliveries.
+	Webhooks storelink.WebhookService
+	// WebhookAllowPrivate lets endpoints be on loopback and private
+	// addresses (development); otherwise such URLs are refused.
+	WebhookAllowPrivate bool
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
 	// AdminToken guards the operator API.

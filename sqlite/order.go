@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"storelink"
@@ -30,37 +29,36 @@ func (db *DB) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	now := db.now()
-	c, err := orderClient(ctx, tx, n.ClientID)
-	if err != nil {
-		return nil, err
-	}
-	needs := n.Needs()
-	stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
-	if err != nil {
-		return nil, err
-	}
-	storeID := n.StoreID
-	if storeID != "" {
-		if err := exists(ctx, tx, `SELECT 1 FROM stores WHERE client_id = ? AND id = ?`, c.ID, storeID); err != nil {
-			return nil, unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
+	var o *storelink.Order
+	err := db.inOrderTx(ctx, func(tx orderTx) error {
+		now := db.now()
+		c, err := orderClient(ctx, tx, n.ClientID)
+		if err != nil {
+			return err
 		}
-	} else if storeID = storelink.Route(needs, available(stock), ""); storeID == "" {
-		return nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
-	}
-	o, ev, err := storelink.Assign(&n, c, storeID, stock[storeID], db.idsAt(now), now)
+		needs := n.Needs()
+		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
+		if err != nil {
+			return err
+		}
+		storeID := n.StoreID
+		if storeID != "" {
+			if err := exists(ctx, tx, storeExistsSQL, c.ID, storeID); err != nil {
+				return unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
+			}
+		} else if storeID = storelink.Route(needs, available(stock), ""); storeID == "" {
+			return storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
+		}
+		var ev *storelink.Event
+		if o, ev, err = storelink.Assign(&n, c, storeID, stock[storeID], db.idsAt(now), now); err != nil {
+			return err
+		}
+		return insertOrder(ctx, tx, o, ev, now)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := saveOrder(ctx, tx, o, true, ev, now); err != nil {
-		return nil, err
-	}
-	return o, tx.Commit()
+	return o, nil
 }
 
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
@@ -68,44 +66,43 @@ func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	now := db.now()
-	c, err := orderClient(ctx, tx, n.ClientID)
-	if err != nil {
-		return nil, err
-	}
-	stock, err := stockInForce(ctx, tx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
-	if err != nil {
-		return nil, err
-	}
-	// Article data for EANs not described in the request: the row of the
-	// lowest store id that has one.
-	rows := map[string]*storelink.Stock{}
-	for _, id := range slices.Sorted(maps.Keys(stock)) {
-		for ean, r := range stock[id] {
-			if rows[ean] == nil {
-				rows[ean] = r
+	var o *storelink.Order
+	err := db.inOrderTx(ctx, func(tx orderTx) error {
+		now := db.now()
+		c, err := orderClient(ctx, tx, n.ClientID)
+		if err != nil {
+			return err
+		}
+		stock, err := stockInForce(ctx, tx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
+		if err != nil {
+			return err
+		}
+		// Article data for EANs not described in the request: the row of
+		// the lowest store id that has one.
+		rows := map[string]*storelink.Stock{}
+		for _, id := range slices.Sorted(maps.Keys(stock)) {
+			for ean, r := range stock[id] {
+				if rows[ean] == nil {
+					rows[ean] = r
+				}
 			}
 		}
-	}
-	o, ev, err := storelink.NewWarehouseOrder(&n, c, rows, db.idsAt(now), now)
+		var ev *storelink.Event
+		if o, ev, err = storelink.NewWarehouseOrder(&n, c, rows, db.idsAt(now), now); err != nil {
+			return err
+		}
+		return insertOrder(ctx, tx, o, ev, now)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := saveOrder(ctx, tx, o, true, ev, now); err != nil {
-		return nil, err
-	}
-	return o, tx.Commit()
+	return o, nil
 }
 
 // CancelOrder cancels an assigned order and, when asked, hands the items
 // cancelled for stock reasons to another store that has them.
 func (db *DB) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx *sql.Tx, o *storelink.Order, now time.Time) error {
+	return db.changeOrder(ctx, id, func(tx orderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, again, err := o.Cancel(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
@@ -124,11 +121,11 @@ func (db *DB) CancelOrder(ctx context.Context, id string, r storelink.CancelRequ
 				next, nextEv = storelink.Reassign(o, again, store, stock[store], db.idsAt(now), now)
 			}
 		}
-		if err := saveOrder(ctx, tx, o, false, ev, now); err != nil {
+		if err := updateOrder(ctx, tx, o, was, ev, now); err != nil {
 			return err
 		}
 		if next != nil {
-			return saveOrder(ctx, tx, next, true, nextEv, now)
+			return insertOrder(ctx, tx, next, nextEv, now)
 		}
 		return nil
 	})
@@ -136,21 +133,21 @@ func (db *DB) CancelOrder(ctx context.Context, id string, r storelink.CancelRequ
 
 // FulfilOrder fulfils an assigned order.
 func (db *DB) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx *sql.Tx, o *storelink.Order, now time.Time) error {
+	return db.changeOrder(ctx, id, func(tx orderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.Fulfil(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
 		}
-		return saveOrder(ctx, tx, o, false, ev, now)
+		return updateOrder(ctx, tx, o, was, ev, now)
 	})
 }
 
 // ReturnItems records items of a store-fulfilled order coming back.
 func (db *DB) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx *sql.Tx, o *storelink.Order, now time.Time) error {
+	return db.changeOrder(ctx, id, func(tx orderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		var lookupErr error
 		storeExists := func(store string) bool {
-			err := exists(ctx, tx, `SELECT 1 FROM stores WHERE client_id = ? AND id = ?`, o.ClientID, store)
+			err := exists(ctx, tx, storeExistsSQL, o.ClientID, store)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				lookupErr = err
 			}
@@ -162,38 +159,35 @@ func (db *DB) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequ
 		} else if err != nil {
 			return err
 		}
-		return saveOrder(ctx, tx, o, false, ev, now)
+		return updateOrder(ctx, tx, o, was, ev, now)
 	})
 }
 
 // WarehouseReturn records items of a warehouse-fulfilled order coming back.
 func (db *DB) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx *sql.Tx, o *storelink.Order, now time.Time) error {
+	return db.changeOrder(ctx, id, func(tx orderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.WarehouseReturn(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
 		}
-		return saveOrder(ctx, tx, o, false, ev, now)
+		return updateOrder(ctx, tx, o, was, ev, now)
 	})
 }
 
 // changeOrder loads an order in a write transaction, lets fn change it (fn
-// writes the order and its events), and commits.
-func (db *DB) changeOrder(ctx context.Context, id string, fn func(tx *sql.Tx, o *storelink.Order, now time.Time) error) (*storelink.Order, error) {
-	tx, err := db.write.BeginTx(ctx, nil)
+// writes the order and its events, given the items as they were read), and
+// commits.
+func (db *DB) changeOrder(ctx context.Context, id string, fn func(tx orderTx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
+	var o *storelink.Order
+	err := db.inOrderTx(ctx, func(tx orderTx) error {
+		var err error
+		if o, err = loadOrder(ctx, tx, id); err != nil {
+			return err
+		}
+		return fn(tx, o, slices.Clone(o.Items), db.now())
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer tx.Rollback()
-	o, err := loadOrder(ctx, tx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := fn(tx, o, db.now()); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit order %s: %w", id, err)
 	}
 	return o, nil
 }
@@ -201,7 +195,7 @@ func (db *DB) changeOrder(ctx context.Context, id string, fn func(tx *sql.Tx, o 
 func orderClient(ctx context.Context, q querier, id string) (*storelink.Client, error) {
 	c := &storelink.Client{}
 	var created int64
-	err := q.QueryRowContext(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = ?`, id).
+	err := q.QueryRowContext(ctx, clientSQL, id).
 		Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &created)
 	if err != nil {
 		return nil, unprocessable(err, "client_id %q is not a client.", id)
@@ -222,16 +216,10 @@ func unprocessable(err error, format string, args ...any) error {
 // stockInForce reads the stock rows of the EANs at one store, or at all of
 // the client's stores, with the units reserved by orders.
 func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans []string) (map[string]map[string]*storelink.Stock, error) {
-	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
-		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
-		FROM stock s WHERE s.client_id = ? AND s.ean IN (` + strings.TrimSuffix(strings.Repeat("?,", len(eans)), ",") + `)`
-	args := []any{clientID}
-	for _, e := range eans {
-		args = append(args, e)
-	}
+	list, _ := json.Marshal(eans) // strings always encode
+	query, args := stockInForceSQL, []any{clientID, string(list)}
 	if storeID != "" {
-		query += ` AND s.store_id = ?`
-		args = append(args, storeID)
+		query, args = stockInForceAtSQL, append(args, storeID)
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -265,43 +253,121 @@ func available(stock map[string]map[string]*storelink.Stock) map[string]map[stri
 	return out
 }
 
-// saveOrder writes the order and its items, then the event: in this order,
-// inside the caller's transaction, so that neither is ever without the other.
-func saveOrder(ctx context.Context, tx *sql.Tx, o *storelink.Order, isNew bool, ev *storelink.Event, now time.Time) error {
-	billing, delivery := jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails)
-	var err error
-	if isNew {
-		_, err = tx.ExecContext(ctx, `INSERT INTO orders (id, client_id, order_number, store_id, state, billing, delivery,
-			reassigned_from, reassigned_order_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, billing, delivery,
-			nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), ms(o.CreatedAt), ms(o.UpdatedAt))
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE orders SET state = ?, billing = ?, delivery = ?, reassigned_order_id = ?, updated_at = ?
-			WHERE id = ?`, o.State, billing, delivery, nullString(o.ReassignedOrderID), ms(o.UpdatedAt), o.ID)
+// The statements of the order calls' write transactions. They are constants
+// so that they can be prepared once, when the database is opened (see
+// orderTx); orderStatements lists them.
+const (
+	storeExistsSQL = `SELECT 1 FROM stores WHERE client_id = ? AND id = ?`
+	clientSQL      = `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = ?`
+	// The stock rows of a client's stores for a JSON array of EANs, with
+	// the units reserved by orders. The store_id condition lets SQLite look
+	// every row up by its primary key instead of reading all of the
+	// client's stock (every store's whole catalogue) to find a few EANs;
+	// stock rows only ever exist for the client's stores.
+	stockInForceSQL = `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
+		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
+		FROM stock s WHERE s.client_id = ?1 AND s.ean IN (SELECT value FROM json_each(?2))
+		AND s.store_id IN (SELECT id FROM stores WHERE client_id = ?1)`
+	stockInForceAtSQL = `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
+		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
+		FROM stock s WHERE s.client_id = ?1 AND s.ean IN (SELECT value FROM json_each(?2)) AND s.store_id = ?3`
+	insertOrderSQL = `INSERT INTO orders (id, client_id, order_number, store_id, state, billing, delivery,
+		reassigned_from, reassigned_order_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	updateOrderSQL = `UPDATE orders SET state = ?, billing = ?, delivery = ?, reassigned_order_id = ?, updated_at = ?
+		WHERE id = ?`
+	insertItemSQL = `INSERT INTO order_items (item_id, order_id, pos, client_id, store_id, ean, price, currency,
+		article_number, marketplace_article_number, article_location, status, cancellation_reason, return_reason_code,
+		return_location, return_store_id, reserving) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (item_id) DO UPDATE SET status = excluded.status, cancellation_reason = excluded.cancellation_reason,
+		return_reason_code = excluded.return_reason_code, return_location = excluded.return_location,
+		return_store_id = excluded.return_store_id, reserving = excluded.reserving`
+	// updateItemSQL sets what insertItemSQL sets on a conflict: the fields
+	// of an item that an order call can change.
+	updateItemSQL = `UPDATE order_items SET status = ?, cancellation_reason = ?, return_reason_code = ?,
+		return_location = ?, return_store_id = ?, reserving = ? WHERE item_id = ?`
+	insertEventSQL = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	orderSQL       = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
+	itemsSQL       = `SELECT item_id, ean, price, currency, article_number, marketplace_article_number,
+		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving
+		FROM order_items WHERE order_id = ? ORDER BY pos`
+)
+
+var orderStatements = []string{storeExistsSQL, clientSQL, stockInForceSQL, stockInForceAtSQL, insertOrderSQL,
+	updateOrderSQL, insertItemSQL, updateItemSQL, insertEventSQL, orderSQL, itemsSQL}
+
+// insertOrder writes a new order and its items, then its event: in this
+// order, inside the caller's transaction, so that neither is ever without
+// the other.
+func insertOrder(ctx context.Context, tx orderTx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	_, err := tx.ExecContext(ctx, insertOrderSQL,
+		o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, jsonOrNull(o.CustomerBillingAddress),
+		jsonOrNull(o.DeliveryDetails), nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), ms(o.CreatedAt), ms(o.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
+	for pos := range o.Items {
+		if err := insertItem(ctx, tx, o, pos); err != nil {
+			return err
+		}
+	}
+	return insertEvent(ctx, tx, o, ev, now)
+}
+
+// updateOrder writes an order that an order call changed, the items that
+// differ from was (the items as they were read), then the event. Items an
+// order call did not touch are not written again: a return of one item of
+// three writes one.
+func updateOrder(ctx context.Context, tx orderTx, o *storelink.Order, was []storelink.Item, ev *storelink.Event, now time.Time) error {
+	_, err := tx.ExecContext(ctx, updateOrderSQL, o.State, jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails),
+		nullString(o.ReassignedOrderID), ms(o.UpdatedAt), o.ID)
 	if err != nil {
 		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
 	for pos, it := range o.Items {
-		var code any
-		if it.ReturnReasonCode != nil {
-			code = int(*it.ReturnReasonCode)
+		i := slices.IndexFunc(was, func(w storelink.Item) bool { return w.ItemID == it.ItemID })
+		switch {
+		case i < 0:
+			err = insertItem(ctx, tx, o, pos)
+		case itemChanged(was[i], it):
+			_, err = tx.ExecContext(ctx, updateItemSQL, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
+				it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO order_items (item_id, order_id, pos, client_id, store_id, ean, price, currency,
-			article_number, marketplace_article_number, article_location, status, cancellation_reason, return_reason_code,
-			return_location, return_store_id, reserving) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (item_id) DO UPDATE SET status = excluded.status, cancellation_reason = excluded.cancellation_reason,
-			return_reason_code = excluded.return_reason_code, return_location = excluded.return_location,
-			return_store_id = excluded.return_store_id, reserving = excluded.reserving`,
-			it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, int64(it.Price), it.Currency, it.ArticleNumber,
-			it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, code, it.ReturnLocation,
-			it.ReturnStoreID, it.Reserving)
 		if err != nil {
 			return fmt.Errorf("save item %s: %w", it.ItemID, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		ev.EventID, o.ClientID, o.ID, ev.State, string(ev.Marshal()), ms(now))
+	return insertEvent(ctx, tx, o, ev, now)
+}
+
+// itemChanged tells whether an order call changed a field that updateItemSQL
+// writes; the others never change once an item exists.
+func itemChanged(a, b storelink.Item) bool {
+	return a.Status != b.Status || a.CancellationReason != b.CancellationReason ||
+		reasonCode(a.ReturnReasonCode) != reasonCode(b.ReturnReasonCode) || a.ReturnLocation != b.ReturnLocation ||
+		a.ReturnStoreID != b.ReturnStoreID || a.Reserving != b.Reserving
+}
+
+func reasonCode(c *storelink.ReturnReasonCode) any {
+	if c == nil {
+		return nil
+	}
+	return int(*c)
+}
+
+func insertItem(ctx context.Context, tx orderTx, o *storelink.Order, pos int) error {
+	it := o.Items[pos]
+	_, err := tx.ExecContext(ctx, insertItemSQL,
+		it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, int64(it.Price), it.Currency, it.ArticleNumber,
+		it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
+		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
+	if err != nil {
+		return fmt.Errorf("save item %s: %w", it.ItemID, err)
+	}
+	return nil
+}
+
+func insertEvent(ctx context.Context, tx orderTx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	_, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, o.ID, ev.State, string(ev.Marshal()), ms(now))
 	if err != nil {
 		return fmt.Errorf("write event of order %s: %w", o.ID, err)
 	}
@@ -350,7 +416,7 @@ func scanOrder(row interface{ Scan(...any) error }) (*storelink.Order, error) {
 }
 
 func loadOrder(ctx context.Context, q querier, id string) (*storelink.Order, error) {
-	o, err := scanOrder(q.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ?`, id))
+	o, err := scanOrder(q.QueryRowContext(ctx, orderSQL, id))
 	if err != nil {
 		return nil, notFound(err, "order %q", id)
 	}
@@ -358,9 +424,7 @@ func loadOrder(ctx context.Context, q querier, id string) (*storelink.Order, err
 }
 
 func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
-	rows, err := q.QueryContext(ctx, `SELECT item_id, ean, price, currency, article_number, marketplace_article_number,
-		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving
-		FROM order_items WHERE order_id = ? ORDER BY pos`, o.ID)
+	rows, err := q.QueryContext(ctx, itemsSQL, o.ID)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,19 @@ type Store interface {
 	storelink.Authenticator
 	storelink.UploadService
 	storelink.StockService
+	storelink.OrderService
+	storelink.EventService
 }
 
-// Opener opens a new, empty store whose clock is now.
-type Opener func(t *testing.T, now func() time.Time) Store
+// Opener opens a new, empty store whose clock is now, with the store's way
+// to make its event writes fail.
+type Opener func(t *testing.T, now func() time.Time) (Store, FailEvents)
+
+// FailEvents makes every later write of an event in the given state ("" for
+// any state) fail inside the transaction that writes it, after the order
+// change it belongs with, until heal is called. The suite uses it to show
+// that a state change and its event are never one without the other.
+type FailEvents func(t *testing.T, state storelink.OrderState) (heal func())
 
 // Clock is a settable clock for the suite.
 type Clock struct {
@@ -54,6 +63,8 @@ type env struct {
 	clock  *Clock
 	s      Store
 	client *storelink.NewClient
+	// failEvents injects a failure of the store's event writes.
+	failEvents FailEvents
 }
 
 // Exercise runs every case of the suite against stores made by open.
@@ -76,12 +87,27 @@ func Exercise(t *testing.T, open Opener) {
 		{"Upload listing", testUploadListing},
 		{"Stock listing and paging", testStockListing},
 		{"Store deletion removes its stock", testDeleteStoreStock},
+		{"Orders: routing by stock in force", testOrderRouting},
+		{"Orders: an explicit store is used as given", testOrderExplicitStore},
+		{"Orders: article data from the chosen store's row", testOrderArticleData},
+		{"Orders: assigned units are reserved until cancelled", testOrderReservations},
+		{"Orders: fulfilled units are reserved until the next feed row", testOrderFulfilledReservation},
+		{"Orders: cancel with reassign", testOrderCancelReassign},
+		{"Orders: fulfil with picked and cancelled items", testOrderFulfil},
+		{"Orders: returns", testOrderReturns},
+		{"Orders: warehouse orders and returns", testWarehouseOrders},
+		{"Orders: events, one per change, paged by client", testOrderEvents},
+		{"Orders: listing", testOrderListing},
+		{"Orders: forbidden transitions write nothing", testOrderTransitions},
+		{"Orders: a failed event write undoes the change", testOrderAtomicity},
+		{"Orders: racing changes are decided one at a time", testOrderConcurrency},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			clock := NewClock()
-			e := &env{t: t, ctx: context.Background(), clock: clock, s: open(t, clock.Now)}
+			s, failEvents := open(t, clock.Now)
+			e := &env{t: t, ctx: context.Background(), clock: clock, s: s, failEvents: failEvents}
 			p, err := e.s.CreatePartner(e.ctx, "Acme")
 			must(t, err)
 			e.client, err = e.s.CreateClient(e.ctx, p.ID, "DE", "EUR")

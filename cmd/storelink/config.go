@@ -18,6 +18,7 @@ type config struct {
 	Data               string
 	Database           string
 	AdminToken         string
+	SecretKey          string
 	CapacityBase       int64
 	CapacityPerStore   int64
 	CapacityWindow     time.Duration
@@ -126,6 +127,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	fs.StringVar(&c.SecretKey, "secret-key", "", "64 hex digits: the key that encrypts webhook secrets at rest (STORELINK_SECRET_KEY; default generated into <data>/secret-key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
@@ -138,7 +140,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	// Environment first, so that flags given on the command line win.
 	env := map[string]string{
 		"addr": "STORELINK_ADDR", "data": "STORELINK_DATA", "database": "STORELINK_DATABASE_URL",
-		"admin-token": "STORELINK_ADMIN_TOKEN", "capacity-base": "STORELINK_CAPACITY_BASE",
+		"admin-token": "STORELINK_ADMIN_TOKEN", "secret-key": "STORELINK_SECRET_KEY", "capacity-base": "STORELINK_CAPACITY_BASE",
 		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",

@@ -22,6 +22,7 @@ import (
 	"storelink"
 	"storelink/httpapi"
 	"storelink/sqlite"
+	"storelink/webhook"
 	"storelink/worker"
 )
 
@@ -82,6 +83,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	if db.Sealer, err = secretKey(c, stdout); err != nil {
+		return err
+	}
 	if c.Demo {
 		if err := demo(ctx, db, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -93,14 +97,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	proc := worker.NewProcessor(db, logger, owner, reg)
+	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
+		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping,
-		AdminToken:  token,
-		Capacity:    storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow},
-		MaxFileSize: c.MaxFileSize,
-		Accepted:    proc.Wake,
-		Logger:      logger,
-		Registry:    reg,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		AdminToken:          token,
+		Capacity:            storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow},
+		MaxFileSize:         c.MaxFileSize,
+		WebhookAllowPrivate: c.WebhookAllowPriv,
+		Accepted:            func() { proc.Wake(); deliverer.Wake() },
+		Logger:              logger,
+		Registry:            reg,
 	})
 
 	ln, err := net.Listen("tcp", c.Addr)
@@ -114,6 +121,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = proc.Run(workCtx) })
+	wg.Go(func() { _ = deliverer.Run(workCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -151,23 +159,56 @@ func adminToken(c *config, stdout io.Writer) (string, error) {
 		fmt.Fprintf(stdout, "storelink: admin token in %s\n", path)
 		return strings.TrimSpace(string(b)), nil
 	}
-	if err := os.MkdirAll(c.Data, 0o700); err != nil {
-		return "", fmt.Errorf("create data folder: %w", err)
-	}
 	token := "sla_" + randomHex(32)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", fmt.Errorf("write admin token: %w", err)
-	}
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		f.Close()
-		return "", fmt.Errorf("write admin token: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := writeSecretFile(c.Data, path, token); err != nil {
 		return "", fmt.Errorf("write admin token: %w", err)
 	}
 	fmt.Fprintf(stdout, "storelink: generated an admin token in %s\n", path)
 	return token, nil
+}
+
+// secretKey returns the sealer for webhook secrets: from the configured key,
+// or from the one kept in the data folder, generated on first use. Several
+// processes on one PostgreSQL database must be given the same key.
+func secretKey(c *config, stdout io.Writer) (*storelink.Sealer, error) {
+	hexKey := c.SecretKey
+	if hexKey == "" {
+		path := filepath.Join(c.Data, "secret-key")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			hexKey = strings.TrimSpace(string(b))
+		case errors.Is(err, os.ErrNotExist):
+			hexKey = randomHex(storelink.SealKeySize)
+			if err := writeSecretFile(c.Data, path, hexKey); err != nil {
+				return nil, fmt.Errorf("write secret key: %w", err)
+			}
+			fmt.Fprintf(stdout, "storelink: generated a secret key in %s (it encrypts webhook secrets; back it up with the database)\n", path)
+		default:
+			return nil, fmt.Errorf("read secret key: %w", err)
+		}
+	}
+	key, err := hex.DecodeString(hexKey)
+	if err != nil || len(key) != storelink.SealKeySize {
+		return nil, usageError{errors.New("the secret key must be 64 hex digits (32 bytes)")}
+	}
+	return storelink.NewSealer(key)
+}
+
+// writeSecretFile creates path with mode 0600, never overwriting one.
+func writeSecretFile(dir, path, content string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func randomHex(n int) string {

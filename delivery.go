@@ -1,0 +1,209 @@
+package storelink
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Endpoint is a partner URL that receives a client's order events.
+type Endpoint struct {
+	ID       string       `json:"endpoint_id"`
+	ClientID string       `json:"client_id"`
+	URL      string       `json:"url"`
+	States   []OrderState `json:"states"` // empty: every state
+	Enabled  bool         `json:"enabled"`
+	// HasAPIKey tells whether an x-api-key is sent; the key is not shown.
+	HasAPIKey bool `json:"has_api_key"`
+	// DisabledReason says why the service disabled the endpoint (410 Gone).
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	// PreviousSecretUntil is the end of a secret rotation's overlap, during
+	// which deliveries are signed with the old and the new secret.
+	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
+	CreatedAt           time.Time  `json:"created_at"`
+	UpdatedAt           time.Time  `json:"updated_at"`
+}
+
+// Wants tells whether the endpoint takes events of state s.
+func (e *Endpoint) Wants(s OrderState) bool {
+	return e.Enabled && (len(e.States) == 0 || slices.Contains(e.States, s))
+}
+
+// NewEndpoint registers an endpoint.
+type NewEndpoint struct {
+	URL    string       `json:"url"`
+	APIKey string       `json:"api_key,omitempty"`
+	States []OrderState `json:"states,omitempty"`
+}
+
+// EndpointPatch changes an endpoint; nil fields stay as they are.
+type EndpointPatch struct {
+	URL     *string       `json:"url,omitempty"`
+	Enabled *bool         `json:"enabled,omitempty"`
+	States  *[]OrderState `json:"states,omitempty"`
+	APIKey  *string       `json:"api_key,omitempty"`
+}
+
+// EndpointSecret is an endpoint with its signing secret: the answer to
+// creating an endpoint or rotating its secret, the only times it is shown.
+type EndpointSecret struct {
+	Endpoint
+	Secret string `json:"secret"`
+}
+
+// CheckStates checks a state filter against the six states.
+func CheckStates(states []OrderState) error {
+	for _, s := range states {
+		if !slices.Contains(OrderStates, s) {
+			return Errorf(EUNPROCESSABLE, "states: %q is not an order state (one of %s).", s, joinStates(OrderStates))
+		}
+	}
+	return nil
+}
+
+func joinStates(ss []OrderState) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DeliveryState is where the delivery of one event to one endpoint stands.
+type DeliveryState string
+
+const (
+	// DeliveryPending: not yet through; an attempt is due at NextAttemptAt.
+	DeliveryPending DeliveryState = "pending"
+	// DeliverySucceeded: the endpoint answered 2xx in time.
+	DeliverySucceeded DeliveryState = "succeeded"
+	// DeliveryFailed: the retry schedule is spent; it can be redelivered.
+	DeliveryFailed DeliveryState = "failed"
+)
+
+// Attempt is one try to deliver an event, as recorded.
+type Attempt struct {
+	Number     int       `json:"number"`
+	At         time.Time `json:"at"`
+	DurationMS int64     `json:"duration_ms"`
+	StatusCode int       `json:"status_code,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	// Response is a bounded excerpt of the answer's body.
+	Response string `json:"response,omitempty"`
+}
+
+// Delivery is the delivery of one event to one endpoint, with its attempts.
+type Delivery struct {
+	ID            string        `json:"delivery_id"`
+	EventID       string        `json:"event_id"`
+	EndpointID    string        `json:"endpoint_id"`
+	ClientID      string        `json:"client_id"`
+	OrderID       string        `json:"order_id"`
+	EventState    OrderState    `json:"event_state"`
+	State         DeliveryState `json:"state"`
+	NextAttemptAt *time.Time    `json:"next_attempt_at,omitempty"`
+	Attempts      []Attempt     `json:"attempts"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+// DeliveryFilter selects deliveries, newest first; Before is a delivery id.
+type DeliveryFilter struct {
+	ClientID string
+	State    DeliveryState
+	Limit    int
+	Before   string
+}
+
+// DeliveryJob is a claimed delivery with all that its attempt needs.
+type DeliveryJob struct {
+	DeliveryID string
+	EventID    string
+	EndpointID string
+	Attempt    int // the number of this attempt among all, from 1
+	// Try is the number of this attempt since the delivery was created or
+	// redelivered: the step of the retry schedule.
+	Try int
+	URL        string
+	APIKey     string
+	// Secrets are the whsec_ secrets to sign with: the current one, and the
+	// previous one while a rotation's overlap lasts.
+	Secrets []string
+	Body    []byte
+	Owner   string
+}
+
+// Outcome is what an attempt means for its delivery.
+type Outcome int
+
+const (
+	// OutcomeSucceeded: 2xx within the timeout.
+	OutcomeSucceeded Outcome = iota
+	// OutcomeRetry: failed; try again at NextAt.
+	OutcomeRetry
+	// OutcomeFailed: failed, and the schedule is spent.
+	OutcomeFailed
+	// OutcomeGone: the endpoint answered 410; it is disabled and its
+	// deliveries wait until it is enabled again.
+	OutcomeGone
+)
+
+// AttemptResult is the recorded end of one claimed attempt.
+type AttemptResult struct {
+	Job     *DeliveryJob
+	Attempt Attempt
+	Outcome Outcome
+	NextAt  time.Time // for OutcomeRetry
+}
+
+// RetryPolicy decides when a failed attempt is tried again.
+type RetryPolicy struct {
+	// Schedule is the delay after the first failed attempt, the second, and
+	// so on; when it is spent the delivery has failed.
+	Schedule []time.Duration
+	// Jitter is the most a delay is moved either way, as a fraction (0.2).
+	Jitter float64
+}
+
+// Next returns when attempt number n (from 1) that failed is retried, or
+// false when it was the last. A Retry-After longer than the delay wins.
+func (p RetryPolicy) Next(n int, retryAfter time.Duration, now time.Time) (time.Time, bool) {
+	if n < 1 || n > len(p.Schedule) {
+		return time.Time{}, false
+	}
+	d := p.Schedule[n-1]
+	if p.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
+	}
+	return now.Add(max(d, retryAfter)), true
+}
+
+// WebhookService keeps endpoints and deliveries.
+//
+// Errors: ENOTFOUND for an unknown client, endpoint or delivery;
+// EUNPROCESSABLE for a state filter outside the six states.
+type WebhookService interface {
+	// CreateEndpoint registers an endpoint with its signing secret (made by
+	// the caller, kept sealed).
+	CreateEndpoint(ctx context.Context, clientID string, n NewEndpoint, secret string) (*Endpoint, error)
+	UpdateEndpoint(ctx context.Context, id string, p EndpointPatch) (*Endpoint, error)
+	// RotateSecret makes secret the endpoint's secret; the old one is still
+	// used to sign, beside the new one, for overlap.
+	RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*Endpoint, error)
+	Endpoints(ctx context.Context, clientID string) ([]Endpoint, error)
+	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	// Redeliver makes a delivery pending again, due now.
+	Redeliver(ctx context.Context, deliveryID string) error
+	// ClaimDeliveries leases up to limit due deliveries: for each order and
+	// endpoint only the oldest pending one, and at most perEndpoint in
+	// flight per endpoint, so one slow endpoint cannot take every worker.
+	ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// RecordAttempts records finished attempts, all in one transaction. A
+	// result whose lease was lost is recorded as an attempt but changes
+	// nothing else.
+	RecordAttempts(ctx context.Context, results []AttemptResult) error
+	// PendingDeliveries counts pending deliveries and the age of the oldest.
+	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"storelink"
+	"storelink/webhook"
+)
+
+// defaultOverlap is how long, after a secret rotation, deliveries are
+// signed with both secrets: long enough for a partner to deploy the new one.
+const defaultOverlap = 24 * time.Hour
+
+func (s *Server) checkURL(raw string) error {
+	return webhook.ValidateURL(strings.TrimSpace(raw), s.WebhookAllowPrivate)
+}
+
+func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
+	var n storelink.NewEndpoint
+	if err := decode(r, &n); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n.URL = strings.TrimSpace(n.URL)
+	if err := s.checkURL(n.URL); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	secret := webhook.NewSecret()
+	e, err := s.Webhooks.CreateEndpoint(r.Context(), r.PathValue("client_id"), n, secret)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
+}
+
+func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
+	var p storelink.EndpointPatch
+	if err := decode(r, &p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if p.URL != nil {
+		*p.URL = strings.TrimSpace(*p.URL)
+		if err := s.checkURL(*p.URL); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	e, err := s.Webhooks.UpdateEndpoint(r.Context(), r.PathValue("endpoint_id"), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Accepted() // an enabled endpoint's parked deliveries may go now
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Overlap string `json:"overlap,omitempty"`
+	}
+	if err := decodeOptional(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	overlap := defaultOverlap
+	if req.Overlap != "" {
+		d, err := time.ParseDuration(req.Overlap)
+		if err != nil || d < 0 || d > 30*24*time.Hour {
+			s.writeError(w, r, storelink.Errorf(storelink.EUNPROCESSABLE, "overlap must be a duration such as 24h, at most 720h."))
+			return
+		}
+		overlap = d
+	}
+	secret := webhook.NewSecret()
+	e, err := s.Webhooks.RotateSecret(r.Context(), r.PathValue("endpoint_id"), secret, overlap)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
+}
+
+func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	state := storelink.DeliveryState(q.Get("state"))
+	switch state {
+	case "", storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
+	default:
+		s.writeError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded or failed."))
+		return
+	}
+	list, err := s.Webhooks.Deliveries(r.Context(), storelink.DeliveryFilter{
+		ClientID: q.Get("client_id"), State: state, Limit: limit, Before: q.Get("before"),
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := struct {
+		Deliveries []storelink.Delivery `json:"deliveries"`
+		NextBefore string               `json:"next_before,omitempty"`
+	}{Deliveries: list}
+	if len(list) == limit {
+		resp.NextBefore = list[len(list)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("delivery_id")
+	if err := s.Webhooks.Redeliver(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Accepted()
+	writeJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "state": string(storelink.DeliveryPending)})
+}

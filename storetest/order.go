@@ -1,0 +1,430 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"storelink"
+)
+
+// EANs with valid GS1 check digits.
+const (
+	eanA = "4006381333931"
+	eanB = "5901234123457"
+	eanC = "8712345678906"
+	eanD = "5012345678900"
+	eanE = "96385074"
+)
+
+// feed applies stock rows for the env's client through an upload, as the
+// worker does, so that they are the stock in force.
+func (e *env) feed(rs ...storelink.StockRow) {
+	e.t.Helper()
+	e.accept("feed.csv", 1)
+	c, err := e.s.Claim(e.ctx, "w", time.Minute)
+	must(e.t, err)
+	if c == nil {
+		e.t.Fatal("no upload to claim for the feed")
+	}
+	u, err := e.s.Apply(e.ctx, c, rows(rs...))
+	must(e.t, err)
+	if u.Status != storelink.UploadApplied {
+		e.t.Fatalf("feed upload = %+v, want applied", u)
+	}
+}
+
+// newOrder is an order of the env's client with one unit per EAN given.
+func (e *env) newOrder(number string, eans ...string) storelink.NewOrder {
+	n := storelink.NewOrder{OrderNumber: number, ClientID: e.client.ID}
+	for i, ean := range eans {
+		n.Items = append(n.Items, storelink.NewItem{EAN: ean, MarketplaceArticleNumber: fmt.Sprintf("M-%s-%d", ean, i)})
+	}
+	return n
+}
+
+// create makes an assigned order and checks that the answer is the order as
+// it now stands.
+func (e *env) create(n storelink.NewOrder) *storelink.Order {
+	e.t.Helper()
+	o, err := e.s.CreateOrder(e.ctx, n)
+	must(e.t, err)
+	if o.ID == "" || o.State != storelink.StateAssigned || o.OrderNumber != n.OrderNumber || o.ClientID != n.ClientID ||
+		len(o.Items) != len(n.Items) {
+		e.t.Fatalf("new order = %+v", o)
+	}
+	e.sameAsStored(o)
+	return o
+}
+
+// sameAsStored fails unless an answer equals the order read back.
+func (e *env) sameAsStored(o *storelink.Order) {
+	e.t.Helper()
+	got, err := e.s.Order(e.ctx, o.ID)
+	must(e.t, err)
+	a, _ := json.Marshal(o)
+	b, _ := json.Marshal(got)
+	if string(a) != string(b) {
+		e.t.Fatalf("answer and stored order differ:\n answer %s\n stored %s", a, b)
+	}
+}
+
+// itemIDs lists the ids of an order's items.
+func itemIDs(o *storelink.Order) []string {
+	var ids []string
+	for _, it := range o.Items {
+		ids = append(ids, it.ItemID)
+	}
+	return ids
+}
+
+// stockOf returns the stock row of a store and EAN.
+func (e *env) stockOf(store, ean string) storelink.Stock {
+	e.t.Helper()
+	st, _, err := e.s.Stock(e.ctx, e.client.ID, storelink.StockFilter{StoreID: store, EAN: ean, Limit: 10})
+	must(e.t, err)
+	if len(st) != 1 {
+		e.t.Fatalf("stock of %s %s = %+v, want one row", store, ean, st)
+	}
+	return st[0]
+}
+
+// wantStock checks a row's quantity and the units reserved and available.
+func (e *env) wantStock(store, ean string, quantity, reserved, available int) {
+	e.t.Helper()
+	s := e.stockOf(store, ean)
+	if s.Quantity != quantity || s.Reserved != reserved || s.Available != available {
+		e.t.Fatalf("stock of %s %s: quantity %d, reserved %d, available %d; want %d, %d, %d",
+			store, ean, s.Quantity, s.Reserved, s.Available, quantity, reserved, available)
+	}
+}
+
+// clientEvents pages through all events of a client.
+func (e *env) clientEvents(clientID string) []storelink.EventRecord {
+	e.t.Helper()
+	var all []storelink.EventRecord
+	after := ""
+	for range 1000 {
+		page, next, err := e.s.Events(e.ctx, clientID, after, 50)
+		must(e.t, err)
+		if len(page) == 0 {
+			if next != after {
+				e.t.Fatalf("an empty page moved the cursor from %q to %q", after, next)
+			}
+			return all
+		}
+		all = append(all, page...)
+		after = next
+	}
+	e.t.Fatal("event paging does not end")
+	return nil
+}
+
+// decodeEvent decodes a stored event's payload and checks it against the
+// record it came with.
+func (e *env) decodeEvent(r storelink.EventRecord) storelink.Event {
+	e.t.Helper()
+	var ev storelink.Event
+	if err := json.Unmarshal(r.Payload, &ev); err != nil {
+		e.t.Fatalf("event payload %s: %v", r.Payload, err)
+	}
+	if ev.EventID != r.EventID || ev.OrderID != r.OrderID || ev.State != r.State || r.ClientID == "" || r.Cursor == "" {
+		e.t.Fatalf("event record %+v does not match its payload %s", r, r.Payload)
+	}
+	if _, err := time.Parse(storelink.EventTimeLayout, ev.Timestamp); err != nil || !strings.HasSuffix(ev.Timestamp, "Z") {
+		e.t.Fatalf("event timestamp %q is not UTC with milliseconds", ev.Timestamp)
+	}
+	return ev
+}
+
+// orderEvents returns an order's events, oldest first, decoded.
+func (e *env) orderEvents(orderID string) []storelink.Event {
+	e.t.Helper()
+	recs, err := e.s.OrderEvents(e.ctx, orderID)
+	must(e.t, err)
+	out := make([]storelink.Event, len(recs))
+	for i, r := range recs {
+		out[i] = e.decodeEvent(r)
+		if r.OrderID != orderID {
+			e.t.Fatalf("event %+v listed for order %s", r, orderID)
+		}
+	}
+	return out
+}
+
+// lastEvent returns an order's newest event, decoded.
+func (e *env) lastEvent(orderID string) storelink.Event {
+	e.t.Helper()
+	evs := e.orderEvents(orderID)
+	if len(evs) == 0 {
+		e.t.Fatalf("order %s has no event", orderID)
+	}
+	return evs[len(evs)-1]
+}
+
+func eventStates(evs []storelink.Event) []storelink.OrderState {
+	out := make([]storelink.OrderState, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.State
+	}
+	return out
+}
+
+// wantStates checks the states of an order's events, oldest first.
+func (e *env) wantStates(orderID string, want ...storelink.OrderState) {
+	e.t.Helper()
+	if got := eventStates(e.orderEvents(orderID)); !reflect.DeepEqual(got, want) {
+		e.t.Fatalf("events of order %s: %v, want %v", orderID, got, want)
+	}
+}
+
+func eventItemIDs(items []storelink.EventItem) []string {
+	var ids []string
+	for _, it := range items {
+		ids = append(ids, it.ItemID)
+	}
+	return ids
+}
+
+// world is what a refused or failed call must leave as it was: the client's
+// orders with their items, its events, and its stock with the reservations.
+type world struct {
+	orders []storelink.Order
+	events []storelink.EventRecord
+	stock  []storelink.Stock
+}
+
+func (e *env) world() world {
+	e.t.Helper()
+	orders, err := e.s.Orders(e.ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 1000})
+	must(e.t, err)
+	stock, _, err := e.s.Stock(e.ctx, e.client.ID, storelink.StockFilter{Limit: 1000})
+	must(e.t, err)
+	return world{orders: orders, events: e.clientEvents(e.client.ID), stock: stock}
+}
+
+// unchanged fails unless nothing of the world changed since before.
+func (e *env) unchanged(before world, what string) {
+	e.t.Helper()
+	now := e.world()
+	switch {
+	case !reflect.DeepEqual(before.orders, now.orders):
+		e.t.Fatalf("%s changed the orders:\n before %+v\n after  %+v", what, before.orders, now.orders)
+	case !reflect.DeepEqual(before.events, now.events):
+		e.t.Fatalf("%s changed the events: %d before, %d after", what, len(before.events), len(now.events))
+	case !reflect.DeepEqual(before.stock, now.stock):
+		e.t.Fatalf("%s changed the stock:\n before %+v\n after  %+v", what, before.stock, now.stock)
+	}
+}
+
+// refused checks that a call failed with code and wrote nothing.
+func (e *env) refused(before world, err error, code, what string) {
+	e.t.Helper()
+	wantCode(e.t, err, code)
+	e.unchanged(before, what)
+}
+
+// testOrderRouting: without a store id, the stock in force decides.
+func testOrderRouting(e *env) {
+	t := e.t
+	_, _, err := e.s.PutStore(e.ctx, e.client.ID, "S3", "Store S3")
+	must(t, err)
+	e.feed(
+		row("S1", eanA, 3, 100), row("S1", eanB, 1, 100), row("S1", eanC, 1, 100), row("S1", eanD, 2, 100),
+		row("S2", eanA, 5, 100), row("S2", eanB, 0, 100), row("S2", eanC, 4, 100), row("S2", eanD, 2, 100),
+		row("S3", eanA, 1, 100), row("S3", eanB, 1, 100),
+	)
+	for _, c := range []struct {
+		name  string
+		eans  []string
+		store string
+	}{
+		{"more stock wins over a lower store id", []string{eanC}, "S2"},
+		{"equal stock goes to the lowest store id", []string{eanD}, "S1"},
+		// S2 has the most of A but none of B (a row of quantity 0 is no
+		// stock); S1 has 3+1 of the two articles, S3 1+1.
+		{"only a store that covers every item, most stock of them first", []string{eanA, eanB}, "S1"},
+		// S1's only B is now reserved.
+		{"reserved units are not in force", []string{eanB}, "S3"},
+	} {
+		o := e.create(e.newOrder("R-"+c.name, c.eans...))
+		if o.StoreID != c.store {
+			t.Fatalf("%s: order went to %q, want %s", c.name, o.StoreID, c.store)
+		}
+		e.wantStates(o.ID, storelink.StateAssigned)
+	}
+	// Two units of one article must both be at the store.
+	before := e.world()
+	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-two", eanB, eanB))
+	e.refused(before, err, storelink.ECONFLICT, "an order no store covers")
+	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-none", eanE))
+	e.refused(before, err, storelink.ECONFLICT, "an order for an article no store has")
+	// A store that has all but one article is not chosen, however much it has.
+	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-mixed", eanA, eanC, eanE))
+	e.refused(before, err, storelink.ECONFLICT, "an order one article of which nobody has")
+}
+
+// testOrderExplicitStore: a given store id is used as given.
+func testOrderExplicitStore(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 0, 100), row("S2", eanB, 9, 100))
+	// Used even without stock in force: the store's row gives the article data.
+	n := e.newOrder("E-1", eanA)
+	n.StoreID = "S1"
+	o := e.create(n)
+	if o.StoreID != "S1" || o.Items[0].ArticleNumber != "A-"+eanA || o.Items[0].Price != 100 {
+		t.Fatalf("order at a store without stock = %+v", o)
+	}
+	e.wantStock("S1", eanA, 0, 1, 0)
+
+	before := e.world()
+	// S2 has no row for A; another store's row does not count.
+	n = e.newOrder("E-2", eanA)
+	n.StoreID = "S2"
+	_, err := s.CreateOrder(ctx, n)
+	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at a store without the article's data")
+	n.Items[0].ArticleNumber = "OWN-A"
+	_, err = s.CreateOrder(ctx, n)
+	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at a store without a price for the article")
+	price := storelink.Money(1250)
+	n.Items[0].Price = &price
+	o = e.create(n)
+	if it := o.Items[0]; o.StoreID != "S2" || it.ArticleNumber != "OWN-A" || it.Price != 1250 || it.ArticleLocation != "" || it.Currency != "EUR" {
+		t.Fatalf("order with the article data given = %+v", o)
+	}
+
+	before = e.world()
+	n = e.newOrder("E-3", eanB)
+	n.StoreID = "S9"
+	_, err = s.CreateOrder(ctx, n)
+	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at an unknown store")
+	// A store of another client is not a store of this one.
+	p, err := s.CreatePartner(ctx, "Other")
+	must(t, err)
+	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	_, _, err = s.PutStore(ctx, other.ID, "S7", "")
+	must(t, err)
+	n.StoreID = "S7"
+	_, err = s.CreateOrder(ctx, n)
+	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at another client's store")
+	n = e.newOrder("E-4", eanB)
+	n.ClientID = "nope"
+	_, err = s.CreateOrder(ctx, n)
+	e.refused(before, err, storelink.EUNPROCESSABLE, "an order of an unknown client")
+	if evs := e.clientEvents("nope"); len(evs) != 0 {
+		t.Fatalf("an unknown client has events: %+v", evs)
+	}
+}
+
+// testOrderArticleData: article number, location and price come from the
+// chosen store's row unless given; the currency is the client's.
+func testOrderArticleData(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(
+		storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "SKU-1", Quantity: 5, Price: 1999, ArticleLocation: "Dept 3"},
+		storelink.StockRow{StoreID: "S2", EAN: eanA, ArticleNumber: "SKU-2", Quantity: 1, Price: 2500, ArticleLocation: "Back"},
+	)
+	o := e.create(e.newOrder("D-1", eanA))
+	it := o.Items[0]
+	if o.StoreID != "S1" || it.ItemID == "" || it.EAN != eanA || it.ArticleNumber != "SKU-1" || it.ArticleLocation != "Dept 3" ||
+		it.Price != 1999 || it.Currency != "EUR" || it.MarketplaceArticleNumber != "M-"+eanA+"-0" || it.Status != storelink.ItemAssigned {
+		t.Fatalf("item from the stock row = %+v", it)
+	}
+	ev := e.lastEvent(o.ID)
+	want := storelink.EventItem{ItemID: it.ItemID, EAN: eanA, Price: 1999, Currency: "EUR", ArticleNumber: "SKU-1",
+		MarketplaceArticleNumber: it.MarketplaceArticleNumber, ArticleLocation: "Dept 3"}
+	if len(ev.Items) != 1 || !reflect.DeepEqual(ev.Items[0], want) || ev.CancelledItems != nil {
+		t.Fatalf("assigned event items = %+v, want %+v", ev.Items, want)
+	}
+
+	// Given values win; what is not given still comes from the row.
+	n := e.newOrder("D-2", eanA)
+	price := storelink.Money(1500)
+	n.Items[0].Price, n.Items[0].ArticleNumber = &price, "OWN-1"
+	o = e.create(n)
+	if it := o.Items[0]; o.StoreID != "S1" || it.ArticleNumber != "OWN-1" || it.Price != 1500 || it.ArticleLocation != "Dept 3" {
+		t.Fatalf("item with given price and article number = %+v", it)
+	}
+	// The row of the store chosen, not another one's.
+	n = e.newOrder("D-3", eanA)
+	n.StoreID = "S2"
+	o = e.create(n)
+	if it := o.Items[0]; it.ArticleNumber != "SKU-2" || it.ArticleLocation != "Back" || it.Price != 2500 {
+		t.Fatalf("item at S2 = %+v, want S2's row", it)
+	}
+	// The currency is the client's.
+	p, err := s.CreatePartner(ctx, "Swiss")
+	must(t, err)
+	ch, err := s.CreateClient(ctx, p.ID, "CH", "CHF")
+	must(t, err)
+	_, _, err = s.PutStore(ctx, ch.ID, "Z1", "")
+	must(t, err)
+	o, err = s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "D-4", ClientID: ch.ID, StoreID: "Z1",
+		Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", Price: &price, ArticleNumber: "X"}}})
+	must(t, err)
+	if o.Items[0].Currency != "CHF" || o.ClientID != ch.ID {
+		t.Fatalf("order of a CHF client = %+v", o)
+	}
+}
+
+// testOrderReservations: assigned units are reserved until cancelled.
+func testOrderReservations(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 2, 100), row("S2", eanA, 1, 100))
+	first := e.create(e.newOrder("V-1", eanA, eanA))
+	if first.StoreID != "S1" {
+		t.Fatalf("first order at %s, want S1", first.StoreID)
+	}
+	e.wantStock("S1", eanA, 2, 2, 0)
+	second := e.create(e.newOrder("V-2", eanA))
+	if second.StoreID != "S2" {
+		t.Fatalf("second order at %s, want S2: S1's units are reserved", second.StoreID)
+	}
+	e.wantStock("S2", eanA, 1, 1, 0)
+	before := e.world()
+	_, err := s.CreateOrder(ctx, e.newOrder("V-3", eanA))
+	e.refused(before, err, storelink.ECONFLICT, "an order when every unit is reserved")
+
+	cancelled, err := s.CancelOrder(ctx, first.ID, storelink.CancelRequest{})
+	must(t, err)
+	e.sameAsStored(cancelled)
+	e.wantStock("S1", eanA, 2, 0, 2)
+	e.wantStock("S2", eanA, 1, 1, 0)
+	again := e.create(e.newOrder("V-3", eanA))
+	if again.StoreID != "S1" {
+		t.Fatalf("order after the cancel at %s, want S1", again.StoreID)
+	}
+	e.wantStock("S1", eanA, 2, 1, 1)
+}
+
+// testOrderFulfilledReservation: fulfilled units stay reserved until a feed
+// row for their store and EAN is applied after the fulfilment.
+func testOrderFulfilledReservation(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 3, 100), row("S1", eanB, 5, 100), row("S2", eanA, 1, 100))
+	o := e.create(e.newOrder("F-1", eanA, eanA, eanA))
+	e.wantStock("S1", eanA, 3, 3, 0)
+	// A feed applied while the order is assigned releases nothing.
+	e.feed(row("S1", eanA, 3, 100))
+	e.wantStock("S1", eanA, 3, 3, 0)
+	ids := itemIDs(o)
+	f, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2],
+		CancelledItems: []storelink.ItemReason{{ItemID: ids[2], CancellationReason: storelink.ReasonItemBroken}}})
+	must(t, err)
+	e.sameAsStored(f)
+	// The picked units stay reserved; the cancelled one is free again.
+	e.wantStock("S1", eanA, 3, 2, 1)
+	// Rows for another EAN, or for the EAN at another store, release nothing.
+	e.feed(row("S1", eanB, 4, 100), row("S2", eanA, 7, 100))
+	e.wantStock("S1", eanA, 3, 2, 1)
+	// The partner's count after the sale: the fulfilled units are in it.
+	e.feed(row("S1", eanA, 1, 100))
+	e.wantStock("S1", eanA, 1, 0, 1)
+	// Returned later, the units stay released.
+	_, err = s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: ids[0], ReturnLocation: storelink.ReturnToStore}}})
+	must(t, err)
+	e.wantStock("S1", eanA, 1, 0, 1)
+}

@@ -1,0 +1,291 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"storelink"
+)
+
+// UserAgent identifies the sender to partners' logs and firewalls.
+const UserAgent = "storelink-webhooks/1"
+
+const (
+	// excerptSize is how much of a response is kept for the attempt's
+	// record: enough for an error page's message.
+	excerptSize = 4 << 10
+	// drainSize is how much of a response is read at most; reading a short
+	// body to its end lets the connection be reused, and no more is read
+	// from an endpoint that answers with a large body.
+	drainSize = 64 << 10
+	// maxRetryAfter caps a Retry-After so that a wrong header cannot park a
+	// delivery for years; it is longer than any step of the default schedule.
+	maxRetryAfter = 24 * time.Hour
+	// defaultTimeout is CONTRACT's --webhook-timeout default.
+	defaultTimeout = 10 * time.Second
+)
+
+// Request is one attempt to deliver one event to one endpoint.
+type Request struct {
+	// URL is the endpoint's URL; ${eventId} in it is replaced by EventID.
+	URL string
+	// EventID is the event's id, sent as webhook-id.
+	EventID string
+	// Body is the event JSON, sent and signed byte for byte.
+	Body []byte
+	// Keys are the signing keys, current first; two during a rotation.
+	Keys [][]byte
+	// APIKey is sent as x-api-key when not empty.
+	APIKey string
+}
+
+// Result is what one attempt came to. Either Err is set (nothing usable was
+// answered) or StatusCode is.
+type Result struct {
+	StatusCode int
+	// Err is a transport failure (refused, timeout, address not allowed,
+	// TLS). Its text is short, names no URL and holds no secret, so it can
+	// be recorded and shown to the partner as it is.
+	Err      error
+	Duration time.Duration
+	// RetryAfter is the wait a 429 or 503 asked for, 0 when none.
+	RetryAfter time.Duration
+	// Excerpt is the start of the response body, valid UTF-8.
+	Excerpt string
+}
+
+// Success tells whether the endpoint took the event: 2xx in time.
+func (r Result) Success() bool { return r.Err == nil && r.StatusCode >= 200 && r.StatusCode < 300 }
+
+// Gone tells whether the endpoint answered 410: it no longer wants events
+// and is to be disabled rather than retried.
+func (r Result) Gone() bool { return r.Err == nil && r.StatusCode == http.StatusGone }
+
+// Retryable tells whether the attempt failed in a way that is tried again:
+// anything but success and 410, including 3xx and 4xx (CONTRACT 6.2).
+func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
+
+// Client sends webhooks. It is safe for concurrent use and keeps
+// connections alive between attempts, since one partner endpoint receives
+// many events in a row.
+type Client struct {
+	http    *http.Client
+	timeout time.Duration
+}
+
+// NewClient returns a client whose every attempt, from dialling to reading
+// the response, takes at most timeout (10s when not positive). Unless
+// allowPrivate, it refuses at dial time every address of the service's own
+// networks: loopback, private, link-local, metadata and the like.
+func NewClient(timeout time.Duration, allowPrivate bool) *Client {
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = dialGuard
+	}
+	transport := &http.Transport{
+		// No proxy from the environment: the guard must see the endpoint's
+		// address, not a proxy's, and events must not leave by a path the
+		// operator did not configure for them.
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &Client{
+		timeout: timeout,
+		http: &http.Client{
+			Transport: transport,
+			// A redirect is a failed attempt with its 3xx: following it would
+			// send a signed event to a URL the partner never registered.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// CloseIdleConnections closes the kept-alive connections, at shutdown.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// Send makes one attempt: POST the body, signed with every key at now, to
+// the URL with ${eventId} replaced, and read a bounded part of the answer.
+// It never returns a Go error: every failure is in the Result.
+func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
+	start := time.Now()
+	res := c.send(ctx, r, now)
+	res.Duration = time.Since(start)
+	return res
+}
+
+func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
+	target := strings.ReplaceAll(r.URL, "${eventId}", url.PathEscape(r.EventID))
+	if _, err := parseURL(target); err != nil {
+		return Result{Err: errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))}
+	}
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{Err: errors.New("invalid URL")}
+	}
+	setHeaders(req.Header, r, now)
+
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return Result{Err: c.attemptError(ctx, err)}
+	}
+	defer resp.Body.Close()
+	res := Result{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+	excerpt, err := readBounded(resp.Body)
+	res.Excerpt = excerpt
+	if err != nil {
+		// The status came but the body did not, in time: the answer is not
+		// complete, so the attempt has failed. The receiver deduplicates.
+		res.Err = fmt.Errorf("reading the response: %w", c.attemptError(ctx, err))
+	}
+	return res
+}
+
+// setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
+// names go into the map as written, lower case, so that they go on the wire
+// exactly as the specification spells them.
+func setHeaders(h http.Header, r Request, now time.Time) {
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", UserAgent)
+	h[HeaderID] = []string{r.EventID}
+	h[HeaderTimestamp] = []string{strconv.FormatInt(now.Unix(), 10)}
+	h[HeaderSignature] = []string{SignatureHeader(r.Keys, r.EventID, now, r.Body)}
+	if r.APIKey != "" {
+		h["x-api-key"] = []string{r.APIKey}
+	}
+	// A nil Idempotency-Key is not sent, but tells the transport the POST
+	// may be replayed when a kept-alive connection turns out to be closed
+	// before anything was written: receivers deduplicate by webhook-id.
+	h["Idempotency-Key"] = nil
+}
+
+// readBounded keeps the start of a body and reads at most drainSize of it.
+func readBounded(body io.Reader) (string, error) {
+	buf := make([]byte, excerptSize)
+	n, err := io.ReadFull(body, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	} else if err == nil {
+		_, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize))
+	}
+	return excerpt(buf[:n], n == excerptSize), err
+}
+
+func excerpt(b []byte, cut bool) string {
+	if cut {
+		// Drop the start of a character that the cut left incomplete.
+		for range utf8.UTFMax - 1 {
+			if r, size := utf8.DecodeLastRune(b); len(b) == 0 || r != utf8.RuneError || size != 1 {
+				break
+			}
+			b = b[:len(b)-1]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date (RFC 9110 10.2.3).
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		d = maxRetryAfter
+		if secs < uint64(maxRetryAfter/time.Second) {
+			d = time.Duration(secs) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// attemptError turns a transport error into a short text for the record.
+// The *url.Error around it names the URL, which may hold a token, so only
+// the cause is described; the cause stays reachable with errors.Is and As.
+func (c *Client) attemptError(parent context.Context, err error) error {
+	var (
+		blocked *blockedError
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		recErr  tls.RecordHeaderError
+	)
+	var msg string
+	switch {
+	case errors.As(err, &blocked):
+		msg = blocked.Error()
+	case parent.Err() != nil:
+		msg = "canceled"
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		msg = "timeout after " + c.timeout.String()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		msg = "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		msg = "connection reset"
+	case errors.As(err, &dnsErr):
+		msg = "cannot resolve host " + dnsErr.Name
+		if dnsErr.IsNotFound {
+			msg = "host " + dnsErr.Name + " not found"
+		}
+	case errors.As(err, &certErr):
+		msg = "TLS certificate not accepted: " + certErr.Err.Error()
+	case errors.As(err, &recErr):
+		msg = "TLS handshake failed: the endpoint does not speak TLS"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		msg = "connection closed before a complete answer"
+	default:
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		msg = err.Error()
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+	}
+	return &attemptErr{msg: msg, cause: err}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// attemptErr shows its short text and keeps the cause for errors.Is.
+type attemptErr struct {
+	msg   string
+	cause error
+}
+
+func (e *attemptErr) Error() string { return e.msg }
+func (e *attemptErr) Unwrap() error { return e.cause }
