@@ -367,11 +367,17 @@ func insertItem(ctx context.Context, tx orderTx, o *storelink.Order, pos int) er
 }
 
 func insertEvent(ctx context.Context, tx orderTx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
-	_, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, o.ID, ev.State, string(ev.Marshal()), ms(now))
+	res, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, o.ID, ev.State, string(ev.Marshal()), ms(now))
 	if err != nil {
 		return fmt.Errorf("write event of order %s: %w", o.ID, err)
 	}
-	return nil
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("write event of order %s: %w", o.ID, err)
+	}
+	// The deliveries go in with the event: an event that exists is always
+	// delivered.
+	return createDeliveries(ctx, tx, ev, o.ClientID, seq, now)
 }
 
 func jsonOrNull[T any](v *T) any {

@@ -64,6 +64,7 @@ type proc struct {
 	stderr *syncBuffer
 	// Demo credentials, when started with --demo on an empty database.
 	ClientID, APIKey, PartnerID string
+	WebhookSecret               string
 	AdminToken                  string
 }
 
@@ -148,6 +149,9 @@ func (p *proc) parseLine(line string) {
 	}
 	if v := field("partner_id"); v != "" {
 		p.PartnerID = v
+	}
+	if v := field("webhook_secret"); v != "" {
+		p.WebhookSecret = v
 	}
 	if v, ok := strings.CutPrefix(line, "storelink: listening on "); ok {
 		p.URL = strings.TrimSpace(v)

@@ -217,6 +217,9 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// demoWebhookURL is where `storelink listen` listens by default.
+const demoWebhookURL = "http://127.0.0.1:8090/webhooks"
+
 // demo fills an empty database with a partner, a client and three stores so
 // that a new user can upload at once, and prints what they need.
 func demo(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
@@ -240,11 +243,18 @@ func demo(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
 			return err
 		}
 	}
+	secret := webhook.NewSecret()
+	if _, err := db.CreateEndpoint(ctx, cl.ID, storelink.NewEndpoint{URL: demoWebhookURL}, secret); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, `storelink: demo partner created (shown once; keep them):
-  partner_id: %s
-  client_id:  %s
-  api_key:    %s
-  stores:     S1, S2, S3
-`, p.ID, cl.ID, cl.APIKey)
+  partner_id:     %s
+  client_id:      %s
+  api_key:        %s
+  stores:         S1, S2, S3
+  webhook_url:    %s
+  webhook_secret: %s
+storelink: receive its order events with: storelink listen --addr 127.0.0.1:8090 --secret %s
+`, p.ID, cl.ID, cl.APIKey, demoWebhookURL, secret, secret)
 	return nil
 }
