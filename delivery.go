@@ -125,9 +125,9 @@ type DeliveryJob struct {
 	Attempt    int // the number of this attempt among all, from 1
 	// Try is the number of this attempt since the delivery was created or
 	// redelivered: the step of the retry schedule.
-	Try int
-	URL        string
-	APIKey     string
+	Try    int
+	URL    string
+	APIKey string
 	// Secrets are the whsec_ secrets to sign with: the current one, and the
 	// previous one while a rotation's overlap lasts.
 	Secrets []string

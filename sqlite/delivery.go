@@ -101,6 +101,14 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Dura
 	return jobs, tx.Commit()
 }
 
+// rowsAffected reads a result's count, or 0 after an error.
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
 
 // RecordAttempts records finished attempts and moves their deliveries on.
@@ -124,25 +132,28 @@ func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptRes
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		// Only the lease holder moves the delivery on.
-		held := ` WHERE id = ? AND lease_owner = ? AND state = 'pending'`
+		// Only the lease holder moves the delivery on: the same owner and
+		// the same attempt, since a lease that ran out may have been taken
+		// again, even by this owner.
+		held := ` WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'pending'`
+		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt}
 		var res sql.Result
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded:
 			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, ms(now), r.Job.DeliveryID, r.Job.Owner)
+				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now)}, job...)...)
 		case storelink.OutcomeRetry:
 			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
-				updated_at = ?`+held, ms(r.NextAt), ms(now), r.Job.DeliveryID, r.Job.Owner)
+				updated_at = ?`+held, append([]any{ms(r.NextAt), ms(now)}, job...)...)
 		case storelink.OutcomeFailed:
 			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, ms(now), r.Job.DeliveryID, r.Job.Owner)
+				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now)}, job...)...)
 		case storelink.OutcomeGone:
 			// Parked, not failed: the try does not count, and the delivery
 			// goes out again as soon as the endpoint is enabled.
 			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ?, tries = max(tries - 1, 0), lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, ms(now), ms(now), r.Job.DeliveryID, r.Job.Owner)
-			if err == nil {
+				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now), ms(now)}, job...)...)
+			if n, _ := rowsAffected(res, err); n > 0 {
 				_, err = tx.ExecContext(ctx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?`,
 					"The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".", ms(now), r.Job.EndpointID)
 			}
@@ -150,7 +161,6 @@ func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptRes
 		if err != nil {
 			return fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
 		}
-		_ = res
 	}
 	return tx.Commit()
 }

@@ -1,8 +1,13 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,14 +16,28 @@ import (
 	"storelink/storetest"
 )
 
-func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
+// openDB opens a fresh database in a temp folder, with a sealer of a random
+// key, on the clock now, and returns it with its file's path.
+func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
+	path := filepath.Join(t.TempDir(), "storelink.db")
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Now = now
 	t.Cleanup(func() { db.Close() })
+	db.Now = now
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
+func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
+	t.Helper()
+	db, _ := openDB(t, now)
 	return db, func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
@@ -39,6 +58,91 @@ func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEv
 }
 
 func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
+
+// TestSecretsSealedAtRest: no column of endpoints, and no byte of the
+// database files, holds a webhook secret (current or previous, with or
+// without its whsec_ prefix) or an endpoint's x-api-key in clear.
+func TestSecretsSealedAtRest(t *testing.T) {
+	ctx := context.Background()
+	db, path := openDB(t, func() time.Time { return time.Now().UTC() })
+	p, err := db.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func() (string, string) {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		enc := base64.StdEncoding.EncodeToString(b)
+		return "whsec_" + enc, enc
+	}
+	first, firstKey := secret()
+	second, secondKey := secret()
+	ep, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// A second endpoint keeps the first key; the first gets a new one.
+	if _, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test", APIKey: "partner-key-one-0123456789"}, first); err != nil {
+		t.Fatal(err)
+	}
+	newKey := "partner-key-two-0123456789"
+	if _, err := db.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
+		t.Fatal(err)
+	}
+	clear := []string{first, firstKey, second, secondKey, "partner-key-one-0123456789", newKey}
+
+	rows, err := db.QueryForTest(ctx, `SELECT * FROM endpoints`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d endpoints stored, want 2", len(rows))
+	}
+	for _, row := range rows {
+		for col, v := range row {
+			for _, s := range clear {
+				if strings.Contains(v, s) {
+					t.Fatalf("column %s of endpoint %s holds a secret in clear", col, row["id"])
+				}
+			}
+		}
+		for _, col := range []string{"secret", "api_key"} {
+			if !strings.HasPrefix(row[col], "sealed:") {
+				t.Fatalf("column %s of endpoint %s = %q, want a sealed value", col, row["id"], row[col])
+			}
+		}
+	}
+	if rows[0]["previous_secret"] == "" && rows[1]["previous_secret"] == "" {
+		t.Fatal("no previous secret stored after a rotation")
+	}
+	// Sealing uses a fresh nonce: the same secret is stored differently.
+	if rows[0]["secret"] == rows[1]["secret"] || rows[0]["api_key"] == rows[1]["api_key"] {
+		t.Fatal("two endpoints store a secret or key they share as the same bytes")
+	}
+
+	files, err := filepath.Glob(path + "*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("database files: %v, %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range clear {
+			if bytes.Contains(b, []byte(s)) {
+				t.Fatalf("file %s holds a secret in clear", filepath.Base(f))
+			}
+		}
+	}
+}
 
 func TestSecondOpenRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "storelink.db")

@@ -21,10 +21,11 @@ type Store interface {
 	storelink.StockService
 	storelink.OrderService
 	storelink.EventService
+	storelink.WebhookService
 }
 
 // Opener opens a new, empty store whose clock is now, with the store's way
-// to make its event writes fail.
+// to make its event writes fail. The store can seal webhook secrets.
 type Opener func(t *testing.T, now func() time.Time) (Store, FailEvents)
 
 // FailEvents makes every later write of an event in the given state ("" for
@@ -101,6 +102,15 @@ func Exercise(t *testing.T, open Opener) {
 		{"Orders: forbidden transitions write nothing", testOrderTransitions},
 		{"Orders: a failed event write undoes the change", testOrderAtomicity},
 		{"Orders: racing changes are decided one at a time", testOrderConcurrency},
+		{"Webhooks: endpoints and secret rotation", testEndpoints},
+		{"Webhooks: deliveries are written with their event", testDeliveriesWithEvents},
+		{"Webhooks: claim and lease", testClaimDeliveries},
+		{"Webhooks: per order and endpoint, in order", testDeliveryOrder},
+		{"Webhooks: in flight per endpoint is capped", testDeliveryCap},
+		{"Webhooks: recording attempts", testRecordAttempts},
+		{"Webhooks: redeliver", testRedeliver},
+		{"Webhooks: delivery listing", testDeliveryListing},
+		{"Webhooks: pending count and age", testPendingDeliveries},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
