@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"net/http"
+
+	"storelink"
 )
 
 func (s *Server) handleCreatePartner(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +50,7 @@ func (s *Server) handleGetClient(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	c.Endpoints = []storelink.Endpoint{}
 	if s.Webhooks != nil {
 		if c.Endpoints, err = s.Webhooks.Endpoints(r.Context(), id); err != nil {
 			s.writeError(w, r, err)

@@ -210,7 +210,10 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a := newAPI(t, apiOptions{})
+	// With webhooks wired, as serve runs: GET /admin/clients/{client_id}
+	// then lists the (here no) webhook endpoints. The webhook calls are in
+	// TestOpenAPIWebhookResponsesConform.
+	a := newAPI(t, apiOptions{webhooks: &webhookOptions{}})
 	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	key := map[string]string{"x-api-key": a.APIKey}
 	csv := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv"}
@@ -308,8 +311,8 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 }
 
 // conform sends c and checks the request (when it should succeed) and the
-// answer against the spec.
-func conform(t *testing.T, a *api, router routers.Router, c call) {
+// answer against the spec. It returns the answer's body.
+func conform(t *testing.T, a *api, router routers.Router, c call) []byte {
 	t.Helper()
 	name := fmt.Sprintf("%s %s = %d", c.method, c.path, c.status)
 	req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
@@ -319,7 +322,7 @@ func conform(t *testing.T, a *api, router routers.Router, c call) {
 	route, params, err := router.FindRoute(req)
 	if err != nil {
 		t.Errorf("%s: no operation in the spec: %v", name, err)
-		return
+		return nil
 	}
 	in := &openapi3filter.RequestValidationInput{
 		Request: req, PathParams: params, Route: route,
@@ -333,7 +336,7 @@ func conform(t *testing.T, a *api, router routers.Router, c call) {
 	resp, body := a.do(c.method, c.path, strings.NewReader(c.body), c.header)
 	if resp.StatusCode != c.status {
 		t.Errorf("%s: got %d %s", name, resp.StatusCode, body)
-		return
+		return body
 	}
 	in.Options = &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}
 	err = openapi3filter.ValidateResponse(t.Context(), &openapi3filter.ResponseValidationInput{
@@ -343,6 +346,7 @@ func conform(t *testing.T, a *api, router routers.Router, c call) {
 	if err != nil {
 		t.Errorf("%s: the answer does not conform to the spec: %v\n%s", name, err, body)
 	}
+	return body
 }
 
 // orderConformCalls are the order and event calls of the conformance test,

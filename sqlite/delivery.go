@@ -166,16 +166,17 @@ func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptRes
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh schedule.
+// A delivery being attempted right now is left to that attempt: dropping
+// its lease would send the event twice at once.
 func (db *DB) Redeliver(ctx context.Context, id string) error {
-	res, err := db.write.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?,
-		lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ?`, ms(db.now()), ms(db.now()), id)
-	if err != nil {
-		return err
+	now := ms(db.now())
+	if err := exists(ctx, db.read, `SELECT 1 FROM deliveries WHERE id = ?`, id); err != nil {
+		return notFound(err, "delivery %q", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
-	}
-	return nil
+	_, err := db.write.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?,
+		lease_owner = NULL, lease_until = NULL, updated_at = ?
+		WHERE id = ? AND NOT (state = 'pending' AND coalesce(lease_until, 0) >= ?)`, now, now, id, now)
+	return err
 }
 
 // Deliveries lists deliveries, newest first, each with its attempts.
