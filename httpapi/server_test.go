@@ -37,6 +37,10 @@ type api struct {
 type apiOptions struct {
 	capacity    storelink.CapacityPolicy
 	maxFileSize int64
+	// webhooks, when set, also wires endpoints, deliveries and a running
+	// deliverer (harness_test.go); without it the API has no webhook calls'
+	// store, as before.
+	webhooks *webhookOptions
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -54,10 +58,15 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	}
 	reg := prometheus.NewRegistry()
 	proc := worker.NewProcessor(db, nil, "test", reg)
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
+	deps := httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
-	}))
+	}
+	if opt.webhooks != nil {
+		wake := wireWebhooks(t, db, reg, &deps, *opt.webhooks)
+		deps.Accepted = func() { proc.Wake(); wake() }
+	}
+	srv := httptest.NewServer(httpapi.NewServer(deps))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = proc.Run(ctx); close(done) }()
