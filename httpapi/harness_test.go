@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"storelink"
 	"storelink/httpapi"
@@ -191,8 +193,9 @@ type hit struct {
 
 // receiver is a partner's webhook endpoint: a real HTTP server that records
 // every request and answers as answer says. answer gets the request and the
-// number of earlier requests with the same webhook-id; it returns a status,
-// or 0 to hang until the sender gives up or the test ends.
+// number of earlier requests with the same webhook-id, one request at a
+// time; it returns a status, or 0 to hang until the sender gives up or the
+// test ends.
 type receiver struct {
 	*httptest.Server
 	t       *testing.T
@@ -318,4 +321,46 @@ func closedURL(t *testing.T) string {
 	u := srv.URL
 	srv.Close()
 	return u
+}
+
+// checkSigned verifies a received request with each secret on its own, with
+// our Verify and with the official Standard Webhooks library.
+func checkSigned(t *testing.T, h hit, secrets ...string) {
+	t.Helper()
+	for i, s := range secrets {
+		key, err := webhook.ParseSecret(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := webhook.Verify([][]byte{key}, h.Header, h.Body, time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("webhook.Verify with secret %d of %d: %v (webhook-signature %q)", i+1, len(secrets), err, h.Header.Get(webhook.HeaderSignature))
+		}
+		wh, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wh.Verify(h.Body, h.Header); err != nil {
+			t.Errorf("official library's Verify with secret %d of %d: %v", i+1, len(secrets), err)
+		}
+	}
+}
+
+// checkNotSigned makes sure a secret does not verify a request.
+func checkNotSigned(t *testing.T, h hit, secret string) {
+	t.Helper()
+	key, _ := webhook.ParseSecret(secret)
+	if err := webhook.Verify([][]byte{key}, h.Header, h.Body, time.Now(), 5*time.Minute); err != webhook.ErrBadSignature {
+		t.Errorf("Verify with a secret that did not sign = %v, want ErrBadSignature", err)
+	}
+}
+
+func signatures(h hit) []string { return strings.Fields(h.Header.Get(webhook.HeaderSignature)) }
+
+func compact(t *testing.T, b []byte) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	return out.String()
 }

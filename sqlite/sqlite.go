@@ -237,10 +237,18 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
 
-// ReleaseLeases makes every upload in processing claimable again. Only one
-// process can hold the file, so at start-up every lease is a dead one.
+// ReleaseLeases makes every upload in processing, and every delivery in
+// flight, claimable again. Only one process can hold the file, so at
+// start-up every lease is a dead one.
 func (db *DB) ReleaseLeases(ctx context.Context) error {
-	_, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0 WHERE status = 'processing'`)
+	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0 WHERE status = 'processing'`); err != nil {
+		return err
+	}
+	// A delivery a killed process was sending may or may not have arrived;
+	// it goes out again now (receivers deduplicate by webhook-id) rather
+	// than when its lease, the webhook timeout and 30s, runs out.
+	_, err := db.write.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+		WHERE state = 'pending' AND lease_until IS NOT NULL`)
 	return err
 }
 

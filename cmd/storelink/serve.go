@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,13 +22,28 @@ import (
 
 	"storelink"
 	"storelink/httpapi"
+	"storelink/postgres"
 	"storelink/sqlite"
 	"storelink/webhook"
 	"storelink/worker"
 )
 
+// database is what serve needs of a store: every service, and the
+// readiness check. *sqlite.DB and *postgres.DB are both one.
+type database interface {
+	storelink.AdminService
+	storelink.Authenticator
+	storelink.UploadService
+	storelink.StockService
+	storelink.OrderService
+	storelink.EventService
+	storelink.WebhookService
+	Ping(ctx context.Context) error
+	Close() error
+}
+
 // openDB opens the configured database and applies the migrations.
-func openDB(ctx context.Context, c *config) (*sqlite.DB, error) {
+func openDB(ctx context.Context, c *config) (database, error) {
 	switch {
 	case strings.HasPrefix(c.Database, "sqlite:"):
 		path := strings.TrimPrefix(c.Database, "sqlite:")
@@ -36,19 +52,45 @@ func openDB(ctx context.Context, c *config) (*sqlite.DB, error) {
 		}
 		return sqlite.Open(ctx, path)
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
-		return nil, usageError{errors.New("PostgreSQL is not supported by this build yet; use sqlite:PATH")}
+		db, err := postgres.Open(ctx, c.Database)
+		if err != nil {
+			// The driver's errors may quote the URL; the password never.
+			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
+		}
+		return db, nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
-// redactURL hides a password in a database URL before it is shown.
-func redactURL(s string) string {
-	if i := strings.Index(s, "@"); i > 0 {
-		if j := strings.Index(s, "://"); j > 0 && j < i {
-			return s[:j+3] + "…" + s[i:]
-		}
+// setSealer gives the database the sealer of webhook secrets.
+func setSealer(db database, s *storelink.Sealer) {
+	switch db := db.(type) {
+	case *sqlite.DB:
+		db.Sealer = s
+	case *postgres.DB:
+		db.Sealer = s
 	}
-	return s
+}
+
+// redactURL hides a password in a database URL before it is shown, in the
+// user part (postgres://user:secret@host) or as a parameter (?password=).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		// Not a URL with a host (sqlite:PATH), or not parseable: hide
+		// anything before an @ all the same.
+		if i := strings.LastIndex(s, "@"); i > 0 {
+			if j := strings.Index(s, "://"); j > 0 && j < i {
+				return s[:j+3] + "…" + s[i:]
+			}
+		}
+		return s
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -76,16 +118,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer db.Close()
-	if err := db.ReleaseLeases(ctx); err != nil {
-		return fmt.Errorf("release leases: %w", err)
+	// Only one process can hold a SQLite file, so at start-up every lease
+	// in it is a dead one. On PostgreSQL other processes hold theirs.
+	if lite, ok := db.(*sqlite.DB); ok {
+		if err := lite.ReleaseLeases(ctx); err != nil {
+			return fmt.Errorf("release leases: %w", err)
+		}
 	}
 	token, err := adminToken(c, stdout)
 	if err != nil {
 		return err
 	}
-	if db.Sealer, err = secretKey(c, stdout); err != nil {
+	sealer, err := secretKey(c, stdout)
+	if err != nil {
 		return err
 	}
+	setSealer(db, sealer)
 	if c.Demo {
 		if err := demo(ctx, db, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -122,6 +170,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = proc.Run(workCtx) })
 	wg.Go(func() { _ = deliverer.Run(workCtx) })
+	if pg, ok := db.(*postgres.DB); ok {
+		// Work that another process accepts wakes this one at once.
+		wg.Go(func() {
+			listenForWork(workCtx, pg, logger, func(ch string) {
+				switch ch {
+				case postgres.ChannelUploads:
+					proc.Wake()
+				case postgres.ChannelDeliveries:
+					deliverer.Wake()
+				}
+			})
+		})
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -136,10 +197,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	stopWork() // an apply in progress rolls back and is resumed at the next start
 	wg.Wait()
 	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if rerr := db.ReleaseOwnLeases(relCtx, owner); rerr != nil {
-		// Not fatal: the next start releases the lease anyway, only with
-		// the interrupted attempt counted.
-		logger.Warn("release leases at stop", "error", rerr)
+	// Both stores hand back only this process's own leases, which is safe
+	// beside other processes on PostgreSQL too.
+	if r, ok := db.(interface {
+		ReleaseOwnLeases(ctx context.Context, owner string) error
+	}); ok {
+		if rerr := r.ReleaseOwnLeases(relCtx, owner); rerr != nil {
+			// Not fatal: the lease runs out (PostgreSQL) or the next start
+			// releases it (SQLite), only with the interrupted attempt
+			// counted.
+			logger.Warn("release leases at stop", "error", rerr)
+		}
 	}
 	cancel()
 	if errors.Is(err, http.ErrServerClosed) {
@@ -211,6 +279,23 @@ func writeSecretFile(dir, path, content string) error {
 	return f.Close()
 }
 
+// listenForWork keeps a LISTEN connection to PostgreSQL until ctx ends, calling
+// wake for every notification. A lost connection is made again after a
+// pause; meanwhile the workers' polling finds the work, only later.
+func listenForWork(ctx context.Context, db *postgres.DB, logger *slog.Logger, wake func(channel string)) {
+	for ctx.Err() == nil {
+		err := db.Listen(ctx, wake)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		logger.Warn("listen for notifications", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -222,7 +307,7 @@ const demoWebhookURL = "http://127.0.0.1:8090/webhooks"
 
 // demo fills an empty database with a partner, a client and three stores so
 // that a new user can upload at once, and prints what they need.
-func demo(ctx context.Context, db *sqlite.DB, stdout io.Writer) error {
+func demo(ctx context.Context, db database, stdout io.Writer) error {
 	n, err := db.PartnerCount(ctx)
 	if err != nil || n > 0 {
 		if n > 0 {

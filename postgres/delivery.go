@@ -1,0 +1,258 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+)
+
+// claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
+// enabled endpoint; per order and endpoint only the oldest pending event (so
+// events of one order arrive in order); per endpoint no more than a cap in
+// flight, counting those already leased (so a slow endpoint holds few
+// workers). It locks what it picked with SKIP LOCKED, checking again on the
+// row as locked that it is still pending and not leased, leases it, and
+// returns what the attempt needs, all in one statement.
+//
+// The caller holds the delivery-claim advisory lock: the in-flight count
+// is exact only if no other claim runs between counting and leasing, which
+// SQLite's single writer gives for free and PostgreSQL needs a lock for.
+const claimDeliveriesSQL = `
+WITH due AS (
+	SELECT d.id, d.endpoint_id, d.next_attempt_at, d.event_seq,
+	       row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.event_seq) AS rn
+	FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+	WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
+	  AND e.enabled
+	  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
+	                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+), inflight AS (
+	SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
+), pick AS (
+	SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
+	WHERE due.rn + coalesce(inflight.n, 0) <= $4
+	ORDER BY due.next_attempt_at, due.event_seq LIMIT $5
+), locked AS (
+	SELECT d.id FROM deliveries d
+	WHERE d.id IN (SELECT id FROM pick) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE deliveries d SET lease_owner = $2, lease_until = $3, attempts = d.attempts + 1, tries = d.tries + 1
+FROM locked, events ev, endpoints e
+WHERE d.id = locked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
+	e.url, e.api_key, e.secret, e.previous_secret, e.previous_secret_until, d.next_attempt_at, d.event_seq`
+
+// ClaimDeliveries leases due deliveries and reads what their attempts need.
+func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	sealer, err := db.sealer()
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	type claimed struct {
+		job   storelink.DeliveryJob
+		due   time.Time
+		seq   int64
+		keys  [3]string // api key, secret, previous secret (sealed)
+		until *time.Time
+	}
+	var list []claimed
+	now := db.now()
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		list = list[:0]
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, lockDeliveryClaims); err != nil {
+			return fmt.Errorf("take delivery claim lock: %w", err)
+		}
+		rows, err := tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
+		if err != nil {
+			return fmt.Errorf("claim deliveries: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c := claimed{job: storelink.DeliveryJob{Owner: owner}}
+			var payload string
+			if err := rows.Scan(&c.job.DeliveryID, &c.job.EventID, &c.job.EndpointID, &c.job.Attempt, &c.job.Try, &payload,
+				&c.job.URL, &c.keys[0], &c.keys[1], &c.keys[2], &c.until, &c.due, &c.seq); err != nil {
+				return err
+			}
+			c.job.Body = []byte(payload)
+			list = append(list, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING has no order: the oldest due first, as SQLite gives them.
+	slices.SortFunc(list, func(a, b claimed) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return int(a.seq - b.seq)
+	})
+	jobs := make([]storelink.DeliveryJob, 0, len(list))
+	for _, c := range list {
+		j := c.job
+		if j.APIKey, err = sealer.Open(c.keys[0]); err != nil {
+			return nil, err
+		}
+		s, err := sealer.Open(c.keys[1])
+		if err != nil {
+			return nil, err
+		}
+		j.Secrets = []string{s}
+		if c.keys[2] != "" && c.until != nil && c.until.After(now) {
+			p, err := sealer.Open(c.keys[2])
+			if err != nil {
+				return nil, err
+			}
+			j.Secrets = append(j.Secrets, p)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// RecordAttempts records finished attempts and moves their deliveries on,
+// all in one transaction sent as one batch.
+func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	return db.inTx(ctx, func(tx pgx.Tx) error {
+		now := db.now()
+		b := &pgx.Batch{}
+		for _, r := range results {
+			a := r.Attempt
+			var code any
+			if a.StatusCode != 0 {
+				code = a.StatusCode
+			}
+			// A result recorded twice (a retried batch) is one attempt.
+			b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (delivery_id, number) DO NOTHING`,
+				r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response)
+			// Only the lease holder moves the delivery on: the same owner
+			// and the same attempt, since a lease that ran out may have
+			// been taken again, even by this owner.
+			const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
+			job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
+			switch r.Outcome {
+			case storelink.OutcomeSucceeded:
+				b.Queue(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+					lease_until = NULL, updated_at = $4`+held, job...)
+			case storelink.OutcomeRetry:
+				b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
+					updated_at = $4`+held, append(job, r.NextAt.UTC().Truncate(time.Millisecond))...)
+			case storelink.OutcomeFailed:
+				b.Queue(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+					lease_until = NULL, updated_at = $4`+held, job...)
+			case storelink.OutcomeGone:
+				// Parked, not failed: the try does not count, and the
+				// delivery goes out again as soon as the endpoint is
+				// enabled. Only the lease holder's 410 disables it.
+				b.Queue(`WITH parked AS (
+						UPDATE deliveries SET next_attempt_at = $4, tries = greatest(tries - 1, 0), lease_owner = NULL,
+							lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
+					UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
+					WHERE id IN (SELECT endpoint_id FROM parked)`,
+					append(job, "The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".")...)
+			}
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("record delivery attempts: %w", err)
+		}
+		return nil
+	})
+}
+
+// Redeliver makes a delivery pending again, due now, with a fresh schedule,
+// and wakes the deliverers of every process. A delivery being attempted
+// right now is left to that attempt: dropping its lease would send the
+// event twice at once.
+func (db *DB) Redeliver(ctx context.Context, id string) error {
+	return db.inTx(ctx, func(tx pgx.Tx) error {
+		now := db.now()
+		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
+			return notFound(err, "delivery %q", id)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $1,
+			lease_owner = NULL, lease_until = NULL, updated_at = $1
+			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)`, now, id)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return notify(ctx, tx, ChannelDeliveries)
+	})
+}
+
+// Deliveries lists deliveries, newest first, each with its attempts.
+func (db *DB) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	var a args
+	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
+		FROM deliveries WHERE true`
+	if f.ClientID != "" {
+		q += ` AND client_id = ` + a.add(f.ClientID)
+	}
+	if f.State != "" {
+		q += ` AND state = ` + a.add(string(f.State))
+	}
+	if f.Before != "" {
+		q += ` AND seq < (SELECT seq FROM deliveries WHERE id = ` + a.add(f.Before) + `)`
+	}
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(f.Limit)
+	rows, err := db.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Delivery, error) {
+		d := storelink.Delivery{Attempts: []storelink.Attempt{}}
+		err := row.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.ClientID, &d.OrderID, &d.EventState, &d.State, &d.NextAttemptAt,
+			&d.CreatedAt, &d.UpdatedAt)
+		return d, err
+	})
+	if err != nil || len(out) == 0 {
+		return []storelink.Delivery{}, err
+	}
+	// The attempts of the whole page in one query.
+	ids := make([]string, len(out))
+	index := make(map[string]int, len(out))
+	for i, d := range out {
+		ids[i], index[d.ID] = d.ID, i
+	}
+	rows, err = db.pool.Query(ctx, `SELECT delivery_id, number, at, duration_ms, coalesce(status_code, 0), error, response
+		FROM delivery_attempts WHERE delivery_id = ANY ($1) ORDER BY delivery_id, number`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at storelink.Attempt
+		if err := rows.Scan(&id, &at.Number, &at.At, &at.DurationMS, &at.StatusCode, &at.Error, &at.Response); err != nil {
+			return nil, err
+		}
+		d := &out[index[id]]
+		d.Attempts = append(d.Attempts, at)
+	}
+	return out, rows.Err()
+}
+
+// PendingDeliveries counts pending deliveries and the age of the oldest.
+func (db *DB) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
+	var n int
+	var oldest *time.Time
+	err := db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
+	if err != nil || oldest == nil {
+		return n, 0, err
+	}
+	return n, db.now().Sub(*oldest), nil
+}

@@ -1,0 +1,233 @@
+// Package postgres implements the storelink services on PostgreSQL (pgx), for
+// running several storelink processes on one database. The services behave
+// as the SQLite store's do (one conformance suite, storetest, judges both);
+// what differs is how they stay correct with many writers at once:
+//
+//   - uploads and deliveries are claimed with FOR UPDATE SKIP LOCKED and a
+//     lease, so one process works on each at a time and a dead process's
+//     claims are taken over when its lease ends;
+//   - a client's capacity bucket is one row, locked while an upload takes
+//     from it;
+//   - an order change locks the order row; routing takes a per-client
+//     advisory lock, so that two orders never get the same unit;
+//   - a client's events are numbered from a per-client counter row that the
+//     writing transaction holds until it commits, so the event cursor
+//     follows commit order;
+//   - work made by one process wakes the others through LISTEN/NOTIFY.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"storelink"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is an open storelink database on PostgreSQL: a pool of connections
+// shared by every service.
+type DB struct {
+	pool *pgxpool.Pool
+	// schema is the schema the tables live in (the first of search_path):
+	// notifications carry it, so that installations in other schemas of the
+	// same database do not wake this one.
+	schema string
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Sealer encrypts webhook secrets and endpoint keys at rest; endpoint
+	// calls fail without one.
+	Sealer *storelink.Sealer
+}
+
+// Open connects to the database at url (postgres://…; a search_path
+// parameter selects the schema, pool_max_conns the pool's size) and applies
+// the migrations. Several
+// processes may open the same database at once: the migrations run under an
+// advisory lock, so they are applied once.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The error of ParseConfig may quote the URL, password included.
+		return nil, errors.New("postgres: the database URL cannot be parsed")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (4 on this kind of machine) is too few for
+		// HTTP requests, an apply or two holding theirs for seconds, the
+		// deliverer and its recorder; a pool_max_conns parameter wins.
+		cfg.MaxConns = 16
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		// Times come back in UTC, as the domain keeps them, not in the
+		// process's local zone.
+		c.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	db := &DB{pool: pool, Now: func() time.Time { return time.Now().UTC() }}
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&db.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Migrate applies the embedded migrations that have not been applied yet.
+// It holds a session advisory lock meanwhile (goose's Postgres session
+// locker), keyed by the schema, so that processes starting together migrate
+// once and the others wait for it.
+func (db *DB) Migrate(ctx context.Context) error {
+	h := fnv.New64a()
+	h.Write([]byte("storelink migrations " + db.schema))
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrationsFS(), goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers (for /readyz).
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	return db.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// now is the clock truncated to what the domain shows, so that what an
+// answer shows equals what a later read shows.
+func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
+
+// querier is what both the pool and a transaction offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// inTx runs fn in a transaction and commits it. A transaction that
+// PostgreSQL ended as a deadlock victim or a serialization failure is run
+// again from the start, a few times: with many writers these are expected,
+// rare, and say nothing about the request. fn must therefore set its
+// results afresh on every run.
+func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for try := 1; ; try++ {
+		err := db.tryTx(ctx, fn)
+		if try < 4 && retryable(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (db *DB) tryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
+}
+
+// uniqueViolation tells whether err is PostgreSQL's unique_violation.
+func uniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == "23505"
+}
+
+// Advisory lock classes: the first key of pg_advisory_xact_lock(int, int),
+// the second being hashtext of what is locked.
+const (
+	// lockRouting serialises, per client, the transactions that reserve
+	// stock by routing (creating an order, cancelling with reassign), so
+	// that two of them never count the same free unit.
+	lockRouting = 0x53_4c_01
+	// lockDeliveryClaims serialises delivery claims, so that the cap on
+	// attempts in flight per endpoint holds across processes.
+	lockDeliveryClaims = 0x53_4c_02
+)
+
+// exists returns pgx.ErrNoRows when the query finds nothing.
+func exists(ctx context.Context, q querier, query string, args ...any) error {
+	var one int
+	return q.QueryRow(ctx, query, args...).Scan(&one)
+}
+
+// noRows tells whether a lookup found nothing: no row, or a key that
+// cannot be stored at all. PostgreSQL refuses text that is not UTF-8 or holds
+// a NUL byte (an id taken from a URL can be anything), where SQLite simply
+// finds no row; either way there is nothing by that id.
+func noRows(err error) bool {
+	var pg *pgconn.PgError
+	return errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pg) && (pg.Code == "22021" || pg.Code == "22P05")
+}
+
+// notFound turns noRows into ENOTFOUND and passes other errors on.
+func notFound(err error, format string, args ...any) error {
+	if noRows(err) {
+		return storelink.Errorf(storelink.ENOTFOUND, strings.ToUpper(format[:1])+format[1:]+" not found.", args...)
+	}
+	return err
+}
+
+// unprocessable turns noRows into EUNPROCESSABLE: an id in a body that
+// names nothing is a bad request body, not a missing resource.
+func unprocessable(err error, format string, args ...any) error {
+	if noRows(err) {
+		return storelink.Errorf(storelink.EUNPROCESSABLE, format, args...)
+	}
+	return err
+}
+
+func migrationsFS() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	return sub
+}

@@ -1,0 +1,260 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+	"storelink/postgres"
+	"storelink/storetest"
+)
+
+// baseURL is the test database, or a skip when there is none.
+func baseURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("STORELINK_TEST_DATABASE_URL")
+	if u == "" {
+		t.Skip("STORELINK_TEST_DATABASE_URL is not set: the PostgreSQL tests are skipped " +
+			"(set it to a database they may use, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable; .ci/run does)")
+	}
+	return u
+}
+
+// newSchema makes an empty schema for one test in the test database and
+// returns the database URL that selects it (search_path); the schema is
+// dropped when the test ends. A schema per test keeps tests that run in
+// parallel apart at a fraction of the cost of a database per test.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	base := baseURL(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "storelink_test_" + hex.EncodeToString(b)
+	admin := func(sql string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Fatalf("connect to the test database: %v", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	admin("CREATE SCHEMA " + schema)
+	t.Cleanup(func() { admin("DROP SCHEMA " + schema + " CASCADE") })
+	return withSearchPath(t, base, schema)
+}
+
+func withSearchPath(t testing.TB, base, schema string) string {
+	t.Helper()
+	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
+		return base + " search_path=" + schema // key=value form
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("STORELINK_TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openAt opens the store at url on the clock now, with a sealer, closed
+// when the test ends.
+func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.Now = now
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
+	t.Helper()
+	db := openAt(t, newSchema(t), now)
+	return db, func(t *testing.T, state storelink.OrderState) func() {
+		t.Helper()
+		exec := func(query string) {
+			t.Helper()
+			if err := db.ExecForTest(context.Background(), query); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A trigger raises inside the service's own transaction, after the
+		// order and its items were written.
+		when := ""
+		if state != "" {
+			when = "WHEN (NEW.state = '" + string(state) + "') "
+		}
+		exec(`CREATE OR REPLACE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS
+			$$BEGIN RAISE EXCEPTION 'injected event failure'; END$$`)
+		exec("CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW " + when + "EXECUTE FUNCTION fail_events()")
+		return func() { exec("DROP TRIGGER fail_events ON events") }
+	}
+}
+
+func TestConformance(t *testing.T) {
+	baseURL(t) // one skip for the whole suite
+	storetest.Exercise(t, open)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixedClock is a clock that stands still, so that buckets do not refill
+// and leases do not run out while a test races.
+func fixedClock() func() time.Time {
+	at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	return func() time.Time { return at }
+}
+
+// TestConcurrentMigrations: three processes opening an empty database at
+// once all succeed, and each migration is applied once.
+func TestConcurrentMigrations(t *testing.T) {
+	dbURL := newSchema(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	dbs := make([]*postgres.DB, 3)
+	for i := range dbs {
+		wg.Go(func() { dbs[i], errs[i] = postgres.Open(context.Background(), dbURL) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer dbs[i].Close()
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	must(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT version_id FROM goose_db_version WHERE version_id > 0 ORDER BY id`)
+	must(t, err)
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	must(t, err)
+	entries, _ := os.ReadDir("migrations")
+	want := []int64{}
+	for i := range entries {
+		want = append(want, int64(i+1))
+	}
+	if !slices.Equal(versions, want) {
+		t.Fatalf("applied versions %v, want each of %v once", versions, want)
+	}
+	for _, db := range dbs {
+		if _, err := db.PartnerCount(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setup makes a partner with n clients, each with store S1.
+func setup(t *testing.T, db *postgres.DB, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := db.CreatePartner(ctx, "Acme")
+	must(t, err)
+	var ids []string
+	for i := range n {
+		c, err := db.CreateClient(ctx, p.ID, fmt.Sprintf("%c%c", 'A'+i/26, 'A'+i%26), "EUR")
+		must(t, err)
+		_, _, err = db.PutStore(ctx, c.ID, "S1", "")
+		must(t, err)
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+var unlimited = storelink.CapacityPolicy{Base: 1 << 40, Window: time.Hour}
+
+// TestReleaseOwnLeases: after an orderly stop, a process's own claims are
+// claimable again at once, without the interrupted claim counting as an
+// attempt; another process's claims are left alone.
+func TestReleaseOwnLeases(t *testing.T) {
+	dbURL := newSchema(t)
+	clock := fixedClock()
+	a, b := openAt(t, dbURL, clock), openAt(t, dbURL, clock)
+	ctx := context.Background()
+	clients := setup(t, a, 2)
+	for _, c := range clients {
+		_, _, err := a.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		must(t, err)
+	}
+	mine, err := a.Claim(ctx, "a", time.Hour)
+	must(t, err)
+	theirs, err := b.Claim(ctx, "b", time.Hour)
+	must(t, err)
+	if mine == nil || theirs == nil {
+		t.Fatalf("claims = %v, %v; want one upload each", mine, theirs)
+	}
+	must(t, a.ReleaseOwnLeases(ctx, "a"))
+	again, err := b.Claim(ctx, "b2", time.Hour)
+	must(t, err)
+	if again == nil || again.ID != mine.ID || again.Attempts != 1 {
+		t.Fatalf("claim after the release = %+v, want %s as its first attempt", again, mine.ID)
+	}
+	if none, err := a.Claim(ctx, "a2", time.Hour); err != nil || none != nil {
+		t.Fatalf("claim = %v, %v; want nothing: b's lease holds", none, err)
+	}
+	if _, err := a.Apply(ctx, mine, func(map[string]bool, func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		return storelink.FeedReport{}, nil
+	}); storelink.ErrorCode(err) != storelink.ECONFLICT {
+		t.Fatalf("apply by the released claim = %v, want ECONFLICT", err)
+	}
+}
+
+// TestSecretsSealedAtRest: no column of endpoints holds a webhook secret or
+// an endpoint's x-api-key in clear.
+func TestSecretsSealedAtRest(t *testing.T) {
+	dbURL := newSchema(t)
+	db := openAt(t, dbURL, time.Now)
+	ctx := context.Background()
+	client := setup(t, db, 1)[0]
+	first, second := "whsec_"+strings.Repeat("QUJD", 11), "whsec_"+strings.Repeat("REVG", 11)
+	ep, err := db.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	must(t, err)
+	_, err = db.RotateSecret(ctx, ep.ID, second, time.Hour)
+	must(t, err)
+	clear := []string{first, second, strings.TrimPrefix(first, "whsec_"), strings.TrimPrefix(second, "whsec_"), "partner-key-one-0123456789"}
+	conn, err := pgx.Connect(ctx, dbURL)
+	must(t, err)
+	defer conn.Close(ctx)
+	var secret, previous, key, row string
+	must(t, conn.QueryRow(ctx, `SELECT secret, previous_secret, api_key, e::text FROM endpoints e`).Scan(&secret, &previous, &key, &row))
+	for _, s := range clear {
+		if strings.Contains(row, s) {
+			t.Fatalf("the endpoint row holds a secret in clear: %s", row)
+		}
+	}
+	for _, v := range []string{secret, previous, key} {
+		if !strings.HasPrefix(v, "sealed:") {
+			t.Fatalf("stored %q, want a sealed value", v)
+		}
+	}
+}

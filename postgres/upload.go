@@ -1,0 +1,289 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+)
+
+var _ storelink.UploadService = (*DB)(nil)
+
+// Notification channels. A notification's payload is the schema of the
+// installation that sent it.
+const (
+	// ChannelUploads is notified when an upload is accepted.
+	ChannelUploads = "storelink_uploads"
+	// ChannelDeliveries is notified when deliveries become due: events
+	// written, a redelivery, an endpoint enabled.
+	ChannelDeliveries = "storelink_deliveries"
+)
+
+// notify queues a notification on channel, sent by PostgreSQL when the
+// transaction commits (and never when it rolls back).
+func notify(ctx context.Context, tx pgx.Tx, channel string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema())`, channel)
+	if err != nil {
+		return fmt.Errorf("notify %s: %w", channel, err)
+	}
+	return nil
+}
+
+// Accept takes the upload's size from the client's bucket and stores the
+// upload row and its bytes in one transaction. The bucket row stays locked
+// until the commit, so the uploads of one client, from any process, take
+// from it one at a time.
+func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
+	var u *storelink.Upload
+	var capacity storelink.Capacity
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		// The bucket row exists before it is locked: a first upload has
+		// nothing to lock otherwise, and two first uploads would both see
+		// a full bucket.
+		if _, err := tx.Exec(ctx, `INSERT INTO capacity (client_id) SELECT id FROM clients WHERE id = $1
+			ON CONFLICT (client_id) DO NOTHING`, nu.ClientID); err != nil {
+			return fmt.Errorf("make capacity row: %w", err)
+		}
+		bucket, stores, err := loadBucket(ctx, tx, nu.ClientID, true)
+		if err != nil {
+			return err
+		}
+		now := db.now() // after the lock: another upload may have been waited for
+		next, c, err := policy.Take(bucket, stores, int64(len(nu.Body)), now)
+		capacity = c
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE capacity SET tokens = $2, updated_at = $3 WHERE client_id = $1`,
+			nu.ClientID, next.Tokens, next.UpdatedAt); err != nil {
+			return fmt.Errorf("update capacity: %w", err)
+		}
+		u = &storelink.Upload{
+			ID: storelink.NewID(now), ClientID: nu.ClientID, FileName: nu.FileName, SizeBytes: int64(len(nu.Body)),
+			SHA256: nu.SHA256, Status: storelink.UploadAccepted, ReceivedAt: now,
+			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{},
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO uploads (id, client_id, file_name, size_bytes, sha256, status, received_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, u.ID, u.ClientID, u.FileName, u.SizeBytes, u.SHA256, u.Status, now); err != nil {
+			return fmt.Errorf("insert upload: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO upload_bodies (upload_id, body) VALUES ($1, $2)`, u.ID, nu.Body); err != nil {
+			return fmt.Errorf("insert upload body: %w", err)
+		}
+		return notify(ctx, tx, ChannelUploads)
+	})
+	if err != nil {
+		return nil, capacity, err
+	}
+	return u, capacity, nil
+}
+
+// Capacity reports the bucket of a client.
+func (db *DB) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {
+	bucket, stores, err := loadBucket(ctx, db.pool, clientID, false)
+	if err != nil {
+		return storelink.Capacity{}, err
+	}
+	return policy.Peek(bucket, stores, db.now()), nil
+}
+
+// loadBucket reads a client's bucket and store count; forUpdate locks the
+// bucket row, which must then exist.
+func loadBucket(ctx context.Context, q querier, clientID string, forUpdate bool) (*storelink.Bucket, int, error) {
+	var stores int
+	var tokens *float64
+	var updated *time.Time
+	query := `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
+		FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = $1`
+	if forUpdate {
+		// FOR UPDATE cannot lock the nullable side of an outer join.
+		query = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.client_id), k.tokens, k.updated_at
+			FROM capacity k WHERE k.client_id = $1 FOR UPDATE`
+	}
+	err := q.QueryRow(ctx, query, clientID).Scan(&stores, &tokens, &updated)
+	if err != nil {
+		return nil, 0, notFound(err, "client %q", clientID)
+	}
+	if tokens == nil || updated == nil {
+		return nil, stores, nil
+	}
+	return &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}, stores, nil
+}
+
+// claimUploadSQL leases the oldest upload that is waiting, or whose lease
+// ran out, and whose client has no earlier unfinished upload: that NOT
+// EXISTS is what keeps a client's uploads in acceptance order. SKIP LOCKED
+// passes over uploads another process is claiming or applying right now
+// (an apply holds its upload's row lock), so two processes never claim the
+// same upload, and the lease-expiry condition is checked again on the row
+// as it is when locked.
+const claimUploadSQL = `
+WITH pick AS (
+	SELECT u.seq FROM uploads u
+	WHERE u.status IN ('accepted', 'processing')
+	  AND (u.status = 'accepted' OR u.lease_until < $2)
+	  AND NOT EXISTS (SELECT 1 FROM uploads o
+	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing'))
+	ORDER BY u.seq
+	LIMIT 1
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
+FROM pick WHERE uploads.seq = pick.seq
+RETURNING id, client_id, file_name, size_bytes, sha256, received_at, attempts,
+	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
+
+// Claim leases the next upload to process.
+func (db *DB) Claim(ctx context.Context, owner string, lease time.Duration) (*storelink.Claim, error) {
+	now := db.now()
+	c := &storelink.Claim{Owner: owner}
+	err := db.pool.QueryRow(ctx, claimUploadSQL, owner, now, now.Add(lease)).
+		Scan(&c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("claim upload: %w", err)
+	}
+	if c.Body == nil {
+		return nil, fmt.Errorf("claim upload %s: its body is missing", c.ID)
+	}
+	c.Status, c.StartedAt = storelink.UploadProcessing, &now
+	return c, nil
+}
+
+// Apply runs fn inside one transaction that holds the upload's row lock.
+// The rows it puts are copied into a temporary table (stockWriter) and
+// written to the stock by one upsert at the end, so a file-level problem,
+// or a file without one valid row, simply skips that upsert: the rejection
+// is recorded in the same transaction, with nothing applied.
+func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
+	tx, err := db.leased(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	storeList, err := queryStores(ctx, tx, c.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	stores := make(map[string]bool, len(storeList))
+	for _, s := range storeList {
+		stores[s.ID] = true
+	}
+	w := newStockWriter(ctx, tx)
+	report, err := fn(stores, w.put)
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("apply upload %s: %w", c.ID, err)
+	}
+	status := storelink.UploadApplied
+	if report.FileError || report.RowsApplied == 0 {
+		status, report.RowsApplied = storelink.UploadRejected, 0
+	} else {
+		if err := w.apply(c.ClientID, c.ID, db.now()); err != nil {
+			return nil, fmt.Errorf("apply upload %s: %w", c.ID, err)
+		}
+		if err := releaseFulfilled(ctx, tx, c.ClientID, c.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := finish(ctx, tx, c.ID, status, report, db.now()); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit upload %s: %w", c.ID, err)
+	}
+	return db.Upload(ctx, c.ClientID, c.ID)
+}
+
+// releaseFulfilled ends the reservations of fulfilled units whose store and
+// EAN this upload has just set: the partner's own count now reflects the sale
+// (CONTRACT 3.4). Only units still reserving are looked at.
+func releaseFulfilled(ctx context.Context, tx pgx.Tx, clientID, uploadID string) error {
+	_, err := tx.Exec(ctx, `UPDATE order_items i SET reserving = false
+		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
+		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = i.client_id AND s.store_id = i.store_id
+		              AND s.ean = i.ean AND s.upload_id = $2)`, clientID, uploadID)
+	if err != nil {
+		return fmt.Errorf("release fulfilled reservations: %w", err)
+	}
+	return nil
+}
+
+// leased begins a transaction holding the upload's row lock, after checking
+// that the claim still holds its lease; ECONFLICT when another processor
+// took it over. While the lock is held, no other process can claim the
+// upload again, even once the lease has run out.
+func (db *DB) leased(ctx context.Context, c *storelink.Claim) (pgx.Tx, error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var owner *string
+	err = tx.QueryRow(ctx, `SELECT lease_owner FROM uploads WHERE id = $1 AND status = 'processing' FOR UPDATE`, c.ID).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (owner == nil || *owner != c.Owner)) {
+		tx.Rollback(ctx)
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s is no longer held by this processor.", c.ID)
+	} else if err != nil {
+		tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// finish records the report, ends the lease and drops the bytes, which are
+// no longer needed once the upload is final.
+func finish(ctx context.Context, tx pgx.Tx, id string, status storelink.UploadStatus, r storelink.FeedReport, now time.Time) error {
+	errs, _ := json.Marshal(nonNil(r.Errors))
+	warns, _ := json.Marshal(nonNil(r.Warnings))
+	_, err := tx.Exec(ctx, `UPDATE uploads SET status = $1, finished_at = $2, rows_total = $3, rows_applied = $4,
+		rows_rejected = $5, errors = $6, warnings = $7, lease_owner = NULL, lease_until = NULL WHERE id = $8`,
+		status, now, r.RowsTotal, r.RowsApplied, r.RowsRejected, string(errs), string(warns), id)
+	if err != nil {
+		return fmt.Errorf("finish upload %s: %w", id, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM upload_bodies WHERE upload_id = $1`, id); err != nil {
+		return fmt.Errorf("drop upload body %s: %w", id, err)
+	}
+	return nil
+}
+
+// Fail finishes an upload that could not be processed at all (it failed
+// every attempt), so that it stops blocking the client's later uploads.
+func (db *DB) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
+	return db.inTx(ctx, func(tx pgx.Tx) error {
+		r := storelink.FeedReport{FileError: true, Errors: []storelink.Problem{problem}}
+		return finish(ctx, tx, c.ID, storelink.UploadRejected, r, db.now())
+	})
+}
+
+func nonNil(p []storelink.Problem) []storelink.Problem {
+	if p == nil {
+		return []storelink.Problem{}
+	}
+	return p
+}
+
+// ReleaseOwnLeases hands back, after an orderly stop, the uploads that
+// owner's processor was applying when it was stopped: their applies rolled
+// back, so they are claimable again at once (instead of when the lease runs
+// out), and the interrupted claim does not count towards the attempts after
+// which an upload is given up on. Only owner's leases are touched: the other
+// processes on the database hold theirs. (SQLite's ReleaseLeases, which
+// frees every lease at start-up, has no counterpart here: a lease that is
+// not this process's may be a live one.)
+func (db *DB) ReleaseOwnLeases(ctx context.Context, owner string) error {
+	// A lease that ended before any clock reading ('-infinity'; SQLite
+	// writes 0 ms) keeps the upload in processing, as it was, but
+	// claimable.
+	_, err := db.pool.Exec(ctx, `UPDATE uploads SET lease_until = '-infinity', attempts = greatest(attempts - 1, 0)
+		WHERE status = 'processing' AND lease_owner = $1`, owner)
+	return err
+}
