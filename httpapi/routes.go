@@ -45,4 +45,11 @@ func (s *Server) routes() {
 	m.Handle("GET /metrics", s.metricsHandler())
 	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
 	m.HandleFunc("GET /openapi.yaml", s.handleOpenAPI)
+
+	// The operator dashboard (CONTRACT 7): HTML pages, not API calls, so
+	// they are not in openapi.yaml.
+	if s.Dashboard != nil {
+		m.Handle("/dashboard/", s.Dashboard)
+		m.Handle("GET /{$}", s.Dashboard)
+	}
 }

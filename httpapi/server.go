@@ -44,6 +44,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
+	// Dashboard is the operator dashboard, served at / and under
+	// /dashboard/ when set.
+	Dashboard http.Handler
 }
 
 // Server is the HTTP API.

@@ -22,6 +22,8 @@ Usage:
   storelink serve [flags]     HTTP API and background workers
   storelink migrate [flags]   apply the database schema and exit
   storelink listen [flags]    receive and verify webhooks (partner side, for development)
+  storelink upload [flags] FILE
+                              send a stock file (partner side); --wait prints the report
 
 Run "storelink COMMAND -h" for the flags of a command.
 `
@@ -41,6 +43,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
 	case "listen":
 		err = listen(ctx, args[1:], getenv, stdout, stderr)
+	case "upload":
+		var code int
+		code, err = upload(ctx, args[1:], getenv, stdout, stderr)
+		if err == nil {
+			return code
+		}
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
