@@ -3,34 +3,72 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"storelink"
 )
 
-// claimSQL picks due deliveries: pending, due, not leased, to an enabled
-// endpoint; per order and endpoint only the oldest pending event (so events
-// of one order arrive in order); per endpoint no more than a cap in flight,
-// counting those already leased (so a slow endpoint holds few workers).
-const claimSQL = `
-WITH due AS (
-	SELECT d.id, d.endpoint_id, d.next_attempt_at, d.event_seq,
-	       ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.event_seq) AS rn
-	FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-	WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until < ?1)
-	  AND e.enabled = 1
-	  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
-	                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
-), inflight AS (
-	SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'pending' AND lease_until >= ?1 GROUP BY endpoint_id
+// The statements of the deliverer's two transactions, a claim and a record,
+// run prepared (deliveryStatements), since they run hundreds of times a
+// second under load: parsing them again each time took about a quarter of
+// the CPU of delivering a backlog. Lists of ids go in as one JSON array so
+// that the SQL is the same whatever their number.
+const (
+	// inflightSQL counts the deliveries in flight per endpoint: pending
+	// with a lease that has not run out. It reads deliveries_leased, the
+	// few rows in flight, rather than every pending row (the planner,
+	// without statistics, would take deliveries_state and read the whole
+	// backlog).
+	inflightSQL = `SELECT d.endpoint_id, count(*) FROM deliveries d INDEXED BY deliveries_leased
+		WHERE d.state = 'pending' AND d.lease_until >= ?1 GROUP BY d.endpoint_id`
+	// openSQL counts the enabled endpoints not in ?1, the full ones.
+	openSQL = `SELECT count(*) FROM endpoints WHERE enabled = 1 AND id NOT IN (SELECT value FROM json_each(?1))`
+	// claimableSQL lists due deliveries in the order they are attempted:
+	// pending, due, not leased, to an enabled endpoint whose cap is not
+	// reached (?2, a JSON array of the full ones), and per order and
+	// endpoint only the oldest pending event (so events of one order arrive
+	// in order). It walks deliveries_due, which holds (next_attempt_at, seq)
+	// in order: the rows come without a sort, so reading stops once enough
+	// are found, however long the backlog (the planner would take
+	// deliveries_state and sort the backlog first). seq is the order the
+	// deliveries were queued in, the order of their events.
+	claimableSQL = `SELECT d.id, d.endpoint_id FROM deliveries d INDEXED BY deliveries_due
+		JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until < ?1)
+		  AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
+		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
+		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+		ORDER BY d.next_attempt_at, d.seq`
+	leaseSQL = `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1, tries = tries + 1
+		WHERE id IN (SELECT value FROM json_each(?3))`
+	claimedSQL = `SELECT d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
+		e.url, e.api_key, e.secret, e.previous_secret, coalesce(e.previous_secret_until, 0)
+		FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.id IN (SELECT value FROM json_each(?1)) ORDER BY d.next_attempt_at, d.event_seq`
+
+	insertAttemptSQL = `INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// Only the lease holder moves the delivery on: the same owner and the
+	// same attempt, since a lease that ran out may have been taken again,
+	// even by this owner.
+	heldSQL      = ` WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'pending'`
+	succeededSQL = `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = ?` + heldSQL
+	retrySQL = `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
+		updated_at = ?` + heldSQL
+	failedSQL = `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = ?` + heldSQL
+	// Parked, not failed: the try does not count, and the delivery goes
+	// out again as soon as the endpoint is enabled.
+	goneSQL = `UPDATE deliveries SET next_attempt_at = ?, tries = max(tries - 1, 0), lease_owner = NULL,
+		lease_until = NULL, updated_at = ?` + heldSQL
 )
-UPDATE deliveries SET lease_owner = ?2, lease_until = ?3, attempts = attempts + 1, tries = tries + 1
-WHERE id IN (SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
-             WHERE due.rn + coalesce(inflight.n, 0) <= ?4
-             ORDER BY due.next_attempt_at, due.event_seq LIMIT ?5)
-RETURNING id`
+
+var deliveryStatements = []string{inflightSQL, openSQL, claimableSQL, leaseSQL, claimedSQL,
+	insertAttemptSQL, succeededSQL, retrySQL, failedSQL, goneSQL}
 
 // ClaimDeliveries leases due deliveries and reads what their attempts need.
 func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
@@ -38,38 +76,26 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Dura
 	if err != nil {
 		return nil, err
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
+	tx, err := db.beginBookkeeping(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
 	now := db.now()
-	rows, err := tx.QueryContext(ctx, claimSQL, ms(now), owner, ms(now.Add(lease)), perEndpoint, limit)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	var ids []any
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(ids) == 0 {
+	ids, err := claimable(ctx, tx, ms(now), limit, perEndpoint)
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
-		e.url, e.api_key, e.secret, e.previous_secret, coalesce(e.previous_secret_until, 0)
-		FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.id IN (`+placeholders(len(ids))+`) ORDER BY d.next_attempt_at, d.event_seq`, ids...)
+	idsJSON, _ := json.Marshal(ids)
+	if _, err := tx.ExecContext(ctx, leaseSQL, owner, ms(now.Add(lease)), string(idsJSON)); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, claimedSQL, string(idsJSON))
 	if err != nil {
 		return nil, fmt.Errorf("read claimed deliveries: %w", err)
 	}
 	defer rows.Close()
-	var jobs []storelink.DeliveryJob
+	jobs := make([]storelink.DeliveryJob, 0, len(ids))
 	for rows.Next() {
 		j := storelink.DeliveryJob{Owner: owner}
 		var payload, apiKey, secret, previous string
@@ -101,6 +127,63 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Dura
 	return jobs, tx.Commit()
 }
 
+// claimable picks the ids of up to limit due deliveries, at most
+// perEndpoint in flight per endpoint counting those already leased. The cap
+// is counted here, row by row, rather than by a window over every due row,
+// so that a claim reads a few rows of a long backlog, not all of it. It
+// still reads on past the due rows of endpoints that reach their cap while
+// another endpoint has room, to find that endpoint's.
+func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint int) ([]string, error) {
+	inflight := map[string]int{}
+	rows, err := tx.QueryContext(ctx, inflightSQL, now)
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries in flight: %w", err)
+	}
+	full := []string{}
+	for rows.Next() {
+		var endpoint string
+		var n int
+		if err := rows.Scan(&endpoint, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if inflight[endpoint] = n; n >= perEndpoint {
+			full = append(full, endpoint)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	fullJSON, _ := json.Marshal(full)
+	// open counts the enabled endpoints below their cap: when each has
+	// reached it, the scan stops rather than read the rest of the backlog
+	// to find that out.
+	var open int
+	if err := tx.QueryRowContext(ctx, openSQL, string(fullJSON)).Scan(&open); err != nil || open == 0 {
+		return nil, err
+	}
+	if rows, err = tx.QueryContext(ctx, claimableSQL, now, string(fullJSON)); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for len(ids) < limit && open > 0 && rows.Next() {
+		var id, endpoint string
+		if err := rows.Scan(&id, &endpoint); err != nil {
+			return nil, err
+		}
+		if inflight[endpoint] >= perEndpoint {
+			continue
+		}
+		ids = append(ids, id)
+		if inflight[endpoint]++; inflight[endpoint] == perEndpoint {
+			open--
+		}
+	}
+	return ids, rows.Err()
+}
+
 // rowsAffected reads a result's count, or 0 after an error.
 func rowsAffected(res sql.Result, err error) (int64, error) {
 	if err != nil {
@@ -109,53 +192,40 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?,", n), ",") }
-
 // RecordAttempts records finished attempts and moves their deliveries on.
 func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
 	if len(results) == 0 {
 		return nil
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
+	tx, err := db.beginBookkeeping(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	now := db.now()
+	now := ms(db.now())
 	for _, r := range results {
 		a := r.Attempt
 		var code any
 		if a.StatusCode != 0 {
 			code = a.StatusCode
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response); err != nil {
+		if _, err := tx.ExecContext(ctx, insertAttemptSQL, r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response); err != nil {
 			return fmt.Errorf("record attempt: %w", err)
 		}
-		// Only the lease holder moves the delivery on: the same owner and
-		// the same attempt, since a lease that ran out may have been taken
-		// again, even by this owner.
-		held := ` WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'pending'`
-		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt}
+		held := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt}
 		var res sql.Result
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded:
-			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now)}, job...)...)
+			res, err = tx.ExecContext(ctx, succeededSQL, append([]any{now}, held...)...)
 		case storelink.OutcomeRetry:
-			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
-				updated_at = ?`+held, append([]any{ms(r.NextAt), ms(now)}, job...)...)
+			res, err = tx.ExecContext(ctx, retrySQL, append([]any{ms(r.NextAt), now}, held...)...)
 		case storelink.OutcomeFailed:
-			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now)}, job...)...)
+			res, err = tx.ExecContext(ctx, failedSQL, append([]any{now}, held...)...)
 		case storelink.OutcomeGone:
-			// Parked, not failed: the try does not count, and the delivery
-			// goes out again as soon as the endpoint is enabled.
-			res, err = tx.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ?, tries = max(tries - 1, 0), lease_owner = NULL,
-				lease_until = NULL, updated_at = ?`+held, append([]any{ms(now), ms(now)}, job...)...)
+			res, err = tx.ExecContext(ctx, goneSQL, append([]any{now, now}, held...)...)
 			if n, _ := rowsAffected(res, err); n > 0 {
 				_, err = tx.ExecContext(ctx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?`,
-					"The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".", ms(now), r.Job.EndpointID)
+					"The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
 			}
 		}
 		if err != nil {
@@ -251,4 +321,66 @@ func (db *DB) PendingDeliveries(ctx context.Context) (int, time.Duration, error)
 		return n, 0, err
 	}
 	return n, db.now().Sub(fromMS(oldest.Int64)), nil
+}
+
+// bookTx is a write transaction for delivery bookkeeping (claims and attempt
+// records) whose commit is not fsynced: synchronous=NORMAL on a connection
+// pinned for it. In WAL mode a crash of the process loses none of it; a power
+// cut may lose the last few, and then an event is sent again, which
+// at-least-once delivery allows. Everything that must survive a power cut
+// (uploads, orders, events and the deliveries queued with them) commits with
+// synchronous=FULL, as the connection is set back before it is released.
+type bookTx struct {
+	orderTx
+	conn *sql.Conn
+}
+
+func (db *DB) beginBookkeeping(ctx context.Context) (*bookTx, error) {
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	b := &bookTx{conn: conn}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	b.orderTx = orderTx{Tx: tx, prepared: db.prepared}
+	return b, nil
+}
+
+// release sets the connection back to synchronous=FULL and returns it to the
+// pool, or, should that fail, has the pool throw it away: a connection that
+// commits without fsync must never serve a durable write.
+func (b *bookTx) release() {
+	if b.conn == nil {
+		return
+	}
+	if _, err := b.conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	b.conn.Close()
+	b.conn = nil
+}
+
+// Commit commits and releases the connection.
+func (b *bookTx) Commit() error {
+	err := b.Tx.Commit()
+	b.release()
+	return err
+}
+
+// Rollback rolls back (if not yet committed) and releases the connection.
+func (b *bookTx) Rollback() error {
+	var err error
+	if b.Tx != nil {
+		err = b.Tx.Rollback()
+	}
+	b.release()
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -95,7 +96,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := db.prepare(ctx, orderStatements); err != nil {
+	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements)); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +49,7 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 	}
 	d := &Deliverer{
 		Store: store, Client: client, Retry: retry, Logger: logger, Owner: owner,
-		Lease: timeout + 30*time.Second, Workers: 64, PerEndpoint: 8, Interval: time.Second,
+		Lease: timeout + 30*time.Second, Workers: 128, PerEndpoint: 16, Interval: time.Second,
 		wake: make(chan struct{}, 1),
 		metrics: deliveryMetrics{
 			outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -97,33 +98,45 @@ func (d *Deliverer) Wake() {
 // (each is bounded by the webhook timeout) and records them.
 func (d *Deliverer) Run(ctx context.Context) error {
 	results := make(chan storelink.AttemptResult, d.Workers)
+	// outstanding counts the attempts started whose results the recorder
+	// has not yet taken: when it has them all, it records at once.
+	var outstanding atomic.Int64
 	recorded := make(chan struct{})
 	go func() {
-		d.record(results)
+		d.record(results, &outstanding)
 		close(recorded)
 	}()
 	done := make(chan struct{}, d.Workers)
 	ticker := time.NewTicker(d.Interval)
 	defer ticker.Stop()
 	inflight := 0
+	claim := true
 	for ctx.Err() == nil {
-		if free := d.Workers - inflight; free > 0 {
+		if free := d.Workers - inflight; claim && free > 0 {
 			jobs, err := d.Store.ClaimDeliveries(ctx, d.Owner, d.Lease, free, d.PerEndpoint)
 			if err != nil && ctx.Err() == nil {
 				d.Logger.Error("claim deliveries", "error", err)
 			}
 			for i := range jobs {
 				inflight++
+				outstanding.Add(1)
 				go func(j *storelink.DeliveryJob) {
 					results <- d.attempt(j)
 					done <- struct{}{}
 				}(&jobs[i])
 			}
 		}
+		claim = true
 		select {
 		case <-ctx.Done():
 		case <-done:
+			// No claim for the slot yet: the attempt holds its lease, and
+			// with it its endpoint's place under the cap and its order's
+			// turn, until its result is recorded, and the recorder wakes the
+			// loop then. A claim now would mostly find nothing, and hold up
+			// the recording on SQLite's one writer.
 			inflight--
+			claim = false
 		case <-d.wake:
 		case <-ticker.C:
 		}
@@ -184,8 +197,12 @@ const (
 	recordDelay = 5 * time.Millisecond
 )
 
-// record writes results in batches until results is closed.
-func (d *Deliverer) record(results <-chan storelink.AttemptResult) {
+// record writes results in batches until results is closed. A batch is
+// written when it is full, recordDelay after its first result, or as soon
+// as every attempt started has handed in its result: waiting longer would
+// gather nothing more, and the next events of these orders, and the
+// endpoint's places under its cap, wait for the record.
+func (d *Deliverer) record(results <-chan storelink.AttemptResult, outstanding *atomic.Int64) {
 	var batch []storelink.AttemptResult
 	flush := func() {
 		if len(batch) == 0 {
@@ -213,7 +230,8 @@ func (d *Deliverer) record(results <-chan storelink.AttemptResult) {
 			if len(batch) == 0 {
 				timer.Reset(recordDelay)
 			}
-			if batch = append(batch, r); len(batch) >= recordBatch {
+			batch = append(batch, r)
+			if outstanding.Add(-1) == 0 || len(batch) >= recordBatch {
 				timer.Stop()
 				flush()
 			}

@@ -52,6 +52,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -572,6 +573,26 @@ func (t *whTarget) bare(b *testing.B, sent []*arrival, workers int) float64 {
 	return float64(len(sent)) / lastAt(got).Sub(start).Seconds()
 }
 
+// machineCPU is the CPU time all processes of the machine have used, from
+// /proc/stat: whether other work shared the cores with a run.
+func machineCPU(b *testing.B) time.Duration {
+	b.Helper()
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	var ticks int64
+	for i, f := range strings.Fields(line)[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is counted in user time already
+			continue
+		}
+		v, _ := strconv.ParseInt(f, 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
 func lastAt(got map[string]*arrival) time.Time {
 	var last time.Time
 	for _, a := range got {
@@ -592,6 +613,10 @@ type whFigures struct {
 	lat, fromReturn             []time.Duration
 	duplicates                  int
 	loadBefore, after           string
+	// busy and serveBusy are the share of the cores that all processes,
+	// and serve, used during the steady runs: other work on the machine
+	// shows in the latency's tail.
+	busy, serveBusy float64
 }
 
 // benchWebhooks warms up, then measures b.N runs of the backlog and the
@@ -638,7 +663,9 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 
 		// Latency at a steady rate, the receiver answering at once.
 		t.rcv.phase(false)
+		busy0, serve0, self0 := machineCPU(b), cpuTime(b, t.pid), cpuTime(b, os.Getpid())
 		calls, took := t.steady(b, whSteadyRate, whSteadyFor)
+		busy, serve, self := machineCPU(b)-busy0, cpuTime(b, t.pid)-serve0, cpuTime(b, os.Getpid())-self0
 		got, hits = t.rcv.wait(b, t, len(calls))
 		b.StopTimer()
 		events = t.events(b)
@@ -660,13 +687,16 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 			}
 		}
 		b.StartTimer()
+		cores := took.Seconds() * float64(runtime.NumCPU())
+		fig.busy, fig.serveBusy = fig.busy+busy.Seconds()/cores, fig.serveBusy+serve.Seconds()/cores
 		steadyRate := float64(len(calls)) / took.Seconds()
 		steadyRates = append(steadyRates, steadyRate)
 		fig.lat, fig.fromReturn = append(fig.lat, lat...), append(fig.fromReturn, fromReturn...)
 		fig.steadyEvents += len(events)
-		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (64 goroutines), %.0f req/s (8) | ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms",
+		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (64 goroutines), %.0f req/s (8) | ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms; the cores busy %.0f%% (serve %.0f%%, this process %.0f%%)",
 			len(rates), n, build.Seconds(), drain.Seconds(), rate, b64, b8, ratios[len(ratios)-1],
-			steadyRate, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)))
+			steadyRate, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)),
+			100*busy.Seconds()/cores, 100*serve.Seconds()/cores, 100*self.Seconds()/cores)
 	}
 	fig.runs = len(rates)
 	if fig.runs == 0 {
@@ -674,6 +704,7 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 	}
 	fig.rate, fig.bare64, fig.bare8, fig.ratio = medianOf(rates), medianOf(bare64), medianOf(bare8), medianOf(ratios)
 	fig.steadyRate = medianOf(steadyRates)
+	fig.busy, fig.serveBusy = fig.busy/float64(fig.runs), fig.serveBusy/float64(fig.runs)
 	fig.cpuPerDelivery = cpu / time.Duration(delivered)
 	fig.after = loadAverage()
 	b.ReportMetric(fig.rate, "events/s")
@@ -701,7 +732,8 @@ func printWebhooks(fig whFigures) {
 	fmt.Printf("target >= %.0f delivered events/s: %s\n", whTargetRate, verdict(fig.rate >= whTargetRate))
 	fmt.Printf("steady %d events/s for %s (order calls reached %.0f/s; %d events): commit (event timestamp) to the receiver's 2xx: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		whSteadyRate, whSteadyFor, fig.steadyRate, fig.steadyEvents, ms(p50), ms(p99), ms(pct(fig.lat, 100)))
-	fmt.Printf("  from the order call's return to the 2xx: p50 %.1f ms, p99 %.1f ms\n", ms(pct(fig.fromReturn, 50)), ms(pct(fig.fromReturn, 99)))
+	fmt.Printf("  from the order call's return to the 2xx: p50 %.1f ms, p99 %.1f ms; the %d cores were %.0f%% busy meanwhile, %.0f%% with serve\n",
+		ms(pct(fig.fromReturn, 50)), ms(pct(fig.fromReturn, 99)), runtime.NumCPU(), 100*fig.busy, 100*fig.serveBusy)
 	fmt.Printf("target p99 < %d ms at %d events/s: %s\n", whTargetP99.Milliseconds(), whSteadyRate, verdict(p99 < whTargetP99))
 	fmt.Printf("every event arrived, each order's in order; every delivery succeeded at its first attempt; %d duplicates\n", fig.duplicates)
 }

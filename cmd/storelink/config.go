@@ -27,6 +27,7 @@ type config struct {
 	WebhookRetry       []time.Duration
 	WebhookAllowPriv   bool
 	webhookAllowPrivOK bool // set explicitly, by flag or variable
+	UploadLease        time.Duration
 	Demo               bool
 }
 
@@ -118,7 +119,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	c := &config{
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
-		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second,
+		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second, UploadLease: time.Minute,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -135,6 +136,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
 	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
+	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
 	// Environment first, so that flags given on the command line win.
@@ -144,6 +146,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
+		"upload-lease": "STORELINK_UPLOAD_LEASE",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -181,6 +184,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--capacity-base or --capacity-per-store must be positive")}
 	case c.WebhookTimeout <= 0:
 		return nil, usageError{errors.New("--webhook-timeout must be positive")}
+	case c.UploadLease <= 0:
+		return nil, usageError{errors.New("--upload-lease must be positive")}
 	}
 	return c, nil
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,36 +78,68 @@ func TestMigratePostgres(t *testing.T) {
 }
 
 // TestServePostgresScaleOut: two serve processes on one PostgreSQL
-// database share the work: uploads accepted by either are applied at once,
-// in order, whichever process applies them.
+// database share the work. 20 uploads of one client, sent alternately to
+// the two in quick succession, each setting a higher quantity for the same
+// article, are all accepted and applied, each exactly once and one after the
+// other in acceptance order, whichever process applies them: the last one's
+// quantity is in force.
 func TestServePostgresScaleOut(t *testing.T) {
+	t.Parallel()
 	dbURL, password := pgSchemaURL(t)
-	data := t.TempDir()
-	a := startServe(t, data, "--database", dbURL, "--demo")
-	b := startServe(t, data, "--database", dbURL)
-	b.ClientID, b.APIKey = a.ClientID, a.APIKey
+	a, b := startPair(t, dbURL)
+	const n = 20
 	var ids []string
-	for i, p := range []*proc{a, b, b, a} {
-		body := "store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;" + string(rune('1'+i)) + ";19.99\n"
+	for i := range n {
+		p := []*proc{a, b}[i%2]
+		body := fmt.Sprintf("store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;%d;19.99\n", i+1)
 		code, u := p.upload(t, "f.csv", []byte(body))
 		if code != 200 {
-			t.Fatalf("upload to process %d = %d %v", i, code, u)
+			t.Fatalf("upload %d to process %d = %d %v", i, i%2, code, u)
 		}
 		ids = append(ids, u["upload_id"].(string))
 	}
 	for i, id := range ids {
 		p := []*proc{b, a}[i%2] // read back from the other process
-		if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
-			t.Fatalf("upload %s = %v, want applied", id, u)
+		if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" || u["rows_applied"] != float64(1) {
+			t.Fatalf("upload %d %s = %v, want applied with one row", i, id, u)
 		}
 	}
-	code, st := a.get(t, "/stock/"+a.ClientID+"/stock?store=S1")
-	if code != 200 {
-		t.Fatalf("stock = %d %v", code, st)
+	rows := allStock(t, a, "&store=S1&ean=4006381333931")
+	if len(rows) != 1 || rows[0].Quantity != n || rows[0].UploadID != ids[n-1] {
+		t.Fatalf("stock in force = %+v, want quantity %d from the last upload %s", rows, n, ids[n-1])
 	}
-	if got := st["stock"].([]any)[0].(map[string]any)["quantity"]; got != float64(4) {
-		t.Fatalf("quantity in force = %v, want 4 (the last upload's)", got)
+
+	// One after the other, in acceptance order, each claimed once. A
+	// claim's started_at is read from the clock just before its statement
+	// runs, and the statement only sees the upload before it once that one's
+	// apply has committed, a moment after its finished_at: so started_at may
+	// precede the previous finished_at by that moment, never by more.
+	const slack = 50 * time.Millisecond
+	list := allUploads(t, b) // newest first
+	if len(list) != n {
+		t.Fatalf("%d uploads listed, want %d", len(list), n)
 	}
+	slices.Reverse(list)
+	for i, u := range list {
+		if u.ID != ids[i] {
+			t.Fatalf("upload %d listed as %s, accepted as %s", i, u.ID, ids[i])
+		}
+		if i > 0 && u.StartedAt.Before(list[i-1].FinishedAt.Add(-slack)) {
+			t.Errorf("upload %d started at %s, before upload %d finished at %s", i, u.StartedAt, i-1, list[i-1].FinishedAt)
+		}
+	}
+	var claims, maxClaims int
+	if err := pgConn(t, dbURL).QueryRow(context.Background(), `SELECT count(*), coalesce(max(attempts), 0) FROM uploads`).
+		Scan(&claims, &maxClaims); err != nil || claims != n || maxClaims != 1 {
+		t.Errorf("uploads table: %d uploads, claimed at most %d times (%v); want %d, each claimed once", claims, maxClaims, err, n)
+	}
+	counts := appliedBy(t, n, a, b)
+	na, nb := counts[0], counts[1]
+	if na+nb != n || metric(t, a, `storelink_uploads_processed_total{status="rejected"}`)+
+		metric(t, b, `storelink_uploads_processed_total{status="rejected"}`) != 0 {
+		t.Errorf("processes applied %v and %v uploads, want %d in all, none rejected", na, nb, n)
+	}
+	t.Logf("%d uploads: %v applied by one process, %v by the other", n, na, nb)
 	for _, p := range []*proc{a, b} {
 		if err := p.Stop(); err != nil {
 			t.Fatalf("stop: %v\n%s", err, p.stderr)
@@ -110,4 +148,199 @@ func TestServePostgresScaleOut(t *testing.T) {
 			t.Fatal("serve printed the database password")
 		}
 	}
+}
+
+// The operator token and the key of webhook secrets that every process of
+// one installation is given: a process must be able to open the secrets
+// another one sealed.
+const (
+	pgTestToken = "sla_multi_process_test_token"
+	pgTestKey   = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+)
+
+// pgArgs are the serve flags of one installation on dbURL, then extra.
+func pgArgs(dbURL string, extra ...string) []string {
+	return append([]string{"--database", dbURL, "--admin-token", pgTestToken, "--secret-key", pgTestKey}, extra...)
+}
+
+// startPair starts two serve processes on dbURL, each with a data folder of
+// its own; the first with --demo, whose credentials both then carry.
+func startPair(t *testing.T, dbURL string, extra ...string) (a, b *proc) {
+	t.Helper()
+	a = startServe(t, t.TempDir(), pgArgs(dbURL, append([]string{"--demo"}, extra...)...)...)
+	if a.ClientID == "" || a.APIKey == "" || a.WebhookSecret == "" {
+		t.Fatalf("serve --demo printed no client, API key or webhook secret:\n%s", a.stdout)
+	}
+	b = startServe(t, t.TempDir(), pgArgs(dbURL, extra...)...)
+	b.ClientID, b.APIKey, b.PartnerID, b.WebhookSecret = a.ClientID, a.APIKey, a.PartnerID, a.WebhookSecret
+	a.AdminToken, b.AdminToken = pgTestToken, pgTestToken
+	return a, b
+}
+
+// pgConn connects to the schema of dbURL (its search_path parameter) for
+// looking at what the processes wrote.
+func pgConn(t *testing.T, dbURL string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect to the test schema: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// metric reads one series of a process's /metrics, e.g.
+// `storelink_uploads_processed_total{status="applied"}`; 0 when absent.
+func metric(tb testing.TB, p *proc, series string) float64 {
+	tb.Helper()
+	resp, err := http.Get(p.URL + "/metrics")
+	if err != nil {
+		tb.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("metric %s: %q", series, v)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// appliedBy reads how many uploads each process counts as applied, waiting
+// (up to 5 s) for the counts to add up to want: a process counts an upload
+// just after its apply commits, so a status read can see it first.
+func appliedBy(tb testing.TB, want float64, procs ...*proc) []float64 {
+	tb.Helper()
+	const series = `storelink_uploads_processed_total{status="applied"}`
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var sum float64
+		n := make([]float64, len(procs))
+		for i, p := range procs {
+			n[i] = metric(tb, p, series)
+			sum += n[i]
+		}
+		if sum == want || time.Now().After(deadline) {
+			return n
+		}
+	}
+}
+
+// owns tells whether a lease owner (host/pid/random) is process p's.
+func owns(p *proc, owner string) bool {
+	return strings.Contains(owner, "/"+strconv.Itoa(p.PID())+"/")
+}
+
+// TestPostgresStartTogether starts three serve processes at the same moment
+// on an empty schema: the migrations are applied once (each version once in
+// goose's table) and all three serve.
+func TestPostgresStartTogether(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir("../../postgres/migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []int64
+	for _, e := range entries {
+		if v, _, ok := strings.Cut(e.Name(), "_"); ok && strings.HasSuffix(e.Name(), ".sql") {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("migration %s: %v", e.Name(), err)
+			}
+			versions = append(versions, n)
+		}
+	}
+	for round := range 2 {
+		dbURL, _ := pgSchemaURL(t)
+		procs := startTogether(t, 3, pgArgs(dbURL)...)
+		for i, p := range procs {
+			if code, body := p.get(t, "/readyz"); code != http.StatusOK {
+				t.Errorf("round %d: process %d answers /readyz with %d %v", round, i, code, body)
+			}
+		}
+		rows, err := pgConn(t, dbURL).Query(context.Background(),
+			`SELECT version_id, count(*) FROM goose_db_version WHERE version_id > 0 GROUP BY version_id ORDER BY version_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for rows.Next() {
+			var v, n int64
+			if err := rows.Scan(&v, &n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				t.Errorf("round %d: migration %d recorded %d times", round, v, n)
+			}
+			got = append(got, v)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, versions) {
+			t.Errorf("round %d: migrations recorded %v, want %v", round, got, versions)
+		}
+	}
+}
+
+// startTogether starts n serve processes at once, each with a data folder of
+// its own, and waits until every one listens. Unlike n calls of startServe,
+// no process gets a head start (of migrating, say) on the others.
+func startTogether(t *testing.T, n int, args ...string) []*proc {
+	t.Helper()
+	bin := storelinkBinary(t)
+	procs := make([]*proc, n)
+	lines := make([]chan string, n)
+	for i := range n {
+		data := t.TempDir()
+		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
+		cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=")
+		p := &proc{cmd: cmd, Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
+		cmd.Stderr = p.stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs[i], lines[i] = p, make(chan string)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines[i] <- sc.Text()
+			}
+			close(lines[i])
+		}()
+	}
+	for _, p := range procs {
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Kill)
+	}
+	deadline := time.After(30 * time.Second)
+	for i, p := range procs {
+		for p.URL == "" {
+			select {
+			case line, ok := <-lines[i]:
+				if !ok {
+					t.Fatalf("process %d of %d exited before listening:\n%s\n%s", i, n, p.stdout, p.stderr)
+				}
+				p.stdout.WriteString(line + "\n")
+				p.parseLine(line)
+			case <-deadline:
+				t.Fatalf("process %d of %d did not listen within 30s:\n%s\n%s", i, n, p.stdout, p.stderr)
+			}
+		}
+		go func() {
+			for range lines[i] { // keep draining so the process never blocks on stdout
+			}
+		}()
+	}
+	return procs
 }
