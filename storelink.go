@@ -111,6 +111,12 @@ type AdminService interface {
 	Stores(ctx context.Context, clientID string) ([]Store, error)
 	// PartnerCount tells whether the database is empty (for --demo).
 	PartnerCount(ctx context.Context) (int, error)
+	// Partners lists every partner ordered by name, then id: the operator
+	// dashboard shows clients under their partner's name.
+	Partners(ctx context.Context) ([]Partner, error)
+	// Clients lists every client ordered by partner id, then country code:
+	// the operator dashboard's overview starts from it.
+	Clients(ctx context.Context) ([]Client, error)
 }
 
 // Authenticator resolves partner API keys.

@@ -123,3 +123,54 @@ func testStores(e *env) {
 		t.Fatalf("stores = %+v, want S1 and S2", list)
 	}
 }
+
+func testPartnerAndClientListing(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	// The suite's env made partner "Acme" with one client in DE.
+	zed, err := s.CreatePartner(ctx, "Zed")
+	must(t, err)
+	beta, err := s.CreatePartner(ctx, "Beta")
+	must(t, err)
+	zedFR, err := s.CreateClient(ctx, zed.ID, "FR", "EUR")
+	must(t, err)
+	zedAT, err := s.CreateClient(ctx, zed.ID, "AT", "EUR")
+	must(t, err)
+
+	partners, err := s.Partners(ctx)
+	must(t, err)
+	var names []string
+	for _, p := range partners {
+		names = append(names, p.Name)
+	}
+	if len(partners) != 3 || names[0] != "Acme" || names[1] != "Beta" || names[2] != "Zed" || partners[1].ID != beta.ID {
+		t.Fatalf("Partners = %+v, want Acme, Beta, Zed by name", partners)
+	}
+	if partners[2].CreatedAt.IsZero() {
+		t.Fatalf("partner without created_at: %+v", partners[2])
+	}
+
+	clients, err := s.Clients(ctx)
+	must(t, err)
+	if len(clients) != 3 {
+		t.Fatalf("Clients = %+v, want 3", clients)
+	}
+	byID := map[string]int{}
+	for i, c := range clients {
+		byID[c.ID] = i
+		if i > 0 {
+			prev := clients[i-1]
+			if prev.PartnerID > c.PartnerID || prev.PartnerID == c.PartnerID && prev.CountryCode >= c.CountryCode {
+				t.Fatalf("Clients not ordered by partner and country: %+v", clients)
+			}
+		}
+	}
+	if i, ok := byID[zedAT.ID]; !ok || clients[i].CountryCode != "AT" || clients[i].Currency != "EUR" || clients[i].PartnerID != zed.ID {
+		t.Fatalf("Clients = %+v, want %s (AT of Zed)", clients, zedAT.ID)
+	}
+	if byID[zedAT.ID] > byID[zedFR.ID] {
+		t.Fatalf("Clients: AT must come before FR within a partner: %+v", clients)
+	}
+	if _, ok := byID[e.client.ID]; !ok {
+		t.Fatalf("Clients = %+v, want the env's client %s", clients, e.client.ID)
+	}
+}

@@ -75,6 +75,7 @@ func Exercise(t *testing.T, open Opener) {
 		fn   func(e *env)
 	}{
 		{"Partners and clients", testPartnersAndClients},
+		{"Partners and clients listing", testPartnerAndClientListing},
 		{"API keys and authentication", testAuthentication},
 		{"Stores", testStores},
 		{"Capacity bucket", testCapacity},

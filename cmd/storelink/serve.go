@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"storelink"
+	"storelink/dashboard"
 	"storelink/httpapi"
 	"storelink/postgres"
 	"storelink/sqlite"
@@ -148,15 +149,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	proc.Lease = c.UploadLease
 	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
+	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow}
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
 		AdminToken:          token,
-		Capacity:            storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow},
+		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            func() { proc.Wake(); deliverer.Wake() },
 		Logger:              logger,
 		Registry:            reg,
+		Dashboard: dashboard.New(dashboard.Deps{
+			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db,
+			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger,
+		}),
 	})
 
 	ln, err := net.Listen("tcp", c.Addr)

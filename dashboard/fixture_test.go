@@ -1,0 +1,298 @@
+package dashboard_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"storelink"
+	"storelink/dashboard"
+	"storelink/httpapi"
+	"storelink/sqlite"
+	"storelink/webhook"
+	"storelink/worker"
+)
+
+// fixture is a real server: the API with the dashboard mounted, on a temp
+// SQLite database, as serve wires it.
+type fixture struct {
+	t   *testing.T
+	db  *sqlite.DB
+	URL string
+	// Token is the admin token.
+	Token string
+	proc  *worker.Processor
+	// offset moves the dashboard's clock, to expire sessions.
+	offset atomic.Int64
+	woken  atomic.Int32
+	// secrets are every secret made for the fixture: none may appear in a
+	// page.
+	mu      sync.Mutex
+	secrets []string
+}
+
+var capacity = storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour}
+
+type fixtureOptions struct {
+	// deliver runs a deliverer with a short retry schedule.
+	deliver bool
+	// processNow runs the upload processor from the start; otherwise the
+	// test calls startProcessor or processAll.
+	processNow bool
+}
+
+func newFixture(t *testing.T, o fixtureOptions) *fixture {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, db: db, Token: "sla_" + hex.EncodeToString(key)}
+	f.keep(f.Token)
+	reg := prometheus.NewRegistry()
+	f.proc = worker.NewProcessor(db, nil, "test", reg)
+	f.proc.Interval = 50 * time.Millisecond
+	wake := func() {}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if o.deliver {
+		client := webhook.NewClient(2*time.Second, true)
+		d := worker.NewDeliverer(db, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+			2*time.Second, nil, "test", reg)
+		d.Interval = 20 * time.Millisecond
+		wake = d.Wake
+		wg.Go(func() { _ = d.Run(ctx) })
+		t.Cleanup(client.CloseIdleConnections)
+	}
+	dash := dashboard.New(dashboard.Deps{
+		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db,
+		AdminToken: f.Token, Capacity: capacity,
+		Wake: func() { f.woken.Add(1); wake() },
+		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
+	})
+	api := httpapi.NewServer(httpapi.Deps{
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		AdminToken: f.Token, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
+	})
+	srv := httptest.NewServer(api)
+	f.URL = srv.URL
+	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait() })
+	if o.processNow {
+		f.startProcessor()
+	}
+	return f
+}
+
+// startProcessor runs the upload processor until the test ends.
+func (f *fixture) startProcessor() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = f.proc.Run(ctx); close(done) }()
+	f.t.Cleanup(func() { cancel(); <-done })
+}
+
+// processAll applies every waiting upload now.
+func (f *fixture) processAll() {
+	f.t.Helper()
+	for {
+		more, err := f.proc.RunOnce(context.Background())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+func (f *fixture) keep(secret string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.secrets = append(f.secrets, secret)
+}
+
+// checkNoSecret fails when a page shows any secret of the fixture.
+func (f *fixture) checkNoSecret(where, body string) {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.secrets {
+		if strings.Contains(body, s) {
+			f.t.Errorf("%s shows the secret %.12s…", where, s)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seed is what seedData made.
+type seed struct {
+	ClientID, OtherClientID     string
+	Good, Bad, Waiting          *storelink.Upload
+	OrderID, OrderNumber        string
+	FailedDelivery, EndpointID  string
+	OffEndpointID, PasswordHost string
+}
+
+// ean13 returns a valid EAN-13 for twelve digits.
+func ean13(d12 string) string {
+	sum := 0
+	for i, c := range d12 {
+		n := int(c - '0')
+		if i%2 == 1 {
+			n *= 3
+		}
+		sum += n
+	}
+	return d12 + fmt.Sprint((10-sum%10)%10)
+}
+
+var (
+	ean1 = ean13("400638133393")
+	ean2 = ean13("400638133394")
+	ean3 = ean13("400638133395")
+)
+
+// seedData fills the database through the services: two partners, stores,
+// endpoints (one with an x-api-key, one with a password in its URL, one
+// disabled), an applied upload, a rejected-rows upload, one still waiting,
+// an order and a failed delivery.
+func (f *fixture) seedData() seed {
+	t, ctx, db := f.t, context.Background(), f.db
+	var s seed
+	p, err := db.CreatePartner(ctx, "Acme Retail")
+	must(t, err)
+	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	must(t, err)
+	f.keep(c.APIKey)
+	s.ClientID = c.ID
+	k2, err := db.CreateAPIKey(ctx, c.ID)
+	must(t, err)
+	f.keep(k2.APIKey)
+	for _, id := range []string{"S1", "S2"} {
+		_, _, err := db.PutStore(ctx, c.ID, id, "Store "+id)
+		must(t, err)
+	}
+	p2, err := db.CreatePartner(ctx, "Beta Shoes")
+	must(t, err)
+	c2, err := db.CreateClient(ctx, p2.ID, "AT", "EUR")
+	must(t, err)
+	f.keep(c2.APIKey)
+	s.OtherClientID = c2.ID
+
+	for i, n := range []storelink.NewEndpoint{
+		{URL: "http://127.0.0.1:1/hooks/${eventId}", APIKey: "partner-side-key-0123456789"},
+		{URL: "https://ops:pa55w0rd-in-url@hooks.example.com/storelink"},
+		{URL: "https://hooks.example.com/off"},
+	} {
+		secret := webhook.NewSecret()
+		f.keep(secret)
+		e, err := db.CreateEndpoint(ctx, c.ID, n, secret)
+		must(t, err)
+		switch i {
+		case 0:
+			s.EndpointID = e.ID
+		case 2:
+			off := false
+			_, err := db.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
+			must(t, err)
+			s.OffEndpointID = e.ID
+		}
+	}
+	f.keep("partner-side-key-0123456789")
+	f.keep("pa55w0rd-in-url")
+
+	s.Good = f.accept(c.ID, "stock-full.csv", "store;ean;article_number;quantity;price;retail_price;product_name\n"+
+		"S1;"+ean1+";SKU-1;5;19.99;29.99;Trail shoe\n"+
+		"S1;"+ean2+";SKU-2;0;5.00;;Socks\n"+
+		"S2;"+ean1+";SKU-1;7;19.99;29.99;Trail shoe\n")
+	f.processAll()
+	s.Bad = f.accept(c.ID, "stock-bad.csv", "store;ean;article_number;quantity;price;colour\n"+
+		"S1;"+ean3+";SKU-3;4;9.99;red\n"+
+		"S9;"+ean3+";SKU-3;4;9.99;red\n"+
+		"S1;4006381333932;SKU-4;4;9.99;red\n"+
+		"S1;"+ean1+";SKU-1;-3;19.99;red\n"+
+		"S2;"+ean2+";SKU-2;1;;blue\n")
+	f.processAll()
+	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")
+
+	s.OrderNumber = "MP-1001"
+	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
+		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MA-1"}, {EAN: ean1, MarketplaceArticleNumber: "MA-1"}},
+		CustomerBillingAddress: &storelink.Address{FirstName: "Erika", LastName: "Mustermann", AddressLine1: "Hauptstr. 1",
+			ZipCode: "10115", City: "Berlin", CountryCode: "DE"}})
+	must(t, err)
+	s.OrderID = o.ID
+	s.FailedDelivery = f.failDeliveries()
+	return s
+}
+
+// accept takes an upload as the API would.
+func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
+	f.t.Helper()
+	sum := sha256.Sum256([]byte(body))
+	u, _, err := f.db.Accept(context.Background(), storelink.NewUpload{
+		ClientID: clientID, FileName: name, Body: []byte(body), SHA256: hex.EncodeToString(sum[:]),
+	}, capacity)
+	must(f.t, err)
+	return u
+}
+
+// failDeliveries claims every due delivery and records it as failed for
+// good, as the deliverer does when the schedule is spent; it returns the
+// id of one of them.
+func (f *fixture) failDeliveries() string {
+	f.t.Helper()
+	ctx := context.Background()
+	jobs, err := f.db.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
+	must(f.t, err)
+	if len(jobs) == 0 {
+		f.t.Fatal("no delivery to fail")
+	}
+	var results []storelink.AttemptResult
+	for i := range jobs {
+		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeFailed,
+			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), DurationMS: 42, StatusCode: 503, Response: "upstream unavailable"}})
+	}
+	must(f.t, f.db.RecordAttempts(ctx, results))
+	return jobs[0].DeliveryID
+}
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects, so that the tests see each answer.
+type browser struct {
+	f *fixture
+	c *http.Client
+}
+
+func (f *fixture) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{f: f, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}

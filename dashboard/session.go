@@ -1,0 +1,175 @@
+package dashboard
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// cookieName is the session cookie. It is scoped to /dashboard/, so the API
+// paths never see it.
+const cookieName = "storelink_session"
+
+const cookiePath = "/dashboard/"
+
+// sessionKey derives the signing key from the admin token: every process
+// that shares a token (several serve processes on one PostgreSQL database)
+// accepts the same sessions, and a new token ends all of them. An empty
+// token gives a random key, so that no session can ever be made for it.
+func sessionKey(token string) []byte {
+	if token == "" {
+		k := make([]byte, 32)
+		_, _ = rand.Read(k)
+		return k
+	}
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("storelink dashboard session v1"))
+	return m.Sum(nil)
+}
+
+func shortHash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:6])
+}
+
+// mac signs a message with the session key under a purpose label, so that a
+// session signature can never pass as a CSRF token or the other way round.
+func (h *Handler) mac(purpose string, msg []byte) []byte {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(purpose))
+	m.Write([]byte{0})
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+var b64 = base64.RawURLEncoding
+
+// newSession returns a cookie value: a random session id and the moment it
+// was issued, signed. The token itself is never in it.
+func (h *Handler) newSession() string {
+	var payload [24]byte
+	_, _ = rand.Read(payload[:16])
+	binary.BigEndian.PutUint64(payload[16:], uint64(h.Now().Unix()))
+	return b64.EncodeToString(payload[:]) + "." + b64.EncodeToString(h.mac("session", payload[:]))
+}
+
+// session checks the request's cookie and returns the session id.
+func (h *Handler) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", false
+	}
+	enc, sig, ok := strings.Cut(c.Value, ".")
+	if !ok {
+		return "", false
+	}
+	payload, err1 := b64.DecodeString(enc)
+	got, err2 := b64.DecodeString(sig)
+	if err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(got, h.mac("session", payload)) {
+		return "", false
+	}
+	issued := time.Unix(int64(binary.BigEndian.Uint64(payload[16:])), 0)
+	now := h.Now()
+	if now.Sub(issued) > h.SessionTTL || issued.Sub(now) > time.Minute {
+		return "", false
+	}
+	return hex.EncodeToString(payload[:16]), true
+}
+
+// csrfFor is the CSRF token of the request's session: derived from the
+// session id, so it needs no storage and dies with the session.
+func (h *Handler) csrfFor(r *http.Request) string {
+	id, ok := h.session(r)
+	if !ok {
+		return ""
+	}
+	return b64.EncodeToString(h.mac("csrf", []byte(id)))
+}
+
+// secure tells whether the browser reached us over TLS, directly or through
+// a proxy that says so, so the cookie is only ever sent back over TLS.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: value, Path: cookiePath, MaxAge: maxAge,
+		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// page guards a page: without a valid session the browser goes to the login
+// form and comes back afterwards.
+func (h *Handler) page(fn func(w http.ResponseWriter, r *http.Request, v view)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := h.session(r); !ok {
+			http.Redirect(w, r, "/dashboard/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		fn(w, r, view{CSRF: h.csrfFor(r), LoggedIn: true})
+	}
+}
+
+// action guards a POST: a session, and the session's CSRF token in the form.
+func (h *Handler) action(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := h.session(r); !ok {
+			http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		want := h.csrfFor(r)
+		if got := r.PostFormValue("csrf"); want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			h.logger.Warn("dashboard: CSRF token missing or wrong", "path", r.URL.Path, "remote", r.RemoteAddr)
+			http.Error(w, "The form is out of date or did not come from this dashboard; reload the page and try again.", http.StatusForbidden)
+			return
+		}
+		fn(w, r)
+	}
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.URL.Query().Get("next"))
+	if _, ok := h.session(r); ok {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, "login", view{Title: "Log in", Data: loginData{Next: next}})
+}
+
+// handleLogin checks the token in constant time: both sides are hashed
+// first, so the comparison does not even depend on the length.
+func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	next := localPath(r.PostFormValue("next"))
+	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(h.AdminToken))
+	if h.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		h.logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
+		h.render(w, r, http.StatusUnauthorized, "login", view{Title: "Log in",
+			Data: loginData{Next: next, Error: "That is not the admin token."}})
+		return
+	}
+	h.setCookie(w, r, h.newSession(), int(h.SessionTTL.Seconds()))
+	h.logger.Info("dashboard: login", "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
+	h.setCookie(w, r, "", -1)
+	http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
+}

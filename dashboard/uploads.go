@@ -1,0 +1,162 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+
+	"storelink"
+)
+
+var uploadStatuses = []storelink.UploadStatus{
+	storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected,
+}
+
+type uploadRow struct {
+	storelink.Upload
+	ClientLabel string
+}
+
+type uploadsData struct {
+	Clients  []clientOption
+	Client   string
+	Status   string
+	Statuses []storelink.UploadStatus
+	Uploads  []uploadRow
+	// Next is the before= of the next page; paging needs one client.
+	Next string
+}
+
+// uploadsPage is how many uploads the list shows at once.
+const uploadsPage = 50
+
+// maxScan bounds the uploads read per client to fill one filtered page.
+const maxScan = 2000
+
+func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) {
+	ctx, q := r.Context(), r.URL.Query()
+	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), Statuses: uploadStatuses}
+	if d.Status != "" && !slices.Contains(uploadStatuses, storelink.UploadStatus(d.Status)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied or rejected."))
+		return
+	}
+	var err error
+	if d.Clients, err = h.clientOptions(ctx); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	labels := map[string]string{}
+	var ids []string
+	for _, c := range d.Clients {
+		labels[c.ID] = c.Label
+		if d.Client == "" || d.Client == c.ID {
+			ids = append(ids, c.ID)
+		}
+	}
+	if d.Client != "" && len(ids) == 0 {
+		h.renderError(w, r, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", d.Client))
+		return
+	}
+	limit := queryLimit(r, uploadsPage, 500)
+	before := ""
+	if d.Client != "" {
+		before = q.Get("before")
+	}
+	for _, id := range ids {
+		list, err := h.filteredUploads(ctx, id, storelink.UploadStatus(d.Status), before, limit)
+		if err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+		for _, u := range list {
+			d.Uploads = append(d.Uploads, uploadRow{Upload: u, ClientLabel: labels[id]})
+		}
+	}
+	slices.SortStableFunc(d.Uploads, func(a, b uploadRow) int {
+		if c := b.ReceivedAt.Compare(a.ReceivedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if len(d.Uploads) > limit {
+		d.Uploads = d.Uploads[:limit]
+	}
+	if d.Client != "" && len(d.Uploads) == limit {
+		d.Next = d.Uploads[limit-1].ID
+	}
+	v.Title, v.Nav, v.Data = "Uploads", "uploads", d
+	h.render(w, r, http.StatusOK, "uploads", v)
+}
+
+// filteredUploads lists up to limit uploads of a client with the status
+// ("" for any), newest first, reading at most maxScan.
+func (h *Handler) filteredUploads(ctx context.Context, clientID string, status storelink.UploadStatus, before string, limit int) ([]storelink.Upload, error) {
+	var out []storelink.Upload
+	for scanned := 0; scanned < maxScan && len(out) < limit; {
+		page, err := h.Uploads.Uploads(ctx, clientID, storelink.UploadFilter{Limit: 200, Before: before})
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range page {
+			if status == "" || u.Status == status {
+				out = append(out, u)
+			}
+		}
+		scanned += len(page)
+		if len(page) < 200 {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	return out, nil
+}
+
+// problemGroup is the problems of one type: each message with its lines.
+type problemGroup struct {
+	Type     string
+	Lines    int
+	Problems []storelink.Problem
+}
+
+func groupProblems(ps []storelink.Problem) []problemGroup {
+	var out []problemGroup
+	at := map[string]int{}
+	for _, p := range ps {
+		i, ok := at[p.Type]
+		if !ok {
+			i = len(out)
+			at[p.Type] = i
+			out = append(out, problemGroup{Type: p.Type})
+		}
+		out[i].Problems = append(out[i].Problems, p)
+		out[i].Lines += max(p.Count, len(p.LineNumbers))
+	}
+	return out
+}
+
+type uploadData struct {
+	*storelink.Upload
+	ClientLabel string
+	Errors      []problemGroup
+	Warnings    []problemGroup
+}
+
+func (h *Handler) handleUpload(w http.ResponseWriter, r *http.Request, v view) {
+	ctx := r.Context()
+	u, err := h.Uploads.Upload(ctx, r.PathValue("client_id"), r.PathValue("upload_id"))
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d := uploadData{Upload: u, Errors: groupProblems(u.Errors), Warnings: groupProblems(u.Warnings)}
+	if d.ClientLabel, err = h.clientLabel(ctx, u.ClientID); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if !u.Status.Final() {
+		v.Refresh = 1 // until it is applied or rejected
+	}
+	v.Title, v.Nav, v.Data = "Upload "+u.FileName, "uploads", d
+	h.render(w, r, http.StatusOK, "upload", v)
+}
