@@ -73,7 +73,7 @@ func (s *Server) answerOrder(w http.ResponseWriter, r *http.Request, status int,
 		s.writeError(w, r, err)
 		return
 	}
-	s.Accepted() // wakes the background loops: a new event is waiting
+	s.Delivering() // wakes the background loops: a new event is waiting
 	writeJSON(w, status, o)
 }
 

@@ -41,7 +41,12 @@ type Deps struct {
 	MaxFileSize int64
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
-	Logger   *slog.Logger
+	// Delivering is called after events or deliveries are committed (order
+	// calls, redeliver, enabling an endpoint), to wake the deliverer. The
+	// two are apart so that order traffic does not wake the upload
+	// processor, whose every look at the queue is a write transaction.
+	Delivering func()
+	Logger     *slog.Logger
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
 	// Dashboard is the operator dashboard, served at / and under
@@ -67,6 +72,9 @@ func NewServer(d Deps) *Server {
 	}
 	if s.Accepted == nil {
 		s.Accepted = func() {}
+	}
+	if s.Delivering == nil {
+		s.Delivering = func() {}
 	}
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{

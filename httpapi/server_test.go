@@ -64,7 +64,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	}
 	if opt.webhooks != nil {
 		wake := wireWebhooks(t, db, reg, &deps, *opt.webhooks)
-		deps.Accepted = func() { proc.Wake(); wake() }
+		deps.Delivering = wake
 	}
 	srv := httptest.NewServer(httpapi.NewServer(deps))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -55,7 +55,7 @@ func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.Accepted() // an enabled endpoint's parked deliveries may go now
+	s.Delivering() // an enabled endpoint's parked deliveries may go now
 	writeJSON(w, http.StatusOK, e)
 }
 
@@ -122,6 +122,6 @@ func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.Accepted()
+	s.Delivering()
 	writeJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "state": string(storelink.DeliveryPending)})
 }

@@ -156,7 +156,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
-		Accepted:            func() { proc.Wake(); deliverer.Wake() },
+		Accepted:            proc.Wake,
+		Delivering:          deliverer.Wake,
 		Logger:              logger,
 		Registry:            reg,
 		Dashboard: dashboard.New(dashboard.Deps{
