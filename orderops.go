@@ -76,6 +76,31 @@ func ItemNeeds(items []Item) map[string]int {
 	return m
 }
 
+// StoreStock is stock in force by store and EAN, as routing reads it.
+type StoreStock map[string]map[string]*Stock
+
+// Add files a stock row (with Quantity and Reserved read) and works out what
+// is available of it.
+func (s StoreStock) Add(row *Stock) {
+	row.Available = max(row.Quantity-row.Reserved, 0)
+	if s[row.StoreID] == nil {
+		s[row.StoreID] = map[string]*Stock{}
+	}
+	s[row.StoreID][row.EAN] = row
+}
+
+// Available is the units in force by store and EAN, for Route.
+func (s StoreStock) Available() map[string]map[string]int {
+	out := make(map[string]map[string]int, len(s))
+	for store, rows := range s {
+		out[store] = make(map[string]int, len(rows))
+		for ean, r := range rows {
+			out[store][ean] = r.Available
+		}
+	}
+	return out
+}
+
 // Route picks the store for needs (units per EAN) among available (store →
 // EAN → units in force): a store that covers every need, the one with the
 // most stock of the needed articles first, then the lowest store id. It

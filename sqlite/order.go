@@ -46,7 +46,7 @@ func (db *DB) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink
 			if err := exists(ctx, tx, storeExistsSQL, c.ID, storeID); err != nil {
 				return unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
 			}
-		} else if storeID = storelink.Route(needs, available(stock), ""); storeID == "" {
+		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
 			return storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
 		}
 		var ev *storelink.Event
@@ -117,7 +117,7 @@ func (db *DB) CancelOrder(ctx context.Context, id string, r storelink.CancelRequ
 			}
 			// The items cancelled here no longer hold stock at this store,
 			// but this store is the one that could not serve them.
-			if store := storelink.Route(needs, available(stock), o.StoreID); store != "" {
+			if store := storelink.Route(needs, stock.Available(), o.StoreID); store != "" {
 				next, nextEv = storelink.Reassign(o, again, store, stock[store], db.idsAt(now), now)
 			}
 		}
@@ -215,7 +215,7 @@ func unprocessable(err error, format string, args ...any) error {
 
 // stockInForce reads the stock rows of the EANs at one store, or at all of
 // the client's stores, with the units reserved by orders.
-func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans []string) (map[string]map[string]*storelink.Stock, error) {
+func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
 	list, _ := json.Marshal(eans) // strings always encode
 	query, args := stockInForceSQL, []any{clientID, string(list)}
 	if storeID != "" {
@@ -226,31 +226,17 @@ func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans
 		return nil, fmt.Errorf("read stock in force: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]map[string]*storelink.Stock{}
+	out := storelink.StoreStock{}
 	for rows.Next() {
 		s := &storelink.Stock{}
 		var price int64
 		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &s.ArticleLocation, &s.Reserved); err != nil {
 			return nil, err
 		}
-		s.Price, s.Available = storelink.Money(price), max(s.Quantity-s.Reserved, 0)
-		if out[s.StoreID] == nil {
-			out[s.StoreID] = map[string]*storelink.Stock{}
-		}
-		out[s.StoreID][s.EAN] = s
+		s.Price = storelink.Money(price)
+		out.Add(s)
 	}
 	return out, rows.Err()
-}
-
-func available(stock map[string]map[string]*storelink.Stock) map[string]map[string]int {
-	out := make(map[string]map[string]int, len(stock))
-	for store, rows := range stock {
-		out[store] = make(map[string]int, len(rows))
-		for ean, r := range rows {
-			out[store][ean] = r.Available
-		}
-	}
-	return out
 }
 
 // The statements of the order calls' write transactions. They are constants
