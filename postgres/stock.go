@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"storelink"
 )
@@ -17,22 +18,59 @@ import (
 var _ storelink.StockService = (*DB)(nil)
 
 // copyBatch is how many put rows are sent in one COPY. Larger batches save
-// round trips; this one keeps a batch to a few megabytes.
+// round trips; this one keeps a batch to a few megabytes. A file of at most
+// this many rows is not copied at all (see stockWriter.apply).
 const copyBatch = 10000
 
 var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quantity", "price", "retail_price",
 	"article_location", "product_name", "product_number", "article_color", "article_size"}
 
-// stockWriter collects put rows and COPYs them, a batch at a time, into a
-// temporary table that lives until the apply transaction ends; apply then
-// writes them to the stock with one upsert. COPY is PostgreSQL's fastest
-// way in (SQLite, without it, takes multi-row INSERTs instead).
+// stockWriter collects put rows and writes them to the stock with one
+// upsert when apply is called. A file of more than copyBatch rows is COPYed,
+// a batch at a time, into a temporary table that lives until the apply
+// transaction ends, and upserted from there: COPY is PostgreSQL's fastest
+// way in (SQLite, without it, takes multi-row INSERTs instead). A smaller
+// file is upserted straight from arrays, without the table.
 type stockWriter struct {
-	ctx     context.Context
-	tx      pgx.Tx
-	rows    [][]any
-	n       int64 // rows put so far: the file order
-	created bool
+	ctx    context.Context
+	tx     pgx.Tx
+	rows   stockColumns // put since the last COPY
+	n      int64        // rows put so far: the file order
+	copied bool         // stock_in exists and holds the earlier rows
+}
+
+// stockColumns holds rows column by column, as the upsert's arrays take
+// them, and without an allocation per row.
+type stockColumns struct {
+	ord                                 []int64
+	store, ean, article                 []string
+	quantity                            []int32
+	price                               []int64
+	retail                              []pgtype.Int8
+	location, name, number, color, size []string
+}
+
+func (c *stockColumns) add(ord int64, r storelink.StockRow) {
+	var retail pgtype.Int8
+	if r.RetailPrice != nil {
+		retail = pgtype.Int8{Int64: int64(*r.RetailPrice), Valid: true}
+	}
+	c.ord, c.store, c.ean, c.article = append(c.ord, ord), append(c.store, r.StoreID), append(c.ean, r.EAN), append(c.article, r.ArticleNumber)
+	c.quantity, c.price, c.retail = append(c.quantity, int32(r.Quantity)), append(c.price, int64(r.Price)), append(c.retail, retail)
+	c.location, c.name, c.number = append(c.location, r.ArticleLocation), append(c.name, r.ProductName), append(c.number, r.ProductNumber)
+	c.color, c.size = append(c.color, r.ArticleColor), append(c.size, r.ArticleSize)
+}
+
+func (c *stockColumns) len() int { return len(c.ord) }
+
+// reset empties the columns, keeping their arrays but not the strings.
+func (c *stockColumns) reset() {
+	for _, s := range [][]string{c.store, c.ean, c.article, c.location, c.name, c.number, c.color, c.size} {
+		clear(s)
+	}
+	c.ord, c.store, c.ean, c.article = c.ord[:0], c.store[:0], c.ean[:0], c.article[:0]
+	c.quantity, c.price, c.retail = c.quantity[:0], c.price[:0], c.retail[:0]
+	c.location, c.name, c.number, c.color, c.size = c.location[:0], c.name[:0], c.number[:0], c.color[:0], c.size[:0]
 }
 
 func newStockWriter(ctx context.Context, tx pgx.Tx) *stockWriter {
@@ -40,25 +78,20 @@ func newStockWriter(ctx context.Context, tx pgx.Tx) *stockWriter {
 }
 
 func (w *stockWriter) put(r storelink.StockRow) error {
-	var retail any
-	if r.RetailPrice != nil {
-		retail = int64(*r.RetailPrice)
-	}
 	w.n++
-	w.rows = append(w.rows, []any{w.n, r.StoreID, r.EAN, r.ArticleNumber, int32(r.Quantity), int64(r.Price), retail,
-		r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize})
-	if len(w.rows) < copyBatch {
+	w.rows.add(w.n, r)
+	if w.rows.len() < copyBatch {
 		return nil
 	}
-	return w.flush()
+	return w.copy()
 }
 
-// flush copies the rows put since the last flush.
-func (w *stockWriter) flush() error {
-	if len(w.rows) == 0 {
+// copy moves the rows put since the last COPY into stock_in.
+func (w *stockWriter) copy() error {
+	if w.rows.len() == 0 {
 		return nil
 	}
-	if !w.created {
+	if !w.copied {
 		// A file's rows are rows of one client and upload: those are
 		// added by apply, not copied with every row.
 		if _, err := w.tx.Exec(w.ctx, `CREATE TEMPORARY TABLE stock_in (
@@ -68,23 +101,68 @@ func (w *stockWriter) flush() error {
 		) ON COMMIT DROP`); err != nil {
 			return fmt.Errorf("create stock_in: %w", err)
 		}
-		w.created = true
+		w.copied = true
 	}
-	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"stock_in"}, stockInColumns, pgx.CopyFromRows(w.rows)); err != nil {
+	c := &w.rows
+	row := make([]any, len(stockInColumns)) // COPY encodes a row before it asks for the next
+	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"stock_in"}, stockInColumns, pgx.CopyFromSlice(c.len(), func(i int) ([]any, error) {
+		row[0], row[1], row[2], row[3], row[4], row[5] = c.ord[i], c.store[i], c.ean[i], c.article[i], c.quantity[i], c.price[i]
+		row[6], row[7], row[8], row[9], row[10], row[11] = c.retail[i], c.location[i], c.name[i], c.number[i], c.color[i], c.size[i]
+		return row, nil
+	})); err != nil {
 		return fmt.Errorf("copy stock rows: %w", err)
 	}
-	clear(w.rows) // let the rows' strings go
-	w.rows = w.rows[:0]
+	c.reset()
 	return nil
 }
 
-// apply writes the copied rows to the stock. ON CONFLICT cannot change one
-// row twice in a statement, so of the rows for one store and EAN only the
-// last one put is kept: the later row of a file wins, as when rows are
-// written one after another.
+// upsertStockHead and upsertStockTail are the upsert around its FROM, which
+// is the temporary table or the arrays. ON CONFLICT cannot change one row
+// twice in a statement, so of the rows for one store and EAN only the last
+// one put is kept (DISTINCT ON … ord DESC): the later row of a file wins,
+// as when rows are written one after another.
+const upsertStockHead = `INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
+		article_location, product_name, product_number, article_color, article_size, upload_id, updated_at)
+	SELECT DISTINCT ON (store_id, ean) $1, store_id, ean, article_number, quantity, price, retail_price,
+		article_location, product_name, product_number, article_color, article_size, $2, $3`
+
+const upsertStockTail = `
+	ORDER BY store_id, ean, ord DESC
+	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
+		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
+		retail_price = excluded.retail_price, article_location = excluded.article_location,
+		product_name = excluded.product_name, product_number = excluded.product_number,
+		article_color = excluded.article_color, article_size = excluded.article_size,
+		upload_id = excluded.upload_id, updated_at = excluded.updated_at`
+
+// apply writes the rows put to the stock, in one statement.
+//
+// A file that never filled a batch is upserted from arrays (unnest): the
+// temporary table costs more than such a file's upsert. Creating and
+// dropping it writes a few dozen rows to the system catalogues and sends
+// catalogue invalidations that every connection of the server processes;
+// with many small uploads at once it took more of the database's time than
+// the upserts themselves.
 func (w *stockWriter) apply(clientID, uploadID string, now time.Time) error {
-	if !w.created {
+	if !w.copied {
+		if w.rows.len() == 0 {
+			return nil
+		}
+		c := &w.rows
+		_, err := w.tx.Exec(w.ctx, upsertStockHead+`
+	FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::bigint[], $10::bigint[],
+		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
+		      article_location, product_name, product_number, article_color, article_size)`+upsertStockTail,
+			clientID, uploadID, now, c.ord, c.store, c.ean, c.article, c.quantity, c.price, c.retail,
+			c.location, c.name, c.number, c.color, c.size)
+		if err != nil {
+			return fmt.Errorf("upsert stock: %w", err)
+		}
 		return nil
+	}
+	if err := w.copy(); err != nil {
+		return err
 	}
 	// The sort that picks the last row of each store and EAN spilled to
 	// disk with the default work_mem (4MB) from about 50,000 rows; the
@@ -92,18 +170,8 @@ func (w *stockWriter) apply(clientID, uploadID string, now time.Time) error {
 	if _, err := w.tx.Exec(w.ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
 		return fmt.Errorf("set work_mem: %w", err)
 	}
-	_, err := w.tx.Exec(w.ctx, `INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
-			article_location, product_name, product_number, article_color, article_size, upload_id, updated_at)
-		SELECT DISTINCT ON (store_id, ean) $1, store_id, ean, article_number, quantity, price, retail_price,
-			article_location, product_name, product_number, article_color, article_size, $2, $3
-		FROM stock_in ORDER BY store_id, ean, ord DESC
-		ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
-			article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
-			retail_price = excluded.retail_price, article_location = excluded.article_location,
-			product_name = excluded.product_name, product_number = excluded.product_number,
-			article_color = excluded.article_color, article_size = excluded.article_size,
-			upload_id = excluded.upload_id, updated_at = excluded.updated_at`, clientID, uploadID, now)
-	if err != nil {
+	if _, err := w.tx.Exec(w.ctx, upsertStockHead+`
+	FROM stock_in`+upsertStockTail, clientID, uploadID, now); err != nil {
 		return fmt.Errorf("upsert stock: %w", err)
 	}
 	return nil

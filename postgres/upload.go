@@ -75,12 +75,30 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 		if _, err := tx.Exec(ctx, `INSERT INTO upload_bodies (upload_id, body) VALUES ($1, $2)`, u.ID, nu.Body); err != nil {
 			return fmt.Errorf("insert upload body: %w", err)
 		}
-		return notify(ctx, tx, ChannelUploads)
+		return nil
 	})
 	if err != nil {
 		return nil, capacity, err
 	}
+	db.wake(ctx, ChannelUploads)
 	return u, capacity, nil
+}
+
+// wake notifies the processes on the database that there is work, once the
+// transaction that made it has committed. A transaction that has sent a
+// NOTIFY holds a lock of the whole cluster from just before its commit
+// record is written until that record is flushed to disk: notifying from
+// Accept's own transaction made the accepts of every client and process
+// commit one after another, each waiting for its own flush, where they
+// otherwise share flushes. The notification goes in a transaction of its own
+// instead, one that does not wait for its flush (synchronous_commit off for
+// it alone), so the lock is held for moments. A notification is only a
+// wake-up: the processes poll the queue besides, so one that is lost (this
+// call failed, or the server crashed before the flush, taking the listeners'
+// connections with it) delays work by a poll interval and loses none; the
+// upload is committed either way, so a failure is not the caller's.
+func (db *DB) wake(ctx context.Context, channel string) {
+	_, _ = db.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, current_schema())`, channel)
 }
 
 // Capacity reports the bucket of a client.
@@ -122,13 +140,25 @@ func loadBucket(ctx context.Context, q querier, clientID string, forUpdate bool)
 // (an apply holds its upload's row lock), so two processes never claim the
 // same upload, and the lease-expiry condition is checked again on the row
 // as it is when locked.
+//
+// The NOT EXISTS looks at the client's previous upload only. That is the
+// same test, because a client's finished uploads are always a prefix of its
+// uploads: only the earliest unfinished one is ever claimed, and only a
+// claimed one is finished. Asking for any earlier unfinished upload instead
+// walked the client's finished history (the index on (client_id, seq) does
+// not hold the status) for every waiting upload the claim passed over. With
+// 8 clients of 3,000 finished and 400 waiting uploads each, a claim that
+// found nothing to take (every client's first upload being applied) took
+// 4.7 s of the database's CPU; with one index lookup per upload passed over
+// it takes 12 ms.
 const claimUploadSQL = `
 WITH pick AS (
 	SELECT u.seq FROM uploads u
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
-	  AND NOT EXISTS (SELECT 1 FROM uploads o
-	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing'))
+	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
+	                                 ORDER BY o.seq DESC LIMIT 1) prev
+	                  WHERE prev.status IN ('accepted', 'processing'))
 	ORDER BY u.seq
 	LIMIT 1
 	FOR UPDATE SKIP LOCKED
@@ -157,10 +187,11 @@ func (db *DB) Claim(ctx context.Context, owner string, lease time.Duration) (*st
 }
 
 // Apply runs fn inside one transaction that holds the upload's row lock.
-// The rows it puts are copied into a temporary table (stockWriter) and
-// written to the stock by one upsert at the end, so a file-level problem,
-// or a file without one valid row, simply skips that upsert: the rejection
-// is recorded in the same transaction, with nothing applied.
+// The rows it puts are collected (stockWriter: a large file's are copied
+// into a temporary table as they come) and written to the stock by one
+// upsert at the end, so a file-level problem, or a file without one valid
+// row, simply skips that upsert: the rejection is recorded in the same
+// transaction, with nothing applied.
 func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	tx, err := db.leased(ctx, c)
 	if err != nil {
@@ -177,9 +208,6 @@ func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedAp
 	}
 	w := newStockWriter(ctx, tx)
 	report, err := fn(stores, w.put)
-	if err == nil {
-		err = w.flush()
-	}
 	if err != nil {
 		return nil, fmt.Errorf("apply upload %s: %w", c.ID, err)
 	}

@@ -225,7 +225,13 @@ type benchServer struct {
 
 func startBenchServer(b *testing.B) *benchServer {
 	b.Helper()
-	p := startServe(b, b.TempDir(), "--demo", "--capacity-base", "1GiB")
+	return newBenchServer(b, startServe(b, b.TempDir(), "--demo", "--capacity-base", "1GiB"))
+}
+
+// newBenchServer registers the 50 stores on the demo client of p, a serve
+// process started with --demo.
+func newBenchServer(b *testing.B, p *proc) *benchServer {
+	b.Helper()
 	if p.ClientID == "" || p.APIKey == "" || p.AdminToken == "" {
 		b.Fatalf("serve printed no demo credentials or admin token:\n%s", p.stdout)
 	}

@@ -23,7 +23,7 @@ import (
 // pgSchemaURL makes an empty schema in the test database and returns a URL
 // that selects it, with a password (ignored under trust auth) that must
 // never be printed. It skips without STORELINK_TEST_DATABASE_URL.
-func pgSchemaURL(t *testing.T) (string, string) {
+func pgSchemaURL(t testing.TB) (string, string) {
 	t.Helper()
 	base := os.Getenv("STORELINK_TEST_DATABASE_URL")
 	if base == "" {
@@ -165,7 +165,7 @@ func pgArgs(dbURL string, extra ...string) []string {
 
 // startPair starts two serve processes on dbURL, each with a data folder of
 // its own; the first with --demo, whose credentials both then carry.
-func startPair(t *testing.T, dbURL string, extra ...string) (a, b *proc) {
+func startPair(t testing.TB, dbURL string, extra ...string) (a, b *proc) {
 	t.Helper()
 	a = startServe(t, t.TempDir(), pgArgs(dbURL, append([]string{"--demo"}, extra...)...)...)
 	if a.ClientID == "" || a.APIKey == "" || a.WebhookSecret == "" {
@@ -179,7 +179,7 @@ func startPair(t *testing.T, dbURL string, extra ...string) (a, b *proc) {
 
 // pgConn connects to the schema of dbURL (its search_path parameter) for
 // looking at what the processes wrote.
-func pgConn(t *testing.T, dbURL string) *pgx.Conn {
+func pgConn(t testing.TB, dbURL string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
