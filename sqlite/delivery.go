@@ -4,18 +4,25 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"storelink"
 )
 
-// The statements of the deliverer's two transactions, a claim and a record,
-// run prepared (deliveryStatements), since they run hundreds of times a
-// second under load: parsing them again each time took about a quarter of
-// the CPU of delivering a backlog. Lists of ids go in as one JSON array so
-// that the SQL is the same whatever their number.
+// The statements of the deliverer's transactions, each of which records
+// finished attempts and claims the next deliveries, run prepared
+// (deliveryStatements), since they run hundreds of times a second under
+// load: parsing them again each time took about a quarter of the CPU of
+// delivering a backlog. A claim's lists of ids go in as one JSON array so
+// that the SQL is the same whatever their number; a record's rows go in as
+// parameters of statements made for a few batch sizes (batchStatements).
+// Either way a batch is one statement, or a few, not one per delivery: a
+// statement of its own cost more than the rows it changed.
 const (
 	// inflightSQL counts the deliveries in flight per endpoint: pending
 	// with a lease that has not run out. It reads deliveries_leased, the
@@ -34,112 +41,284 @@ const (
 	// in order: the rows come without a sort, so reading stops once enough
 	// are found, however long the backlog (the planner would take
 	// deliveries_state and sort the backlog first). seq is the order the
-	// deliveries were queued in, the order of their events.
-	claimableSQL = `SELECT d.id, d.endpoint_id FROM deliveries d INDEXED BY deliveries_due
+	// deliveries were queued in, the order of their events. It reads the
+	// rest of what an attempt needs from the delivery row while it is at
+	// it (attempts and tries as they are before the lease counts this one),
+	// and the event's payload, by event_seq, the event's rowid.
+	claimableSQL = `SELECT d.seq, d.id, d.endpoint_id, d.event_id, d.attempts, d.tries, ev.payload
+		FROM deliveries d INDEXED BY deliveries_due
 		JOIN endpoints e ON e.id = d.endpoint_id
+		JOIN events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
 		WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until < ?1)
 		  AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
 		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
 		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
 		ORDER BY d.next_attempt_at, d.seq`
+	// leaseSQL leases the claimed deliveries by seq, their rowid.
 	leaseSQL = `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1, tries = tries + 1
-		WHERE id IN (SELECT value FROM json_each(?3))`
-	claimedSQL = `SELECT d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
-		e.url, e.api_key, e.secret, e.previous_secret, coalesce(e.previous_secret_until, 0)
-		FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.id IN (SELECT value FROM json_each(?1)) ORDER BY d.next_attempt_at, d.event_seq`
+		WHERE seq IN (SELECT value FROM json_each(?3))`
+	// endpointsSQL reads the endpoints of the claimed deliveries, each once
+	// however many deliveries share it.
+	endpointsSQL = `SELECT id, url, api_key, secret, previous_secret, coalesce(previous_secret_until, 0)
+		FROM endpoints WHERE id IN (SELECT value FROM json_each(?1))`
 
-	insertAttemptSQL = `INSERT OR IGNORE INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	// Only the lease holder moves the delivery on: the same owner and the
-	// same attempt, since a lease that ran out may have been taken again,
-	// even by this owner.
-	heldSQL      = ` WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'pending'`
-	succeededSQL = `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = ?` + heldSQL
-	retrySQL = `UPDATE deliveries SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL,
-		updated_at = ?` + heldSQL
-	failedSQL = `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = ?` + heldSQL
 	// Parked, not failed: the try does not count, and the delivery goes
-	// out again as soon as the endpoint is enabled.
-	goneSQL = `UPDATE deliveries SET next_attempt_at = ?, tries = max(tries - 1, 0), lease_owner = NULL,
-		lease_until = NULL, updated_at = ?` + heldSQL
+	// out again as soon as the endpoint is enabled. One at a time, as 410s
+	// are rare and each may disable its endpoint.
+	goneSQL = `UPDATE deliveries SET next_attempt_at = ?1, tries = max(tries - 1, 0), lease_owner = NULL,
+		lease_until = NULL, updated_at = ?1
+		WHERE id = ?2 AND lease_owner = ?3 AND attempts = ?4 AND state = 'pending'`
+	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3`
 )
 
-var deliveryStatements = []string{inflightSQL, openSQL, claimableSQL, leaseSQL, claimedSQL,
-	insertAttemptSQL, succeededSQL, retrySQL, failedSQL, goneSQL}
+// The statements that record a batch of attempts take their rows as
+// parameters, VALUES (?, ...), rather than as JSON, whose parsing cost as
+// much as the rows' writes: one statement for each size in batchSizes,
+// prepared once, and a batch is cut into as few as add up to it.
+var batchSizes = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
+
+var (
+	// insertAttemptsSQL inserts n attempts: (delivery_id, number, at,
+	// duration_ms, status_code, error, response) each.
+	insertAttemptsSQL = batchStatements(`INSERT OR IGNORE INTO delivery_attempts
+		(delivery_id, number, at, duration_ms, status_code, error, response) VALUES `, 7, ``)
+	// The outcomes, each for n deliveries: (id, owner, attempt) each, and
+	// the retry's next_attempt_at after them; ?1 is the time now. Only the
+	// lease holder moves the delivery on: the same owner and the same
+	// attempt, since a lease that ran out may have been taken again, even
+	// by this owner. The + keeps the planner from walking deliveries_state,
+	// every pending delivery, for the few listed: it looks each up by id.
+	succeededSQL = batchStatements(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4, lease_owner = NULL, lease_until = NULL,
+		updated_at = ?1 FROM (VALUES `, 4, heldSQL)
+	failedSQL = batchStatements(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+	// releaseSQL gives back claims not attempted, as they were before the
+	// claim: the lease dropped, the attempt and the try not counted.
+	releaseSQL = batchStatements(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL,
+		attempts = attempts - 1, tries = max(tries - 1, 0), updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+)
+
+const heldSQL = `) AS r WHERE deliveries.id = r.column1 AND deliveries.lease_owner = r.column2
+		AND deliveries.attempts = r.column3 AND +deliveries.state = 'pending'`
+
+// batchStatements returns the statement head VALUES (?, ...) × n tail for
+// each of batchSizes, in its order.
+func batchStatements(head string, columns int, tail string) []string {
+	row := "(?" + strings.Repeat(", ?", columns-1) + ")"
+	out := make([]string, len(batchSizes))
+	for i, n := range batchSizes {
+		out[i] = head + row + strings.Repeat(", "+row, n-1) + tail
+	}
+	return out
+}
+
+var deliveryStatements = slices.Concat([]string{inflightSQL, openSQL, claimableSQL, leaseSQL, endpointsSQL,
+	goneSQL, disableSQL}, insertAttemptsSQL, succeededSQL, retrySQL, failedSQL, releaseSQL)
+
+// execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
+// as few statements as add up to their number. args are the first
+// parameters of each statement, before the rows'.
+func execBatch(ctx context.Context, tx *bookTx, statements []string, args []any, rows [][]any) error {
+	for len(rows) > 0 {
+		i := 0
+		for batchSizes[i] > len(rows) {
+			i++
+		}
+		n := batchSizes[i]
+		params := append(make([]any, 0, len(args)+n*len(rows[0])), args...)
+		for _, r := range rows[:n] {
+			params = append(params, r...)
+		}
+		if _, err := tx.ExecContext(ctx, statements[i], params...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// ReleaseClaims gives back claimed deliveries that were not attempted, as a
+// deliverer that stops does with those it claimed ahead: each is as it was
+// before its claim, to be claimed again at once, its attempt and try not
+// counted. A claim whose lease was lost is left alone.
+func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	tx, err := db.beginBookkeeping(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows := make([][]any, len(jobs))
+	for i, j := range jobs {
+		rows[i] = []any{j.DeliveryID, j.Owner, j.Attempt}
+	}
+	if err := execBatch(context.WithoutCancel(ctx), tx, releaseSQL, []any{ms(db.now())}, rows); err != nil {
+		return fmt.Errorf("release %d claimed deliveries: %w", len(jobs), err)
+	}
+	return tx.Commit()
+}
 
 // ClaimDeliveries leases due deliveries and reads what their attempts need.
 func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
-	sealer, err := db.sealer()
-	if err != nil {
-		return nil, err
+	return db.RecordAndClaim(ctx, nil, owner, lease, limit, perEndpoint)
+}
+
+// RecordAttempts records finished attempts and moves their deliveries on.
+func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
+	_, err := db.RecordAndClaim(ctx, results, "", 0, 0, 0)
+	return err
+}
+
+// RecordAndClaim records finished attempts, as RecordAttempts, then claims
+// up to limit due deliveries for owner, as ClaimDeliveries, in one
+// transaction: the claim sees what was recorded (the next events of these
+// orders, the places freed under the endpoints' caps), and a round of
+// deliveries costs one commit rather than two. When the claim fails after
+// the record succeeded, the record is committed all the same and the
+// claim's error returned, with no jobs: a failed claim leases nothing.
+func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	if len(results) == 0 && limit <= 0 {
+		return nil, nil
+	}
+	var sealErr error
+	if limit > 0 {
+		if _, sealErr = db.sealer(); sealErr != nil && len(results) == 0 {
+			return nil, sealErr
+		}
 	}
 	tx, err := db.beginBookkeeping(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
+	// As in beginBookkeeping: the write connection is ours.
+	sctx := context.WithoutCancel(ctx)
 	now := db.now()
-	ids, err := claimable(ctx, tx, ms(now), limit, perEndpoint)
-	if err != nil || len(ids) == 0 {
+	if err := record(sctx, tx, results, ms(now)); err != nil {
 		return nil, err
 	}
-	idsJSON, _ := json.Marshal(ids)
-	if _, err := tx.ExecContext(ctx, leaseSQL, owner, ms(now.Add(lease)), string(idsJSON)); err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	rows, err := tx.QueryContext(ctx, claimedSQL, string(idsJSON))
-	if err != nil {
-		return nil, fmt.Errorf("read claimed deliveries: %w", err)
-	}
-	defer rows.Close()
-	jobs := make([]storelink.DeliveryJob, 0, len(ids))
-	for rows.Next() {
-		j := storelink.DeliveryJob{Owner: owner}
-		var payload, apiKey, secret, previous string
-		var until int64
-		if err := rows.Scan(&j.DeliveryID, &j.EventID, &j.EndpointID, &j.Attempt, &j.Try, &payload, &j.URL, &apiKey, &secret, &previous, &until); err != nil {
-			return nil, err
+	var jobs []storelink.DeliveryJob
+	var claimErr error
+	if limit > 0 {
+		if claimErr = sealErr; claimErr == nil {
+			jobs, claimErr = claim(sctx, tx, db.Sealer, owner, now, lease, limit, perEndpoint)
 		}
-		j.Body = []byte(payload)
-		if j.APIKey, err = sealer.Open(apiKey); err != nil {
-			return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	if claimErr != nil {
+		return nil, claimErr
+	}
+	return jobs, nil
+}
+
+// claim leases up to limit due deliveries for owner and returns their jobs.
+// Everything is read before the one statement that writes, the lease, so
+// that a claim that fails has written nothing.
+func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, owner string, now time.Time, lease time.Duration,
+	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	picked, err := claimable(ctx, tx, ms(now), limit, perEndpoint)
+	if err != nil || len(picked) == 0 {
+		return nil, err
+	}
+	seqs := make([]int64, len(picked))
+	endpoints := make([]string, 0, 1)
+	for i, p := range picked {
+		seqs[i] = p.seq
+		if !slices.Contains(endpoints, p.endpointID) {
+			endpoints = append(endpoints, p.endpointID)
+		}
+	}
+	type target struct {
+		url, apiKey string
+		secrets     []string
+	}
+	targets := make(map[string]*target, len(endpoints))
+	if err := eachRow(ctx, tx, endpointsSQL, jsonList(endpoints), func(rows *sql.Rows) error {
+		var id, url, apiKey, secret, previous string
+		var until int64
+		if err := rows.Scan(&id, &url, &apiKey, &secret, &previous, &until); err != nil {
+			return err
+		}
+		t := &target{url: url}
+		var err error
+		if t.apiKey, err = sealer.Open(apiKey); err != nil {
+			return err
 		}
 		s, err := sealer.Open(secret)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		j.Secrets = []string{s}
+		t.secrets = []string{s}
 		if previous != "" && until > ms(now) {
 			p, err := sealer.Open(previous)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			j.Secrets = append(j.Secrets, p)
+			t.secrets = append(t.secrets, p)
 		}
-		jobs = append(jobs, j)
+		targets[id] = t
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read claimed endpoints: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	jobs := make([]storelink.DeliveryJob, len(picked))
+	for i, p := range picked {
+		t := targets[p.endpointID]
+		if t == nil {
+			return nil, fmt.Errorf("claim deliveries: the endpoint of delivery %s is gone", p.id)
+		}
+		jobs[i] = storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: p.endpointID,
+			Attempt: p.attempts + 1, Try: p.tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
 	}
-	return jobs, tx.Commit()
+	if _, err := tx.ExecContext(ctx, leaseSQL, owner, ms(now.Add(lease)), jsonInts(seqs)); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return jobs, nil
 }
 
-// claimable picks the ids of up to limit due deliveries, at most
-// perEndpoint in flight per endpoint counting those already leased. The cap
-// is counted here, row by row, rather than by a window over every due row,
-// so that a claim reads a few rows of a long backlog, not all of it. It
-// still reads on past the due rows of endpoints that reach their cap while
-// another endpoint has room, to find that endpoint's.
-func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint int) ([]string, error) {
+// eachRow runs a prepared query with one argument and calls fn on each row.
+func eachRow(ctx context.Context, tx *bookTx, query, arg string, fn func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// claimed is a delivery picked by a claim, before its lease.
+type claimed struct {
+	seq                     int64
+	id, endpointID, eventID string
+	attempts, tries         int
+	payload                 []byte
+}
+
+// claimable picks up to limit due deliveries, at most perEndpoint in flight
+// per endpoint counting those already leased. The cap is counted here, row
+// by row, rather than by a window over every due row, so that a claim reads
+// a few rows of a long backlog, not all of it. It still reads on past the
+// due rows of endpoints that reach their cap while another endpoint has
+// room, to find that endpoint's.
+func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint int) ([]claimed, error) {
 	inflight := map[string]int{}
 	rows, err := tx.QueryContext(ctx, inflightSQL, now)
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries in flight: %w", err)
 	}
-	full := []string{}
+	var full []string
 	for rows.Next() {
 		var endpoint string
 		var n int
@@ -155,33 +334,33 @@ func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint in
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	fullJSON, _ := json.Marshal(full)
+	fullJSON := jsonList(full)
 	// open counts the enabled endpoints below their cap: when each has
 	// reached it, the scan stops rather than read the rest of the backlog
 	// to find that out.
 	var open int
-	if err := tx.QueryRowContext(ctx, openSQL, string(fullJSON)).Scan(&open); err != nil || open == 0 {
+	if err := tx.QueryRowContext(ctx, openSQL, fullJSON).Scan(&open); err != nil || open == 0 {
 		return nil, err
 	}
-	if rows, err = tx.QueryContext(ctx, claimableSQL, now, string(fullJSON)); err != nil {
+	if rows, err = tx.QueryContext(ctx, claimableSQL, now, fullJSON); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
-	var ids []string
-	for len(ids) < limit && open > 0 && rows.Next() {
-		var id, endpoint string
-		if err := rows.Scan(&id, &endpoint); err != nil {
+	var picked []claimed
+	for len(picked) < limit && open > 0 && rows.Next() {
+		var c claimed
+		if err := rows.Scan(&c.seq, &c.id, &c.endpointID, &c.eventID, &c.attempts, &c.tries, &c.payload); err != nil {
 			return nil, err
 		}
-		if inflight[endpoint] >= perEndpoint {
+		if inflight[c.endpointID] >= perEndpoint {
 			continue
 		}
-		ids = append(ids, id)
-		if inflight[endpoint]++; inflight[endpoint] == perEndpoint {
+		picked = append(picked, c)
+		if inflight[c.endpointID]++; inflight[c.endpointID] == perEndpoint {
 			open--
 		}
 	}
-	return ids, rows.Err()
+	return picked, rows.Err()
 }
 
 // rowsAffected reads a result's count, or 0 after an error.
@@ -192,47 +371,105 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-// RecordAttempts records finished attempts and moves their deliveries on.
-func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
+// record records finished attempts and moves their deliveries on: a
+// statement for the attempts and one per outcome, but for 410s.
+func record(ctx context.Context, tx *bookTx, results []storelink.AttemptResult, now int64) error {
 	if len(results) == 0 {
 		return nil
 	}
-	tx, err := db.beginBookkeeping(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	now := ms(db.now())
-	for _, r := range results {
+	attempts := make([][]any, len(results))
+	var held [storelink.OutcomeGone][][]any // succeeded, retry, failed
+	for i, r := range results {
 		a := r.Attempt
 		var code any
 		if a.StatusCode != 0 {
 			code = a.StatusCode
 		}
-		if _, err := tx.ExecContext(ctx, insertAttemptSQL, r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response); err != nil {
-			return fmt.Errorf("record attempt: %w", err)
-		}
-		held := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt}
-		var res sql.Result
+		attempts[i] = []any{r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response}
 		switch r.Outcome {
-		case storelink.OutcomeSucceeded:
-			res, err = tx.ExecContext(ctx, succeededSQL, append([]any{now}, held...)...)
+		case storelink.OutcomeSucceeded, storelink.OutcomeFailed:
+			held[r.Outcome] = append(held[r.Outcome], []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt})
 		case storelink.OutcomeRetry:
-			res, err = tx.ExecContext(ctx, retrySQL, append([]any{ms(r.NextAt), now}, held...)...)
-		case storelink.OutcomeFailed:
-			res, err = tx.ExecContext(ctx, failedSQL, append([]any{now}, held...)...)
-		case storelink.OutcomeGone:
-			res, err = tx.ExecContext(ctx, goneSQL, append([]any{now, now}, held...)...)
-			if n, _ := rowsAffected(res, err); n > 0 {
-				_, err = tx.ExecContext(ctx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ?`,
-					"The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
-			}
+			held[r.Outcome] = append(held[r.Outcome], []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, ms(r.NextAt)})
+		}
+	}
+	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
+		return fmt.Errorf("record attempts: %w", err)
+	}
+	for o, statements := range [...][]string{succeededSQL, retrySQL, failedSQL} {
+		if err := execBatch(ctx, tx, statements, []any{now}, held[o]); err != nil {
+			return fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
+		}
+	}
+	for _, r := range results {
+		if r.Outcome != storelink.OutcomeGone {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, goneSQL, now, r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt)
+		if n, _ := rowsAffected(res, err); n > 0 {
+			_, err = tx.ExecContext(ctx, disableSQL,
+				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
 		}
 		if err != nil {
 			return fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// jsonList is a JSON array of strings.
+func jsonList(list []string) string {
+	b := []byte{'['}
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return string(append(b, ']'))
+}
+
+// jsonInts is a JSON array of integers.
+func jsonInts(list []int64) string {
+	b := []byte{'['}
+	for i, n := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it
+// but for HTML characters, which it leaves alone: invalid UTF-8 becomes
+// U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh schedule.
@@ -330,6 +567,9 @@ func (db *DB) PendingDeliveries(ctx context.Context) (int, time.Duration, error)
 // at-least-once delivery allows. Everything that must survive a power cut
 // (uploads, orders, events and the deliveries queued with them) commits with
 // synchronous=FULL, as the connection is set back before it is released.
+// Its statement journals stay in memory (temp_store=MEMORY, set back too): a
+// statement that writes a batch of rows journals the pages it changes, and
+// past 64 KiB SQLite moved the journal to a file it made for each statement.
 type bookTx struct {
 	orderTx
 	conn *sql.Conn
@@ -340,11 +580,15 @@ func (db *DB) beginBookkeeping(ctx context.Context) (*bookTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		conn.Close()
+	// The wait is over once the connection is ours: what follows takes
+	// microseconds, and a context that can be cancelled costs the driver a
+	// goroutine for each statement.
+	ctx = context.WithoutCancel(ctx)
+	b := &bookTx{conn: conn}
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY`); err != nil {
+		b.release() // the first may have taken
 		return nil, err
 	}
-	b := &bookTx{conn: conn}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		b.release()
@@ -354,14 +598,15 @@ func (db *DB) beginBookkeeping(ctx context.Context) (*bookTx, error) {
 	return b, nil
 }
 
-// release sets the connection back to synchronous=FULL and returns it to the
-// pool, or, should that fail, has the pool throw it away: a connection that
-// commits without fsync must never serve a durable write.
+// release sets the connection back to synchronous=FULL (and temp_store to
+// its default) and returns it to the pool, or, should that fail, has the
+// pool throw it away: a connection that commits without fsync must never
+// serve a durable write.
 func (b *bookTx) release() {
 	if b.conn == nil {
 		return
 	}
-	if _, err := b.conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+	if _, err := b.conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL; PRAGMA temp_store = DEFAULT`); err != nil {
 		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	b.conn.Close()

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -81,8 +82,47 @@ func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 // connections alive between attempts, since one partner endpoint receives
 // many events in a row.
 type Client struct {
-	http    *http.Client
-	timeout time.Duration
+	// transport sends each request as it is: a redirect is a failed
+	// attempt with its 3xx, since following it would send a signed event to
+	// a URL the partner never registered, and an http.Client, which only
+	// adds the following of redirects, would copy every request's headers
+	// for it.
+	transport *http.Transport
+	timeout   time.Duration
+	// checked holds parseURL's verdict on each endpoint URL sent to (it
+	// depends on the URL alone), and signers the HMACs of each key: an
+	// endpoint receives many events in a row.
+	checked memo[string, error]
+	signers signers
+}
+
+// maxMemo bounds each of a Client's memos: past it, the rest is worked out
+// each time rather than kept.
+const maxMemo = 4096
+
+// memo is a bounded map safe for concurrent use.
+type memo[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+func (m *memo[K, V]) get(k K, compute func(K) V) V {
+	m.mu.RLock()
+	v, ok := m.m[k]
+	m.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = compute(k)
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[K]V{}
+	}
+	if len(m.m) < maxMemo {
+		m.m[k] = v
+	}
+	m.mu.Unlock()
+	return v
 }
 
 // NewClient returns a client whose every attempt, from dialling to reading
@@ -101,31 +141,26 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 		// No proxy from the environment: the guard must see the endpoint's
 		// address, not a proxy's, and events must not leave by a path the
 		// operator did not configure for them.
-		Proxy:                  nil,
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    timeout,
-		ResponseHeaderTimeout:  timeout,
-		ExpectContinueTimeout:  time.Second,
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+		ExpectContinueTimeout: time.Second,
+		// At least as many as the deliverer has attempts in flight to one
+		// endpoint (worker.Deliverer's PerEndpoint), so that the next
+		// attempts reuse the connections rather than dial again.
 		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    16,
+		MaxIdleConnsPerHost:    64,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-	return &Client{
-		timeout: timeout,
-		http: &http.Client{
-			Transport: transport,
-			// A redirect is a failed attempt with its 3xx: following it would
-			// send a signed event to a URL the partner never registered.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-	}
+	return &Client{timeout: timeout, transport: transport}
 }
 
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Send makes one attempt: POST the body, signed with every key at now, to
 // the URL with ${eventId} replaced, and read a bounded part of the answer.
@@ -138,9 +173,16 @@ func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 }
 
 func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
-	target := strings.ReplaceAll(r.URL, "${eventId}", url.PathEscape(r.EventID))
-	if _, err := parseURL(target); err != nil {
-		return Result{Err: errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))}
+	var err error
+	target := r.URL
+	if strings.Contains(target, "${eventId}") {
+		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
+		err = checkURL(target) // a URL per event: not kept
+	} else {
+		err = c.checked.get(target, checkURL)
+	}
+	if err != nil {
+		return Result{Err: err}
 	}
 	actx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -148,9 +190,9 @@ func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	if err != nil {
 		return Result{Err: errors.New("invalid URL")}
 	}
-	setHeaders(req.Header, r, now)
+	c.setHeaders(req.Header, r, now)
 
-	resp, err := c.http.Do(req)
+	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
@@ -169,17 +211,34 @@ func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	return res
 }
 
+// checkURL is parseURL's verdict on a URL as the error of an attempt.
+func checkURL(target string) error {
+	if _, err := parseURL(target); err != nil {
+		return errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))
+	}
+	return nil
+}
+
+// The values of the headers that are the same on every request.
+var (
+	contentTypeJSON = []string{"application/json"}
+	userAgent       = []string{UserAgent}
+)
+
 // setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
 // names go into the map as written, lower case, so that they go on the wire
 // exactly as the specification spells them.
-func setHeaders(h http.Header, r Request, now time.Time) {
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", UserAgent)
-	h[HeaderID] = []string{r.EventID}
-	h[HeaderTimestamp] = []string{strconv.FormatInt(now.Unix(), 10)}
-	h[HeaderSignature] = []string{SignatureHeader(r.Keys, r.EventID, now, r.Body)}
+func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
+	// The transport only reads the headers: the shared values are safe.
+	h["Content-Type"] = contentTypeJSON
+	h["User-Agent"] = userAgent
+	ts := now.Unix()
+	values := []string{r.EventID, strconv.FormatInt(ts, 10), c.signers.header(r.Keys, r.EventID, ts, r.Body), r.APIKey}
+	h[HeaderID] = values[0:1:1]
+	h[HeaderTimestamp] = values[1:2:2]
+	h[HeaderSignature] = values[2:3:3]
 	if r.APIKey != "" {
-		h["x-api-key"] = []string{r.APIKey}
+		h["x-api-key"] = values[3:4:4]
 	}
 	// A nil Idempotency-Key is not sent, but tells the transport the POST
 	// may be replayed when a kept-alive connection turns out to be closed
@@ -187,10 +246,18 @@ func setHeaders(h http.Header, r Request, now time.Time) {
 	h["Idempotency-Key"] = nil
 }
 
+// excerptBuffers holds the buffers readBounded reads the start of a body
+// into.
+var excerptBuffers = sync.Pool{New: func() any { return new([excerptSize]byte) }}
+
 // readBounded keeps the start of a body and reads at most drainSize of it.
 func readBounded(body io.Reader) (string, error) {
-	buf := make([]byte, excerptSize)
-	n, err := io.ReadFull(body, buf)
+	if body == http.NoBody {
+		return "", nil // a 204, or a Content-Length of 0
+	}
+	buf := excerptBuffers.Get().(*[excerptSize]byte)
+	defer excerptBuffers.Put(buf)
+	n, err := io.ReadFull(body, buf[:])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = nil
 	} else if err == nil {

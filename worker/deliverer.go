@@ -3,7 +3,8 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,11 +22,14 @@ type Deliverer struct {
 	Retry  storelink.RetryPolicy
 	Logger *slog.Logger
 	Owner  string
-	// Lease must outlast an attempt (the webhook timeout) with room to
-	// record it.
+	// Lease must outlast an attempt (the webhook timeout) and the wait of a
+	// delivery claimed ahead for the attempts before it to the same endpoint
+	// (claimAhead more), with room to record it.
 	Lease time.Duration
 	// Workers is the number of attempts in flight at once; PerEndpoint caps
-	// those to one endpoint, so a slow endpoint cannot hold them all.
+	// those to one endpoint, so a slow endpoint cannot hold them all. Up to
+	// claimAhead times as many again are claimed ahead, to go as places
+	// free.
 	Workers     int
 	PerEndpoint int
 	// Interval is how often due deliveries are looked for when nothing
@@ -34,11 +38,49 @@ type Deliverer struct {
 
 	wake    chan struct{}
 	metrics deliveryMetrics
+	keys    keyCache
 }
 
 type deliveryMetrics struct {
 	outcomes *prometheus.CounterVec
 	latency  prometheus.Histogram
+	// byOutcome is outcomes' counter of each storelink.Outcome.
+	byOutcome [4]prometheus.Counter
+}
+
+// keyCache holds the signing keys of the secrets seen, so that each is
+// decoded once rather than for every event sent with it.
+type keyCache struct {
+	mu   sync.RWMutex
+	keys map[string][]byte // nil: not a valid secret
+}
+
+// maxKeys bounds keyCache; past it, keys are decoded each time.
+const maxKeys = 4096
+
+// signingKeys returns the keys of secrets, skipping any that is not valid.
+func (c *keyCache) signingKeys(secrets []string) [][]byte {
+	keys := make([][]byte, 0, len(secrets))
+	for _, s := range secrets {
+		c.mu.RLock()
+		k, ok := c.keys[s]
+		c.mu.RUnlock()
+		if !ok {
+			k, _ = webhook.ParseSecret(s)
+			c.mu.Lock()
+			if c.keys == nil {
+				c.keys = map[string][]byte{}
+			}
+			if len(c.keys) < maxKeys {
+				c.keys[s] = k
+			}
+			c.mu.Unlock()
+		}
+		if k != nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // NewDeliverer returns a deliverer with its metrics registered on reg.
@@ -49,7 +91,7 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 	}
 	d := &Deliverer{
 		Store: store, Client: client, Retry: retry, Logger: logger, Owner: owner,
-		Lease: timeout + 30*time.Second, Workers: 128, PerEndpoint: 16, Interval: time.Second,
+		Lease: (1+claimAhead)*timeout + 30*time.Second, Workers: 128, PerEndpoint: 16, Interval: time.Second,
 		wake: make(chan struct{}, 1),
 		metrics: deliveryMetrics{
 			outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -61,6 +103,9 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 				Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 			}),
 		},
+	}
+	for o, name := range []string{"succeeded", "retry", "failed", "gone"} {
+		d.metrics.byOutcome[o] = d.metrics.outcomes.WithLabelValues(name)
 	}
 	pending := func(age bool) func() float64 {
 		return func() float64 {
@@ -94,69 +139,288 @@ func (d *Deliverer) Wake() {
 	}
 }
 
+// RecordClaimer is a store that records finished attempts and claims the
+// next deliveries in one transaction (the SQLite store): a round of
+// deliveries then costs one commit on the one writer, and the claim sees
+// what was just recorded. Other stores record, then claim.
+type RecordClaimer interface {
+	RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+		limit, perEndpoint int) ([]storelink.DeliveryJob, error)
+}
+
+// ClaimReleaser is a store that gives back claimed deliveries that were not
+// attempted (the SQLite store): a deliverer that stops gives back those it
+// claimed ahead rather than send them. With other stores, they are sent
+// before Run returns.
+type ClaimReleaser interface {
+	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
+}
+
+// claimAhead is how many rounds of attempts are claimed ahead of those in
+// flight, per endpoint (of PerEndpoint each) and in all (of Workers). With
+// one, an endpoint that answered a round faster than the transaction that
+// recorded the round before waited for it; two kept it busy, and the
+// transactions longer, for about a tenth more deliveries a second.
+const claimAhead = 2
+
+// recordBatch and recordDelay bound how results are grouped into one
+// transaction: one commit for many attempts keeps the database from being
+// the limit of the delivery rate.
+const (
+	recordBatch = 128
+	recordDelay = 5 * time.Millisecond
+)
+
 // Run delivers until ctx is done, then lets the attempts in flight finish
-// (each is bounded by the webhook timeout) and records them.
+// (each is bounded by the webhook timeout) and records them; the
+// deliveries claimed ahead are given back (or, if the store cannot, sent
+// too).
+//
+// One loop does all the bookkeeping, each round in one transaction: it
+// records the results in and, in the same transaction, claims deliveries
+// for after the attempts in flight. An endpoint has at most PerEndpoint
+// attempts in flight and claimAhead times as many claimed to go next, so
+// that the next rounds are on hand when attempts end: the database records
+// and claims while the endpoint receives, rather than each waiting for the
+// other in turn. A claimed delivery goes as soon as its endpoint has fewer
+// than PerEndpoint in flight, and fewer than Workers are in flight in all.
+//
+// Results are recorded when at least as many are in as attempts are still
+// in flight (so when every attempt has handed in its own, waiting longer
+// would gather nothing more, and the next events of these orders wait for
+// the record), when recordBatch are in, or recordDelay after the first came
+// in: one commit for many results keeps the database from being the limit
+// of the delivery rate, and leaves the one writer to the order calls
+// between rounds.
 func (d *Deliverer) Run(ctx context.Context) error {
-	results := make(chan storelink.AttemptResult, d.Workers)
-	// outstanding counts the attempts started whose results the recorder
-	// has not yet taken: when it has them all, it records at once.
-	var outstanding atomic.Int64
-	recorded := make(chan struct{})
-	go func() {
-		d.record(results, &outstanding)
-		close(recorded)
+	s := &sending{d: d, load: map[string]int{}, signal: make(chan struct{}, 1)}
+	s.idle = sync.NewCond(&s.mu)
+	var workers sync.WaitGroup
+	for range d.Workers {
+		workers.Go(s.work)
+	}
+	defer func() {
+		s.mu.Lock()
+		s.closed = true
+		s.idle.Broadcast()
+		s.mu.Unlock()
+		workers.Wait()
 	}()
-	done := make(chan struct{}, d.Workers)
+	claim := true
 	ticker := time.NewTicker(d.Interval)
 	defer ticker.Stop()
-	inflight := 0
-	claim := true
-	for ctx.Err() == nil {
-		if free := d.Workers - inflight; claim && free > 0 {
-			jobs, err := d.Store.ClaimDeliveries(ctx, d.Owner, d.Lease, free, d.PerEndpoint)
-			if err != nil && ctx.Err() == nil {
-				d.Logger.Error("claim deliveries", "error", err)
-			}
-			for i := range jobs {
-				inflight++
-				outstanding.Add(1)
-				go func(j *storelink.DeliveryJob) {
-					results <- d.attempt(j)
-					done <- struct{}{}
-				}(&jobs[i])
-			}
+	delay := time.NewTimer(time.Hour)
+	delay.Stop()
+	timing := false // delay runs, since the batch's first result
+	late := false   // and has fired
+	done := ctx.Done()
+	var spare []storelink.AttemptResult
+	for {
+		s.mu.Lock()
+		flush := len(s.batch) > 0 && (len(s.batch) >= s.running || len(s.batch) >= recordBatch || late)
+		limit := 0
+		if (claim || flush) && ctx.Err() == nil {
+			limit = claimAhead*d.Workers - len(s.claimed)
 		}
-		claim = true
-		select {
-		case <-ctx.Done():
-		case <-done:
-			// No claim for the slot yet: the attempt holds its lease, and
-			// with it its endpoint's place under the cap and its order's
-			// turn, until its result is recorded, and the recorder wakes the
-			// loop then. A claim now would mostly find nothing, and hold up
-			// the recording on SQLite's one writer.
-			inflight--
+		var record []storelink.AttemptResult
+		if flush {
+			record, s.batch = s.batch, spare[:0]
+		} else if len(s.batch) > 0 && !timing {
+			delay.Reset(recordDelay)
+			timing = true
+		}
+		over := ctx.Err() != nil && s.running == 0 && len(s.claimed) == 0 && len(s.batch) == 0
+		s.mu.Unlock()
+		if flush || limit > 0 {
+			jobs := d.recordAndClaim(ctx, record, limit)
+			if flush {
+				clear(record)
+				spare = record
+				delay.Stop()
+				timing, late = false, false
+			}
 			claim = false
+			if len(jobs) > 0 {
+				s.add(jobs)
+			}
+			continue
+		}
+		if over {
+			return nil
+		}
+		select {
+		case <-s.signal:
+		case <-delay.C:
+			late = true
 		case <-d.wake:
+			claim = true
 		case <-ticker.C:
+			claim = true
+		case <-done:
+			done = nil // stopping: no more claims
+			d.release(s)
 		}
 	}
-	for ; inflight > 0; inflight-- {
-		<-done
+}
+
+// release gives back the deliveries claimed and not yet started, if the
+// store can; what it cannot give back goes out as usual.
+func (d *Deliverer) release(s *sending) {
+	rc, ok := d.Store.(ClaimReleaser)
+	if !ok {
+		return
 	}
-	close(results)
-	<-recorded
+	s.mu.Lock()
+	jobs := make([]storelink.DeliveryJob, len(s.claimed))
+	for i, j := range s.claimed {
+		jobs[i] = *j
+	}
+	s.claimed = nil
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rc.ReleaseClaims(ctx, jobs); err != nil {
+		// Their leases run out and they go again: at least once.
+		d.Logger.Error("release claimed deliveries", "error", err, "count", len(jobs))
+	}
+}
+
+// sending is the deliveries claimed and not yet recorded, shared by Run's
+// loop and the workers that make the attempts. A worker that has made an
+// attempt takes the next delivery that may go itself, and tells the loop
+// only when there is something for it to do: handing each attempt and each
+// result over between goroutines cost more than the attempt.
+type sending struct {
+	d       *Deliverer
+	mu      sync.Mutex
+	idle    *sync.Cond // workers with nothing to send wait here
+	claimed []*storelink.DeliveryJob
+	running int            // attempts in flight
+	load    map[string]int // attempts in flight by endpoint
+	batch   []storelink.AttemptResult
+	closed  bool
+	// signal tells the loop that results came in: the first of a batch,
+	// or enough to record.
+	signal chan struct{}
+}
+
+// add adds claimed deliveries and wakes as many idle workers as may go.
+func (s *sending) add(jobs []storelink.DeliveryJob) {
+	s.mu.Lock()
+	for i := range jobs {
+		s.claimed = append(s.claimed, &jobs[i])
+	}
+	// How many may go now, as s.next would count them.
+	n, running, load := 0, s.running, map[string]int{}
+	for _, j := range s.claimed {
+		if running < s.d.Workers && s.load[j.EndpointID]+load[j.EndpointID] < s.d.PerEndpoint {
+			n++
+			running++
+			load[j.EndpointID]++
+		}
+	}
+	s.mu.Unlock()
+	for range n {
+		s.idle.Signal()
+	}
+}
+
+// next takes the first claimed delivery that may go, or nil; s.mu is held.
+func (s *sending) next() *storelink.DeliveryJob {
+	if s.running >= s.d.Workers {
+		return nil
+	}
+	for i, j := range s.claimed {
+		if s.load[j.EndpointID] < s.d.PerEndpoint {
+			s.claimed = slices.Delete(s.claimed, i, i+1)
+			s.running++
+			s.load[j.EndpointID]++
+			return j
+		}
+	}
 	return nil
+}
+
+// work makes attempts until Run ends.
+func (s *sending) work() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		j := s.next()
+		for j == nil {
+			if s.closed {
+				return
+			}
+			s.idle.Wait()
+			j = s.next()
+		}
+		s.mu.Unlock()
+		r := s.d.attempt(j)
+		s.mu.Lock()
+		s.batch = append(s.batch, r)
+		s.running--
+		if s.load[j.EndpointID]--; s.load[j.EndpointID] == 0 {
+			delete(s.load, j.EndpointID)
+		}
+		// Counted as Run counts: the attempts still in flight are those
+		// that will be once this worker has taken its next.
+		if len(s.batch) == 1 || len(s.batch) >= s.running+min(1, s.startable()) || len(s.batch) >= recordBatch {
+			select {
+			case s.signal <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// startable tells whether a claimed delivery may go now; s.mu is held.
+func (s *sending) startable() int {
+	if s.running >= s.d.Workers {
+		return 0
+	}
+	for _, j := range s.claimed {
+		if s.load[j.EndpointID] < s.d.PerEndpoint {
+			return 1
+		}
+	}
+	return 0
+}
+
+// recordAndClaim records batch and claims up to limit deliveries. A record
+// that fails is logged: the leases run out and the deliveries are tried
+// again, at least once, never lost. The store caps the deliveries leased
+// per endpoint, those in flight and those claimed ahead of them; the
+// attempts in flight are capped at PerEndpoint as they start.
+func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.AttemptResult, limit int) []storelink.DeliveryJob {
+	// Not the loop's context: a stop must not cut off the record of the
+	// attempts made.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if rc, ok := d.Store.(RecordClaimer); ok {
+		jobs, err := rc.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
+		if err != nil {
+			d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
+		}
+		return jobs
+	}
+	if len(batch) > 0 {
+		if err := d.Store.RecordAttempts(tctx, batch); err != nil {
+			d.Logger.Error("record delivery attempts", "error", err, "count", len(batch))
+		}
+	}
+	if limit <= 0 {
+		return nil
+	}
+	jobs, err := d.Store.ClaimDeliveries(tctx, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
+	if err != nil {
+		d.Logger.Error("claim deliveries", "error", err)
+	}
+	return jobs
 }
 
 // attempt makes one delivery attempt and decides what it means.
 func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
-	keys := make([][]byte, 0, len(j.Secrets))
-	for _, s := range j.Secrets {
-		if k, err := webhook.ParseSecret(s); err == nil {
-			keys = append(keys, k)
-		}
-	}
+	keys := d.keys.signingKeys(j.Secrets)
 	start := time.Now()
 	// Not the loop's context: a stop lets the attempt finish within the
 	// webhook timeout rather than cutting it off and counting a failure.
@@ -181,62 +445,10 @@ func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
 		}
 	}
 	d.metrics.latency.Observe(res.Duration.Seconds())
-	d.metrics.outcomes.WithLabelValues([]string{"succeeded", "retry", "failed", "gone"}[r.Outcome]).Inc()
+	d.metrics.byOutcome[r.Outcome].Inc()
 	if r.Outcome != storelink.OutcomeSucceeded {
 		d.Logger.Warn("webhook attempt failed", "delivery_id", j.DeliveryID, "event_id", j.EventID, "endpoint_id", j.EndpointID,
 			"attempt", j.Attempt, "status", res.StatusCode, "error", a.Error, "outcome", r.Outcome)
 	}
 	return r
-}
-
-// recordBatch and recordDelay bound how results are grouped into one
-// transaction: one commit for many attempts keeps the database from being
-// the limit of the delivery rate.
-const (
-	recordBatch = 128
-	recordDelay = 5 * time.Millisecond
-)
-
-// record writes results in batches until results is closed. A batch is
-// written when it is full, recordDelay after its first result, or as soon
-// as every attempt started has handed in its result: waiting longer would
-// gather nothing more, and the next events of these orders, and the
-// endpoint's places under its cap, wait for the record.
-func (d *Deliverer) record(results <-chan storelink.AttemptResult, outstanding *atomic.Int64) {
-	var batch []storelink.AttemptResult
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := d.Store.RecordAttempts(ctx, batch); err != nil {
-			// The leases run out and the deliveries are tried again: at
-			// least once, never lost.
-			d.Logger.Error("record delivery attempts", "error", err, "count", len(batch))
-		}
-		batch = batch[:0]
-		d.Wake() // the next events of these orders may go now
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case r, ok := <-results:
-			if !ok {
-				flush()
-				return
-			}
-			if len(batch) == 0 {
-				timer.Reset(recordDelay)
-			}
-			batch = append(batch, r)
-			if outstanding.Add(-1) == 0 || len(batch) >= recordBatch {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		}
-	}
 }

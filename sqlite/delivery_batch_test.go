@@ -1,0 +1,213 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"storelink"
+)
+
+// batchFixture is a database with one endpoint and n events queued to it.
+func batchFixture(t *testing.T, n int) (*DB, *storelink.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := storelink.Money(1999)
+	for i := range n {
+		if _, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{
+			OrderNumber: fmt.Sprintf("W-%d", i), ClientID: c.ID,
+			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, ep
+}
+
+// A batch is recorded in statements of several sizes: every outcome lands
+// on its own delivery, and a result whose lease was lost is recorded as an
+// attempt but moves nothing.
+func TestRecordAttemptsBatches(t *testing.T) {
+	ctx := context.Background()
+	db, ep := batchFixture(t, 43)
+	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
+	if err != nil || len(jobs) != 43 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	next := now.Add(time.Hour)
+	results := make([]storelink.AttemptResult, len(jobs))
+	want := map[string]storelink.DeliveryState{}
+	for i := range jobs {
+		j := &jobs[i]
+		r := storelink.AttemptResult{Job: j, Attempt: storelink.Attempt{Number: j.Attempt, At: now, DurationMS: int64(i),
+			StatusCode: 200 + i, Error: fmt.Sprintf("e\"%d\n\x00é", i), Response: "ok"}}
+		switch i % 4 {
+		case 0:
+			r.Outcome, want[j.DeliveryID] = storelink.OutcomeSucceeded, storelink.DeliverySucceeded
+		case 1:
+			r.Outcome, r.NextAt, want[j.DeliveryID] = storelink.OutcomeRetry, next, storelink.DeliveryPending
+		case 2:
+			r.Outcome, want[j.DeliveryID] = storelink.OutcomeFailed, storelink.DeliveryFailed
+		case 3:
+			// The lease was lost: another attempt holds the delivery.
+			lost := *j
+			lost.Attempt++
+			r.Job, r.Outcome, want[j.DeliveryID] = &lost, storelink.OutcomeSucceeded, storelink.DeliveryPending
+		}
+		results[i] = r
+	}
+	if err := db.RecordAttempts(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	list, err := db.Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]storelink.Delivery{}
+	for _, d := range list {
+		byID[d.ID] = d
+	}
+	for i, r := range results {
+		d := byID[jobs[i].DeliveryID]
+		if d.State != want[d.ID] {
+			t.Errorf("delivery %d (%v): state %s, want %s", i, r.Outcome, d.State, want[d.ID])
+		}
+		if len(d.Attempts) != 1 || d.Attempts[0] != r.Attempt {
+			t.Errorf("delivery %d: attempts %+v, want %+v", i, d.Attempts, r.Attempt)
+		}
+		switch {
+		case i%4 == 1 && (d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(next)):
+			t.Errorf("retried delivery %d: next attempt %v, want %v", i, d.NextAttemptAt, next)
+		case (i%4 == 0 || i%4 == 2) && d.NextAttemptAt != nil:
+			t.Errorf("delivery %d done: next attempt %v", i, d.NextAttemptAt)
+		}
+	}
+}
+
+// RecordAndClaim's claim sees its record: the places the results free under
+// the endpoint's cap are taken in the same transaction.
+func TestRecordAndClaimSeesTheRecord(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 5)
+	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 2)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	if more, err := db.RecordAndClaim(ctx, nil, "w1", time.Minute, 10, 2); err != nil || len(more) != 0 {
+		t.Fatalf("claim at the cap: %d jobs, %v", len(more), err)
+	}
+	var results []storelink.AttemptResult
+	for i := range jobs {
+		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
+			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), StatusCode: 204}})
+	}
+	next, err := db.RecordAndClaim(ctx, results, "w1", time.Minute, 10, 2)
+	if err != nil || len(next) != 2 {
+		t.Fatalf("record and claim: %d jobs, %v; want the 2 places freed", len(next), err)
+	}
+	for _, j := range next {
+		if j.DeliveryID == jobs[0].DeliveryID || j.DeliveryID == jobs[1].DeliveryID || j.Attempt != 1 || string(j.Body) == "" {
+			t.Errorf("claimed %+v", j)
+		}
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"uote\\back`, "ctl\x00\x1f\n\t", "é€😀", "bad\xffutf8\xc3", "<html>&"} {
+		var got string
+		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
+			t.Fatalf("%q: %s: %v", s, appendJSONString(nil, s), err)
+		}
+		want, _ := json.Marshal(s)
+		var wantS string
+		_ = json.Unmarshal(want, &wantS)
+		if got != wantS {
+			t.Errorf("%q: decoded %q, want %q", s, got, wantS)
+		}
+	}
+}
+
+// ReleaseClaims puts claimed deliveries back as they were before the claim;
+// one whose lease another claim holds is left alone.
+func TestReleaseClaims(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 3)
+	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	stale := jobs[2]
+	stale.Attempt++ // not the attempt that holds the lease
+	if err := db.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := db.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
+	if err != nil || len(again) != 2 {
+		t.Fatalf("claim after the release: %d jobs, %v; want the 2 released", len(again), err)
+	}
+	for _, j := range again {
+		if j.DeliveryID == jobs[2].DeliveryID || j.Attempt != 1 || j.Try != 1 {
+			t.Errorf("claimed after the release: delivery %s, attempt %d, try %d", j.DeliveryID, j.Attempt, j.Try)
+		}
+	}
+}
+
+// Delivery bookkeeping keeps its statement journals in memory, and the
+// write connection is set back after it, as for synchronous.
+func TestBookkeepingRestoresTempStore(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 1)
+	level := func() int {
+		t.Helper()
+		var n int
+		if err := db.write.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := level()
+	tx, err := db.beginBookkeeping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside int
+	if err := tx.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&inside); err != nil {
+		t.Fatal(err)
+	}
+	if inside != 2 {
+		t.Errorf("temp_store = %d inside bookkeeping, want 2 (MEMORY)", inside)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if after := level(); after != before {
+		t.Errorf("temp_store = %d after bookkeeping, want %d as before", after, before)
+	}
+}
