@@ -307,7 +307,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 
 // At start-up every lease is a dead process's (SQLite has one process):
 // after ReleaseLeases, what a killed process was sending goes out at once,
-// not when its lease (timeout + 30s) runs out.
+// not when its lease (3 × timeout + 30s) runs out.
 func TestDelivererReleaseLeasesAtStart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

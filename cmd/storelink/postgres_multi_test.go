@@ -246,7 +246,7 @@ func checkSignatures(t *testing.T, rec *crashReceiver) {
 // TestPostgresKillWhileDelivering kills (SIGKILL) one of two processes while
 // it has delivery attempts in flight to a receiver that takes its time. The
 // other process delivers everything else at once and, when the dead one's
-// leases run out (--webhook-timeout + 30 s), what the dead one held: every
+// leases run out (3 × --webhook-timeout + 30 s), what the dead one held: every
 // event reaches the receiver at least once, exactly once after
 // deduplication by webhook-id, in order per order.
 func TestPostgresKillWhileDelivering(t *testing.T) {
@@ -340,7 +340,17 @@ func TestPostgresKillWhileDelivering(t *testing.T) {
 		}
 		switch {
 		case first == nil:
-			t.Errorf("delivery %s, leased by the killed process, was never attempted again", h.id)
+			// PostgreSQL may still finish a COMMIT the dead process sent
+			// just before it died, after the leases above were read: then
+			// the delivery was recorded by the dead process's own attempt,
+			// which is correct. Anything else is a lost delivery.
+			var state string
+			if err := conn.QueryRow(ctx, `SELECT state FROM deliveries WHERE id = $1`, h.id).Scan(&state); err != nil {
+				t.Fatal(err)
+			}
+			if state != "succeeded" {
+				t.Errorf("delivery %s, leased by the killed process, was never attempted again (state %s)", h.id, state)
+			}
 		case first.Before(h.until):
 			t.Errorf("delivery %s attempted again at %s, before the dead process's lease ran out at %s", h.id, first, h.until)
 		}
