@@ -2,12 +2,9 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -203,7 +200,7 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 		q += ` AND ean = ` + a.add(f.EAN)
 	}
 	if f.After != "" {
-		store, ean, err := decodeStockCursor(f.After)
+		store, ean, err := storelink.ParseStockCursor(f.After)
 		if err != nil {
 			return nil, "", err
 		}
@@ -235,25 +232,6 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = encodeStockCursor(last.StoreID, last.EAN)
-	}
+	out, next := storelink.StockPage(out, f.Limit)
 	return out, next, nil
-}
-
-// The cursor is the SQLite store's: base64 of store and EAN.
-func encodeStockCursor(store, ean string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(store + "\x00" + ean))
-}
-
-func decodeStockCursor(c string) (string, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	store, ean, ok := strings.Cut(string(b), "\x00")
-	if err != nil || !ok || !utf8.ValidString(store+ean) || strings.ContainsRune(ean, 0) {
-		return "", "", storelink.Errorf(storelink.EINVALID, "after is not a cursor returned by this call.")
-	}
-	return store, ean, nil
 }

@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
-	"strings"
 	"time"
 
 	"storelink"
@@ -94,7 +92,7 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 		args = append(args, f.EAN)
 	}
 	if f.After != "" {
-		store, ean, err := decodeStockCursor(f.After)
+		store, ean, err := storelink.ParseStockCursor(f.After)
 		if err != nil {
 			return nil, "", err
 		}
@@ -139,24 +137,6 @@ func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilte
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		next = encodeStockCursor(last.StoreID, last.EAN)
-	}
+	out, next := storelink.StockPage(out, f.Limit)
 	return out, next, nil
-}
-
-func encodeStockCursor(store, ean string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(store + "\x00" + ean))
-}
-
-func decodeStockCursor(c string) (string, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	store, ean, ok := strings.Cut(string(b), "\x00")
-	if err != nil || !ok {
-		return "", "", storelink.Errorf(storelink.EINVALID, "after is not a cursor returned by this call.")
-	}
-	return store, ean, nil
 }

@@ -1,0 +1,31 @@
+package storelink
+
+import (
+	"encoding/base64"
+	"strings"
+	"unicode/utf8"
+)
+
+// The stock listing pages by (store, EAN); its cursor is that pair, opaque
+// to partners, and the same whichever store made it.
+
+// StockPage cuts rows (read with one row more than limit) to a page and
+// returns the cursor of the next page, "" when this is the last.
+func StockPage(rows []Stock, limit int) ([]Stock, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	last := rows[len(rows)-1]
+	return rows, base64.RawURLEncoding.EncodeToString([]byte(last.StoreID + "\x00" + last.EAN))
+}
+
+// ParseStockCursor reads a cursor made by StockPage. Errors: EINVALID.
+func ParseStockCursor(c string) (store, ean string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	store, ean, ok := strings.Cut(string(b), "\x00")
+	if err != nil || !ok || !utf8.ValidString(store+ean) || strings.ContainsRune(ean, 0) {
+		return "", "", Errorf(EINVALID, "after is not a cursor returned by this call.")
+	}
+	return store, ean, nil
+}
