@@ -54,6 +54,9 @@ type DB struct {
 	// Sealer encrypts webhook secrets and endpoint keys at rest; endpoint
 	// calls fail without one.
 	Sealer *storelink.Sealer
+
+	// notifiers coalesce the wake-ups sent after commits, by channel.
+	notifiers map[string]*notifier
 }
 
 // Open connects to the database at url (postgres://…; a search_path
@@ -84,7 +87,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	db := &DB{pool: pool, Now: func() time.Time { return time.Now().UTC() }}
+	db := &DB{pool: pool, Now: func() time.Time { return time.Now().UTC() },
+		notifiers: map[string]*notifier{ChannelUploads: {}, ChannelDeliveries: {}}}
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&db.schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)

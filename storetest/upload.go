@@ -94,6 +94,30 @@ func testCapacity(e *env) {
 	}
 	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: []byte("x")}, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
+	// An id that PostgreSQL cannot even store fails inside the transaction;
+	// the store is left as usable as after any other refusal, with nothing
+	// written.
+	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: "\xff\x00", FileName: "f.csv", Body: []byte("x")}, policy)
+	wantCode(t, err, storelink.ENOTFOUND)
+	_, _, err = up(1000)
+	must(t, err)
+	for range 20 { // more than a pool's connections: none is lost to a refusal
+		_, _, err = up(1301)
+		wantCode(t, err, storelink.ETOOLARGE)
+		_, _, err = up(1000)
+		wantCode(t, err, storelink.ERATELIMIT)
+	}
+	e.clock.Advance(time.Hour)
+	_, c, err = up(1000)
+	must(t, err)
+	if c.BytesLeft != 300 {
+		t.Fatalf("after the refusals and a refill: %+v, want 300 left", c)
+	}
+	list, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
+	must(t, err)
+	if len(list) != 4 {
+		t.Fatalf("%d uploads stored, want the 4 accepted", len(list))
+	}
 }
 
 func testCapacityTooLarge(e *env) {
