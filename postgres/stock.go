@@ -30,7 +30,7 @@ var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quant
 // file is upserted straight from arrays, without the table.
 type stockWriter struct {
 	ctx    context.Context
-	tx     pgx.Tx
+	conn   *pgx.Conn    // in the apply transaction
 	rows   stockColumns // put since the last COPY
 	n      int64        // rows put so far: the file order
 	copied bool         // stock_in exists and holds the earlier rows
@@ -70,8 +70,8 @@ func (c *stockColumns) reset() {
 	c.location, c.name, c.number, c.color, c.size = c.location[:0], c.name[:0], c.number[:0], c.color[:0], c.size[:0]
 }
 
-func newStockWriter(ctx context.Context, tx pgx.Tx) *stockWriter {
-	return &stockWriter{ctx: ctx, tx: tx}
+func newStockWriter(ctx context.Context, conn *pgx.Conn) *stockWriter {
+	return &stockWriter{ctx: ctx, conn: conn}
 }
 
 func (w *stockWriter) put(r storelink.StockRow) error {
@@ -91,7 +91,7 @@ func (w *stockWriter) copy() error {
 	if !w.copied {
 		// A file's rows are rows of one client and upload: those are
 		// added by apply, not copied with every row.
-		if _, err := w.tx.Exec(w.ctx, `CREATE TEMPORARY TABLE stock_in (
+		if _, err := w.conn.Exec(w.ctx, `CREATE TEMPORARY TABLE stock_in (
 			ord bigint NOT NULL, store_id text COLLATE "C" NOT NULL, ean text COLLATE "C" NOT NULL, article_number text NOT NULL,
 			quantity integer NOT NULL, price bigint NOT NULL, retail_price bigint, article_location text NOT NULL,
 			product_name text NOT NULL, product_number text NOT NULL, article_color text NOT NULL, article_size text NOT NULL
@@ -102,7 +102,7 @@ func (w *stockWriter) copy() error {
 	}
 	c := &w.rows
 	row := make([]any, len(stockInColumns)) // COPY encodes a row before it asks for the next
-	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"stock_in"}, stockInColumns, pgx.CopyFromSlice(c.len(), func(i int) ([]any, error) {
+	if _, err := w.conn.CopyFrom(w.ctx, pgx.Identifier{"stock_in"}, stockInColumns, pgx.CopyFromSlice(c.len(), func(i int) ([]any, error) {
 		row[0], row[1], row[2], row[3], row[4], row[5] = c.ord[i], c.store[i], c.ean[i], c.article[i], c.quantity[i], c.price[i]
 		row[6], row[7], row[8], row[9], row[10], row[11] = c.retail[i], c.location[i], c.name[i], c.number[i], c.color[i], c.size[i]
 		return row, nil
@@ -132,7 +132,8 @@ const upsertStockTail = `
 		article_color = excluded.article_color, article_size = excluded.article_size,
 		upload_id = excluded.upload_id, updated_at = excluded.updated_at`
 
-// apply writes the rows put to the stock, in one statement.
+// queueApply queues on b the statement that writes the rows put to the
+// stock, to be sent with the rest of the apply transaction's end.
 //
 // A file that never filled a batch is upserted from arrays (unnest): the
 // temporary table costs more than such a file's upsert. Creating and
@@ -140,22 +141,19 @@ const upsertStockTail = `
 // catalogue invalidations that every connection of the server processes;
 // with many small uploads at once it took more of the database's time than
 // the upserts themselves.
-func (w *stockWriter) apply(clientID, uploadID string, now time.Time) error {
+func (w *stockWriter) queueApply(b *pgx.Batch, clientID, uploadID string, now time.Time) error {
 	if !w.copied {
 		if w.rows.len() == 0 {
 			return nil
 		}
 		c := &w.rows
-		_, err := w.tx.Exec(w.ctx, upsertStockHead+`
+		b.Queue(upsertStockHead+`
 	FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::bigint[], $10::bigint[],
 		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
 		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
 		      article_location, product_name, product_number, article_color, article_size)`+upsertStockTail,
 			clientID, uploadID, now, c.ord, c.store, c.ean, c.article, c.quantity, c.price, c.retail,
 			c.location, c.name, c.number, c.color, c.size)
-		if err != nil {
-			return fmt.Errorf("upsert stock: %w", err)
-		}
 		return nil
 	}
 	if err := w.copy(); err != nil {
@@ -164,13 +162,9 @@ func (w *stockWriter) apply(clientID, uploadID string, now time.Time) error {
 	// The sort that picks the last row of each store and EAN spilled to
 	// disk with the default work_mem (4MB) from about 50,000 rows; the
 	// largest file fits in 64MB, for this transaction only.
-	if _, err := w.tx.Exec(w.ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
-		return fmt.Errorf("set work_mem: %w", err)
-	}
-	if _, err := w.tx.Exec(w.ctx, upsertStockHead+`
-	FROM stock_in`+upsertStockTail, clientID, uploadID, now); err != nil {
-		return fmt.Errorf("upsert stock: %w", err)
-	}
+	b.Queue(`SET LOCAL work_mem = '64MB'`)
+	b.Queue(upsertStockHead+`
+	FROM stock_in`+upsertStockTail, clientID, uploadID, now)
 	return nil
 }
 
