@@ -27,7 +27,7 @@ const (
 	// inflightSQL counts the deliveries in flight per endpoint: pending
 	// with a lease that has not run out. It reads deliveries_leased, the
 	// few rows in flight, rather than every pending row (the planner,
-	// without statistics, would take deliveries_state and read the whole
+	// without statistics, would take deliveries_due and read the whole
 	// backlog).
 	inflightSQL = `SELECT d.endpoint_id, count(*) FROM deliveries d INDEXED BY deliveries_leased
 		WHERE d.state = 'pending' AND d.lease_until >= ?1 GROUP BY d.endpoint_id`
@@ -39,8 +39,8 @@ const (
 	// endpoint only the oldest pending event (so events of one order arrive
 	// in order). It walks deliveries_due, which holds (next_attempt_at, seq)
 	// in order: the rows come without a sort, so reading stops once enough
-	// are found, however long the backlog (the planner would take
-	// deliveries_state and sort the backlog first). seq is the order the
+	// are found, however long the backlog (the planner could take another
+	// index and sort the backlog first). seq is the order the
 	// deliveries were queued in, the order of their events. It reads the
 	// rest of what an attempt needs from the delivery row while it is at
 	// it (attempts and tries as they are before the lease counts this one),
@@ -86,8 +86,8 @@ var (
 	// the retry's next_attempt_at after them; ?1 is the time now. Only the
 	// lease holder moves the delivery on: the same owner and the same
 	// attempt, since a lease that ran out may have been taken again, even
-	// by this owner. The + keeps the planner from walking deliveries_state,
-	// every pending delivery, for the few listed: it looks each up by id.
+	// by this owner. The + keeps the planner from walking an index of
+	// every pending delivery for the few listed: it looks each up by id.
 	succeededSQL = batchStatements(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
 		lease_until = NULL, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
 	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4, lease_owner = NULL, lease_until = NULL,

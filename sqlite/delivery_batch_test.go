@@ -13,7 +13,7 @@ import (
 )
 
 // batchFixture is a database with one endpoint and n events queued to it.
-func batchFixture(t *testing.T, n int) (*DB, *storelink.Endpoint) {
+func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))

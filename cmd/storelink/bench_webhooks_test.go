@@ -52,7 +52,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +98,34 @@ func BenchmarkWebhooks(b *testing.B) {
 func BenchmarkWebhooksInProcess(b *testing.B) {
 	p := runServeInProcess(b, b.TempDir(), "--demo", "--webhook-timeout", "5m")
 	printWebhooks(benchWebhooks(b, newWebhookTarget(b, p, os.Getpid())))
+}
+
+// drainProfiles counts the profiles drainProfile wrote.
+var drainProfiles int
+
+// drainProfile starts a CPU profile of this process into the file named
+// by STORELINK_BENCH_DRAIN_PROFILE, with the run's number appended, if
+// set, for the backlog's delivery
+// only: with BenchmarkWebhooksInProcess it shows where the deliverer's
+// time goes. It returns the function that stops it.
+func drainProfile(b *testing.B) func() {
+	b.Helper()
+	path := os.Getenv("STORELINK_BENCH_DRAIN_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	drainProfiles++
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, drainProfiles))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // benchReceiver is the partner's endpoint. It notes for each webhook-id when it
@@ -525,32 +555,118 @@ func (t *whTarget) metrics(b *testing.B) map[string]float64 {
 }
 
 // bare posts each arrival's body with its headers, as the receiver got
-// them, from workers goroutines through one keep-alive client, and returns
-// the requests per second: from the first request to the last 2xx.
+// them, from workers goroutines through one keep-alive client in this
+// process (the receiver's), and returns the requests per second: from the
+// first request to the last 2xx.
 func (t *whTarget) bare(b *testing.B, sent []*arrival, workers int) float64 {
 	b.Helper()
+	t.rcv.phase(false)
+	start := time.Now()
+	if err := postAll(t.rcv.srv.URL+"/webhooks", bareRequests(sent), workers); err != nil {
+		b.Fatal(err)
+	}
+	got, _ := t.rcv.wait(b, t, len(sent))
+	return float64(len(sent)) / lastAt(got).Sub(start).Seconds()
+}
+
+// bareApart is bare from a process of its own, as serve is one: this test
+// binary run again, which posts as bare does and exits. Requests between
+// two processes cost both more (each side's threads wake for the other)
+// than requests inside one, which bare has and serve cannot; this baseline
+// pays what serve pays. Timed from the child's first request (the start it
+// prints) to the last 2xx, on the same clock.
+func (t *whTarget) bareApart(b *testing.B, sent []*arrival, workers int) float64 {
+	b.Helper()
+	spec, err := json.Marshal(bareSpec{URL: t.rcv.srv.URL + "/webhooks", Workers: workers, Requests: bareRequests(sent)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := b.TempDir() + "/bare.json"
+	if err := os.WriteFile(path, spec, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	t.rcv.phase(false)
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), bareEnv+"="+path)
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("bare client process: %v\n%s", err, out)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		b.Fatalf("bare client process printed %q", out)
+	}
+	got, _ := t.rcv.wait(b, t, len(sent))
+	return float64(len(sent)) / lastAt(got).Sub(time.Unix(0, ns)).Seconds()
+}
+
+// bareEnv names the spec file that makes this test binary the bare client
+// of bareApart rather than run tests (see TestMain).
+const bareEnv = "STORELINK_BENCH_BARE_CLIENT"
+
+// bareSpec is what the bare client process posts, and where.
+type bareSpec struct {
+	URL      string
+	Workers  int
+	Requests []bareRequest
+}
+
+type bareRequest struct {
+	Body   []byte
+	Header http.Header
+}
+
+func bareRequests(sent []*arrival) []bareRequest {
+	out := make([]bareRequest, len(sent))
+	for i, a := range sent {
+		out[i] = bareRequest{Body: a.body, Header: a.header}
+	}
+	return out
+}
+
+// runBareClient is the bare client process: it posts the spec in path and
+// prints when it sent the first request, in Unix nanoseconds.
+func runBareClient(path string) int {
+	raw, err := os.ReadFile(path)
+	var spec bareSpec
+	if err == nil {
+		err = json.Unmarshal(raw, &spec)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	start := time.Now()
+	if err := postAll(spec.URL, spec.Requests, spec.Workers); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(start.UnixNano())
+	return 0
+}
+
+// postAll posts each request from workers goroutines through one
+// keep-alive client, and fails on any answer but a 2xx.
+func postAll(target string, reqs []bareRequest, workers int) error {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		MaxIdleConns: workers, MaxIdleConnsPerHost: workers, IdleConnTimeout: time.Minute}}
 	defer client.CloseIdleConnections()
-	target := t.rcv.srv.URL + "/webhooks"
-	t.rcv.phase(false)
 	var next atomic.Int64
 	var fails failure
-	start := time.Now()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(len(sent)) {
+				if i >= int64(len(reqs)) {
 					return
 				}
-				req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(sent[i].body))
+				req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(reqs[i].Body))
 				if err != nil {
 					fails.add("%v", err)
 					return
 				}
-				req.Header = sent[i].header.Clone()
+				req.Header = reqs[i].Header.Clone()
 				resp, err := client.Do(req)
 				if err != nil {
 					fails.add("%v", err)
@@ -567,10 +683,9 @@ func (t *whTarget) bare(b *testing.B, sent []*arrival, workers int) float64 {
 	}
 	wg.Wait()
 	if fails.n > 0 {
-		b.Fatalf("%d bare requests failed; the first:\n%s", fails.n, strings.Join(fails.first, "\n"))
+		return fmt.Errorf("%d bare requests failed; the first:\n%s", fails.n, strings.Join(fails.first, "\n"))
 	}
-	got, _ := t.rcv.wait(b, t, len(sent))
-	return float64(len(sent)) / lastAt(got).Sub(start).Seconds()
+	return nil
 }
 
 // machineCPU is the CPU time all processes of the machine have used, from
@@ -607,6 +722,8 @@ func lastAt(got map[string]*arrival) time.Time {
 type whFigures struct {
 	runs, backlog, steadyEvents int
 	rate, bare64, bare8, ratio  float64 // medians of the runs; ratio of each pair
+	// The bare client from a process of its own, and the ratio to it.
+	apart64, apart8, apartRatio float64
 	build, drain                time.Duration
 	cpuPerDelivery              time.Duration
 	steadyRate                  float64 // the rate the order calls reached, median
@@ -629,6 +746,7 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 	t.check(b, t.events(b), got, hits)
 
 	var rates, bare64, bare8, ratios, steadyRates []float64
+	var apart64, apart8, apartRatios []float64
 	var cpu time.Duration
 	delivered := 0
 	for b.Loop() {
@@ -640,11 +758,18 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		for t.rcv.held.Load() < whEndpointSlots {
 			time.Sleep(time.Millisecond) // the deliverer's attempts, in flight
 		}
-		cpu0 := cpuTime(b, t.pid)
+		cpu0, busy0, self0 := cpuTime(b, t.pid), machineCPU(b), cpuTime(b, os.Getpid())
+		stopProfile := drainProfile(b)
 		opened := t.rcv.open()
 		got, hits := t.rcv.wait(b, t, n)
 		drain := lastAt(got).Sub(opened)
-		cpu += cpuTime(b, t.pid) - cpu0
+		stopProfile()
+		drainCPU := cpuTime(b, t.pid) - cpu0
+		cpu += drainCPU
+		drainCores := drain.Seconds() * float64(runtime.NumCPU())
+		b.Logf("delivering the backlog: the cores busy %.0f%%, serve %.0f%%, this process %.0f%%",
+			100*(machineCPU(b)-busy0).Seconds()/drainCores, 100*drainCPU.Seconds()/drainCores,
+			100*(cpuTime(b, os.Getpid())-self0).Seconds()/drainCores)
 		delivered += n
 		b.StopTimer()
 		events := t.events(b)
@@ -657,8 +782,12 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		rate := float64(n) / drain.Seconds()
 		b64 := t.bare(b, sent, whBareWorkers)
 		b8 := t.bare(b, sent, whEndpointSlots)
+		a64 := t.bareApart(b, sent, whBareWorkers)
+		a8 := t.bareApart(b, sent, whEndpointSlots)
 		rates, bare64, bare8 = append(rates, rate), append(bare64, b64), append(bare8, b8)
+		apart64, apart8 = append(apart64, a64), append(apart8, a8)
 		ratios = append(ratios, rate/max(b64, b8))
+		apartRatios = append(apartRatios, rate/max(a64, a8))
 		fig.backlog, fig.build, fig.drain = n, build, drain
 
 		// Latency at a steady rate, the receiver answering at once.
@@ -693,8 +822,8 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		steadyRates = append(steadyRates, steadyRate)
 		fig.lat, fig.fromReturn = append(fig.lat, lat...), append(fig.fromReturn, fromReturn...)
 		fig.steadyEvents += len(events)
-		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (64 goroutines), %.0f req/s (8) | ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms; the cores busy %.0f%% (serve %.0f%%, this process %.0f%%)",
-			len(rates), n, build.Seconds(), drain.Seconds(), rate, b64, b8, ratios[len(ratios)-1],
+		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (64 goroutines), %.0f req/s (8), ratio %.2f; from a process of its own %.0f req/s (64), %.0f req/s (8), ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms; the cores busy %.0f%% (serve %.0f%%, this process %.0f%%)",
+			len(rates), n, build.Seconds(), drain.Seconds(), rate, b64, b8, ratios[len(ratios)-1], a64, a8, apartRatios[len(apartRatios)-1],
 			steadyRate, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)),
 			100*busy.Seconds()/cores, 100*serve.Seconds()/cores, 100*self.Seconds()/cores)
 	}
@@ -703,6 +832,7 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		return fig
 	}
 	fig.rate, fig.bare64, fig.bare8, fig.ratio = medianOf(rates), medianOf(bare64), medianOf(bare8), medianOf(ratios)
+	fig.apart64, fig.apart8, fig.apartRatio = medianOf(apart64), medianOf(apart8), medianOf(apartRatios)
 	fig.steadyRate = medianOf(steadyRates)
 	fig.busy, fig.serveBusy = fig.busy/float64(fig.runs), fig.serveBusy/float64(fig.runs)
 	fig.cpuPerDelivery = cpu / time.Duration(delivered)
@@ -710,6 +840,7 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 	b.ReportMetric(fig.rate, "events/s")
 	b.ReportMetric(fig.bare64, "bare-req/s")
 	b.ReportMetric(fig.ratio, "ratio")
+	b.ReportMetric(fig.apartRatio, "ratio-apart")
 	b.ReportMetric(ms(pct(fig.lat, 50)), "ms-p50@500/s")
 	b.ReportMetric(ms(pct(fig.lat, 99)), "ms-p99@500/s")
 	return fig
@@ -729,6 +860,9 @@ func printWebhooks(fig whFigures) {
 	fmt.Printf("bare Go client, same bodies+headers:  %7.0f req/s from %d goroutines, %7.0f req/s from %d\n",
 		fig.bare64, whBareWorkers, fig.bare8, whEndpointSlots)
 	fmt.Printf("ratio delivered / bare (the faster):  %7.3f          target >= %.1f: %s\n", fig.ratio, whTargetRatio, verdict(fig.ratio >= whTargetRatio))
+	fmt.Printf("bare Go client from a process of its own (as serve is): %7.0f req/s from %d goroutines, %7.0f req/s from %d\n",
+		fig.apart64, whBareWorkers, fig.apart8, whEndpointSlots)
+	fmt.Printf("ratio delivered / bare apart (the faster): %7.3f     target >= %.1f: %s\n", fig.apartRatio, whTargetRatio, verdict(fig.apartRatio >= whTargetRatio))
 	fmt.Printf("target >= %.0f delivered events/s: %s\n", whTargetRate, verdict(fig.rate >= whTargetRate))
 	fmt.Printf("steady %d events/s for %s (order calls reached %.0f/s; %d events): commit (event timestamp) to the receiver's 2xx: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		whSteadyRate, whSteadyFor, fig.steadyRate, fig.steadyEvents, ms(p50), ms(p99), ms(pct(fig.lat, 100)))

@@ -26,8 +26,12 @@ var (
 	binaryErr  error
 )
 
-// TestMain removes the built binary when the tests are done.
+// TestMain removes the built binary when the tests are done. Run with
+// bareEnv set, the binary is the webhook benchmark's bare client instead.
 func TestMain(m *testing.M) {
+	if path := os.Getenv(bareEnv); path != "" {
+		os.Exit(runBareClient(path))
+	}
 	code := m.Run()
 	if binaryPath != "" {
 		os.RemoveAll(filepath.Dir(binaryPath))

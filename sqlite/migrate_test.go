@@ -1,0 +1,79 @@
+package sqlite
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"storelink"
+)
+
+// Migration 5 rebuilds delivery_attempts and swaps an index of deliveries:
+// down to 4 and up again, the attempts recorded are all still there, and
+// the listing by state finds the same deliveries each way.
+func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 6)
+	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	if err != nil || len(jobs) != 6 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var results []storelink.AttemptResult
+	for i := range jobs {
+		r := storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
+			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: now, DurationMS: int64(i), StatusCode: 204}}
+		if i%2 == 1 {
+			r.Outcome, r.Attempt.StatusCode, r.Attempt.Response = storelink.OutcomeFailed, 500, "boom"
+		}
+		results = append(results, r)
+	}
+	if err := db.RecordAttempts(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	list := func(state storelink.DeliveryState) map[string][]storelink.Attempt {
+		t.Helper()
+		ds, err := db.Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]storelink.Attempt{}
+		for _, d := range ds {
+			out[d.ID] = d.Attempts
+		}
+		return out
+	}
+	succeeded, failed := list(storelink.DeliverySucceeded), list(storelink.DeliveryFailed)
+	if len(succeeded) != 3 || len(failed) != 3 {
+		t.Fatalf("before: %d succeeded, %d failed, want 3 and 3", len(succeeded), len(failed))
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for state, want := range map[storelink.DeliveryState]map[string][]storelink.Attempt{
+			storelink.DeliverySucceeded: succeeded, storelink.DeliveryFailed: failed} {
+			got := list(state)
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d %s deliveries, want %d", when, len(got), state, len(want))
+			}
+			for id, attempts := range want {
+				if len(got[id]) != 1 || got[id][0] != attempts[0] {
+					t.Fatalf("%s: delivery %s attempts %+v, want %+v", when, id, got[id], attempts)
+				}
+			}
+		}
+	}
+	if _, err := p.DownTo(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	check("down to 4")
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("up again")
+}
