@@ -494,8 +494,16 @@ func (db *DB) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]sto
 	if f.ClientID != "" {
 		q, args = q+` AND client_id = ?`, append(args, f.ClientID)
 	}
-	if f.State != "" {
-		q, args = q+` AND state = ?`, append(args, f.State)
+	switch f.State {
+	case "":
+	case storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
+		// Written out rather than bound, so that the planner may use the
+		// partial index of that state (deliveries_due, deliveries_failed):
+		// failed deliveries are listed from their own few rows, not found
+		// among every delivery.
+		q += ` AND state = '` + string(f.State) + `'`
+	default:
+		return []storelink.Delivery{}, nil
 	}
 	if f.Before != "" {
 		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)

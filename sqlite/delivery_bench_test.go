@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,13 +23,6 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		db, _ := batchFixture(b, backlog)
-		for _, q := range strings.Split(os.Getenv("XSQL"), ";") {
-			if q != "" {
-				if err := db.ExecForTest(ctx, q); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
 		b.StartTimer()
 		if err := db.ExecForTest(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			b.Fatal(err)
