@@ -258,3 +258,41 @@ func TestSecretsSealedAtRest(t *testing.T) {
 		}
 	}
 }
+
+// TestOthersProcessing: a process sees another's live lease, not its own, not
+// one run out and not one handed back at a stop, so that its further upload
+// workers wait only while another process is really applying.
+func TestOthersProcessing(t *testing.T) {
+	dbURL := newSchema(t)
+	now := time.Now().UTC()
+	clock := func() time.Time { return now }
+	a, b := openAt(t, dbURL, clock), openAt(t, dbURL, clock)
+	ctx := context.Background()
+	clients := setup(t, a, 2)
+	for _, c := range clients {
+		_, _, err := a.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		must(t, err)
+	}
+	others := func(db *postgres.DB, owner string, want bool) {
+		t.Helper()
+		got, err := db.OthersProcessing(ctx, owner)
+		must(t, err)
+		if got != want {
+			t.Fatalf("OthersProcessing(%q) = %v, want %v", owner, got, want)
+		}
+	}
+	others(a, "a", false)
+	if c, err := a.Claim(ctx, "a", time.Minute); err != nil || c == nil {
+		t.Fatalf("claim = %v, %v", c, err)
+	}
+	others(a, "a", false) // its own lease
+	others(b, "b", true)
+	now = now.Add(2 * time.Minute)
+	others(b, "b", false) // run out
+	if c, err := b.Claim(ctx, "b", time.Minute); err != nil || c == nil {
+		t.Fatalf("claim = %v, %v", c, err)
+	}
+	others(a, "a", true)
+	must(t, b.ReleaseOwnLeases(ctx, "b"))
+	others(a, "a", false) // handed back
+}
