@@ -148,11 +148,12 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 		ExpectContinueTimeout: time.Second,
-		// At least as many as the deliverer has attempts in flight to one
-		// endpoint (worker.Deliverer's PerEndpoint), so that the next
-		// attempts reuse the connections rather than dial again.
+		// At least as many as the deliverer may have attempts in flight to
+		// one endpoint (worker.Deliverer's PerEndpoint, at most its 128
+		// Workers), so that the next attempts reuse the connections rather
+		// than dial again.
 		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    64,
+		MaxIdleConnsPerHost:    128,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}

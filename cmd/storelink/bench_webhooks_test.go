@@ -13,15 +13,17 @@ package main
 // Each of the N runs has two parts.
 //
 // Throughput: a backlog of whBacklogOrders×3 events is built while the
-// receiver holds its answers (the deliverer has its 8 attempts to the
-// endpoint in flight and waits; serve runs with --webhook-timeout 5m so that
-// they do not time out meanwhile). Then the receiver answers, and the
-// backlog is timed from that moment to the 2xx of its last event: delivered
-// events/s. In the same run, the baseline: a bare Go http.Client posting the
-// same bodies with the same headers (as the receiver got them) to the same
-// receiver from 64 goroutines, as many as serve's deliverer has workers, and
-// from 8, as many as it sends to one endpoint at once; timed from the first
-// request to the last 2xx.
+// receiver holds its answers (the deliverer has its attempts to the
+// endpoint in flight, worker.DefaultPerEndpoint, and waits; serve runs with
+// --webhook-timeout 5m so that they do not time out meanwhile). Then the
+// receiver answers, and the backlog is timed from that moment to the 2xx of
+// its last event: delivered events/s. In the same run, the baseline: a bare
+// Go http.Client posting the same bodies with the same headers (as the
+// receiver got them) to the same receiver from 64 goroutines and from as
+// many as serve sends to one endpoint at once; timed from the first request
+// to the last 2xx. The faster of the two is the baseline. It is measured
+// twice: from this process (the receiver's), and from a process of its own,
+// as serve is one (bareApart).
 //
 // Latency: events are made at a steady whSteadyRate per second for
 // whSteadyFor, one order call every 2 ms from 16 clients, while the receiver
@@ -64,6 +66,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/worker"
 )
 
 const (
@@ -73,8 +76,8 @@ const (
 	whEANs          = 12
 	whSteadyRate    = 500 // events/s
 	whSteadyFor     = 10 * time.Second
-	whBareWorkers   = 64 // worker.Deliverer's Workers
-	whEndpointSlots = 8  // worker.Deliverer's PerEndpoint
+	whBareWorkers   = 64                        // goroutines of the bare client, a round number
+	whEndpointSlots = worker.DefaultPerEndpoint // serve's attempts in flight to one endpoint
 	whArriveWithin  = 2 * time.Minute
 
 	whTargetRatio = 0.5
@@ -122,9 +125,21 @@ func drainProfile(b *testing.B) func() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
+	heap := func(suffix string) {
+		h, err := os.Create(fmt.Sprintf("%s.%d.%s", path, drainProfiles, suffix))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if err := pprof.Lookup("allocs").WriteTo(h, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	heap("allocs0")
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		heap("allocs1")
 	}
 }
 
@@ -822,8 +837,9 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		steadyRates = append(steadyRates, steadyRate)
 		fig.lat, fig.fromReturn = append(fig.lat, lat...), append(fig.fromReturn, fromReturn...)
 		fig.steadyEvents += len(events)
-		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (64 goroutines), %.0f req/s (8), ratio %.2f; from a process of its own %.0f req/s (64), %.0f req/s (8), ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms; the cores busy %.0f%% (serve %.0f%%, this process %.0f%%)",
-			len(rates), n, build.Seconds(), drain.Seconds(), rate, b64, b8, ratios[len(ratios)-1], a64, a8, apartRatios[len(apartRatios)-1],
+		b.Logf("run %d: backlog of %d events built in %.1f s, delivered in %.2f s: %.0f events/s | bare client %.0f req/s (%d goroutines), %.0f req/s (%d), ratio %.2f; from a process of its own %.0f req/s (%d), %.0f req/s (%d), ratio %.2f | steady %.0f events/s: commit to 2xx median %.1f ms, p99 %.1f ms, max %.1f ms; the cores busy %.0f%% (serve %.0f%%, this process %.0f%%)",
+			len(rates), n, build.Seconds(), drain.Seconds(), rate, b64, whBareWorkers, b8, whEndpointSlots, ratios[len(ratios)-1],
+			a64, whBareWorkers, a8, whEndpointSlots, apartRatios[len(apartRatios)-1],
 			steadyRate, ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)),
 			100*busy.Seconds()/cores, 100*serve.Seconds()/cores, 100*self.Seconds()/cores)
 	}
@@ -853,7 +869,7 @@ func printWebhooks(fig whFigures) {
 	p50, p99 := pct(fig.lat, 50), pct(fig.lat, 99)
 	fmt.Println("--- webhook delivery (issue 4) ---")
 	fmt.Printf("one endpoint on a receiver in this process on 127.0.0.1 answering 204; serve's deliverer: %d workers, %d per endpoint; %d runs; machine load average before %s, after %s\n",
-		whBareWorkers, whEndpointSlots, fig.runs, fig.loadBefore, fig.after)
+		worker.DefaultWorkers, whEndpointSlots, fig.runs, fig.loadBefore, fig.after)
 	fmt.Printf("backlog of %d events (%d orders: create, fulfil, return one item), built in %.1f s with the receiver holding its answers, delivered in %.2f s (last run)\n",
 		fig.backlog, whBacklogOrders, fig.build.Seconds(), fig.drain.Seconds())
 	fmt.Printf("delivered by serve:                   %7.0f events/s   (serve CPU %.3f ms per delivery)\n", fig.rate, ms(fig.cpuPerDelivery))

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"storelink/worker"
 )
 
 // config is the configuration of serve and migrate: defaults, then
@@ -24,6 +26,7 @@ type config struct {
 	CapacityWindow     time.Duration
 	MaxFileSize        int64
 	WebhookTimeout     time.Duration
+	WebhookConcurrency int
 	WebhookRetry       []time.Duration
 	WebhookAllowPriv   bool
 	webhookAllowPrivOK bool // set explicitly, by flag or variable
@@ -119,7 +122,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	c := &config{
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
-		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second, UploadLease: time.Minute,
+		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -134,6 +137,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
 	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", c.WebhookConcurrency, "attempts in flight to one webhook endpoint at most (STORELINK_WEBHOOK_CONCURRENCY)")
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
 	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
@@ -145,6 +149,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"admin-token": "STORELINK_ADMIN_TOKEN", "secret-key": "STORELINK_SECRET_KEY", "capacity-base": "STORELINK_CAPACITY_BASE",
 		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
+		"webhook-concurrency":    "STORELINK_WEBHOOK_CONCURRENCY",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
 		"upload-lease": "STORELINK_UPLOAD_LEASE",
 	}
@@ -184,6 +189,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--capacity-base or --capacity-per-store must be positive")}
 	case c.WebhookTimeout <= 0:
 		return nil, usageError{errors.New("--webhook-timeout must be positive")}
+	case c.WebhookConcurrency < 1 || c.WebhookConcurrency > worker.DefaultWorkers:
+		return nil, usageError{fmt.Errorf("--webhook-concurrency must be from 1 to %d", worker.DefaultWorkers)}
 	case c.UploadLease <= 0:
 		return nil, usageError{errors.New("--upload-lease must be positive")}
 	}
