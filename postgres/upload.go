@@ -370,19 +370,6 @@ func nonNil(p []storelink.Problem) []storelink.Problem {
 	return p
 }
 
-// OthersProcessing reports whether a processor other than owner holds a
-// live lease on an upload: another process is applying (worker.SharedQueue).
-// A lease handed back by ReleaseOwnLeases or run out does not count.
-func (db *DB) OthersProcessing(ctx context.Context, owner string) (bool, error) {
-	var others bool
-	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM uploads
-		WHERE status = 'processing' AND lease_owner <> $1 AND lease_until > $2)`, owner, db.now()).Scan(&others)
-	if err != nil {
-		return false, fmt.Errorf("look for other processors: %w", err)
-	}
-	return others, nil
-}
-
 // ReleaseOwnLeases hands back, after an orderly stop, the uploads that
 // owner's processor was applying when it was stopped: their applies rolled
 // back, so they are claimable again at once (instead of when the lease runs

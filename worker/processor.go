@@ -92,36 +92,14 @@ func (p *Processor) Wake() {
 	}
 }
 
-// SharedQueue is a store that several processes work from (PostgreSQL).
-type SharedQueue interface {
-	// OthersProcessing reports whether a processor other than owner holds
-	// a live lease on an upload.
-	OthersProcessing(ctx context.Context, owner string) (bool, error)
-}
-
 // Run processes uploads until ctx is done. An upload in the middle of
 // processing when ctx ends is rolled back and stays claimable.
-//
-// On a store that several processes share, the first worker of each process
-// always works, and its further workers only while no other process is
-// processing: the installation then applies with the concurrency of one
-// process, or one worker per process when there are more processes than
-// that. Every apply writes to the one database, so a worker per process
-// more would add load where it is shared without applying much faster, and
-// take it from accepting uploads, which a partner waits for; on this
-// 2-core machine two processes with two workers each accepted fewer uploads
-// than one process alone.
 func (p *Processor) Run(ctx context.Context) error {
 	done := make(chan struct{})
-	shared, _ := p.Uploads.(SharedQueue)
-	for i := range max(p.Workers, 1) {
-		var gate *deferGate
-		if i > 0 && shared != nil {
-			gate = &deferGate{shared: shared, owner: p.Owner, every: p.Interval}
-		}
+	for range max(p.Workers, 1) {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			p.loop(ctx, gate)
+			p.loop(ctx)
 		}()
 	}
 	for range max(p.Workers, 1) {
@@ -130,13 +108,11 @@ func (p *Processor) Run(ctx context.Context) error {
 	return nil
 }
 
-func (p *Processor) loop(ctx context.Context, gate *deferGate) {
+func (p *Processor) loop(ctx context.Context) {
 	ticker := time.NewTicker(p.Interval)
 	defer ticker.Stop()
-	tick := true
 	for {
-		for ctx.Err() == nil && gate.open(ctx, tick, p.Logger) {
-			tick = false
+		for ctx.Err() == nil {
 			worked, err := p.RunOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				p.Logger.Error("process upload", "error", err)
@@ -146,56 +122,14 @@ func (p *Processor) loop(ctx context.Context, gate *deferGate) {
 			}
 			p.Wake() // there may be more: let another worker look too
 		}
-		// A closed gate leaves the wake-ups to the first worker, which
-		// would otherwise sleep through one taken here in vain.
-		wake := p.wake
-		if !gate.wasOpen() {
-			wake = nil
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-wake:
-			tick = false
+		case <-p.wake:
 		case <-ticker.C:
-			tick = true
 		}
 	}
 }
-
-// deferGate keeps a further worker from claiming while another process is
-// processing uploads. It asks the store at each poll tick, and otherwise
-// only when its last answer is older than a poll interval, so that the
-// wake-ups of a busy queue (one per accepted upload) cost no query; a
-// process that stops working is noticed within a poll interval. A nil gate
-// is always open.
-type deferGate struct {
-	shared  SharedQueue
-	owner   string
-	every   time.Duration
-	checked time.Time
-	others  bool
-}
-
-func (g *deferGate) open(ctx context.Context, tick bool, log *slog.Logger) bool {
-	if g == nil {
-		return true
-	}
-	if tick || time.Since(g.checked) >= g.every {
-		others, err := g.shared.OthersProcessing(ctx, g.owner)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Error("look for other processors", "error", err)
-			}
-			others = false // work as if alone, as the first worker does
-		}
-		g.others, g.checked = others, time.Now()
-	}
-	return !g.others
-}
-
-// wasOpen is the gate's last answer, without asking again.
-func (g *deferGate) wasOpen() bool { return g == nil || !g.others }
 
 // RunOnce claims and processes one upload; it reports whether there was one.
 func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
