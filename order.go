@@ -216,6 +216,11 @@ type Order struct {
 	ReassignedOrderID string    `json:"reassigned_order_id,omitempty"`
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
+	// Replayed is true on the answer to a create call whose idempotency key
+	// was remembered: the order is the one the first call made, and this
+	// call wrote nothing. It is not part of the order's JSON; the HTTP API
+	// says it with the Idempotent-Replayed header.
+	Replayed bool `json:"-"`
 }
 
 // item returns the item with id, or nil.
@@ -245,6 +250,13 @@ type OrderFilter struct {
 // can take; EUNPROCESSABLE for unknown clients, stores or item ids, values
 // outside the seed's tables, and items returned twice.
 type OrderService interface {
+	// CreateOrder and CreateWarehouseOrder remember n.IdempotencyKey, when
+	// set, for the client of n, in the transaction that writes the order.
+	// A later call with the same key and the same request (RequestHash)
+	// answers with that order as it now stands, marked Replayed, and writes
+	// nothing; with another request, EUNPROCESSABLE. Calls with one key run
+	// one after the other, so racing retries never make two orders. A call
+	// that fails leaves no key behind. EINVALID for a malformed key.
 	CreateOrder(ctx context.Context, n NewOrder) (*Order, error)
 	CreateWarehouseOrder(ctx context.Context, n NewOrder) (*Order, error)
 	// CancelOrder sets ReassignedOrderID on the answer when items went to a

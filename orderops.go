@@ -28,10 +28,19 @@ type NewOrder struct {
 	Items                  []NewItem        `json:"items"`
 	CustomerBillingAddress *Address         `json:"customer_billing_address,omitempty"`
 	DeliveryDetails        *DeliveryDetails `json:"delivery_details,omitempty"`
+	// IdempotencyKey, when set, makes the call safe to retry: see
+	// IdempotencyKeyTTL. It comes from a header, not from the body, and is
+	// not part of the request's hash.
+	IdempotencyKey string `json:"-"`
 }
 
 // Validate checks what can be checked without the database.
 func (n *NewOrder) Validate() error {
+	if n.IdempotencyKey != "" {
+		if err := CheckIdempotencyKey(n.IdempotencyKey); err != nil {
+			return err
+		}
+	}
 	n.OrderNumber = strings.TrimSpace(n.OrderNumber)
 	switch {
 	case n.OrderNumber == "" || len(n.OrderNumber) > 64:

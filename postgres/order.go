@@ -38,60 +38,31 @@ func lockRoutingOf(ctx context.Context, tx pgx.Tx, clientID string) error {
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
 func (db *DB) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	var o *storelink.Order
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		c, err := orderClient(ctx, tx, n.ClientID)
-		if err != nil {
-			return err
-		}
-		if err := lockRoutingOf(ctx, tx, c.ID); err != nil {
-			return err
-		}
-		now := db.now() // after the lock, which may have been waited for
+	return db.createOrder(ctx, n, storelink.CallCreateOrder, true, func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
 		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		storeID := n.StoreID
 		if storeID != "" {
 			if err := exists(ctx, tx, storeExistsSQL, c.ID, storeID); err != nil {
-				return unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
+				return nil, nil, unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
 			}
 		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
-			return storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
+			return nil, nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
 		}
-		var ev *storelink.Event
-		if o, ev, err = storelink.Assign(&n, c, storeID, stock[storeID], idsAt(now), now); err != nil {
-			return err
-		}
-		return insertOrder(ctx, tx, o, ev, now)
+		return storelink.Assign(n, c, storeID, stock[storeID], idsAt(now), now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
 }
 
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 // It reserves nothing, so it takes no routing lock.
 func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	var o *storelink.Order
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		now := db.now()
-		c, err := orderClient(ctx, tx, n.ClientID)
-		if err != nil {
-			return err
-		}
+	return db.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, false, func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		// Article data for EANs not described in the request: the row of
 		// the lowest store id that has one.
@@ -103,11 +74,52 @@ func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*
 				}
 			}
 		}
-		var ev *storelink.Event
-		if o, ev, err = storelink.NewWarehouseOrder(&n, c, rows, idsAt(now), now); err != nil {
+		return storelink.NewWarehouseOrder(n, c, rows, idsAt(now), now)
+	})
+}
+
+// createOrder is a create call: it validates n, then in one transaction
+// answers a remembered idempotency key, or lets build make the order and its
+// event for the client (from n as validated), writes them and remembers the
+// key. routes takes the client's routing lock before build runs.
+func (db *DB) createOrder(ctx context.Context, n storelink.NewOrder, call string, routes bool,
+	build func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
+	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	var o *storelink.Order
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		o = nil // inTx may run this again
+		c, err := orderClient(ctx, tx, n.ClientID)
+		if err != nil {
 			return err
 		}
-		return insertOrder(ctx, tx, o, ev, now)
+		if n.IdempotencyKey != "" {
+			if err := lockKey(ctx, tx, c.ID, n.IdempotencyKey); err != nil {
+				return err
+			}
+			if o, err = replay(ctx, tx, c.ID, n.IdempotencyKey, hash, db.now()); err != nil || o != nil {
+				return err
+			}
+		}
+		if routes {
+			if err := lockRoutingOf(ctx, tx, c.ID); err != nil {
+				return err
+			}
+		}
+		now := db.now() // after the locks, which may have been waited for
+		var ev *storelink.Event
+		if o, ev, err = build(tx, &n, c, now); err != nil {
+			return err
+		}
+		if err := insertOrder(ctx, tx, o, ev, now); err != nil {
+			return err
+		}
+		if n.IdempotencyKey == "" {
+			return nil
+		}
+		return rememberKey(ctx, tx, storelink.OrderKey{ClientID: c.ID, Key: n.IdempotencyKey, RequestHash: hash, OrderID: o.ID, CreatedAt: now})
 	})
 	if err != nil {
 		return nil, err

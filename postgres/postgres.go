@@ -194,6 +194,9 @@ const (
 	// lockDeliveryClaims serialises delivery claims, so that the cap on
 	// attempts in flight per endpoint holds across processes.
 	lockDeliveryClaims = 0x53_4c_02
+	// lockOrderKey serialises the create calls that bring one idempotency
+	// key of a client (see lockKey).
+	lockOrderKey = 0x53_4c_03
 )
 
 // exists returns pgx.ErrNoRows when the query finds nothing.

@@ -26,56 +26,30 @@ func (db *DB) idsAt(now time.Time) func() string {
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
 func (db *DB) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	var o *storelink.Order
-	err := db.inOrderTx(ctx, func(tx orderTx) error {
-		now := db.now()
-		c, err := orderClient(ctx, tx, n.ClientID)
-		if err != nil {
-			return err
-		}
+	return db.createOrder(ctx, n, storelink.CallCreateOrder, func(tx orderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
 		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		storeID := n.StoreID
 		if storeID != "" {
 			if err := exists(ctx, tx, storeExistsSQL, c.ID, storeID); err != nil {
-				return unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
+				return nil, nil, unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
 			}
 		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
-			return storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
+			return nil, nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
 		}
-		var ev *storelink.Event
-		if o, ev, err = storelink.Assign(&n, c, storeID, stock[storeID], db.idsAt(now), now); err != nil {
-			return err
-		}
-		return insertOrder(ctx, tx, o, ev, now)
+		return storelink.Assign(n, c, storeID, stock[storeID], db.idsAt(now), now)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
 }
 
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	var o *storelink.Order
-	err := db.inOrderTx(ctx, func(tx orderTx) error {
-		now := db.now()
-		c, err := orderClient(ctx, tx, n.ClientID)
-		if err != nil {
-			return err
-		}
+	return db.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx orderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		// Article data for EANs not described in the request: the row of
 		// the lowest store id that has one.
@@ -87,11 +61,44 @@ func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*
 				}
 			}
 		}
-		var ev *storelink.Event
-		if o, ev, err = storelink.NewWarehouseOrder(&n, c, rows, db.idsAt(now), now); err != nil {
+		return storelink.NewWarehouseOrder(n, c, rows, db.idsAt(now), now)
+	})
+}
+
+// createOrder is a create call: it validates n, then in one write
+// transaction answers a remembered idempotency key, or lets build make the
+// order and its event for the client (from n as validated), writes them and
+// remembers the key.
+func (db *DB) createOrder(ctx context.Context, n storelink.NewOrder, call string,
+	build func(tx orderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
+	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	var o *storelink.Order
+	err := db.inOrderTx(ctx, func(tx orderTx) error {
+		now := db.now()
+		if n.IdempotencyKey != "" {
+			var err error
+			if o, err = replay(ctx, tx, n.ClientID, n.IdempotencyKey, hash, now); err != nil || o != nil {
+				return err
+			}
+		}
+		c, err := orderClient(ctx, tx, n.ClientID)
+		if err != nil {
 			return err
 		}
-		return insertOrder(ctx, tx, o, ev, now)
+		var ev *storelink.Event
+		if o, ev, err = build(tx, &n, c, now); err != nil {
+			return err
+		}
+		if err := insertOrder(ctx, tx, o, ev, now); err != nil {
+			return err
+		}
+		if n.IdempotencyKey == "" {
+			return nil
+		}
+		return rememberKey(ctx, tx, storelink.OrderKey{ClientID: c.ID, Key: n.IdempotencyKey, RequestHash: hash, OrderID: o.ID, CreatedAt: now})
 	})
 	if err != nil {
 		return nil, err
@@ -278,8 +285,8 @@ const (
 		FROM order_items WHERE order_id = ? ORDER BY pos`
 )
 
-var orderStatements = []string{storeExistsSQL, clientSQL, stockInForceSQL, stockInForceAtSQL, insertOrderSQL,
-	updateOrderSQL, insertItemSQL, updateItemSQL, insertEventSQL, orderSQL, itemsSQL}
+var orderStatements = append([]string{storeExistsSQL, clientSQL, stockInForceSQL, stockInForceAtSQL, insertOrderSQL,
+	updateOrderSQL, insertItemSQL, updateItemSQL, insertEventSQL, orderSQL, itemsSQL}, orderKeyStatements...)
 
 // insertOrder writes a new order and its items, then its event: in this
 // order, inside the caller's transaction, so that neither is ever without
