@@ -33,6 +33,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -333,14 +334,17 @@ type scaleResult struct {
 	elapsed  time.Duration // the phase: first PUT sent to last 200 received
 	drained  time.Duration // first PUT sent to every accepted upload applied
 	p50      time.Duration // of one PUT
+	// busy is the share of the machine's cores that all processes used
+	// during the phase: whether a second process had idle cores to use.
+	busy float64
 }
 
 func (r scaleResult) rate() float64        { return float64(r.accepted) / r.elapsed.Seconds() }
 func (r scaleResult) appliedRate() float64 { return float64(r.accepted) / r.drained.Seconds() }
 
 func (r scaleResult) String() string {
-	return fmt.Sprintf("%d accepted in %d ms: %.0f/s (PUT median %.1f ms; %d applied meanwhile), all applied after %d ms: %.0f/s",
-		r.accepted, r.elapsed.Milliseconds(), r.rate(), ms(r.p50), r.applied, r.drained.Milliseconds(), r.appliedRate())
+	return fmt.Sprintf("%d accepted in %d ms: %.0f/s (PUT median %.1f ms; %d applied meanwhile; the cores %.0f%% busy), all applied after %d ms: %.0f/s",
+		r.accepted, r.elapsed.Milliseconds(), r.rate(), ms(r.p50), r.applied, 100*r.busy, r.drained.Milliseconds(), r.appliedRate())
 }
 
 // run has scaleUploaders uploaders PUT feeds for d, each to one client and
@@ -367,6 +371,7 @@ func (s scaleSetup) run(b *testing.B, feeds [][]byte, d time.Duration) scaleResu
 		lat      []time.Duration
 		wg       sync.WaitGroup
 	)
+	busy0 := machineCPU(b)
 	start := time.Now()
 	deadline := start.Add(d)
 	for u := range scaleUploaders {
@@ -404,6 +409,7 @@ func (s scaleSetup) run(b *testing.B, feeds [][]byte, d time.Duration) scaleResu
 	}
 	wg.Wait()
 	r := scaleResult{accepted: int(accepted.Load()), elapsed: time.Since(start)}
+	r.busy = (machineCPU(b) - busy0).Seconds() / (r.elapsed.Seconds() * float64(runtime.NumCPU()))
 	if failure != nil {
 		b.Fatal(failure)
 	}
