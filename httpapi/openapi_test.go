@@ -370,7 +370,23 @@ func orderConformCalls(a *api, admin map[string]string, otherClient string) []ca
 	w := mustOrder(a, "POST", "/warehouse-orders", newOrderBody(c, "MP-4", "", ean1), 201) // returned to the warehouse
 	f0, f1, x0, w0 := f.Items[0].ItemID, f.Items[1].ItemID, x.Items[0].ItemID, w.Items[0].ItemID
 	o := "/orders/"
+	// The same operator headers with an Idempotency-Key.
+	keyed := func(key string) map[string]string {
+		h := map[string]string{"Idempotency-Key": key}
+		for k, v := range admin {
+			h[k] = v
+		}
+		return h
+	}
 	return []call{
+		{"POST", "/orders", full, keyed("k-1"), 201},
+		{"POST", "/orders", full, keyed("k-1"), 201}, // a replay
+		{"POST", "/orders", newOrderBody(c, "MP-1", "", ean1), keyed("k-1"), 422},
+		{"POST", "/orders", full, keyed(strings.Repeat("k", 256)), 400},
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-7", "", ean1), keyed("k-2"), 201},
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-7", "", ean1), keyed("k-2"), 201},
+		{"POST", "/warehouse-orders", full, keyed("k-2"), 422},
+		{"POST", "/warehouse-orders", newOrderBody(c, "MP-7", "", ean1), keyed("ключ"), 400},
 		{"POST", "/orders", full, admin, 201},
 		{"POST", "/orders", `{"order_number":`, admin, 400},
 		{"POST", "/orders", full, nil, 401},

@@ -9,22 +9,100 @@ import (
 )
 
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
-	var n storelink.NewOrder
-	if err := decode(r, &n); err != nil {
+	n, err := decodeNewOrder(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	o, err := s.Orders.CreateOrder(r.Context(), n)
-	s.answerOrder(w, r, http.StatusCreated, o, err)
+	s.answerCreated(w, r, o, err)
 }
 
 func (s *Server) handleCreateWarehouseOrder(w http.ResponseWriter, r *http.Request) {
-	var n storelink.NewOrder
-	if err := decode(r, &n); err != nil {
+	n, err := decodeNewOrder(r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	o, err := s.Orders.CreateWarehouseOrder(r.Context(), n)
+	s.answerCreated(w, r, o, err)
+}
+
+// decodeNewOrder reads the body of a create call and its Idempotency-Key.
+func decodeNewOrder(r *http.Request) (storelink.NewOrder, error) {
+	var n storelink.NewOrder
+	key, err := idempotencyKey(r.Header)
+	if err != nil {
+		return n, err
+	}
+	if err := decode(r, &n); err != nil {
+		return n, err
+	}
+	n.IdempotencyKey = key
+	return n, nil
+}
+
+// headerIdempotencyKey is the request header of the IETF draft "The
+// Idempotency-Key HTTP Header Field"; headerReplayed marks an answer that a
+// remembered key gave (the name Stripe uses), so that a caller can tell a
+// retry's answer from a new order's.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// idempotencyKey reads the Idempotency-Key header: "" when there is none.
+// The draft makes its value a Structured Field string ("…", with \" and \\
+// escapes); most clients send the bare key, as Stripe takes it. Both are
+// accepted, and mean the same key.
+func idempotencyKey(h http.Header) (string, error) {
+	values := h.Values(headerIdempotencyKey)
+	switch {
+	case len(values) == 0:
+		return "", nil
+	case len(values) > 1:
+		return "", storelink.Errorf(storelink.EINVALID, "Send one Idempotency-Key header, not %d.", len(values))
+	}
+	key := values[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		var ok bool
+		if key, ok = unquoteSFString(key[1 : len(key)-1]); !ok {
+			return "", storelink.Errorf(storelink.EINVALID, `Idempotency-Key is quoted but is not a valid string: inside the quotes, " and \ must be escaped with \.`)
+		}
+	}
+	return key, storelink.CheckIdempotencyKey(key)
+}
+
+// unquoteSFString undoes the escapes of a Structured Field string's inside
+// (RFC 8941 section 3.3.3): \" and \\ only; a lone " or another escape is
+// not a string.
+func unquoteSFString(s string) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return "", false
+		case c == '\\':
+			if i++; i == len(s) || (s[i] != '"' && s[i] != '\\') {
+				return "", false
+			}
+			out = append(out, s[i])
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out), true
+}
+
+// answerCreated answers a create call: 201 with the order. A replayed
+// answer is the order the key's first call made, as it now stands; it
+// wrote nothing, so there is nothing for the deliverer to wake up for.
+func (s *Server) answerCreated(w http.ResponseWriter, r *http.Request, o *storelink.Order, err error) {
+	if err == nil && o.Replayed {
+		w.Header().Set(headerReplayed, "true")
+		writeJSON(w, http.StatusCreated, o)
+		return
+	}
 	s.answerOrder(w, r, http.StatusCreated, o, err)
 }
 
