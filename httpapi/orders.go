@@ -70,7 +70,10 @@ func idempotencyKey(h http.Header) (string, error) {
 			return "", storelink.Errorf(storelink.EINVALID, `Idempotency-Key is quoted but is not a valid string: inside the quotes, " and \ must be escaped with \.`)
 		}
 	}
-	return key, storelink.CheckIdempotencyKey(key)
+	if err := storelink.CheckIdempotencyKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
 }
 
 // unquoteSFString undoes the escapes of a Structured Field string's inside
