@@ -15,6 +15,7 @@ import (
 
 	"storelink"
 	"storelink/feed"
+	"storelink/gcmode"
 )
 
 // countUpload counts upload answers by status code for /metrics.
@@ -63,6 +64,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 			return
 		}
 	}
+	// The body is in memory until it is stored: a large one is collected
+	// after eagerly (gcmode).
+	defer gcmode.Lean(r.ContentLength)()
 	body, sum, err := readBody(r, s.MaxFileSize)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -174,6 +178,7 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
+	defer gcmode.Lean(r.ContentLength)()
 	body, _, err := readBody(r, s.MaxFileSize)
 	if err != nil {
 		s.writeError(w, r, err)

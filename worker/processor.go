@@ -15,6 +15,7 @@ import (
 
 	"storelink"
 	"storelink/feed"
+	"storelink/gcmode"
 )
 
 // MaxAttempts is how often an upload is claimed before it is given up on.
@@ -163,10 +164,6 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// processHeap is shared by every processor of the process, as the GC
-// setting is.
-var processHeap leanHeap
-
 // apply runs the feed check inside the store's apply transaction; a panic in
 // the check is turned into an error so one bad file cannot stop the loop.
 func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink.Upload, err error) {
@@ -177,7 +174,7 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
-	defer processHeap.enter(int64(len(body)))()
+	defer gcmode.Lean(int64(len(body)))()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkAhead(body, stores, put)
 	})

@@ -22,6 +22,7 @@ import (
 
 	"storelink"
 	"storelink/dashboard"
+	"storelink/gcmode"
 	"storelink/httpapi"
 	"storelink/postgres"
 	"storelink/sqlite"
@@ -114,6 +115,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	defer gcmode.Relax()()
 	db, err := openDB(ctx, c)
 	if err != nil {
 		return err
