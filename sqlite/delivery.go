@@ -486,29 +486,48 @@ func (db *DB) Redeliver(ctx context.Context, id string) error {
 	return err
 }
 
-// Deliveries lists deliveries, newest first, each with its attempts.
-func (db *DB) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
-	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
-		FROM deliveries WHERE 1 = 1`
-	var args []any
-	if f.ClientID != "" {
-		q, args = q+` AND client_id = ?`, append(args, f.ClientID)
-	}
+// deliveriesQuery is the query of a listing of deliveries, and false for a
+// state no delivery has.
+//
+// A listing by state reads that state's own rows: the pending ones in
+// deliveries_due (as many as the backlog, sorted here), the failed ones in
+// deliveries_failed (the + keeps a client's filter from taking
+// deliveries_client, every delivery of the client, instead). The state is
+// written out rather than bound, since a partial index is only used for a
+// literal. Without a state, or for succeeded, most rows match: the table
+// is read newest first, or the client's rows are.
+func deliveriesQuery(f storelink.DeliveryFilter) (string, []any, bool) {
+	from, client := `deliveries`, ` AND client_id = ?`
+	var where string
 	switch f.State {
 	case "":
-	case storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
-		// Written out rather than bound, so that the planner may use the
-		// partial index of that state (deliveries_due, deliveries_failed):
-		// failed deliveries are listed from their own few rows, not found
-		// among every delivery.
-		q += ` AND state = '` + string(f.State) + `'`
+	case storelink.DeliverySucceeded:
+		where = ` AND state = 'succeeded'`
+	case storelink.DeliveryPending:
+		from, where = `deliveries INDEXED BY deliveries_due`, ` AND state = 'pending'`
+	case storelink.DeliveryFailed:
+		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
 	default:
-		return []storelink.Delivery{}, nil
+		return "", nil, false
+	}
+	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
+		FROM ` + from + ` WHERE 1 = 1` + where
+	var args []any
+	if f.ClientID != "" {
+		q, args = q+client, append(args, f.ClientID)
 	}
 	if f.Before != "" {
 		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)
 	}
-	q, args = q+` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)
+	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit), true
+}
+
+// Deliveries lists deliveries, newest first, each with its attempts.
+func (db *DB) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	q, args, ok := deliveriesQuery(f)
+	if !ok {
+		return []storelink.Delivery{}, nil
+	}
 	rows, err := db.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
