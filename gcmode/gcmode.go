@@ -9,7 +9,7 @@
 // the opposite case: its body is live while it is accepted and while it is
 // applied, and at GOGC=400, or even at the default, the import's peak RSS
 // passed the 100 MiB budget (93–101 MiB at the default); collecting twice
-// as often while it is in memory (GOGC=50) keeps it at about 86–90 MiB for
+// as often while it is in memory (GOGC=50) keeps it at about 80 MiB for
 // about the same speed (bench/stock-import).
 //
 // The setting is the process's, so Lean lowers it once for however many
@@ -36,38 +36,48 @@ const (
 var operatorGOGC = os.Getenv("GOGC") != ""
 
 var lean struct {
-	mu     sync.Mutex
-	active int
-	saved  int
+	mu      sync.Mutex
+	active  int // large files in memory
+	relaxed int // serve processes running (Relax not yet undone)
+	saved   int // the GOGC to set back when the last file is done
+	before  int // the GOGC to set back when the last serve is done
 }
 
 // Relax sets the GOGC of a serve process, unless the operator set it, and
-// returns the function that sets back what was there before.
+// returns the function that sets back what was there before. Several
+// serves in one process (tests) share it: the first relaxes, the last to
+// stop sets back, whatever order they stop in.
 func Relax() (restore func()) {
 	if operatorGOGC {
 		return func() {}
 	}
 	lean.mu.Lock()
-	defer lean.mu.Unlock()
-	if lean.active > 0 { // a file is in memory: it comes back to Relaxed
-		was := lean.saved
-		lean.saved = Relaxed
-		return func() { setSaved(was) }
+	if lean.relaxed == 0 {
+		lean.before = setNow(Relaxed)
 	}
-	was := debug.SetGCPercent(Relaxed)
-	return func() { setSaved(was) }
+	lean.relaxed++
+	lean.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			lean.mu.Lock()
+			if lean.relaxed--; lean.relaxed == 0 {
+				setNow(lean.before)
+			}
+			lean.mu.Unlock()
+		})
+	}
 }
 
-// setSaved sets percent now, or, while a file is in memory, for when the
-// last is done.
-func setSaved(percent int) {
-	lean.mu.Lock()
-	defer lean.mu.Unlock()
+// setNow sets percent and returns the setting it replaces; while a file is
+// in memory, the setting for when the last is done. lean.mu is held.
+func setNow(percent int) int {
 	if lean.active > 0 {
+		was := lean.saved
 		lean.saved = percent
-		return
+		return was
 	}
-	debug.SetGCPercent(percent)
+	return debug.SetGCPercent(percent)
 }
 
 // Lean lowers the GC percent while a file of size bytes is in memory, if

@@ -80,3 +80,24 @@ func TestRelaxWhileLean(t *testing.T) {
 		t.Fatalf("after restore and the file: GOGC %d, want 100", p)
 	}
 }
+
+// Two serves in one process, stopping in the order they started: the
+// setting from before the first comes back when the last stops.
+func TestRelaxTwice(t *testing.T) {
+	if operatorGOGC {
+		t.Skip("GOGC is set in the environment: gcmode leaves it alone")
+	}
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	a := Relax()
+	b := Relax()
+	a()
+	a() // a second call changes nothing
+	if p := percent(); p != Relaxed {
+		t.Fatalf("one serve still running: GOGC %d, want %d", p, Relaxed)
+	}
+	b()
+	if p := percent(); p != 100 {
+		t.Fatalf("both stopped: GOGC %d, want 100", p)
+	}
+}

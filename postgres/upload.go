@@ -238,10 +238,10 @@ func (db *DB) Claim(ctx context.Context, owner string, lease time.Duration) (*st
 // transaction, with nothing applied.
 //
 // The transaction is pipelined (see pipelined) in round trips around fn:
-// one that begins it, checks the lease and reads the client's stores, one
-// that writes the rows, and one that writes the report and commits, its
-// RETURNING being the upload as it then is (a rejected file has no rows to
-// write: two). Statement by statement it took nine round trips
+// one that begins it, checks the lease and reads the client's stores, and
+// one that writes the rows and the report and commits, its RETURNING being
+// the upload as it then is; a large file's rows are written in a round trip
+// of their own before the report, so that its finished_at is when they were. Statement by statement it took nine round trips
 // and one more to read the upload back; for a small file those were most of
 // what an apply cost both storelink and PostgreSQL.
 func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
@@ -266,13 +266,16 @@ func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedAp
 				return fmt.Errorf("apply upload %s: %w", c.ID, err)
 			}
 			queueReleaseFulfilled(end, c.ClientID, c.ID)
-			// The upsert of a large file takes a while: the upload's
-			// finished_at is taken once it is done, a round trip later,
-			// not before it was sent.
-			if err := conn.SendBatch(ctx, end).Close(); err != nil {
-				return fmt.Errorf("apply upload %s: %w", c.ID, err)
+			// The upsert of a large file (its rows copied into a temporary
+			// table) takes a while: its finished_at is taken once it is
+			// done, a round trip later, not before it was sent. A small
+			// file's takes about the round trip it would add.
+			if w.copied {
+				if err := conn.SendBatch(ctx, end).Close(); err != nil {
+					return fmt.Errorf("apply upload %s: %w", c.ID, err)
+				}
+				end = &pgx.Batch{}
 			}
-			end = &pgx.Batch{}
 		}
 		queueFinish(end, c.ID, status, report, db.now(), &u)
 		queueCommit(end)

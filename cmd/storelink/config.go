@@ -137,7 +137,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
 	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
-	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", c.WebhookConcurrency, "attempts in flight to one webhook endpoint at most (STORELINK_WEBHOOK_CONCURRENCY)")
+	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", c.WebhookConcurrency, "attempts in flight to one webhook endpoint at most, per process (STORELINK_WEBHOOK_CONCURRENCY)")
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
 	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
