@@ -53,7 +53,9 @@ func CheckIdempotencyKey(key string) error {
 // call's name and the JSON of the body as the service read it. Spacing,
 // field order and the spelling of numbers ("5" or "5.00") do not make two
 // requests different; any value that the service acts on does. The key
-// itself is not part of it.
+// itself is not part of it. A field added to NewOrder must be omitempty:
+// otherwise the retries of keys remembered before the release would hash
+// differently and be refused.
 func (n *NewOrder) RequestHash(call string) []byte {
 	body, _ := json.Marshal(n) // a NewOrder always encodes
 	h := sha256.New()
