@@ -287,21 +287,7 @@ func newWebhookTarget(b *testing.B, p *proc, pid int) *whTarget {
 			Transport: &http.Transport{MaxIdleConnsPerHost: 1, IdleConnTimeout: time.Minute}})
 	}
 	// The demo's endpoint, pointed at the receiver.
-	var c struct {
-		Endpoints []struct {
-			ID string `json:"endpoint_id"`
-		} `json:"webhook_endpoints"`
-	}
-	if code, body := t.admin(b, http.MethodGet, "/admin/clients/"+p.ClientID, nil); code != http.StatusOK || json.Unmarshal(body, &c) != nil {
-		b.Fatalf("GET client: %d %s", code, body)
-	}
-	if len(c.Endpoints) != 1 {
-		b.Fatalf("the demo client has %d webhook endpoints, want 1", len(c.Endpoints))
-	}
-	patch, _ := json.Marshal(map[string]any{"enabled": true, "url": t.rcv.srv.URL + "/webhooks"})
-	if code, body := t.admin(b, http.MethodPatch, "/admin/webhooks/"+c.Endpoints[0].ID, patch); code != http.StatusOK {
-		b.Fatalf("PATCH endpoint: %d %s", code, body)
-	}
+	pointDemoEndpoint(b, p, t.rcv.srv.URL+"/webhooks")
 	return t
 }
 

@@ -169,16 +169,7 @@ func TestPostgresDeliveriesScaleOut(t *testing.T) {
 // orders orders through a, each assigned then fulfilled, from 8 callers.
 func pgOrders(t *testing.T, a, b *proc, url string, orders int) {
 	t.Helper()
-	var client struct {
-		Endpoints []struct {
-			ID string `json:"endpoint_id"`
-		} `json:"webhook_endpoints"`
-	}
-	crashAdmin(t, a, "GET", "/admin/clients/"+a.ClientID, nil, 200, &client)
-	if len(client.Endpoints) != 1 {
-		t.Fatalf("demo client has endpoints %+v, want one", client.Endpoints)
-	}
-	crashAdmin(t, a, "PATCH", "/admin/webhooks/"+client.Endpoints[0].ID, map[string]string{"url": url + "/hooks/${eventId}"}, 200, nil)
+	pointDemoEndpoint(t, a, url+"/hooks/${eventId}")
 	id := mustUpload(t, b, "stock.csv", []byte("store;ean;article_number;quantity;price;store_article_location\n"+
 		"S1;4006381333931;SKU-1;100000;19.99;A1\n"))
 	if u := a.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {

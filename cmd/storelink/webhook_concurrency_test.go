@@ -46,16 +46,7 @@ func TestWebhookConcurrencyFlag(t *testing.T) {
 		}
 	})
 
-	var client struct {
-		Endpoints []struct {
-			ID string `json:"endpoint_id"`
-		} `json:"webhook_endpoints"`
-	}
-	crashAdmin(t, p, "GET", "/admin/clients/"+p.ClientID, nil, 200, &client)
-	if len(client.Endpoints) != 1 {
-		t.Fatalf("demo client has endpoints %+v, want one", client.Endpoints)
-	}
-	crashAdmin(t, p, "PATCH", "/admin/webhooks/"+client.Endpoints[0].ID, map[string]string{"url": rec.URL + "/hooks"}, 200, nil)
+	pointDemoEndpoint(t, p, rec.URL+"/hooks")
 	id := mustUpload(t, p, "stock.csv", []byte("store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;1000;19.99\n"))
 	if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
 		t.Fatalf("stock upload: %v", u)

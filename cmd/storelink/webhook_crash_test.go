@@ -103,6 +103,22 @@ func crashAdmin(tb testing.TB, p *proc, method, path string, body any, want int,
 	}
 }
 
+// pointDemoEndpoint enables the demo client's one webhook endpoint and
+// points it at url.
+func pointDemoEndpoint(tb testing.TB, p *proc, url string) {
+	tb.Helper()
+	var client struct {
+		Endpoints []struct {
+			ID string `json:"endpoint_id"`
+		} `json:"webhook_endpoints"`
+	}
+	crashAdmin(tb, p, "GET", "/admin/clients/"+p.ClientID, nil, 200, &client)
+	if len(client.Endpoints) != 1 {
+		tb.Fatalf("demo client has endpoints %+v, want one", client.Endpoints)
+	}
+	crashAdmin(tb, p, "PATCH", "/admin/webhooks/"+client.Endpoints[0].ID, map[string]any{"url": url, "enabled": true}, 200, nil)
+}
+
 // crashCall is crashAdmin for goroutines other than the test's.
 func crashCall(p *proc, method, path string, body any, want int, v any) error {
 	var rd io.Reader
@@ -182,16 +198,7 @@ func TestWebhookCrashLosesNoEvent(t *testing.T) {
 	rec := newCrashReceiver(t, p.WebhookSecret)
 
 	// Point the demo endpoint at the receiver before any event exists.
-	var client struct {
-		Endpoints []struct {
-			ID string `json:"endpoint_id"`
-		} `json:"webhook_endpoints"`
-	}
-	crashAdmin(t, p, "GET", "/admin/clients/"+p.ClientID, nil, 200, &client)
-	if len(client.Endpoints) != 1 {
-		t.Fatalf("demo client has endpoints %+v, want one", client.Endpoints)
-	}
-	crashAdmin(t, p, "PATCH", "/admin/webhooks/"+client.Endpoints[0].ID, map[string]string{"url": rec.URL + "/hooks/${eventId}"}, 200, nil)
+	pointDemoEndpoint(t, p, rec.URL+"/hooks/${eventId}")
 	id := mustUpload(t, p, "stock.csv", []byte("store;ean;article_number;quantity;price;store_article_location\n"+
 		"S1;4006381333931;SKU-1;100000;19.99;A1\n"))
 	if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
