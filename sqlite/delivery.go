@@ -24,50 +24,43 @@ import (
 // Either way a batch is one statement, or a few, not one per delivery: a
 // statement of its own cost more than the rows it changed.
 const (
-	// inflightSQL counts the deliveries in flight per endpoint: pending
-	// with a lease that has not run out. It reads deliveries_leased, the
-	// few rows in flight, rather than every pending row (the planner,
-	// without statistics, would take deliveries_due and read the whole
-	// backlog).
-	inflightSQL = `SELECT d.endpoint_id, count(*) FROM deliveries d INDEXED BY deliveries_leased
-		WHERE d.state = 'pending' AND d.lease_until >= ?1 GROUP BY d.endpoint_id`
 	// openSQL counts the enabled endpoints not in ?1, the full ones.
 	openSQL = `SELECT count(*) FROM endpoints WHERE enabled = 1 AND id NOT IN (SELECT value FROM json_each(?1))`
 	// claimableSQL lists due deliveries in the order they are attempted:
-	// pending, due, not leased, to an enabled endpoint whose cap is not
-	// reached (?2, a JSON array of the full ones), and per order and
-	// endpoint only the oldest pending event (so events of one order arrive
-	// in order). It walks deliveries_due, which holds (next_attempt_at, seq)
-	// in order: the rows come without a sort, so reading stops once enough
-	// are found, however long the backlog (the planner could take another
-	// index and sort the backlog first). seq is the order the
-	// deliveries were queued in, the order of their events. It reads the
-	// rest of what an attempt needs from the delivery row while it is at
-	// it (attempts and tries as they are before the lease counts this one),
-	// and the event's payload, by event_seq, the event's rowid.
+	// pending, due, not leased (?3, a JSON array of the seqs of those in
+	// flight), to an enabled endpoint whose cap is not reached (?2, a JSON
+	// array of the full ones), and per order and endpoint only the oldest
+	// pending event (so events of one order arrive in order). It walks
+	// deliveries_due, which holds (next_attempt_at, seq) in order: the rows
+	// come without a sort, so reading stops once enough are found, however
+	// long the backlog (the planner could take another index and sort the
+	// backlog first). seq is the order the deliveries were queued in, the
+	// order of their events. The deliveries in flight, at the head of the
+	// queue, are passed over on the index entry alone, before their row is
+	// read (seq is in the entry; the test comes first). It reads the rest of
+	// what an attempt needs from the delivery row while it is at it (the
+	// attempts and tries recorded), and the event's payload, by event_seq,
+	// the event's rowid.
 	claimableSQL = `SELECT d.seq, d.id, d.endpoint_id, d.event_id, d.attempts, d.tries, ev.payload
 		FROM deliveries d INDEXED BY deliveries_due
 		JOIN endpoints e ON e.id = d.endpoint_id
 		JOIN events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
-		WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until < ?1)
+		WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND d.seq NOT IN (SELECT value FROM json_each(?3))
 		  AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
 		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
 		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
 		ORDER BY d.next_attempt_at, d.seq`
-	// leaseSQL leases the claimed deliveries by seq, their rowid.
-	leaseSQL = `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1, tries = tries + 1
-		WHERE seq IN (SELECT value FROM json_each(?3))`
 	// endpointsSQL reads the endpoints of the claimed deliveries, each once
 	// however many deliveries share it.
 	endpointsSQL = `SELECT id, url, api_key, secret, previous_secret, coalesce(previous_secret_until, 0)
 		FROM endpoints WHERE id IN (SELECT value FROM json_each(?1))`
 
-	// Parked, not failed: the try does not count, and the delivery goes
-	// out again as soon as the endpoint is enabled. One at a time, as 410s
-	// are rare and each may disable its endpoint.
-	goneSQL = `UPDATE deliveries SET next_attempt_at = ?1, tries = max(tries - 1, 0), lease_owner = NULL,
-		lease_until = NULL, updated_at = ?1
-		WHERE id = ?2 AND lease_owner = ?3 AND attempts = ?4 AND state = 'pending'`
+	// Parked, not failed: the try does not count (?4 is the one before
+	// it), and the delivery goes out again as soon as the endpoint is
+	// enabled. One at a time, as 410s are rare and each may disable its
+	// endpoint.
+	goneSQL = `UPDATE deliveries SET next_attempt_at = ?1, attempts = ?3, tries = ?4, updated_at = ?1
+		WHERE seq = ?2 AND state = 'pending'`
 	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3`
 )
 
@@ -82,26 +75,20 @@ var (
 	// duration_ms, status_code, error, response) each.
 	insertAttemptsSQL = batchStatements(`INSERT OR IGNORE INTO delivery_attempts
 		(delivery_id, number, at, duration_ms, status_code, error, response) VALUES `, 7, ``)
-	// The outcomes, each for n deliveries: (id, owner, attempt) each, and
+	// The outcomes, each for n deliveries: (seq, attempts, tries) each, and
 	// the retry's next_attempt_at after them; ?1 is the time now. Only the
-	// lease holder moves the delivery on: the same owner and the same
-	// attempt, since a lease that ran out may have been taken again, even
-	// by this owner. The + keeps the planner from walking an index of
-	// every pending delivery for the few listed: it looks each up by id.
-	succeededSQL = batchStatements(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
-	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4, lease_owner = NULL, lease_until = NULL,
-		updated_at = ?1 FROM (VALUES `, 4, heldSQL)
-	failedSQL = batchStatements(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
-	// releaseSQL gives back claims not attempted, as they were before the
-	// claim: the lease dropped, the attempt and the try not counted.
-	releaseSQL = batchStatements(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL,
-		attempts = attempts - 1, tries = max(tries - 1, 0), updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+	// results of the leases' holders come here (leaseBook.holder). Each row
+	// is looked up by seq, its rowid; the + keeps the planner from walking
+	// an index of every pending delivery for the few listed.
+	succeededSQL = batchStatements(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL,
+		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4,
+		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 4, heldSQL)
+	failedSQL = batchStatements(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL,
+		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
 )
 
-const heldSQL = `) AS r WHERE deliveries.id = r.column1 AND deliveries.lease_owner = r.column2
-		AND deliveries.attempts = r.column3 AND +deliveries.state = 'pending'`
+const heldSQL = `) AS r WHERE deliveries.seq = r.column1 AND +deliveries.state = 'pending'`
 
 // batchStatements returns the statement head VALUES (?, ...) × n tail for
 // each of batchSizes, in its order.
@@ -114,8 +101,8 @@ func batchStatements(head string, columns int, tail string) []string {
 	return out
 }
 
-var deliveryStatements = slices.Concat([]string{inflightSQL, openSQL, claimableSQL, leaseSQL, endpointsSQL,
-	goneSQL, disableSQL}, insertAttemptsSQL, succeededSQL, retrySQL, failedSQL, releaseSQL)
+var deliveryStatements = slices.Concat([]string{openSQL, claimableSQL, endpointsSQL, goneSQL, disableSQL},
+	insertAttemptsSQL, succeededSQL, retrySQL, failedSQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
 // as few statements as add up to their number. args are the first
@@ -140,26 +127,12 @@ func execBatch(ctx context.Context, tx *bookTx, statements []string, args []any,
 }
 
 // ReleaseClaims gives back claimed deliveries that were not attempted, as a
-// deliverer that stops does with those it claimed ahead: each is as it was
-// before its claim, to be claimed again at once, its attempt and try not
-// counted. A claim whose lease was lost is left alone.
+// deliverer that stops does with those it claimed ahead: their leases end,
+// and each is claimed again at once as it was before its claim, its
+// attempt and try not counted. A claim whose lease was lost is left alone.
 func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	tx, err := db.beginBookkeeping(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	rows := make([][]any, len(jobs))
-	for i, j := range jobs {
-		rows[i] = []any{j.DeliveryID, j.Owner, j.Attempt}
-	}
-	if err := execBatch(context.WithoutCancel(ctx), tx, releaseSQL, []any{ms(db.now())}, rows); err != nil {
-		return fmt.Errorf("release %d claimed deliveries: %w", len(jobs), err)
-	}
-	return tx.Commit()
+	db.leases.release(jobs)
+	return nil
 }
 
 // ClaimDeliveries leases due deliveries and reads what their attempts need.
@@ -177,9 +150,10 @@ func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptRes
 // up to limit due deliveries for owner, as ClaimDeliveries, in one
 // transaction: the claim sees what was recorded (the next events of these
 // orders, the places freed under the endpoints' caps), and a round of
-// deliveries costs one commit rather than two. When the claim fails after
-// the record succeeded, the record is committed all the same and the
-// claim's error returned, with no jobs: a failed claim leases nothing.
+// deliveries costs one commit. The leases are held in memory (leaseBook):
+// the claim only reads. When the claim fails after the record succeeded,
+// the record is committed all the same and the claim's error returned,
+// with no jobs: a failed claim leases nothing.
 func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
 	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
 	if len(results) == 0 && limit <= 0 {
@@ -199,38 +173,40 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	// As in beginBookkeeping: the write connection is ours.
 	sctx := context.WithoutCancel(ctx)
 	now := db.now()
-	if err := record(sctx, tx, results, ms(now)); err != nil {
+	ended, endedIDs, err := record(sctx, tx, &db.leases, results, ms(now))
+	if err != nil {
 		return nil, err
 	}
 	var jobs []storelink.DeliveryJob
+	var taken map[string]*deliveryLease
 	var claimErr error
 	if limit > 0 {
 		if claimErr = sealErr; claimErr == nil {
-			jobs, claimErr = claim(sctx, tx, db.Sealer, owner, now, lease, limit, perEndpoint)
+			jobs, taken, claimErr = claim(sctx, tx, db.Sealer, &db.leases, ended, owner, now, lease, limit, perEndpoint)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
+	db.leases.settle(ended, endedIDs, taken)
 	if claimErr != nil {
 		return nil, claimErr
 	}
 	return jobs, nil
 }
 
-// claim leases up to limit due deliveries for owner and returns their jobs.
-// Everything is read before the one statement that writes, the lease, so
-// that a claim that fails has written nothing.
-func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, owner string, now time.Time, lease time.Duration,
-	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
-	picked, err := claimable(ctx, tx, ms(now), limit, perEndpoint)
+// claim picks up to limit due deliveries for owner and returns their jobs
+// and the leases to take for them once the transaction commits. It reads
+// only. The leases ending, those of the results recorded in the same
+// transaction, count as ended.
+func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leaseBook, ending []*deliveryLease, owner string,
+	now time.Time, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, map[string]*deliveryLease, error) {
+	picked, err := claimable(ctx, tx, book, ending, ms(now), limit, perEndpoint)
 	if err != nil || len(picked) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
-	seqs := make([]int64, len(picked))
 	endpoints := make([]string, 0, 1)
-	for i, p := range picked {
-		seqs[i] = p.seq
+	for _, p := range picked {
 		if !slices.Contains(endpoints, p.endpointID) {
 			endpoints = append(endpoints, p.endpointID)
 		}
@@ -266,21 +242,27 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, owner stri
 		targets[id] = t
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("read claimed endpoints: %w", err)
+		return nil, nil, fmt.Errorf("read claimed endpoints: %w", err)
 	}
 	jobs := make([]storelink.DeliveryJob, len(picked))
+	taken := make(map[string]*deliveryLease, len(picked))
+	until := ms(now.Add(lease))
 	for i, p := range picked {
 		t := targets[p.endpointID]
 		if t == nil {
-			return nil, fmt.Errorf("claim deliveries: the endpoint of delivery %s is gone", p.id)
+			return nil, nil, fmt.Errorf("claim deliveries: the endpoint of delivery %s is gone", p.id)
+		}
+		// A lease that ran out on this delivery was an attempt and a try,
+		// whether or not its result came in.
+		attempts, tries := p.attempts, p.tries
+		if a, t := book.previous(p.id); a > 0 {
+			attempts, tries = max(attempts, a), max(tries, t)
 		}
 		jobs[i] = storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: p.endpointID,
-			Attempt: p.attempts + 1, Try: p.tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
+			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
+		taken[p.id] = &deliveryLease{seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1}
 	}
-	if _, err := tx.ExecContext(ctx, leaseSQL, owner, ms(now.Add(lease)), jsonInts(seqs)); err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	return jobs, nil
+	return jobs, taken, nil
 }
 
 // eachRow runs a prepared query with one argument and calls fn on each row.
@@ -312,27 +294,13 @@ type claimed struct {
 // a few rows of a long backlog, not all of it. It still reads on past the
 // due rows of endpoints that reach their cap while another endpoint has
 // room, to find that endpoint's.
-func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint int) ([]claimed, error) {
-	inflight := map[string]int{}
-	rows, err := tx.QueryContext(ctx, inflightSQL, now)
-	if err != nil {
-		return nil, fmt.Errorf("count deliveries in flight: %w", err)
-	}
+func claimable(ctx context.Context, tx querier, book *leaseBook, ending []*deliveryLease, now int64, limit, perEndpoint int) ([]claimed, error) {
+	leased, inflight := book.live(now, ending)
 	var full []string
-	for rows.Next() {
-		var endpoint string
-		var n int
-		if err := rows.Scan(&endpoint, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if inflight[endpoint] = n; n >= perEndpoint {
+	for endpoint, n := range inflight {
+		if n >= perEndpoint {
 			full = append(full, endpoint)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	fullJSON := jsonList(full)
 	// open counts the enabled endpoints below their cap: when each has
@@ -342,7 +310,8 @@ func claimable(ctx context.Context, tx querier, now int64, limit, perEndpoint in
 	if err := tx.QueryRowContext(ctx, openSQL, fullJSON).Scan(&open); err != nil || open == 0 {
 		return nil, err
 	}
-	if rows, err = tx.QueryContext(ctx, claimableSQL, now, fullJSON); err != nil {
+	rows, err := tx.QueryContext(ctx, claimableSQL, now, fullJSON, leased)
+	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
@@ -372,13 +341,19 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 }
 
 // record records finished attempts and moves their deliveries on: a
-// statement for the attempts and one per outcome, but for 410s.
-func record(ctx context.Context, tx *bookTx, results []storelink.AttemptResult, now int64) error {
+// statement for the attempts and one per outcome, but for 410s. Every
+// attempt is recorded; only those whose lease is still theirs
+// (leaseBook.holder) move their delivery on. It returns those leases, and
+// their deliveries' ids, to end once the transaction commits.
+func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelink.AttemptResult, now int64) ([]*deliveryLease, []string, error) {
 	if len(results) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	attempts := make([][]any, len(results))
 	var held [storelink.OutcomeGone][][]any // succeeded, retry, failed
+	ended := make([]*deliveryLease, 0, len(results))
+	ids := make([]string, 0, len(results))
+	var gone []storelink.AttemptResult
 	for i, r := range results {
 		a := r.Attempt
 		var code any
@@ -386,35 +361,41 @@ func record(ctx context.Context, tx *bookTx, results []storelink.AttemptResult, 
 			code = a.StatusCode
 		}
 		attempts[i] = []any{r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response}
+		// The same result twice in one batch moves its delivery once.
+		l := book.holder(r.Job)
+		if l == nil || slices.Contains(ended, l) {
+			continue
+		}
+		ended, ids = append(ended, l), append(ids, r.Job.DeliveryID)
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded, storelink.OutcomeFailed:
-			held[r.Outcome] = append(held[r.Outcome], []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt})
+			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try})
 		case storelink.OutcomeRetry:
-			held[r.Outcome] = append(held[r.Outcome], []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, ms(r.NextAt)})
+			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try, ms(r.NextAt)})
+		case storelink.OutcomeGone:
+			gone = append(gone, r)
 		}
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
-		return fmt.Errorf("record attempts: %w", err)
+		return nil, nil, fmt.Errorf("record attempts: %w", err)
 	}
 	for o, statements := range [...][]string{succeededSQL, retrySQL, failedSQL} {
 		if err := execBatch(ctx, tx, statements, []any{now}, held[o]); err != nil {
-			return fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
+			return nil, nil, fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
 		}
 	}
-	for _, r := range results {
-		if r.Outcome != storelink.OutcomeGone {
-			continue
-		}
-		res, err := tx.ExecContext(ctx, goneSQL, now, r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt)
+	for _, r := range gone {
+		l := book.holder(r.Job)
+		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, l.try-1)
 		if n, _ := rowsAffected(res, err); n > 0 {
 			_, err = tx.ExecContext(ctx, disableSQL,
 				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
 		}
 		if err != nil {
-			return fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
+			return nil, nil, fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
 		}
 	}
-	return nil
+	return ended, ids, nil
 }
 
 // jsonList is a JSON array of strings.
@@ -473,16 +454,26 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh schedule.
-// A delivery being attempted right now is left to that attempt: dropping
-// its lease would send the event twice at once.
+// A delivery being attempted right now is left to that attempt: sending it
+// again meanwhile would send the event twice at once.
 func (db *DB) Redeliver(ctx context.Context, id string) error {
-	now := ms(db.now())
-	if err := exists(ctx, db.read, `SELECT 1 FROM deliveries WHERE id = ?`, id); err != nil {
+	var seq int64
+	if err := db.read.QueryRowContext(ctx, `SELECT seq FROM deliveries WHERE id = ?`, id).Scan(&seq); err != nil {
 		return notFound(err, "delivery %q", id)
 	}
-	_, err := db.write.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?,
-		lease_owner = NULL, lease_until = NULL, updated_at = ?
-		WHERE id = ? AND NOT (state = 'pending' AND coalesce(lease_until, 0) >= ?)`, now, now, id, now)
+	// The write connection, held, keeps claims out between the look at the
+	// lease and the update.
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	now := ms(db.now())
+	if !db.leases.redeliverable(id, now) {
+		return nil
+	}
+	_, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+		WHERE seq = ?`, now, now, seq)
 	return err
 }
 

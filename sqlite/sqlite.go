@@ -47,6 +47,9 @@ type DB struct {
 	orderSince   time.Time
 	prepared     map[string]*sql.Stmt
 
+	// leases holds the leases of the deliveries in flight.
+	leases leaseBook
+
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Sealer encrypts webhook secrets and endpoint keys at rest; endpoint
@@ -248,6 +251,9 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	// A delivery a killed process was sending may or may not have arrived;
 	// it goes out again now (receivers deduplicate by webhook-id) rather
 	// than when its lease, the webhook timeout and 30s, runs out.
+	// Leases are held in memory now (leaseBook); a file written before
+	// that may still hold some, which are cleared too.
+	db.leases.clear()
 	_, err := db.write.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
 		WHERE state = 'pending' AND lease_until IS NOT NULL`)
 	return err

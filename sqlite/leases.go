@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"maps"
+	"strconv"
+	"sync"
+
+	"storelink"
+)
+
+// leaseBook holds the leases of the deliveries in flight. They live in
+// memory, not in the file: only one process can hold the file (Open locks
+// it), so a lease written there would only ever be read by this process,
+// and at start-up none of them would be alive (ReleaseLeases). Kept here,
+// a claim writes nothing and a round of delivery bookkeeping writes only
+// its results: writing each lease and clearing it again cost a statement,
+// a row and an index entry per delivery, about a third of the bookkeeping.
+//
+// A lease is taken by a claim and ends when its result is recorded, when
+// it is given back (ReleaseClaims), or at start-up. One that has run out
+// stays in the book until a claim takes its delivery again, so that the
+// next attempt's number and try follow on from it, as they would if it
+// had been written down.
+//
+// The book changes only while the write connection is held (in the
+// bookkeeping transaction, or Redeliver's), and its changes follow that
+// transaction's commit: a claim or a record that did not commit changes
+// nothing here either.
+type leaseBook struct {
+	mu   sync.Mutex
+	held map[string]*deliveryLease // by delivery id
+}
+
+// deliveryLease is a claimed delivery: who holds it, until when (Unix ms), and
+// the attempt it was claimed for.
+type deliveryLease struct {
+	seq          int64
+	endpointID   string
+	owner        string
+	until        int64
+	attempt, try int
+}
+
+// live returns, for the leases that have not run out at now, but for
+// those ending (the round's results, recorded in the same transaction),
+// the seqs of their deliveries as a JSON array and the count per endpoint.
+func (b *leaseBook) live(now int64, ending []*deliveryLease) (string, map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	perEndpoint := map[string]int{}
+	skip := make(map[*deliveryLease]bool, len(ending))
+	for _, l := range ending {
+		skip[l] = true
+	}
+	out := []byte{'['}
+	for _, l := range b.held {
+		if l.until < now || skip[l] {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendInt(out, l.seq, 10)
+		perEndpoint[l.endpointID]++
+	}
+	return string(append(out, ']')), perEndpoint
+}
+
+// previous returns the lease that ran out on a delivery claimed again, if
+// any: its attempt and try were made, and count.
+func (b *leaseBook) previous(id string) (attempt, try int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.held[id]; l != nil {
+		return l.attempt, l.try
+	}
+	return 0, 0
+}
+
+// holder returns the lease of job's delivery if job holds it: the same
+// owner and the same attempt (a lease that ran out may have been taken
+// again, even by the same owner), or nil.
+func (b *leaseBook) holder(job *storelink.DeliveryJob) *deliveryLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l := b.held[job.DeliveryID]; l != nil && l.owner == job.Owner && l.attempt == job.Attempt {
+		return l
+	}
+	return nil
+}
+
+// redeliverable tells whether a delivery may be made pending again at
+// now: not while its lease is live. A lease that ran out keeps its
+// attempt's number, for the next claim to follow on from, but its try is
+// forgotten, as a redelivery starts the schedule again.
+func (b *leaseBook) redeliverable(id string, now int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.held[id]
+	if l == nil {
+		return true
+	}
+	if l.until >= now {
+		return false
+	}
+	l.try = 0
+	return true
+}
+
+// settle applies a committed round: the leases of ended ones go (if they
+// are still the ones the round ended), the new ones are taken.
+func (b *leaseBook) settle(ended []*deliveryLease, ids []string, taken map[string]*deliveryLease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[string]*deliveryLease{}
+	}
+	for i, l := range ended {
+		if b.held[ids[i]] == l {
+			delete(b.held, ids[i])
+		}
+	}
+	maps.Copy(b.held, taken)
+}
+
+// release ends the leases jobs hold, and returns how many it ended.
+func (b *leaseBook) release(jobs []storelink.DeliveryJob) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, j := range jobs {
+		if l := b.held[j.DeliveryID]; l != nil && l.owner == j.Owner && l.attempt == j.Attempt {
+			delete(b.held, j.DeliveryID)
+			n++
+		}
+	}
+	return n
+}
+
+// clear ends every lease.
+func (b *leaseBook) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.held)
+}
