@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
 
 	"storelink"
 )
@@ -81,14 +82,17 @@ func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 // Client sends webhooks. It is safe for concurrent use and keeps
 // connections alive between attempts, since one partner endpoint receives
 // many events in a row.
+//
+// It sends with fasthttp rather than net/http: an attempt makes no
+// goroutines and no per-request allocations there, and costs about half
+// the CPU (13 against 23 µs on this machine, with a net/http receiver),
+// which on a busy server is half of what the delivery of an event costs
+// besides its bookkeeping. Each request is sent as it is: a redirect is a
+// failed attempt with its 3xx, since following it would send a signed
+// event to a URL the partner never registered. Webhooks go over HTTP/1.1.
 type Client struct {
-	// transport sends each request as it is: a redirect is a failed
-	// attempt with its 3xx, since following it would send a signed event to
-	// a URL the partner never registered, and an http.Client, which only
-	// adds the following of redirects, would copy every request's headers
-	// for it.
-	transport *http.Transport
-	timeout   time.Duration
+	http    *fasthttp.Client
+	timeout time.Duration
 	// checked holds parseURL's verdict on each endpoint URL sent to (it
 	// depends on the URL alone), and signers the HMACs of each key: an
 	// endpoint receives many events in a row.
@@ -133,35 +137,51 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
+	// No proxy from the environment: the guard must see the endpoint's
+	// address, not a proxy's, and events must not leave by a path the
+	// operator did not configure for them.
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		dialer.Control = dialGuard
 	}
-	transport := &http.Transport{
-		// No proxy from the environment: the guard must see the endpoint's
-		// address, not a proxy's, and events must not leave by a path the
-		// operator did not configure for them.
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
-		ExpectContinueTimeout: time.Second,
+	hc := &fasthttp.Client{
+		Name: UserAgent,
+		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return dialer.DialContext(ctx, "tcp", addr)
+		},
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
 		// At least as many as the deliverer may have attempts in flight to
 		// one endpoint (worker.Deliverer's PerEndpoint, at most its 128
 		// Workers), so that the next attempts reuse the connections rather
-		// than dial again.
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    128,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
+		// than dial again; past it, an attempt waits for one within its
+		// timeout.
+		MaxConnsPerHost:     256,
+		MaxConnWaitTimeout:  timeout,
+		MaxIdleConnDuration: 90 * time.Second,
+		// The response's head must fit in the read buffer.
+		ReadBufferSize: maxResponseHead,
+		// The body is read by readBounded, not whole into memory.
+		StreamResponseBody: true,
+		// The URL goes as the partner registered it.
+		DisablePathNormalizing: true,
+		// A POST is tried again only when a kept-alive connection turns out
+		// to have been closed before an answer began: receivers deduplicate
+		// by webhook-id.
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
+			return false, attempts < 2 && errors.Is(err, fasthttp.ErrConnectionClosed)
+		},
 	}
-	return &Client{timeout: timeout, transport: transport}
+	return &Client{timeout: timeout, http: hc}
 }
 
+// maxResponseHead bounds the status line and headers of an answer.
+const maxResponseHead = 16 << 10
+
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
-func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Send makes one attempt: POST the body, signed with every key at now, to
 // the URL with ${eventId} replaced, and read a bounded part of the answer.
@@ -185,24 +205,43 @@ func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(r.Body))
-	if err != nil {
-		return Result{Err: errors.New("invalid URL")}
-	}
-	c.setHeaders(req.Header, r, now)
-
-	resp, err := c.transport.RoundTrip(req)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
-	defer resp.Body.Close()
-	res := Result{StatusCode: resp.StatusCode}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	// The attempt ends at the timeout, or at ctx's deadline if sooner; a
+	// ctx cancelled without a deadline is seen once the attempt ends (the
+	// deliverer's attempts are never cancelled: a stop lets them finish).
+	deadline, byCtx := time.Now().Add(c.timeout), false
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline, byCtx = d, true
 	}
-	excerpt, err := readBounded(resp.Body)
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.DisableNormalizing()
+	req.SetRequestURI(target)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	c.setHeaders(&req.Header, r, now)
+	req.SetBodyRaw(r.Body)
+	if err := c.http.DoDeadline(req, resp, deadline); err != nil {
+		if byCtx && !time.Now().Before(deadline) {
+			// ctx's deadline ended it, whether or not ctx has noticed yet.
+			return Result{Err: &attemptErr{msg: "canceled", cause: errors.Join(context.DeadlineExceeded, err)}}
+		}
+		return Result{Err: c.attemptError(ctx, err)}
+	}
+	defer resp.CloseBodyStream()
+	res := Result{StatusCode: resp.StatusCode()}
+	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
+		res.RetryAfter = parseRetryAfter(string(resp.Header.Peek("Retry-After")), now)
+	}
+	excerpt, whole, err := readBounded(resp.BodyStream())
+	if !whole || err != nil {
+		// The rest of the answer is still on the connection: it is
+		// closed rather than kept for the next attempt.
+		resp.SetConnectionClose()
+	}
 	res.Excerpt = excerpt
 	if err != nil {
 		// The status came but the body did not, in time: the answer is not
@@ -220,51 +259,43 @@ func checkURL(target string) error {
 	return nil
 }
 
-// The values of the headers that are the same on every request.
-var (
-	contentTypeJSON = []string{"application/json"}
-	userAgent       = []string{UserAgent}
-)
-
-// setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
-// names go into the map as written, lower case, so that they go on the wire
-// exactly as the specification spells them.
-func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
-	// The transport only reads the headers: the shared values are safe.
-	h["Content-Type"] = contentTypeJSON
-	h["User-Agent"] = userAgent
+// setHeaders writes the headers of CONTRACT 6.1 (the client adds the
+// User-Agent). The Standard Webhooks names go on the wire exactly as the
+// specification spells them, in lower case.
+func (c *Client) setHeaders(h *fasthttp.RequestHeader, r Request, now time.Time) {
+	h.SetContentType("application/json")
 	ts := now.Unix()
-	values := []string{r.EventID, strconv.FormatInt(ts, 10), c.signers.header(r.Keys, r.EventID, ts, r.Body), r.APIKey}
-	h[HeaderID] = values[0:1:1]
-	h[HeaderTimestamp] = values[1:2:2]
-	h[HeaderSignature] = values[2:3:3]
+	var buf [20]byte
+	h.Set(HeaderID, r.EventID)
+	h.SetBytesV(HeaderTimestamp, strconv.AppendInt(buf[:0], ts, 10))
+	h.Set(HeaderSignature, c.signers.header(r.Keys, r.EventID, ts, r.Body))
 	if r.APIKey != "" {
-		h["x-api-key"] = values[3:4:4]
+		h.Set("x-api-key", r.APIKey)
 	}
-	// A nil Idempotency-Key is not sent, but tells the transport the POST
-	// may be replayed when a kept-alive connection turns out to be closed
-	// before anything was written: receivers deduplicate by webhook-id.
-	h["Idempotency-Key"] = nil
 }
 
 // excerptBuffers holds the buffers readBounded reads the start of a body
 // into.
 var excerptBuffers = sync.Pool{New: func() any { return new([excerptSize]byte) }}
 
-// readBounded keeps the start of a body and reads at most drainSize of it.
-func readBounded(body io.Reader) (string, error) {
-	if body == http.NoBody {
-		return "", nil // a 204, or a Content-Length of 0
+// readBounded keeps the start of a body and reads at most drainSize of it;
+// whole tells whether it read the body to its end.
+func readBounded(body io.Reader) (string, bool, error) {
+	if body == nil {
+		return "", true, nil
 	}
 	buf := excerptBuffers.Get().(*[excerptSize]byte)
 	defer excerptBuffers.Put(buf)
 	n, err := io.ReadFull(body, buf[:])
+	whole := false
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
+		err, whole = nil, true
 	} else if err == nil {
-		_, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize))
+		var more int64
+		more, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize+1))
+		whole = err == nil && more <= drainSize-excerptSize
 	}
-	return excerpt(buf[:n], n == excerptSize), err
+	return excerpt(buf[:n], n == excerptSize), whole, err
 }
 
 func excerpt(b []byte, cut bool) string {
@@ -314,8 +345,12 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = blocked.Error()
 	case parent.Err() != nil:
 		msg = "canceled"
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err) || errors.Is(err, fasthttp.ErrNoFreeConns):
 		msg = "timeout after " + c.timeout.String()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			// The attempt's deadline passed, as a context's would.
+			err = errors.Join(context.DeadlineExceeded, err)
+		}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		msg = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

@@ -286,16 +286,29 @@ func TestWebhookSendRedirect(t *testing.T) {
 // cut on a character boundary, and the attempt is not slowed by the rest.
 func TestWebhookSendLargeResponse(t *testing.T) {
 	body := "a" + strings.Repeat("é", 1<<20) // the 4096th byte starts an é
+	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, body)
+		if n.Add(1) == 1 {
+			io.WriteString(w, body)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "next")
 	}))
 	defer srv.Close()
-	res := testClient(t, 2*time.Second).Send(context.Background(), testRequest(t, srv.URL), time.Now())
+	c := testClient(t, 2*time.Second)
+	res := c.Send(context.Background(), testRequest(t, srv.URL), time.Now())
 	if !res.Success() {
 		t.Fatalf("Send = %+v", res)
 	}
 	if want := body[:excerptSize-1]; res.Excerpt != want {
 		t.Fatalf("Excerpt is %d bytes (%q…), want the first %d bytes", len(res.Excerpt), res.Excerpt[:10], len(want))
+	}
+	// The rest of the large answer is not read as the next one's.
+	for range 3 {
+		if res := c.Send(context.Background(), testRequest(t, srv.URL), time.Now()); res.StatusCode != http.StatusAccepted || res.Excerpt != "next" {
+			t.Fatalf("the attempt after a large answer: %+v, want its own 202", res)
+		}
 	}
 }
 
