@@ -131,6 +131,11 @@ func execBatch(ctx context.Context, tx *bookTx, statements []string, args []any,
 // and each is claimed again at once as it was before its claim, its
 // attempt and try not counted. A claim whose lease was lost is left alone.
 func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	conn, err := db.write.Conn(ctx) // see leaseBook
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	db.leases.release(jobs)
 	return nil
 }
@@ -185,10 +190,13 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 			jobs, taken, claimErr = claim(sctx, tx, db.Sealer, &db.leases, ended, owner, now, lease, limit, perEndpoint)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	// The book follows the commit before the write connection goes back
+	// (the deferred Rollback gives it back after an error).
+	if err := tx.Tx.Commit(); err != nil {
 		return nil, err
 	}
 	db.leases.settle(ended, endedIDs, taken)
+	tx.release()
 	if claimErr != nil {
 		return nil, claimErr
 	}
@@ -254,13 +262,15 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 		}
 		// A lease that ran out on this delivery was an attempt and a try,
 		// whether or not its result came in.
-		attempts, tries := p.attempts, p.tries
+		attempts, tries, lostAttempt, lostTry := p.attempts, p.tries, 0, 0
 		if a, t := book.previous(p.id); a > 0 {
 			attempts, tries = max(attempts, a), max(tries, t)
+			lostAttempt, lostTry = attempts, tries
 		}
 		jobs[i] = storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: p.endpointID,
 			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
-		taken[p.id] = &deliveryLease{seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1}
+		taken[p.id] = &deliveryLease{seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1,
+			lostAttempt: lostAttempt, lostTry: lostTry}
 	}
 	return jobs, taken, nil
 }
@@ -353,7 +363,11 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 	var held [storelink.OutcomeGone][][]any // succeeded, retry, failed
 	ended := make([]*deliveryLease, 0, len(results))
 	ids := make([]string, 0, len(results))
-	var gone []storelink.AttemptResult
+	type goneResult struct {
+		r storelink.AttemptResult
+		l *deliveryLease
+	}
+	var gone []goneResult
 	for i, r := range results {
 		a := r.Attempt
 		var code any
@@ -373,7 +387,7 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 		case storelink.OutcomeRetry:
 			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try, ms(r.NextAt)})
 		case storelink.OutcomeGone:
-			gone = append(gone, r)
+			gone = append(gone, goneResult{r, l})
 		}
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
@@ -384,9 +398,9 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 			return nil, nil, fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
 		}
 	}
-	for _, r := range gone {
-		l := book.holder(r.Job)
-		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, l.try-1)
+	for _, g := range gone {
+		r, l := g.r, g.l
+		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, max(l.try-1, 0))
 		if n, _ := rowsAffected(res, err); n > 0 {
 			_, err = tx.ExecContext(ctx, disableSQL,
 				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)

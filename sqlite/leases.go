@@ -17,15 +17,19 @@ import (
 // a row and an index entry per delivery, about a third of the bookkeeping.
 //
 // A lease is taken by a claim and ends when its result is recorded, when
-// it is given back (ReleaseClaims), or at start-up. One that has run out
+// it is given back (ReleaseClaims), or at start-up. So an attempt in
+// flight when the process died is not counted: its outcome never became
+// known, and after the restart the delivery goes again as that attempt
+// (receivers deduplicate by webhook-id), first in line. One that has run out
 // stays in the book until a claim takes its delivery again, so that the
 // next attempt's number and try follow on from it, as they would if it
 // had been written down.
 //
 // The book changes only while the write connection is held (in the
-// bookkeeping transaction, or Redeliver's), and its changes follow that
-// transaction's commit: a claim or a record that did not commit changes
-// nothing here either.
+// bookkeeping transaction, Redeliver's or ReleaseClaims'), and a round's
+// changes are made after its commit and before the connection is given
+// back: a claim or a record that did not commit changes nothing here, and
+// no other writer sees the file and the book disagree.
 type leaseBook struct {
 	mu   sync.Mutex
 	held map[string]*deliveryLease // by delivery id
@@ -36,9 +40,13 @@ type leaseBook struct {
 type deliveryLease struct {
 	seq          int64
 	endpointID   string
-	owner        string
+	owner        string // "" for one given back: no result holds it
 	until        int64
 	attempt, try int
+	// lost is the attempt and try of a lease that ran out before this one
+	// took the delivery over (0 if none), for the numbering to follow on
+	// from should this one be given back unsent.
+	lostAttempt, lostTry int
 }
 
 // live returns, for the leases that have not run out at now, but for
@@ -103,7 +111,8 @@ func (b *leaseBook) redeliverable(id string, now int64) bool {
 	if l.until >= now {
 		return false
 	}
-	l.try = 0
+	// The lost attempt's result, should it still come, moves nothing.
+	l.owner, l.try = "", 0
 	return true
 }
 
@@ -123,14 +132,20 @@ func (b *leaseBook) settle(ended []*deliveryLease, ids []string, taken map[strin
 	maps.Copy(b.held, taken)
 }
 
-// release ends the leases jobs hold, and returns how many it ended.
+// release ends the leases jobs hold, and returns how many it ended. One
+// that took over from a lease that ran out leaves that one's numbers
+// behind, held by no one, for the next claim to follow on from.
 func (b *leaseBook) release(jobs []storelink.DeliveryJob) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := 0
 	for _, j := range jobs {
 		if l := b.held[j.DeliveryID]; l != nil && l.owner == j.Owner && l.attempt == j.Attempt {
-			delete(b.held, j.DeliveryID)
+			if l.lostAttempt > 0 {
+				b.held[j.DeliveryID] = &deliveryLease{seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
+			} else {
+				delete(b.held, j.DeliveryID)
+			}
 			n++
 		}
 	}

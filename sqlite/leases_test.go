@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +116,117 @@ func TestRedeliverInFlight(t *testing.T) {
 	}
 	if d := ds[0]; d.State != storelink.DeliverySucceeded || len(d.Attempts) != 3 || d.Attempts[1].StatusCode != 500 {
 		t.Fatalf("delivery = %+v, want succeeded with 3 attempts", d)
+	}
+}
+
+// claimOne claims with a one-minute lease and fails unless one job comes.
+func claimOne(t *testing.T, db *DB, owner string) storelink.DeliveryJob {
+	t.Helper()
+	jobs, err := db.ClaimDeliveries(context.Background(), owner, time.Minute, 10, 10)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim by %s: %d jobs, %v", owner, len(jobs), err)
+	}
+	return jobs[0]
+}
+
+// onlyDelivery returns the one delivery of a fixture.
+func onlyDelivery(t *testing.T, db *DB) storelink.Delivery {
+	t.Helper()
+	ds, err := db.Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 10})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries: %+v, %v", ds, err)
+	}
+	return ds[0]
+}
+
+func recordOne(t *testing.T, db *DB, j storelink.DeliveryJob, o storelink.Outcome, status int, at time.Time) {
+	t.Helper()
+	if err := db.RecordAttempts(context.Background(), []storelink.AttemptResult{{Job: &j, Outcome: o,
+		Attempt: storelink.Attempt{Number: j.Attempt, At: at, StatusCode: status}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A claim that took over from a lease that ran out, given back unsent,
+// leaves the lost attempt counted: the next claim is attempt 2, try 2,
+// and the lost attempt's late result moves nothing.
+func TestReleaseAfterLostLease(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 1)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	db.Now = func() time.Time { return now }
+	lost := claimOne(t, db, "w1")
+	now = now.Add(time.Minute + time.Millisecond)
+	second := claimOne(t, db, "w1")
+	if err := db.ReleaseClaims(ctx, []storelink.DeliveryJob{second}); err != nil {
+		t.Fatal(err)
+	}
+	third := claimOne(t, db, "w1")
+	if third.Attempt != 2 || third.Try != 2 {
+		t.Fatalf("claim after giving back the one that took over: attempt %d, try %d; want 2 and 2", third.Attempt, third.Try)
+	}
+	recordOne(t, db, lost, storelink.OutcomeFailed, 500, now)
+	if d := onlyDelivery(t, db); d.State != storelink.DeliveryPending {
+		t.Fatalf("after the lost attempt's late 500: %s, want pending (its lease was lost)", d.State)
+	}
+	recordOne(t, db, third, storelink.OutcomeSucceeded, 204, now)
+	if d := onlyDelivery(t, db); d.State != storelink.DeliverySucceeded || len(d.Attempts) != 2 || d.Attempts[1].StatusCode != 204 {
+		t.Fatalf("after the live attempt's 204: %+v, want succeeded with attempts 1 (500) and 2 (204)", d)
+	}
+}
+
+// Redeliver after a lease ran out: the lost attempt's late result, failed
+// or 410, undoes nothing, and the schedule starts again at try 1.
+func TestRedeliverThenLostResult(t *testing.T) {
+	ctx := context.Background()
+	for _, outcome := range []storelink.Outcome{storelink.OutcomeFailed, storelink.OutcomeGone} {
+		db, _ := batchFixture(t, 1)
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		db.Now = func() time.Time { return now }
+		lost := claimOne(t, db, "w1")
+		now = now.Add(time.Minute + time.Millisecond)
+		if err := db.Redeliver(ctx, lost.DeliveryID); err != nil {
+			t.Fatal(err)
+		}
+		recordOne(t, db, lost, outcome, 500, now)
+		if d := onlyDelivery(t, db); d.State != storelink.DeliveryPending || len(d.Attempts) != 1 {
+			t.Fatalf("outcome %d: after the lost attempt's late result: %+v, want pending with it recorded", outcome, d)
+		}
+		if j := claimOne(t, db, "w2"); j.Attempt != 2 || j.Try != 1 {
+			t.Fatalf("outcome %d: claim after the redelivery: attempt %d, try %d; want 2 and 1", outcome, j.Attempt, j.Try)
+		}
+	}
+}
+
+// Claims at once from several goroutines (a claim racing another, or
+// Redeliver) never hand out a delivery whose lease is live.
+func TestConcurrentClaims(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 200)
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var wg sync.WaitGroup
+	for _, owner := range []string{"a", "b", "c", "d"} {
+		wg.Go(func() {
+			for range 100 {
+				jobs, err := db.ClaimDeliveries(ctx, owner, time.Hour, 1, 1000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					if o, ok := seen[j.DeliveryID]; ok {
+						t.Errorf("delivery %s claimed by %s and again by %s while leased", j.DeliveryID, o, owner)
+					}
+					seen[j.DeliveryID] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != 200 {
+		t.Fatalf("%d deliveries claimed, want all 200", len(seen))
 	}
 }

@@ -96,7 +96,7 @@ type Client struct {
 	// checked holds parseURL's verdict on each endpoint URL sent to (it
 	// depends on the URL alone), and signers the HMACs of each key: an
 	// endpoint receives many events in a row.
-	checked memo[string, error]
+	checked memo[string, sendable]
 	signers signers
 }
 
@@ -146,10 +146,22 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	}
 	hc := &fasthttp.Client{
 		Name: UserAgent,
+		// timeout is what is left of the attempt's. The connection's
+		// deadline bounds the TLS handshake, which fasthttp makes while it
+		// writes the request, with no read deadline of its own; each
+		// request sets its own deadlines after that.
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			return dialer.DialContext(ctx, "tcp", addr)
+			conn, err := dialer.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				deadline, _ := ctx.Deadline()
+				err = conn.SetDeadline(deadline)
+				if err != nil {
+					conn.Close()
+				}
+			}
+			return conn, err
 		},
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
 		// At least as many as the deliverer may have attempts in flight to
@@ -157,28 +169,34 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 		// Workers), so that the next attempts reuse the connections rather
 		// than dial again; past it, an attempt waits for one within its
 		// timeout.
-		MaxConnsPerHost:     256,
-		MaxConnWaitTimeout:  timeout,
-		MaxIdleConnDuration: 90 * time.Second,
-		// The response's head must fit in the read buffer.
+		MaxConnsPerHost:    256,
+		MaxConnWaitTimeout: timeout,
+		// Shorter than the idle timeouts receivers commonly keep (Node's
+		// 5s, nginx's 75s): fasthttp does not see a connection the other
+		// side closed while it was idle until it writes on it.
+		MaxIdleConnDuration: 4 * time.Second,
+		// The response's head must fit in the read buffer (one per
+		// request in flight, from a pool).
 		ReadBufferSize: maxResponseHead,
-		// The body is read by readBounded, not whole into memory.
+		// The body is read by readBounded, as it comes, not whole into
+		// memory first (a Content-Length is no promise).
 		StreamResponseBody: true,
-		// The URL goes as the partner registered it.
+		// The URL goes as the partner registered it (escaped by send).
 		DisablePathNormalizing: true,
-		// A POST is tried again only when a kept-alive connection turns out
-		// to have been closed before an answer began: receivers deduplicate
-		// by webhook-id.
-		MaxIdemponentCallAttempts: 2,
+		// A POST is sent again, once, only when a kept-alive connection
+		// turns out to have been closed before an answer began (as
+		// net/http does): receivers deduplicate by webhook-id.
 		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-			return false, attempts < 2 && errors.Is(err, fasthttp.ErrConnectionClosed)
+			return false, attempts < 2 && (errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
+				errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 		},
 	}
 	return &Client{timeout: timeout, http: hc}
 }
 
-// maxResponseHead bounds the status line and headers of an answer.
-const maxResponseHead = 16 << 10
+// maxResponseHead bounds the status line and headers of an answer (large
+// cookies and content security policies from a WAF or CDN fit).
+const maxResponseHead = 64 << 10
 
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
@@ -196,15 +214,17 @@ func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	var err error
 	target := r.URL
+	var checked sendable
 	if strings.Contains(target, "${eventId}") {
 		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
-		err = checkURL(target) // a URL per event: not kept
+		checked = checkURL(target) // a URL per event: not kept
 	} else {
-		err = c.checked.get(target, checkURL)
+		checked = c.checked.get(target, checkURL)
 	}
-	if err != nil {
-		return Result{Err: err}
+	if checked.err != nil {
+		return Result{Err: checked.err}
 	}
+	target = checked.uri
 	if err := ctx.Err(); err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
@@ -251,12 +271,21 @@ func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	return res
 }
 
-// checkURL is parseURL's verdict on a URL as the error of an attempt.
-func checkURL(target string) error {
-	if _, err := parseURL(target); err != nil {
-		return errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))
+// sendable is a URL as it goes on the wire, its path escaped as net/http
+// escapes it (a partner may register /café), or why it cannot be sent to.
+type sendable struct {
+	uri string
+	err error
+}
+
+// checkURL is parseURL's verdict on a URL, as the error of an attempt.
+func checkURL(target string) sendable {
+	u, err := parseURL(target)
+	if err != nil {
+		return sendable{err: errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))}
 	}
-	return nil
+	u.Fragment, u.RawFragment = "", ""
+	return sendable{uri: u.String()}
 }
 
 // setHeaders writes the headers of CONTRACT 6.1 (the client adds the
@@ -364,7 +393,7 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = "TLS certificate not accepted: " + certErr.Err.Error()
 	case errors.As(err, &recErr):
 		msg = "TLS handshake failed: the endpoint does not speak TLS"
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, fasthttp.ErrConnectionClosed):
 		msg = "connection closed before a complete answer"
 	default:
 		var uerr *url.Error

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -429,13 +431,26 @@ func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.Attemp
 	return jobs
 }
 
+// send sends j. A panic while sending (in the HTTP client, on an answer
+// it did not expect) is the attempt's failure, not the process's: the
+// delivery is tried again on its schedule, and every other goes on.
+func (d *Deliverer) send(j *storelink.DeliveryJob, keys [][]byte, start time.Time) (res webhook.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.Logger.Error("webhook attempt panicked", "delivery_id", j.DeliveryID, "endpoint_id", j.EndpointID, "panic", fmt.Sprint(p))
+			res = webhook.Result{Err: errors.New("internal error while sending"), Duration: time.Since(start)}
+		}
+	}()
+	// Not the loop's context: a stop lets the attempt finish within the
+	// webhook timeout rather than cutting it off and counting a failure.
+	return d.Client.Send(context.Background(), webhook.Request{URL: j.URL, EventID: j.EventID, Body: j.Body, Keys: keys, APIKey: j.APIKey}, start)
+}
+
 // attempt makes one delivery attempt and decides what it means.
 func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
 	keys := d.keys.signingKeys(j.Secrets)
 	start := time.Now()
-	// Not the loop's context: a stop lets the attempt finish within the
-	// webhook timeout rather than cutting it off and counting a failure.
-	res := d.Client.Send(context.Background(), webhook.Request{URL: j.URL, EventID: j.EventID, Body: j.Body, Keys: keys, APIKey: j.APIKey}, start)
+	res := d.send(j, keys, start)
 	a := storelink.Attempt{Number: j.Attempt, At: start.UTC(), DurationMS: res.Duration.Milliseconds(), StatusCode: res.StatusCode, Response: res.Excerpt}
 	if res.Err != nil {
 		a.Error = res.Err.Error()
