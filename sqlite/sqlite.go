@@ -49,6 +49,8 @@ type DB struct {
 
 	// leases holds the leases of the deliveries in flight.
 	leases leaseBook
+	// checkpoints copies the WAL back into the file in the background.
+	checkpoints *checkpointer
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -84,7 +86,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	if db.write, err = sql.Open("sqlite", dsn+"&_txlock=immediate"); err != nil {
+	if db.write, err = sql.Open("sqlite", dsn+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstop)); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -100,6 +102,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements)); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if db.checkpoints, err = startCheckpointer(dsn); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -219,7 +225,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 
 // Close closes the pools and releases the file lock.
 func (db *DB) Close() error {
-	var errs []error
+	errs := []error{db.checkpoints.close()}
 	for _, s := range db.prepared {
 		errs = append(errs, s.Close())
 	}
