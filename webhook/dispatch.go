@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -15,8 +16,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"github.com/valyala/fasthttp"
 
 	"storelink"
 )
@@ -82,21 +81,18 @@ func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 // Client sends webhooks. It is safe for concurrent use and keeps
 // connections alive between attempts, since one partner endpoint receives
 // many events in a row.
-//
-// It sends with fasthttp rather than net/http: an attempt makes no
-// goroutines and no per-request allocations there, and costs about half
-// the CPU (13 against 23 µs on this machine, with a net/http receiver),
-// which on a busy server is half of what the delivery of an event costs
-// besides its bookkeeping. Each request is sent as it is: a redirect is a
-// failed attempt with its 3xx, since following it would send a signed
-// event to a URL the partner never registered. Webhooks go over HTTP/1.1.
 type Client struct {
-	http    *fasthttp.Client
-	timeout time.Duration
+	// transport sends each request as it is: a redirect is a failed
+	// attempt with its 3xx, since following it would send a signed event to
+	// a URL the partner never registered, and an http.Client, which only
+	// adds the following of redirects, would copy every request's headers
+	// for it.
+	transport *http.Transport
+	timeout   time.Duration
 	// checked holds parseURL's verdict on each endpoint URL sent to (it
 	// depends on the URL alone), and signers the HMACs of each key: an
 	// endpoint receives many events in a row.
-	checked memo[string, sendable]
+	checked memo[string, error]
 	signers signers
 }
 
@@ -137,69 +133,35 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	// No proxy from the environment: the guard must see the endpoint's
-	// address, not a proxy's, and events must not leave by a path the
-	// operator did not configure for them.
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		dialer.Control = dialGuard
 	}
-	hc := &fasthttp.Client{
-		Name: UserAgent,
-		// timeout is what is left of the attempt's. The connection's
-		// deadline bounds the TLS handshake, which fasthttp makes while it
-		// writes the request, with no read deadline of its own; each
-		// request sets its own deadlines after that.
-		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			conn, err := dialer.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				deadline, _ := ctx.Deadline()
-				err = conn.SetDeadline(deadline)
-				if err != nil {
-					conn.Close()
-				}
-			}
-			return conn, err
-		},
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
+	transport := &http.Transport{
+		// No proxy from the environment: the guard must see the endpoint's
+		// address, not a proxy's, and events must not leave by a path the
+		// operator did not configure for them.
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+		ExpectContinueTimeout: time.Second,
 		// At least as many as the deliverer may have attempts in flight to
 		// one endpoint (worker.Deliverer's PerEndpoint, at most its 128
 		// Workers), so that the next attempts reuse the connections rather
-		// than dial again; past it, an attempt waits for one within its
-		// timeout.
-		MaxConnsPerHost:    256,
-		MaxConnWaitTimeout: timeout,
-		// Shorter than the idle timeouts receivers commonly keep (Node's
-		// 5s, nginx's 75s): fasthttp does not see a connection the other
-		// side closed while it was idle until it writes on it.
-		MaxIdleConnDuration: 4 * time.Second,
-		// The response's head must fit in the read buffer (one per
-		// request in flight, from a pool).
-		ReadBufferSize: maxResponseHead,
-		// The body is read by readBounded, as it comes, not whole into
-		// memory first (a Content-Length is no promise).
-		StreamResponseBody: true,
-		// The URL goes as the partner registered it (escaped by send).
-		DisablePathNormalizing: true,
-		// A POST is sent again, once, only when a kept-alive connection
-		// turns out to have been closed before an answer began (as
-		// net/http does): receivers deduplicate by webhook-id.
-		RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-			return false, attempts < 2 && (errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
-				errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
-		},
+		// than dial again.
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    128,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
 	}
-	return &Client{timeout: timeout, http: hc}
+	return &Client{timeout: timeout, transport: transport}
 }
 
-// maxResponseHead bounds the status line and headers of an answer (large
-// cookies and content security policies from a WAF or CDN fit).
-const maxResponseHead = 64 << 10
-
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
-func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Send makes one attempt: POST the body, signed with every key at now, to
 // the URL with ${eventId} replaced, and read a bounded part of the answer.
@@ -214,54 +176,33 @@ func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	var err error
 	target := r.URL
-	var checked sendable
 	if strings.Contains(target, "${eventId}") {
 		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
-		checked = checkURL(target) // a URL per event: not kept
+		err = checkURL(target) // a URL per event: not kept
 	} else {
-		checked = c.checked.get(target, checkURL)
+		err = c.checked.get(target, checkURL)
 	}
-	if checked.err != nil {
-		return Result{Err: checked.err}
+	if err != nil {
+		return Result{Err: err}
 	}
-	target = checked.uri
-	if err := ctx.Err(); err != nil {
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{Err: errors.New("invalid URL")}
+	}
+	c.setHeaders(req.Header, r, now)
+
+	resp, err := c.transport.RoundTrip(req)
+	if err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
-	// The attempt ends at the timeout, or at ctx's deadline if sooner; a
-	// ctx cancelled without a deadline is seen once the attempt ends (the
-	// deliverer's attempts are never cancelled: a stop lets them finish).
-	deadline, byCtx := time.Now().Add(c.timeout), false
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, byCtx = d, true
+	defer resp.Body.Close()
+	res := Result{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.DisableNormalizing()
-	req.SetRequestURI(target)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	c.setHeaders(&req.Header, r, now)
-	req.SetBodyRaw(r.Body)
-	if err := c.http.DoDeadline(req, resp, deadline); err != nil {
-		if byCtx && !time.Now().Before(deadline) {
-			// ctx's deadline ended it, whether or not ctx has noticed yet.
-			return Result{Err: &attemptErr{msg: "canceled", cause: errors.Join(context.DeadlineExceeded, err)}}
-		}
-		return Result{Err: c.attemptError(ctx, err)}
-	}
-	defer resp.CloseBodyStream()
-	res := Result{StatusCode: resp.StatusCode()}
-	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
-		res.RetryAfter = parseRetryAfter(string(resp.Header.Peek("Retry-After")), now)
-	}
-	excerpt, whole, err := readBounded(resp.BodyStream())
-	if !whole || err != nil {
-		// The rest of the answer is still on the connection: it is
-		// closed rather than kept for the next attempt.
-		resp.SetConnectionClose()
-	}
+	excerpt, err := readBounded(resp.Body)
 	res.Excerpt = excerpt
 	if err != nil {
 		// The status came but the body did not, in time: the answer is not
@@ -271,60 +212,59 @@ func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
 	return res
 }
 
-// sendable is a URL as it goes on the wire, its path escaped as net/http
-// escapes it (a partner may register /café), or why it cannot be sent to.
-type sendable struct {
-	uri string
-	err error
-}
-
-// checkURL is parseURL's verdict on a URL, as the error of an attempt.
-func checkURL(target string) sendable {
-	u, err := parseURL(target)
-	if err != nil {
-		return sendable{err: errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))}
+// checkURL is parseURL's verdict on a URL as the error of an attempt.
+func checkURL(target string) error {
+	if _, err := parseURL(target); err != nil {
+		return errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))
 	}
-	u.Fragment, u.RawFragment = "", ""
-	return sendable{uri: u.String()}
+	return nil
 }
 
-// setHeaders writes the headers of CONTRACT 6.1 (the client adds the
-// User-Agent). The Standard Webhooks names go on the wire exactly as the
-// specification spells them, in lower case.
-func (c *Client) setHeaders(h *fasthttp.RequestHeader, r Request, now time.Time) {
-	h.SetContentType("application/json")
+// The values of the headers that are the same on every request.
+var (
+	contentTypeJSON = []string{"application/json"}
+	userAgent       = []string{UserAgent}
+)
+
+// setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
+// names go into the map as written, lower case, so that they go on the wire
+// exactly as the specification spells them.
+func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
+	// The transport only reads the headers: the shared values are safe.
+	h["Content-Type"] = contentTypeJSON
+	h["User-Agent"] = userAgent
 	ts := now.Unix()
-	var buf [20]byte
-	h.Set(HeaderID, r.EventID)
-	h.SetBytesV(HeaderTimestamp, strconv.AppendInt(buf[:0], ts, 10))
-	h.Set(HeaderSignature, c.signers.header(r.Keys, r.EventID, ts, r.Body))
+	values := []string{r.EventID, strconv.FormatInt(ts, 10), c.signers.header(r.Keys, r.EventID, ts, r.Body), r.APIKey}
+	h[HeaderID] = values[0:1:1]
+	h[HeaderTimestamp] = values[1:2:2]
+	h[HeaderSignature] = values[2:3:3]
 	if r.APIKey != "" {
-		h.Set("x-api-key", r.APIKey)
+		h["x-api-key"] = values[3:4:4]
 	}
+	// A nil Idempotency-Key is not sent, but tells the transport the POST
+	// may be replayed when a kept-alive connection turns out to be closed
+	// before anything was written: receivers deduplicate by webhook-id.
+	h["Idempotency-Key"] = nil
 }
 
 // excerptBuffers holds the buffers readBounded reads the start of a body
 // into.
 var excerptBuffers = sync.Pool{New: func() any { return new([excerptSize]byte) }}
 
-// readBounded keeps the start of a body and reads at most drainSize of it;
-// whole tells whether it read the body to its end.
-func readBounded(body io.Reader) (string, bool, error) {
-	if body == nil {
-		return "", true, nil
+// readBounded keeps the start of a body and reads at most drainSize of it.
+func readBounded(body io.Reader) (string, error) {
+	if body == http.NoBody {
+		return "", nil // a 204, or a Content-Length of 0
 	}
 	buf := excerptBuffers.Get().(*[excerptSize]byte)
 	defer excerptBuffers.Put(buf)
 	n, err := io.ReadFull(body, buf[:])
-	whole := false
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err, whole = nil, true
+		err = nil
 	} else if err == nil {
-		var more int64
-		more, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize+1))
-		whole = err == nil && more <= drainSize-excerptSize
+		_, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize))
 	}
-	return excerpt(buf[:n], n == excerptSize), whole, err
+	return excerpt(buf[:n], n == excerptSize), err
 }
 
 func excerpt(b []byte, cut bool) string {
@@ -374,12 +314,8 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = blocked.Error()
 	case parent.Err() != nil:
 		msg = "canceled"
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err) || errors.Is(err, fasthttp.ErrNoFreeConns):
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		msg = "timeout after " + c.timeout.String()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			// The attempt's deadline passed, as a context's would.
-			err = errors.Join(context.DeadlineExceeded, err)
-		}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		msg = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
@@ -393,7 +329,7 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = "TLS certificate not accepted: " + certErr.Err.Error()
 	case errors.As(err, &recErr):
 		msg = "TLS handshake failed: the endpoint does not speak TLS"
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, fasthttp.ErrConnectionClosed):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		msg = "connection closed before a complete answer"
 	default:
 		var uerr *url.Error

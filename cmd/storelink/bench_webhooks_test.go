@@ -23,10 +23,7 @@ package main
 // many as serve sends to one endpoint at once; timed from the first request
 // to the last 2xx. The faster of the two is the baseline. It is measured
 // twice: from this process (the receiver's), and from a process of its own,
-// as serve is one (bareApart). For information, not as the target's
-// baseline: a bare fasthttp client, the library serve sends with, from
-// this process (bareFast); serve's sending costs about half of net/http's
-// CPU, so its rate against this one shows what the bookkeeping costs.
+// as serve is one (bareApart).
 //
 // Latency: events are made at a steady whSteadyRate per second for
 // whSteadyFor, one order call every 2 ms from 16 clients, while the receiver
@@ -67,8 +64,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"storelink"
 	"storelink/worker"
@@ -606,58 +601,6 @@ func (t *whTarget) bareApart(b *testing.B, sent []*arrival, workers int) float64
 	return float64(len(sent)) / lastAt(got).Sub(time.Unix(0, ns)).Seconds()
 }
 
-// bareFast is bare with a fasthttp client, the library serve sends with,
-// from as many goroutines as serve sends to one endpoint at once.
-func (t *whTarget) bareFast(b *testing.B, sent []*arrival, workers int) float64 {
-	b.Helper()
-	t.rcv.phase(false)
-	client := &fasthttp.Client{MaxConnsPerHost: workers, DisablePathNormalizing: true}
-	defer client.CloseIdleConnections()
-	reqs := bareRequests(sent)
-	var next atomic.Int64
-	var fails failure
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.Header.DisableNormalizing()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(reqs)) {
-					return
-				}
-				req.Reset()
-				req.Header.DisableNormalizing()
-				req.SetRequestURI(t.rcv.srv.URL + "/webhooks")
-				req.Header.SetMethod(http.MethodPost)
-				for name, values := range reqs[i].Header {
-					for _, v := range values {
-						req.Header.Add(name, v)
-					}
-				}
-				req.SetBodyRaw(reqs[i].Body)
-				if err := client.DoTimeout(req, resp, time.Minute); err != nil {
-					fails.add("%v", err)
-					return
-				}
-				if resp.StatusCode()/100 != 2 {
-					fails.add("status %d", resp.StatusCode())
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if fails.n > 0 {
-		b.Fatalf("%d bare fasthttp requests failed; the first:\n%s", fails.n, strings.Join(fails.first, "\n"))
-	}
-	got, _ := t.rcv.wait(b, t, len(sent))
-	return float64(len(sent)) / lastAt(got).Sub(start).Seconds()
-}
-
 // bareEnv names the spec file that makes this test binary the bare client
 // of bareApart rather than run tests (see TestMain).
 const bareEnv = "STORELINK_BENCH_BARE_CLIENT"
@@ -782,17 +725,12 @@ type whFigures struct {
 	rate, bare64, bare8, ratio  float64 // medians of the runs; ratio of each pair
 	// The bare client from a process of its own, and the ratio to it.
 	apart64, apart8, apartRatio float64
-	// A bare fasthttp client (the library serve sends with) from this
-	// process, and the ratio to it: not the target's baseline, which is a
-	// bare Go (net/http) client, but what serve's bookkeeping costs beside
-	// its own way of sending.
-	fast, fastRatio   float64
-	build, drain      time.Duration
-	cpuPerDelivery    time.Duration
-	steadyRate        float64 // the rate the order calls reached, median
-	lat, fromReturn   []time.Duration
-	duplicates        int
-	loadBefore, after string
+	build, drain                time.Duration
+	cpuPerDelivery              time.Duration
+	steadyRate                  float64 // the rate the order calls reached, median
+	lat, fromReturn             []time.Duration
+	duplicates                  int
+	loadBefore, after           string
 	// busy and serveBusy are the share of the cores that all processes,
 	// and serve, used during the steady runs: other work on the machine
 	// shows in the latency's tail.
@@ -810,7 +748,6 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 
 	var rates, bare64, bare8, ratios, steadyRates []float64
 	var apart64, apart8, apartRatios []float64
-	var fasts, fastRatios []float64
 	var cpu time.Duration
 	delivered := 0
 	for b.Loop() {
@@ -848,8 +785,6 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 		b8 := t.bare(b, sent, whEndpointSlots)
 		a64 := t.bareApart(b, sent, whBareWorkers)
 		a8 := t.bareApart(b, sent, whEndpointSlots)
-		fast := t.bareFast(b, sent, whEndpointSlots)
-		fasts, fastRatios = append(fasts, fast), append(fastRatios, rate/fast)
 		rates, bare64, bare8 = append(rates, rate), append(bare64, b64), append(bare8, b8)
 		apart64, apart8 = append(apart64, a64), append(apart8, a8)
 		ratios = append(ratios, rate/max(b64, b8))
@@ -900,7 +835,6 @@ func benchWebhooks(b *testing.B, t *whTarget) whFigures {
 	}
 	fig.rate, fig.bare64, fig.bare8, fig.ratio = medianOf(rates), medianOf(bare64), medianOf(bare8), medianOf(ratios)
 	fig.apart64, fig.apart8, fig.apartRatio = medianOf(apart64), medianOf(apart8), medianOf(apartRatios)
-	fig.fast, fig.fastRatio = medianOf(fasts), medianOf(fastRatios)
 	fig.steadyRate = medianOf(steadyRates)
 	fig.busy, fig.serveBusy = fig.busy/float64(fig.runs), fig.serveBusy/float64(fig.runs)
 	fig.cpuPerDelivery = cpu / time.Duration(delivered)
@@ -931,8 +865,6 @@ func printWebhooks(fig whFigures) {
 	fmt.Printf("bare Go client from a process of its own (as serve is): %7.0f req/s from %d goroutines, %7.0f req/s from %d\n",
 		fig.apart64, whBareWorkers, fig.apart8, whEndpointSlots)
 	fmt.Printf("ratio delivered / bare apart (the faster): %7.3f     target >= %.1f: %s\n", fig.apartRatio, whTargetRatio, verdict(fig.apartRatio >= whTargetRatio))
-	fmt.Printf("bare fasthttp client (what serve sends with; not the target's baseline): %7.0f req/s from %d goroutines, ratio delivered / it %.3f\n",
-		fig.fast, whEndpointSlots, fig.fastRatio)
 	fmt.Printf("target >= %.0f delivered events/s: %s\n", whTargetRate, verdict(fig.rate >= whTargetRate))
 	fmt.Printf("steady %d events/s for %s (order calls reached %.0f/s; %d events): commit (event timestamp) to the receiver's 2xx: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		whSteadyRate, whSteadyFor, fig.steadyRate, fig.steadyEvents, ms(p50), ms(p99), ms(pct(fig.lat, 100)))
