@@ -132,24 +132,23 @@ func (b *leaseBook) settle(ended []*deliveryLease, ids []string, taken map[strin
 	maps.Copy(b.held, taken)
 }
 
-// release ends the leases jobs hold, and returns how many it ended. One
-// that took over from a lease that ran out leaves that one's numbers
-// behind, held by no one, for the next claim to follow on from.
-func (b *leaseBook) release(jobs []storelink.DeliveryJob) int {
+// release ends the leases jobs hold. One that took over from a lease that
+// ran out leaves that one's numbers behind, held by no one, for the next
+// claim to follow on from.
+func (b *leaseBook) release(jobs []storelink.DeliveryJob) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := 0
 	for _, j := range jobs {
-		if l := b.held[j.DeliveryID]; l != nil && l.owner == j.Owner && l.attempt == j.Attempt {
-			if l.lostAttempt > 0 {
-				b.held[j.DeliveryID] = &deliveryLease{seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
-			} else {
-				delete(b.held, j.DeliveryID)
-			}
-			n++
+		l := b.held[j.DeliveryID]
+		if l == nil || l.owner != j.Owner || l.attempt != j.Attempt {
+			continue
+		}
+		if l.lostAttempt > 0 {
+			b.held[j.DeliveryID] = &deliveryLease{seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
+		} else {
+			delete(b.held, j.DeliveryID)
 		}
 	}
-	return n
 }
 
 // clear ends every lease.
