@@ -178,7 +178,7 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	// As in beginBookkeeping: the write connection is ours.
 	sctx := context.WithoutCancel(ctx)
 	now := db.now()
-	ended, endedIDs, err := record(sctx, tx, &db.leases, results, ms(now))
+	ended, err := record(sctx, tx, &db.leases, results, ms(now))
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	if err := tx.Tx.Commit(); err != nil {
 		return nil, err
 	}
-	db.leases.settle(ended, endedIDs, taken)
+	db.leases.settle(ended, taken)
 	tx.release()
 	if claimErr != nil {
 		return nil, claimErr
@@ -269,7 +269,7 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 		}
 		jobs[i] = storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: p.endpointID,
 			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
-		taken[p.id] = &deliveryLease{seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1,
+		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1,
 			lostAttempt: lostAttempt, lostTry: lostTry}
 	}
 	return jobs, taken, nil
@@ -353,16 +353,15 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 // record records finished attempts and moves their deliveries on: a
 // statement for the attempts and one per outcome, but for 410s. Every
 // attempt is recorded; only those whose lease is still theirs
-// (leaseBook.holder) move their delivery on. It returns those leases, and
-// their deliveries' ids, to end once the transaction commits.
-func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelink.AttemptResult, now int64) ([]*deliveryLease, []string, error) {
+// (leaseBook.holder) move their delivery on. It returns those leases, to
+// end once the transaction commits.
+func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelink.AttemptResult, now int64) ([]*deliveryLease, error) {
 	if len(results) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	attempts := make([][]any, len(results))
 	var held [storelink.OutcomeGone][][]any // succeeded, retry, failed
 	ended := make([]*deliveryLease, 0, len(results))
-	ids := make([]string, 0, len(results))
 	type goneResult struct {
 		r storelink.AttemptResult
 		l *deliveryLease
@@ -380,7 +379,7 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 		if l == nil || slices.Contains(ended, l) {
 			continue
 		}
-		ended, ids = append(ended, l), append(ids, r.Job.DeliveryID)
+		ended = append(ended, l)
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded, storelink.OutcomeFailed:
 			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try})
@@ -391,11 +390,11 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 		}
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
-		return nil, nil, fmt.Errorf("record attempts: %w", err)
+		return nil, fmt.Errorf("record attempts: %w", err)
 	}
 	for o, statements := range [...][]string{succeededSQL, retrySQL, failedSQL} {
 		if err := execBatch(ctx, tx, statements, []any{now}, held[o]); err != nil {
-			return nil, nil, fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
+			return nil, fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
 		}
 	}
 	for _, g := range gone {
@@ -406,10 +405,10 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
+			return nil, fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
 		}
 	}
-	return ended, ids, nil
+	return ended, nil
 }
 
 // jsonList is a JSON array of strings.

@@ -38,6 +38,7 @@ type leaseBook struct {
 // deliveryLease is a claimed delivery: who holds it, until when (Unix ms), and
 // the attempt it was claimed for.
 type deliveryLease struct {
+	id           string // the delivery's
 	seq          int64
 	endpointID   string
 	owner        string // "" for one given back: no result holds it
@@ -118,15 +119,15 @@ func (b *leaseBook) redeliverable(id string, now int64) bool {
 
 // settle applies a committed round: the leases of ended ones go (if they
 // are still the ones the round ended), the new ones are taken.
-func (b *leaseBook) settle(ended []*deliveryLease, ids []string, taken map[string]*deliveryLease) {
+func (b *leaseBook) settle(ended []*deliveryLease, taken map[string]*deliveryLease) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held == nil {
 		b.held = map[string]*deliveryLease{}
 	}
-	for i, l := range ended {
-		if b.held[ids[i]] == l {
-			delete(b.held, ids[i])
+	for _, l := range ended {
+		if b.held[l.id] == l {
+			delete(b.held, l.id)
 		}
 	}
 	maps.Copy(b.held, taken)
@@ -144,7 +145,7 @@ func (b *leaseBook) release(jobs []storelink.DeliveryJob) {
 			continue
 		}
 		if l.lostAttempt > 0 {
-			b.held[j.DeliveryID] = &deliveryLease{seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
+			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
 		} else {
 			delete(b.held, j.DeliveryID)
 		}

@@ -39,6 +39,23 @@ func rawServer(t *testing.T, handle func(c net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// answering runs a raw server that reads each request of a connection and
+// has answer write its answer; the connection is closed when answer
+// returns false.
+func answering(t *testing.T, answer func(c net.Conn, head string) bool) string {
+	t.Helper()
+	return rawServer(t, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			head, err := readHead(br)
+			if err != nil || !answer(c, head) {
+				return
+			}
+		}
+	})
+}
+
 // readHead reads one request, its head and a Content-Length body, and
 // returns the head.
 func readHead(br *bufio.Reader) (string, error) {
@@ -93,21 +110,18 @@ func TestWebhookSendContentLengthBodies(t *testing.T) {
 		{"100 MB, slowly", "100000000", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := rawServer(t, func(c net.Conn) {
-				defer c.Close()
-				if _, err := readHead(bufio.NewReader(c)); err != nil {
-					return
-				}
+			addr := answering(t, func(c net.Conn, _ string) bool {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+tt.length+"\r\n\r\n")
 				chunk := strings.Repeat("x", 128<<10)
 				for range 100 {
 					if _, err := io.WriteString(c, chunk); err != nil {
-						return
+						break
 					}
 					if tt.trickle {
 						time.Sleep(10 * time.Millisecond)
 					}
 				}
+				return false
 			})
 			res := testClient(t, 2*time.Second).Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now())
 			if !res.Success() || len(res.Excerpt) != excerptSize || res.Duration > time.Second {
@@ -142,18 +156,12 @@ func TestWebhookSendStaleKeepAlive(t *testing.T) {
 // as net/http does; the receiver deduplicates by webhook-id.
 func TestWebhookSendClosedBeforeAnswer(t *testing.T) {
 	var hits atomic.Int32
-	addr := rawServer(t, func(c net.Conn) {
-		defer c.Close()
-		br := bufio.NewReader(c)
-		for {
-			if _, err := readHead(br); err != nil {
-				return
-			}
-			if hits.Add(1) == 2 {
-				return // the second request: no answer
-			}
-			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+	addr := answering(t, func(c net.Conn, _ string) bool {
+		if hits.Add(1) == 2 {
+			return false // the second request: no answer
 		}
+		io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+		return true
 	})
 	c := testClient(t, time.Second)
 	for i := range 2 {
@@ -170,22 +178,16 @@ func TestWebhookSendClosedBeforeAnswer(t *testing.T) {
 // attempt gets its own final answer, not the one before's.
 func TestWebhookSendInformationalAnswers(t *testing.T) {
 	var n atomic.Int32
-	addr := rawServer(t, func(c net.Conn) {
-		defer c.Close()
-		br := bufio.NewReader(c)
-		for {
-			if _, err := readHead(br); err != nil {
-				return
-			}
-			i := n.Add(1)
-			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
-			time.Sleep(20 * time.Millisecond)
-			code := 200
-			if i%2 == 0 {
-				code = 500
-			}
-			fmt.Fprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 9\r\n\r\nanswer-%02d", code, i)
+	addr := answering(t, func(c net.Conn, _ string) bool {
+		i := n.Add(1)
+		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
+		time.Sleep(20 * time.Millisecond)
+		code := 200
+		if i%2 == 0 {
+			code = 500
 		}
+		fmt.Fprintf(c, "HTTP/1.1 %d X\r\nContent-Length: 9\r\n\r\nanswer-%02d", code, i)
+		return true
 	})
 	c := testClient(t, time.Second)
 	for i := 1; i <= 4; i++ {
@@ -217,14 +219,10 @@ func TestWebhookSendLargeResponseHead(t *testing.T) {
 // request target must be.
 func TestWebhookSendEscapesPath(t *testing.T) {
 	got := make(chan string, 1)
-	addr := rawServer(t, func(c net.Conn) {
-		defer c.Close()
-		head, err := readHead(bufio.NewReader(c))
-		if err != nil {
-			return
-		}
+	addr := answering(t, func(c net.Conn, head string) bool {
 		got <- strings.SplitN(head, "\r\n", 2)[0]
 		io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
+		return false
 	})
 	if res := testClient(t, time.Second).Send(context.Background(), testRequest(t, "http://"+addr+"/café/hook?x=1#part"), time.Now()); !res.Success() {
 		t.Fatalf("Send = %+v", res)
