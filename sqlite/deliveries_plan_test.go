@@ -18,9 +18,9 @@ func TestDeliveriesListingPlans(t *testing.T) {
 		f    storelink.DeliveryFilter
 		want string
 	}{
-		{storelink.DeliveryFilter{State: storelink.DeliveryPending, Limit: 10}, "deliveries_due"},
-		{storelink.DeliveryFilter{State: storelink.DeliveryPending, ClientID: "c", Limit: 10}, "deliveries_due"},
-		{storelink.DeliveryFilter{State: storelink.DeliveryPending, ClientID: "c", Before: "d", Limit: 10}, "deliveries_due"},
+		{storelink.DeliveryFilter{State: storelink.DeliveryPending, Limit: 10}, "deliveries_pending"},
+		{storelink.DeliveryFilter{State: storelink.DeliveryPending, ClientID: "c", Limit: 10}, "deliveries_pending"},
+		{storelink.DeliveryFilter{State: storelink.DeliveryPending, ClientID: "c", Before: "d", Limit: 10}, "deliveries_pending"},
 		{storelink.DeliveryFilter{State: storelink.DeliveryFailed, Limit: 10}, "deliveries_failed"},
 		{storelink.DeliveryFilter{State: storelink.DeliveryFailed, ClientID: "c", Limit: 10}, "deliveries_failed"},
 		{storelink.DeliveryFilter{ClientID: "c", Limit: 10}, "deliveries_client"},

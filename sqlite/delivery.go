@@ -24,35 +24,16 @@ import (
 // Either way a batch is one statement, or a few, not one per delivery: a
 // statement of its own cost more than the rows it changed.
 const (
-	// openSQL counts the enabled endpoints not in ?1, the full ones.
-	openSQL = `SELECT count(*) FROM endpoints WHERE enabled = 1 AND id NOT IN (SELECT value FROM json_each(?1))`
-	// claimableSQL lists due deliveries in the order they are attempted:
-	// pending, due, not leased (?3, a JSON array of the seqs of those in
-	// flight), to an enabled endpoint whose cap is not reached (?2, a JSON
-	// array of the full ones), and per order and endpoint only the oldest
-	// pending event (so events of one order arrive in order). It walks
-	// deliveries_due, which holds (next_attempt_at, seq) in order: the rows
-	// come without a sort, so reading stops once enough are found, however
-	// long the backlog (the planner could take another index and sort the
-	// backlog first). seq is the order the deliveries were queued in, the
-	// order of their events. The deliveries in flight, at the head of the
-	// queue, are passed over on the index entry alone, before their row is
-	// read (seq is in the entry; the test comes first). It reads the rest of
-	// what an attempt needs from the delivery row while it is at it (the
-	// attempts and tries recorded), and the event's payload, by event_seq,
-	// the event's rowid.
-	claimableSQL = `SELECT d.seq, d.id, d.endpoint_id, d.event_id, d.attempts, d.tries, ev.payload
-		FROM deliveries d INDEXED BY deliveries_due
-		JOIN endpoints e ON e.id = d.endpoint_id
-		JOIN events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
-		WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND d.seq NOT IN (SELECT value FROM json_each(?3))
-		  AND e.enabled = 1 AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
-		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
-		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
-		ORDER BY d.next_attempt_at, d.seq`
+	// pickedSQL reads what the attempts of the deliveries a claim picked
+	// (?1, a JSON array of their seqs) need, and whether each is still
+	// pending and due (deliveryQueue): each row by its seq, its rowid, and
+	// the event's payload by event_seq, the event's.
+	pickedSQL = `SELECT d.seq, d.id, d.event_id, d.attempts, d.tries, d.state, coalesce(d.next_attempt_at, 9223372036854775807), ev.payload
+		FROM deliveries d JOIN events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
+		WHERE d.seq IN (SELECT value FROM json_each(?1))`
 	// endpointsSQL reads the endpoints of the claimed deliveries, each once
 	// however many deliveries share it.
-	endpointsSQL = `SELECT id, url, api_key, secret, previous_secret, coalesce(previous_secret_until, 0)
+	endpointsSQL = `SELECT id, enabled, url, api_key, secret, previous_secret, coalesce(previous_secret_until, 0)
 		FROM endpoints WHERE id IN (SELECT value FROM json_each(?1))`
 
 	// Parked, not failed: the try does not count (?4 is the one before
@@ -101,7 +82,7 @@ func batchStatements(head string, columns int, tail string) []string {
 	return out
 }
 
-var deliveryStatements = slices.Concat([]string{openSQL, claimableSQL, endpointsSQL, goneSQL, disableSQL},
+var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
 	insertAttemptsSQL, succeededSQL, retrySQL, failedSQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
@@ -136,7 +117,9 @@ func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) e
 		return err
 	}
 	defer conn.Close()
-	db.leases.release(jobs)
+	for _, l := range db.leases.release(jobs) {
+		db.queue.unlease(l, nil)
+	}
 	return nil
 }
 
@@ -178,7 +161,16 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	// As in beginBookkeeping: the write connection is ours.
 	sctx := context.WithoutCancel(ctx)
 	now := db.now()
-	ended, err := record(sctx, tx, &db.leases, results, ms(now))
+	// The queue changes as the round goes (the claim sees the record's
+	// outcomes); should the round fail, it is dropped, and read again from
+	// the file by the next.
+	settled := false
+	defer func() {
+		if !settled {
+			db.queue.reset()
+		}
+	}()
+	ended, err := record(sctx, tx, &db.leases, &db.queue, results, ms(now))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +179,7 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	var claimErr error
 	if limit > 0 {
 		if claimErr = sealErr; claimErr == nil {
-			jobs, taken, claimErr = claim(sctx, tx, db.Sealer, &db.leases, ended, owner, now, lease, limit, perEndpoint)
+			jobs, taken, claimErr = claim(sctx, tx, db.Sealer, &db.leases, &db.queue, ended, owner, now, lease, limit, perEndpoint)
 		}
 	}
 	// The book follows the commit before the write connection goes back
@@ -196,6 +188,10 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 		return nil, err
 	}
 	db.leases.settle(ended, taken)
+	settled = claimErr == nil
+	if !settled {
+		db.queue.reset()
+	}
 	tx.release()
 	if claimErr != nil {
 		return nil, claimErr
@@ -203,20 +199,41 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 	return jobs, nil
 }
 
-// claim picks up to limit due deliveries for owner and returns their jobs
-// and the leases to take for them once the transaction commits. It reads
-// only. The leases ending, those of the results recorded in the same
+// claim picks up to limit due deliveries for owner from the queue, at
+// most perEndpoint in flight per endpoint, and returns their jobs and the
+// leases to take for them once the transaction commits. It reads only: the
+// picked rows, their endpoints, and the rows queued since the last claim.
+// The leases ending, those of the results recorded in the same
 // transaction, count as ended.
-func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leaseBook, ending []*deliveryLease, owner string,
+func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leaseBook, q *deliveryQueue, ending []*deliveryLease, owner string,
 	now time.Time, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, map[string]*deliveryLease, error) {
-	picked, err := claimable(ctx, tx, book, ending, ms(now), limit, perEndpoint)
-	if err != nil || len(picked) == 0 {
+	nowMS := ms(now)
+	if err := q.sync(ctx, tx, book, ending, nowMS); err != nil {
 		return nil, nil, err
 	}
+	lines := q.pick(nowMS, limit, perEndpoint)
+	if len(lines) == 0 {
+		return nil, nil, nil
+	}
+	seqs := make([]int64, len(lines))
+	for i, l := range lines {
+		seqs[i] = l.entries[0].seq
+	}
+	rows := make(map[int64]*claimed, len(lines))
+	if err := eachRow(ctx, tx, pickedSQL, jsonInts(seqs), func(r *sql.Rows) error {
+		var c claimed
+		if err := r.Scan(&c.seq, &c.id, &c.eventID, &c.attempts, &c.tries, &c.state, &c.next, &c.payload); err != nil {
+			return err
+		}
+		rows[c.seq] = &c
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("claim deliveries: %w", err)
+	}
 	endpoints := make([]string, 0, 1)
-	for _, p := range picked {
-		if !slices.Contains(endpoints, p.endpointID) {
-			endpoints = append(endpoints, p.endpointID)
+	for _, l := range lines {
+		if id := l.key.endpoint.id; !slices.Contains(endpoints, id) {
+			endpoints = append(endpoints, id)
 		}
 	}
 	type target struct {
@@ -226,9 +243,13 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 	targets := make(map[string]*target, len(endpoints))
 	if err := eachRow(ctx, tx, endpointsSQL, jsonList(endpoints), func(rows *sql.Rows) error {
 		var id, url, apiKey, secret, previous string
+		var enabled bool
 		var until int64
-		if err := rows.Scan(&id, &url, &apiKey, &secret, &previous, &until); err != nil {
+		if err := rows.Scan(&id, &enabled, &url, &apiKey, &secret, &previous, &until); err != nil {
 			return err
+		}
+		if !enabled {
+			return nil
 		}
 		t := &target{url: url}
 		var err error
@@ -240,7 +261,7 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 			return err
 		}
 		t.secrets = []string{s}
-		if previous != "" && until > ms(now) {
+		if previous != "" && until > nowMS {
 			p, err := sealer.Open(previous)
 			if err != nil {
 				return err
@@ -252,13 +273,27 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 	}); err != nil {
 		return nil, nil, fmt.Errorf("read claimed endpoints: %w", err)
 	}
-	jobs := make([]storelink.DeliveryJob, len(picked))
-	taken := make(map[string]*deliveryLease, len(picked))
+	jobs := make([]storelink.DeliveryJob, 0, len(lines))
+	taken := make(map[string]*deliveryLease, len(lines))
 	until := ms(now.Add(lease))
-	for i, p := range picked {
-		t := targets[p.endpointID]
-		if t == nil {
-			return nil, nil, fmt.Errorf("claim deliveries: the endpoint of delivery %s is gone", p.id)
+	for _, l := range lines {
+		e, d := l.key.endpoint, &l.entries[0]
+		p, t := rows[d.seq], targets[e.id]
+		switch {
+		case p == nil || p.state != string(storelink.DeliveryPending):
+			// Not pending (or gone) in the file: out of the queue.
+			l.entries = slices.Delete(l.entries, 0, 1)
+			q.fix(l)
+			continue
+		case p.next > nowMS:
+			d.next = p.next
+			q.fix(l)
+			continue
+		case t == nil:
+			// Disabled (or gone): its deliveries wait, parked.
+			e.disabled = true
+			q.fix(l)
+			continue
 		}
 		// A lease that ran out on this delivery was an attempt and a try,
 		// whether or not its result came in.
@@ -267,10 +302,12 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 			attempts, tries = max(attempts, a), max(tries, t)
 			lostAttempt, lostTry = attempts, tries
 		}
-		jobs[i] = storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: p.endpointID,
-			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner}
-		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: p.endpointID, owner: owner, until: until, attempt: attempts + 1, try: tries + 1,
-			lostAttempt: lostAttempt, lostTry: lostTry}
+		jobs = append(jobs, storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: e.id,
+			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner})
+		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
+			attempt: attempts + 1, try: tries + 1, lostAttempt: lostAttempt, lostTry: lostTry}
+		d.leased = true
+		e.leased++
 	}
 	return jobs, taken, nil
 }
@@ -290,56 +327,13 @@ func eachRow(ctx context.Context, tx *bookTx, query, arg string, fn func(*sql.Ro
 	return rows.Err()
 }
 
-// claimed is a delivery picked by a claim, before its lease.
+// claimed is a delivery picked by a claim, as the file has it.
 type claimed struct {
-	seq                     int64
-	id, endpointID, eventID string
-	attempts, tries         int
-	payload                 []byte
-}
-
-// claimable picks up to limit due deliveries, at most perEndpoint in flight
-// per endpoint counting those already leased. The cap is counted here, row
-// by row, rather than by a window over every due row, so that a claim reads
-// a few rows of a long backlog, not all of it. It still reads on past the
-// due rows of endpoints that reach their cap while another endpoint has
-// room, to find that endpoint's.
-func claimable(ctx context.Context, tx querier, book *leaseBook, ending []*deliveryLease, now int64, limit, perEndpoint int) ([]claimed, error) {
-	leased, inflight := book.live(now, ending)
-	var full []string
-	for endpoint, n := range inflight {
-		if n >= perEndpoint {
-			full = append(full, endpoint)
-		}
-	}
-	fullJSON := jsonList(full)
-	// open counts the enabled endpoints below their cap: when each has
-	// reached it, the scan stops rather than read the rest of the backlog
-	// to find that out.
-	var open int
-	if err := tx.QueryRowContext(ctx, openSQL, fullJSON).Scan(&open); err != nil || open == 0 {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, claimableSQL, now, fullJSON, leased)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	defer rows.Close()
-	var picked []claimed
-	for len(picked) < limit && open > 0 && rows.Next() {
-		var c claimed
-		if err := rows.Scan(&c.seq, &c.id, &c.endpointID, &c.eventID, &c.attempts, &c.tries, &c.payload); err != nil {
-			return nil, err
-		}
-		if inflight[c.endpointID] >= perEndpoint {
-			continue
-		}
-		picked = append(picked, c)
-		if inflight[c.endpointID]++; inflight[c.endpointID] == perEndpoint {
-			open--
-		}
-	}
-	return picked, rows.Err()
+	seq                int64
+	id, eventID, state string
+	attempts, tries    int
+	next               int64
+	payload            []byte
 }
 
 // rowsAffected reads a result's count, or 0 after an error.
@@ -355,12 +349,14 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 // attempt is recorded; only those whose lease is still theirs
 // (leaseBook.holder) move their delivery on. It returns those leases, to
 // end once the transaction commits.
-func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelink.AttemptResult, now int64) ([]*deliveryLease, error) {
+func record(ctx context.Context, tx *bookTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult, now int64) ([]*deliveryLease, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
 	attempts := make([][]any, len(results))
-	var held [storelink.OutcomeGone][][]any // succeeded, retry, failed
+	var held [storelink.OutcomeGone][][]any           // succeeded, retry, failed
+	var moved [storelink.OutcomeGone][]*deliveryLease // the leases of held's rows
+	var retryAt []int64                               // of moved[OutcomeRetry]
 	ended := make([]*deliveryLease, 0, len(results))
 	type goneResult struct {
 		r storelink.AttemptResult
@@ -380,11 +376,15 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 			continue
 		}
 		ended = append(ended, l)
+		if r.Outcome != storelink.OutcomeGone {
+			moved[r.Outcome] = append(moved[r.Outcome], l)
+		}
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded, storelink.OutcomeFailed:
 			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try})
 		case storelink.OutcomeRetry:
 			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try, ms(r.NextAt)})
+			retryAt = append(retryAt, ms(r.NextAt))
 		case storelink.OutcomeGone:
 			gone = append(gone, goneResult{r, l})
 		}
@@ -403,9 +403,24 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, results []storelin
 		if n, _ := rowsAffected(res, err); n > 0 {
 			_, err = tx.ExecContext(ctx, disableSQL,
 				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
+			if e := q.endpoints[l.endpointID]; e != nil {
+				e.disabled = true
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
+		}
+		q.unlease(l, func(d *queued) { d.next = now })
+	}
+	// The queue follows: a round that fails drops it (see RecordAndClaim).
+	if q.loaded {
+		for i, l := range moved[storelink.OutcomeRetry] {
+			q.unlease(l, func(d *queued) { d.next = retryAt[i] })
+		}
+		for _, o := range [...]storelink.Outcome{storelink.OutcomeSucceeded, storelink.OutcomeFailed} {
+			for _, l := range moved[o] {
+				q.done(l)
+			}
 		}
 	}
 	return ended, nil
@@ -470,8 +485,10 @@ func appendJSONString(b []byte, s string) []byte {
 // A delivery being attempted right now is left to that attempt: sending it
 // again meanwhile would send the event twice at once.
 func (db *DB) Redeliver(ctx context.Context, id string) error {
-	var seq int64
-	if err := db.read.QueryRowContext(ctx, `SELECT seq FROM deliveries WHERE id = ?`, id).Scan(&seq); err != nil {
+	var seq, eventSeq int64
+	var endpointID, orderID string
+	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
+		Scan(&seq, &eventSeq, &endpointID, &orderID); err != nil {
 		return notFound(err, "delivery %q", id)
 	}
 	// The write connection, held, keeps claims out between the look at the
@@ -485,16 +502,20 @@ func (db *DB) Redeliver(ctx context.Context, id string) error {
 	if !db.leases.redeliverable(id, now) {
 		return nil
 	}
-	_, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
-		WHERE seq = ?`, now, now, seq)
-	return err
+	if _, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+		WHERE seq = ?`, now, now, seq); err != nil {
+		db.queue.reset()
+		return err
+	}
+	db.queue.redeliver(endpointID, orderID, queued{seq: seq, eventSeq: eventSeq, next: now})
+	return nil
 }
 
 // deliveriesQuery is the query of a listing of deliveries, and false for a
 // state no delivery has.
 //
 // A listing by state reads that state's own rows: the pending ones in
-// deliveries_due (as many as the backlog, sorted here), the failed ones in
+// deliveries_pending, the failed ones in
 // deliveries_failed (the + keeps a client's filter from taking
 // deliveries_client, every delivery of the client, instead). The state is
 // written out rather than bound, since a partial index is only used for a
@@ -508,7 +529,7 @@ func deliveriesQuery(f storelink.DeliveryFilter) (string, []any, bool) {
 	case storelink.DeliverySucceeded:
 		where = ` AND state = 'succeeded'`
 	case storelink.DeliveryPending:
-		from, where = `deliveries INDEXED BY deliveries_due`, ` AND state = 'pending'`
+		from, where = `deliveries INDEXED BY deliveries_pending`, ` AND state = 'pending'`
 	case storelink.DeliveryFailed:
 		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
 	default:

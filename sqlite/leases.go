@@ -2,7 +2,7 @@ package sqlite
 
 import (
 	"maps"
-	"strconv"
+	"slices"
 	"sync"
 
 	"storelink"
@@ -41,6 +41,7 @@ type deliveryLease struct {
 	id           string // the delivery's
 	seq          int64
 	endpointID   string
+	order        uint64 // the hash of its order's id (deliveryQueue)
 	owner        string // "" for one given back: no result holds it
 	until        int64
 	attempt, try int
@@ -50,29 +51,31 @@ type deliveryLease struct {
 	lostAttempt, lostTry int
 }
 
-// live returns, for the leases that have not run out at now, but for
-// those ending (the round's results, recorded in the same transaction),
-// the seqs of their deliveries as a JSON array and the count per endpoint.
-func (b *leaseBook) live(now int64, ending []*deliveryLease) (string, map[string]int) {
+// liveLeases returns the leases that have not run out at now, but for
+// those ending (the round's results, recorded in the same transaction).
+func (b *leaseBook) liveLeases(now int64, ending []*deliveryLease) []*deliveryLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	perEndpoint := map[string]int{}
-	skip := make(map[*deliveryLease]bool, len(ending))
-	for _, l := range ending {
-		skip[l] = true
-	}
-	out := []byte{'['}
+	var out []*deliveryLease
 	for _, l := range b.held {
-		if l.until < now || skip[l] {
-			continue
+		if l.until >= now && l.owner != "" && !slices.Contains(ending, l) {
+			out = append(out, l)
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = strconv.AppendInt(out, l.seq, 10)
-		perEndpoint[l.endpointID]++
 	}
-	return string(append(out, ']')), perEndpoint
+	return out
+}
+
+// expired returns the leases that ran out before now, but for those ending.
+func (b *leaseBook) expired(now int64, ending []*deliveryLease) []*deliveryLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*deliveryLease
+	for _, l := range b.held {
+		if (l.until < now || l.owner == "") && !slices.Contains(ending, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // previous returns the lease that ran out on a delivery claimed again, if
@@ -136,20 +139,24 @@ func (b *leaseBook) settle(ended []*deliveryLease, taken map[string]*deliveryLea
 // release ends the leases jobs hold. One that took over from a lease that
 // ran out leaves that one's numbers behind, held by no one, for the next
 // claim to follow on from.
-func (b *leaseBook) release(jobs []storelink.DeliveryJob) {
+func (b *leaseBook) release(jobs []storelink.DeliveryJob) []*deliveryLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var out []*deliveryLease
 	for _, j := range jobs {
 		l := b.held[j.DeliveryID]
 		if l == nil || l.owner != j.Owner || l.attempt != j.Attempt {
 			continue
 		}
+		out = append(out, l)
 		if l.lostAttempt > 0 {
-			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID, attempt: l.lostAttempt, try: l.lostTry}
+			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID, order: l.order,
+				attempt: l.lostAttempt, try: l.lostTry}
 		} else {
 			delete(b.held, j.DeliveryID)
 		}
 	}
+	return out
 }
 
 // clear ends every lease.

@@ -47,8 +47,11 @@ type DB struct {
 	orderSince   time.Time
 	prepared     map[string]*sql.Stmt
 
-	// leases holds the leases of the deliveries in flight.
+	// leases holds the leases of the deliveries in flight, queue the
+	// pending deliveries; both change only while the write connection is
+	// held.
 	leases leaseBook
+	queue  deliveryQueue
 	// checkpoints copies the WAL back into the file in the background.
 	checkpoints *checkpointer
 
@@ -259,8 +262,14 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	// than when its lease, the webhook timeout and 30s, runs out.
 	// Leases are held in memory now (leaseBook); a file written before
 	// that may still hold some, which are cleared too.
+	conn, err := db.write.Conn(ctx) // see leaseBook
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	db.leases.clear()
-	_, err := db.write.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+	db.queue.reset()
+	_, err = conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
 		WHERE state = 'pending' AND lease_until IS NOT NULL`)
 	return err
 }

@@ -9,8 +9,17 @@ import (
 // only: the conformance suite uses it to inject faults (a trigger that makes
 // event writes fail) and show that an order's state change never outlives
 // its event. No service code calls it.
+//
+// The queue of pending deliveries is read again from the file afterwards,
+// as the statement may have changed deliveries behind its back.
 func (db *DB) ExecForTest(ctx context.Context, query string) error {
-	_, err := db.write.ExecContext(ctx, query)
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, query)
+	db.queue.reset()
 	return err
 }
 

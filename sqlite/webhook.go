@@ -148,7 +148,13 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, p storelink.Endpoin
 	if err != nil {
 		return nil, err
 	}
-	return e, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	if p.Enabled != nil {
+		db.queue.endpointsChanged.Store(true)
+	}
+	return e, nil
 }
 
 // RotateSecret makes secret current and keeps the old one signing until the

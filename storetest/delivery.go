@@ -145,6 +145,33 @@ func testRedeliver(e *env) {
 	wantCode(t, s.Redeliver(ctx, "nope"), storelink.ENOTFOUND)
 }
 
+// testRedeliverInOrder: an earlier event of an order made pending again
+// goes before the later ones still pending, which wait for it as they
+// would have the first time.
+func testRedeliverInOrder(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 10, 100))
+	e.endpoint("https://a.test", "")
+	o := e.create(e.newOrder("R-1", eanA))
+	first := e.claimOne("w")
+	e.record(e.result(first, storelink.OutcomeFailed, 500))
+	_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	must(t, err)
+	// The fulfilment's delivery is pending; the failed one is made pending
+	// again before it is claimed.
+	must(t, s.Redeliver(ctx, first.DeliveryID))
+	again := e.claim("w", 10, 10)
+	if len(again) != 1 || again[0].DeliveryID != first.DeliveryID {
+		t.Fatalf("claim after redelivering the first event:%s\nwant only it, the fulfilment waiting", describe(again...))
+	}
+	e.claimNone("while the redelivered first event is in flight")
+	e.record(e.result(again[0], storelink.OutcomeSucceeded, 200))
+	next := e.claimOne("w")
+	if want := e.eventOf(o.ID, storelink.StateFulfilled).EventID; next.EventID != want {
+		t.Fatalf("claim after the redelivery succeeded: %s, want the fulfilment %s", describe(next), want)
+	}
+}
+
 // testDeliveryListing: deliveries newest first, by client and state, a
 // page at a time, each with its attempts in order.
 func testDeliveryListing(e *env) {

@@ -116,6 +116,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: in flight per endpoint is capped", testDeliveryCap},
 		{"Webhooks: recording attempts", testRecordAttempts},
 		{"Webhooks: redeliver", testRedeliver},
+		{"Webhooks: a redelivered event goes before later ones", testRedeliverInOrder},
 		{"Webhooks: delivery listing", testDeliveryListing},
 		{"Webhooks: pending count and age", testPendingDeliveries},
 	}

@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"storelink"
+)
+
+// A round that fails after the queue gave out its deliveries loses none of
+// them: the queue is read again from the file, and the next claim hands
+// out what the failed one could not, while what the round recorded stays
+// recorded.
+func TestFailedRoundLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 3)
+	first := claimOneOf(t, db, 1)
+	good := db.Sealer
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	var err error
+	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint's secret cannot be opened with another key: the claim
+	// fails after it took the other two deliveries out of the queue.
+	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
+		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
+	if jobs, err := db.RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
+		t.Fatalf("round with a claim that cannot open the secret: %d jobs, %v; want an error", len(jobs), err)
+	}
+	db.Sealer = good
+	if d := deliveryByID(t, db, first.DeliveryID); d.State != storelink.DeliverySucceeded {
+		t.Fatalf("the round's result after its claim failed: %s, want succeeded", d.State)
+	}
+	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim after the failed round: %d jobs, %v; want the other two", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.DeliveryID == first.DeliveryID {
+			t.Errorf("claimed the delivery that succeeded again")
+		}
+	}
+}
+
+// What the queue holds is checked against the file when claimed: a
+// delivery that is no longer pending there is not sent, and one due later
+// than the queue thought waits.
+func TestQueueCheckedAgainstTheFile(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 4)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	db.Now = func() time.Time { return now }
+	// The queue is read; leases last longer than the test.
+	first, err := db.ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(first), err)
+	}
+	claimed := first[0]
+	all, err := db.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("deliveries: %d, %v", len(all), err)
+	}
+	var ds []storelink.Delivery
+	for _, d := range all {
+		if d.ID != claimed.DeliveryID {
+			ds = append(ds, d)
+		}
+	}
+	// Behind the queue's back (not through ExecForTest, which drops it).
+	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ?`, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ? WHERE id = ?`, ms(now.Add(time.Hour)), ds[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := db.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[2].ID {
+		t.Fatalf("claim: %s, %v; want only %s", ids(jobs), err, ds[2].ID)
+	}
+	now = now.Add(time.Hour)
+	jobs, err = db.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[1].ID {
+		t.Fatalf("claim an hour later: %s, %v; want only %s", ids(jobs), err, ds[1].ID)
+	}
+}
+
+// The queue is read from the file at start-up: opened again, the pending
+// deliveries are claimed in their order, the retry when it is due.
+func TestQueueReadAtStartUp(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 3)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	db.Now = func() time.Time { return now }
+	first := claimOneOf(t, db, 1)
+	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeRetry, NextAt: now.Add(time.Minute),
+		Attempt: storelink.Attempt{Number: 1, At: now, StatusCode: 503}}}
+	if err := db.RecordAttempts(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	second := claimOneOf(t, db, 1) // in flight when the process goes
+	list, err := db.QueryForTest(ctx, "PRAGMA database_list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, sealer := list[0]["file"], db.Sealer
+	db.Close()
+	if db, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.Sealer, db.Now = sealer, func() time.Time { return now }
+	if err := db.ReleaseLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	if err != nil || len(jobs) != 2 || jobs[0].DeliveryID != second.DeliveryID || jobs[1].DeliveryID == first.DeliveryID {
+		t.Fatalf("claim after reopening: %s, %v; want the one in flight first, then the third, not the retry", ids(jobs), err)
+	}
+	now = now.Add(time.Minute)
+	if retry := claimOneOf(t, db, 10); retry.DeliveryID != first.DeliveryID || retry.Attempt != 2 {
+		t.Fatalf("claim when the retry is due: %s attempt %d, want %s attempt 2", retry.DeliveryID, retry.Attempt, first.DeliveryID)
+	}
+}
+
+// claimOneOf claims up to limit with a one-minute lease and fails unless
+// exactly one job comes.
+func claimOneOf(t *testing.T, db *DB, limit int) storelink.DeliveryJob {
+	t.Helper()
+	jobs, err := db.ClaimDeliveries(context.Background(), "w", time.Minute, limit, 10)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v; want one", len(jobs), err)
+	}
+	return jobs[0]
+}
+
+func deliveryByID(t *testing.T, db *DB, id string) storelink.Delivery {
+	t.Helper()
+	ds, err := db.Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.ID == id {
+			return d
+		}
+	}
+	t.Fatalf("no delivery %s", id)
+	return storelink.Delivery{}
+}
+
+// ids lists the deliveries of jobs.
+func ids(jobs []storelink.DeliveryJob) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.DeliveryID
+	}
+	return out
+}
