@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"hash/maphash"
+	"runtime"
 	"testing"
 	"time"
 
@@ -159,4 +162,44 @@ func ids(jobs []storelink.DeliveryJob) []string {
 		out[i] = j.DeliveryID
 	}
 	return out
+}
+
+// BenchmarkQueueMemory reports the memory the queue holds per pending
+// delivery, for a backlog of 100,000 orders of three events each to one
+// endpoint, against the same deliveries as a bare slice of their seqs
+// (8 bytes each):
+//
+//	go test ./sqlite -run '^$' -bench QueueMemory
+func BenchmarkQueueMemory(b *testing.B) {
+	const orders, events = 100_000, 3
+	heapNow := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	ids := make([]string, orders)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("01a1fe69-8b92-7f1c-9003-%012d", i)
+	}
+	var perDelivery float64
+	for b.Loop() {
+		before := heapNow()
+		q := &deliveryQueue{}
+		q.seed = maphash.MakeSeed()
+		q.endpoints, q.lines, q.loaded = map[string]*endpointQueue{}, map[lineKey]*queueLine{}, true
+		e := q.endpoint("ep")
+		seq := int64(0)
+		for k := range events {
+			for i := range orders {
+				seq++
+				q.add(lineKey{e, q.orderHash(ids[i])}, queued{seq: seq, eventSeq: seq, next: int64(k)})
+			}
+		}
+		perDelivery = float64(heapNow()-before) / float64(orders*events)
+		runtime.KeepAlive(q)
+	}
+	b.ReportMetric(perDelivery, "bytes/pending")
+	b.ReportMetric(8, "baseline-bytes/pending")
+	b.ReportMetric(perDelivery/8, "ratio")
 }
