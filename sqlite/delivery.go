@@ -82,7 +82,7 @@ func batchStatements(head string, columns int, tail string) []string {
 	return out
 }
 
-var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
+var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, lastSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
 	insertAttemptsSQL, succeededSQL, retrySQL, failedSQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
@@ -188,10 +188,10 @@ func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptRes
 		return nil, err
 	}
 	db.leases.settle(ended, taken)
-	settled = claimErr == nil
-	if !settled {
+	if claimErr != nil {
 		db.queue.reset()
 	}
+	settled = true // and the connection is given back: the queue is not ours
 	tx.release()
 	if claimErr != nil {
 		return nil, claimErr

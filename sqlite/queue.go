@@ -36,7 +36,9 @@ import (
 // commit). A round that fails drops the queue, and the next one reads it
 // again from the file (reset). What the queue holds is checked against the
 // row when claimed: a delivery no longer pending, or not yet due, is not
-// sent.
+// sent. The one thing set from outside is endpointsChanged, after an
+// endpoint was enabled or disabled: the next round reads which are
+// disabled, and a claim checks the endpoint of what it picked anyway.
 //
 // Memory: about 75 bytes a pending delivery when orders have three events
 // pending each (BenchmarkQueueMemory), 75 MB for a million. Orders are told
@@ -137,6 +139,7 @@ const (
 	queueSQL = `SELECT seq, event_seq, endpoint_id, order_id, coalesce(next_attempt_at, 9223372036854775807)
 		FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND seq > ?1 ORDER BY seq`
 	disabledSQL = `SELECT id FROM endpoints WHERE enabled = 0`
+	lastSQL     = `SELECT coalesce(max(seq), 0) FROM deliveries`
 )
 
 // reset drops the queue: the next round reads it from the file.
@@ -217,6 +220,13 @@ func (q *deliveryQueue) sync(ctx context.Context, tx querier, book *leaseBook, e
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	if whole {
+		// Read from here on: above the last pending delivery there may
+		// be done ones, which a redelivery would otherwise add twice.
+		if err := tx.QueryRowContext(ctx, lastSQL).Scan(&q.last); err != nil {
+			return fmt.Errorf("read queued deliveries: %w", err)
+		}
+	}
 	q.loaded = true
 	if whole {
 		for _, l := range book.liveLeases(now, ending) {
@@ -235,6 +245,11 @@ func (q *deliveryQueue) add(k lineKey, d queued) {
 	if l == nil {
 		l = &queueLine{key: k, at: -1, entries: make([]queued, 0, 1)}
 		q.lines[k] = l
+	}
+	for _, p := range l.entries {
+		if p.seq == d.seq {
+			return // there already (the lines are short)
+		}
 	}
 	i := len(l.entries)
 	for i > 0 && l.entries[i-1].eventSeq > d.eventSeq {
@@ -359,8 +374,8 @@ func (q *deliveryQueue) pick(now int64, limit, perEndpoint int) []*queueLine {
 // already (pending, perhaps in flight on a lease that ran out), or back
 // in its line, in its event's place.
 func (q *deliveryQueue) redeliver(endpointID, orderID string, d queued) {
-	if !q.loaded {
-		return
+	if !q.loaded || d.seq > q.last {
+		return // the next round reads it
 	}
 	e := q.endpoint(endpointID)
 	k := lineKey{e, q.orderHash(orderID)}

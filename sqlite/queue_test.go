@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,4 +203,84 @@ func BenchmarkQueueMemory(b *testing.B) {
 	b.ReportMetric(perDelivery, "bytes/pending")
 	b.ReportMetric(8, "baseline-bytes/pending")
 	b.ReportMetric(perDelivery/8, "ratio")
+}
+
+// Claims that fail, racing each other, leave the queue to whoever holds
+// the write connection: a failed round drops it before the connection
+// goes back, never after (run with -race).
+func TestFailedClaimsRacing(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 3)
+	good := db.Sealer
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	bad, err := storelink.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Sealer = bad // every claim fails opening the endpoint's secret
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 20 {
+				if _, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
+					t.Error("a claim with the wrong key succeeded")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	db.Sealer = good
+	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
+		t.Fatalf("claim after the failed ones: %d jobs, %v; want 3", len(jobs), err)
+	}
+}
+
+// A redelivery of a delivery the queue has not read yet, or of a done one
+// above the last pending one, is queued once: the claim's places are not
+// taken by a copy of it.
+func TestRedeliverQueuedOnce(t *testing.T) {
+	ctx := context.Background()
+	db, ep := batchFixture(t, 1)
+	first := claimOne(t, db, "w") // the queue is read
+	order := func(n string) {
+		t.Helper()
+		price := storelink.Money(1999)
+		if _, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
+			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recordOne(t, db, first, storelink.OutcomeSucceeded, 204, time.Now())
+	order("W-x") // queued, not read yet
+	ds, err := db.Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries: %v %v", ds, err)
+	}
+	if err := db.Redeliver(ctx, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	second := claimOne(t, db, "w")
+	recordOne(t, db, second, storelink.OutcomeSucceeded, 204, time.Now())
+	// Read whole again, then the last delivery, done, is redelivered.
+	if err := db.ExecForTest(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
+		t.Fatalf("claim with nothing pending: %d jobs, %v", len(jobs), err)
+	}
+	if err := db.Redeliver(ctx, second.DeliveryID); err != nil {
+		t.Fatal(err)
+	}
+	third := claimOne(t, db, "w")
+	recordOne(t, db, third, storelink.OutcomeSucceeded, 204, time.Now())
+	order("W-y")
+	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
+	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID == second.DeliveryID {
+		t.Fatalf("claim of one with W-y's delivery due: %s, %v; want W-y's", ids(jobs), err)
+	}
+	if l := db.queue.lines; len(l) != 1 {
+		t.Errorf("queue lines after every delivery but W-y's succeeded: %d, want 1 (W-y's, in flight)", len(l))
+	}
 }
