@@ -329,8 +329,8 @@ func BenchmarkQueueRead(b *testing.B) {
 		b.StartTimer()
 	}
 	runs := time.Duration(b.N)
-	b.ReportMetric(float64((read/runs).Milliseconds()), "ms-first-round")
+	b.ReportMetric(float64((read / runs).Milliseconds()), "ms-first-round")
 	b.ReportMetric(float64((read/runs).Microseconds())/float64(n), "µs/pending")
-	b.ReportMetric(float64((bare/runs).Milliseconds()), "ms-bare-read")
+	b.ReportMetric(float64((bare / runs).Milliseconds()), "ms-bare-read")
 	b.ReportMetric(float64(read)/float64(bare), "ratio")
 }
