@@ -11,9 +11,10 @@ import (
 	"storelink"
 )
 
-// Migration 5 rebuilds delivery_attempts and swaps an index of deliveries:
-// down to 4 and up again, the attempts recorded are all still there, and
-// the listing by state finds the same deliveries after.
+// Migration 5 rebuilds delivery_attempts and swaps an index of deliveries
+// (as 8 swaps indexes and 9 rebuilds the attempts again): down to 4 and up
+// again, the attempts recorded are all still there, and the listing by
+// state finds the same deliveries after.
 func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 6)
