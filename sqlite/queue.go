@@ -70,6 +70,9 @@ type queueLine struct {
 	key     lineKey
 	entries []queued
 	at      int // in key.endpoint.heads; -1 when not there
+	// next and seq are entries[0]'s, kept by fix for the heap's
+	// comparisons, which would otherwise follow a pointer more each.
+	next, seq int64
 }
 
 // queued is a pending delivery: its seq, its event's, when it is due (Unix
@@ -94,7 +97,7 @@ type lineHeap []*queueLine
 
 func (h lineHeap) Len() int { return len(h) }
 func (h lineHeap) Less(i, j int) bool {
-	a, b := &h[i].entries[0], &h[j].entries[0]
+	a, b := h[i], h[j]
 	return a.next < b.next || a.next == b.next && a.seq < b.seq
 }
 func (h lineHeap) Swap(i, j int) {
@@ -131,7 +134,7 @@ func (h *endpointHeap) Pop() any {
 
 // Less2 tells whether h's first line goes before o's.
 func (h lineHeap) Less2(o lineHeap) bool {
-	a, b := &h[0].entries[0], &o[0].entries[0]
+	a, b := h[0], o[0]
 	return a.next < b.next || a.next == b.next && a.seq < b.seq
 }
 
@@ -268,6 +271,9 @@ func (q *deliveryQueue) add(k lineKey, d queued) {
 func (q *deliveryQueue) fix(l *queueLine) {
 	h := &l.key.endpoint.heads
 	ready := len(l.entries) > 0 && !l.entries[0].leased
+	if ready {
+		l.next, l.seq = l.entries[0].next, l.entries[0].seq
+	}
 	switch {
 	case ready && l.at < 0:
 		heap.Push(h, l)
@@ -348,7 +354,7 @@ func (q *deliveryQueue) done(l *deliveryLease) {
 // lines back (fix).
 func (q *deliveryQueue) pick(now int64, limit, perEndpoint int) []*queueLine {
 	due := func(e *endpointQueue) bool {
-		return !e.disabled && e.leased+e.picking < perEndpoint && len(e.heads) > 0 && e.heads[0].entries[0].next <= now
+		return !e.disabled && e.leased+e.picking < perEndpoint && len(e.heads) > 0 && e.heads[0].next <= now
 	}
 	var open endpointHeap
 	for _, e := range q.endpoints {
