@@ -44,10 +44,9 @@ import (
 // pending each (BenchmarkQueueMemory), 75 MB for a million. Reading it at
 // start-up takes about 1.4 µs a pending delivery (BenchmarkQueueRead), a
 // second and a half for a million, during which the first round holds the
-// write connection. Orders are told
-// apart by a 64-bit hash of their id: two orders whose ids collide would
-// share a line, so one would wait for the other, which delays and never
-// reorders.
+// write connection. Orders are told apart by a 64-bit hash of their id: two
+// orders whose ids collide would share a line, so one would wait for the
+// other, which delays and never reorders.
 type deliveryQueue struct {
 	loaded    bool
 	last      int64 // the highest seq read from the file
@@ -95,11 +94,13 @@ type endpointQueue struct {
 // lineHeap orders lines by their first delivery: when due, then seq.
 type lineHeap []*queueLine
 
-func (h lineHeap) Len() int { return len(h) }
-func (h lineHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
+// before tells whether a's first delivery goes before b's.
+func before(a, b *queueLine) bool {
 	return a.next < b.next || a.next == b.next && a.seq < b.seq
 }
+
+func (h lineHeap) Len() int           { return len(h) }
+func (h lineHeap) Less(i, j int) bool { return before(h[i], h[j]) }
 func (h lineHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].at, h[j].at = i, j
@@ -122,7 +123,7 @@ func (h *lineHeap) Pop() any {
 type endpointHeap []*endpointQueue
 
 func (h endpointHeap) Len() int           { return len(h) }
-func (h endpointHeap) Less(i, j int) bool { return h[i].heads.Less2(h[j].heads) }
+func (h endpointHeap) Less(i, j int) bool { return before(h[i].heads[0], h[j].heads[0]) }
 func (h endpointHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *endpointHeap) Push(x any)        { *h = append(*h, x.(*endpointQueue)) }
 func (h *endpointHeap) Pop() any {
@@ -132,15 +133,10 @@ func (h *endpointHeap) Pop() any {
 	return e
 }
 
-// Less2 tells whether h's first line goes before o's.
-func (h lineHeap) Less2(o lineHeap) bool {
-	a, b := h[0], o[0]
-	return a.next < b.next || a.next == b.next && a.seq < b.seq
-}
-
 // The queue's statements. queueSQL reads the pending deliveries queued
 // after ?1, in order, from the index of pending deliveries; disabledSQL the
-// endpoints that are disabled.
+// endpoints that are disabled; lastSQL the seq of the last delivery queued,
+// pending or not.
 const (
 	queueSQL = `SELECT seq, event_seq, endpoint_id, order_id, coalesce(next_attempt_at, 9223372036854775807)
 		FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND seq > ?1 ORDER BY seq`
@@ -168,8 +164,8 @@ func (q *deliveryQueue) endpoint(id string) *endpointQueue {
 // sync brings the queue up to the file in a bookkeeping transaction: read
 // whole if it was dropped, or the deliveries queued since the last round;
 // which endpoints are disabled, if that may have changed; and the leases
-// that ran out at now are in flight no more. live tells the leases in
-// flight, for a queue read whole.
+// that ran out at now are in flight no more. ending are the leases the
+// round's results end: not in flight, for a queue read whole.
 func (q *deliveryQueue) sync(ctx context.Context, tx querier, book *leaseBook, ending []*deliveryLease, now int64) error {
 	whole := !q.loaded
 	if whole {
