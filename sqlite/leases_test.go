@@ -122,9 +122,16 @@ func TestRedeliverInFlight(t *testing.T) {
 // claimOne claims with a one-minute lease and fails unless one job comes.
 func claimOne(t *testing.T, db *DB, owner string) storelink.DeliveryJob {
 	t.Helper()
-	jobs, err := db.ClaimDeliveries(context.Background(), owner, time.Minute, 10, 10)
+	return claimUpTo(t, db, owner, 10)
+}
+
+// claimUpTo claims at most limit with a one-minute lease and fails unless
+// exactly one job comes.
+func claimUpTo(t *testing.T, db *DB, owner string, limit int) storelink.DeliveryJob {
+	t.Helper()
+	jobs, err := db.ClaimDeliveries(context.Background(), owner, time.Minute, limit, 10)
 	if err != nil || len(jobs) != 1 {
-		t.Fatalf("claim by %s: %d jobs, %v", owner, len(jobs), err)
+		t.Fatalf("claim by %s: %d jobs, %v; want one", owner, len(jobs), err)
 	}
 	return jobs[0]
 }
