@@ -80,19 +80,18 @@ func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 
 // Client sends webhooks. It is safe for concurrent use and keeps
 // connections alive between attempts, since one partner endpoint receives
-// many events in a row.
+// many events in a row. It sends each request as it is: a redirect is a
+// failed attempt with its 3xx, since following it would send a signed
+// event to a URL the partner never registered.
 type Client struct {
-	// transport sends each request as it is: a redirect is a failed
-	// attempt with its 3xx, since following it would send a signed event to
-	// a URL the partner never registered, and an http.Client, which only
-	// adds the following of redirects, would copy every request's headers
-	// for it.
-	transport *http.Transport
+	dialer    *net.Dialer
+	tlsConfig *tls.Config
 	timeout   time.Duration
-	// checked holds parseURL's verdict on each endpoint URL sent to (it
-	// depends on the URL alone), and signers the HMACs of each key: an
-	// endpoint receives many events in a row.
-	checked memo[string, error]
+	conns     pool
+	// targets holds each endpoint URL sent to, parsed, with its verdict
+	// (they depend on the URL alone), and signers the HMACs of each key:
+	// an endpoint receives many events in a row.
+	targets memo[string, target]
 	signers signers
 }
 
@@ -137,79 +136,141 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	if !allowPrivate {
 		dialer.Control = dialGuard
 	}
-	transport := &http.Transport{
+	return &Client{
+		timeout: timeout,
 		// No proxy from the environment: the guard must see the endpoint's
 		// address, not a proxy's, and events must not leave by a path the
 		// operator did not configure for them.
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
-		ExpectContinueTimeout: time.Second,
-		// At least as many as the deliverer may have attempts in flight to
-		// one endpoint (worker.Deliverer's PerEndpoint, at most its 128
-		// Workers), so that the next attempts reuse the connections rather
-		// than dial again.
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    128,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
+		dialer:    dialer,
+		tlsConfig: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
 	}
-	return &Client{timeout: timeout, transport: transport}
 }
 
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
-func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.conns.closeAll() }
 
 // Send makes one attempt: POST the body, signed with every key at now, to
 // the URL with ${eventId} replaced, and read a bounded part of the answer.
 // It never returns a Go error: every failure is in the Result.
 func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 	start := time.Now()
-	res := c.send(ctx, r, now)
+	res := c.send(ctx, r, now, start)
 	res.Duration = time.Since(start)
 	return res
 }
 
-func (c *Client) send(ctx context.Context, r Request, now time.Time) Result {
-	var err error
-	target := r.URL
-	if strings.Contains(target, "${eventId}") {
-		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
-		err = checkURL(target) // a URL per event: not kept
+func (c *Client) send(ctx context.Context, r Request, now, start time.Time) Result {
+	var t target
+	if strings.Contains(r.URL, "${eventId}") {
+		t = newTarget(strings.ReplaceAll(r.URL, "${eventId}", url.PathEscape(r.EventID))) // a URL per event: not kept
 	} else {
-		err = c.checked.get(target, checkURL)
+		t = c.targets.get(r.URL, newTarget)
 	}
-	if err != nil {
-		return Result{Err: err}
+	if t.err != nil {
+		return Result{Err: t.err}
 	}
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, bytes.NewReader(r.Body))
-	if err != nil {
-		return Result{Err: errors.New("invalid URL")}
+	// The attempt's deadline; ctx ends it sooner if canceled.
+	deadline := start.Add(c.timeout)
+	req := &http.Request{
+		Method: http.MethodPost, URL: t.url, Host: t.url.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        make(http.Header, 6),
+		ContentLength: int64(len(r.Body)),
 	}
 	c.setHeaders(req.Header, r, now)
 
-	resp, err := c.transport.RoundTrip(req)
+	cn, x, err := c.roundTrip(ctx, t, req, r.Body, deadline)
 	if err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
-	defer resp.Body.Close()
+	resp := x.resp
 	res := Result{StatusCode: resp.StatusCode}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		cn.nc.Close() // not HTTP any more
+		return res
+	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
-	excerpt, err := readBounded(resp.Body)
+	excerpt, complete, err := readBounded(resp.Body)
 	res.Excerpt = excerpt
 	if err != nil {
 		// The status came but the body did not, in time: the answer is not
 		// complete, so the attempt has failed. The receiver deduplicates.
 		res.Err = fmt.Errorf("reading the response: %w", c.attemptError(ctx, err))
 	}
+	// The connection carries the next attempt only if this answer was read
+	// to its end and nothing came after it.
+	if complete && !resp.Close && cn.br.Buffered() == 0 && ctx.Err() == nil {
+		c.conns.put(cn, time.Now())
+	} else {
+		cn.nc.Close()
+	}
 	return res
+}
+
+// roundTrip sends req with body to t on a kept-alive connection, or a
+// new one, and reads the head of the answer. A kept-alive connection that
+// the receiver had closed is found so when the request goes: it is sent
+// once more on a new connection, as net/http does; receivers deduplicate
+// by webhook-id.
+func (c *Client) roundTrip(ctx context.Context, t target, req *http.Request, body []byte, deadline time.Time) (*conn, exchange, error) {
+	// A canceled attempt ends at once: its connection's deadline passes.
+	var on canceler
+	if ctx.Done() != nil {
+		defer context.AfterFunc(ctx, on.cancel)()
+	}
+	try := func(cn *conn) (*conn, exchange, error) {
+		on.use(cn)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		x, err := cn.roundTrip(req, deadline)
+		if err != nil {
+			cn.nc.Close()
+			return nil, x, err
+		}
+		return cn, x, nil
+	}
+	if cn := c.conns.get(t.key, time.Now()); cn != nil {
+		cn, x, err := try(cn)
+		if err == nil || !stale(x, err) || ctx.Err() != nil {
+			return cn, x, err
+		}
+	}
+	cn, err := c.dial(ctx, t, deadline)
+	if err != nil {
+		return nil, exchange{}, err
+	}
+	return try(cn)
+}
+
+// canceler ends the exchange on the connection in use when its attempt is
+// canceled.
+type canceler struct {
+	mu       sync.Mutex
+	cn       *conn
+	canceled bool
+}
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (c *canceler) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.canceled = true
+	if c.cn != nil {
+		c.cn.nc.SetDeadline(aLongTimeAgo)
+	}
+}
+
+// use notes the connection in use; after cancel, its deadline passes.
+func (c *canceler) use(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cn = cn
+	if c.canceled {
+		cn.nc.SetDeadline(aLongTimeAgo)
+	}
 }
 
 // checkURL is parseURL's verdict on a URL as the error of an attempt.
@@ -230,7 +291,7 @@ var (
 // names go into the map as written, lower case, so that they go on the wire
 // exactly as the specification spells them.
 func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
-	// The transport only reads the headers: the shared values are safe.
+	// Request.Write only reads the headers: the shared values are safe.
 	h["Content-Type"] = contentTypeJSON
 	h["User-Agent"] = userAgent
 	ts := now.Unix()
@@ -241,30 +302,34 @@ func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
 	if r.APIKey != "" {
 		h["x-api-key"] = values[3:4:4]
 	}
-	// A nil Idempotency-Key is not sent, but tells the transport the POST
-	// may be replayed when a kept-alive connection turns out to be closed
-	// before anything was written: receivers deduplicate by webhook-id.
-	h["Idempotency-Key"] = nil
 }
 
 // excerptBuffers holds the buffers readBounded reads the start of a body
 // into.
 var excerptBuffers = sync.Pool{New: func() any { return new([excerptSize]byte) }}
 
-// readBounded keeps the start of a body and reads at most drainSize of it.
-func readBounded(body io.Reader) (string, error) {
+// readBounded keeps the start of a body and reads at most drainSize of it;
+// complete tells whether it read the body to its end.
+func readBounded(body io.ReadCloser) (text string, complete bool, err error) {
 	if body == http.NoBody {
-		return "", nil // a 204, or a Content-Length of 0
+		return "", true, nil // a 204, or a Content-Length of 0
 	}
 	buf := excerptBuffers.Get().(*[excerptSize]byte)
 	defer excerptBuffers.Put(buf)
 	n, err := io.ReadFull(body, buf[:])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
+		err, complete = nil, true
 	} else if err == nil {
-		_, err = io.Copy(io.Discard, io.LimitReader(body, drainSize-excerptSize))
+		// One byte more than is read at most tells whether the body ends.
+		_, err = io.CopyN(io.Discard, body, drainSize-excerptSize+1)
+		if err == io.EOF {
+			err, complete = nil, true
+		} // else nil: longer than drainSize, the rest is not read
 	}
-	return excerpt(buf[:n], n == excerptSize), err
+	if complete {
+		body.Close()
+	}
+	return excerpt(buf[:n], n == excerptSize), complete, err
 }
 
 func excerpt(b []byte, cut bool) string {
@@ -316,6 +381,10 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = "canceled"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		msg = "timeout after " + c.timeout.String()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			// The connection's deadline: the attempt's, as a context's is.
+			err = errors.Join(context.DeadlineExceeded, err)
+		}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		msg = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

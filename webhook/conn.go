@@ -1,0 +1,262 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The client speaks HTTP/1.1 itself over kept-alive connections, one
+// attempt at a time on each, in the goroutine that makes the attempt: the
+// request is written with net/http's Request.Write and the answer read
+// with its ReadResponse, and the connections are kept here. net/http's
+// Transport hands every request to two goroutines of its connection and
+// back, which cost as much CPU again as the request itself on loopback
+// (webhook.BenchmarkSend). Webhooks need none of what the Transport adds:
+// no proxy, no redirects, no compression, no HTTP/2 (one endpoint gets a
+// bounded number of attempts at once, each on a connection of its own).
+
+const (
+	// maxHeadBytes bounds a response's head, 1xx heads included each.
+	maxHeadBytes = 64 << 10
+	// maxIdle is how long a connection is kept unused; a receiver may
+	// close it sooner, in which case the attempt that finds it closed goes
+	// again on a new one.
+	maxIdle = 30 * time.Second
+	// maxIdlePerHost and maxIdleConns bound the connections kept: at least
+	// as many to one endpoint as the deliverer may have attempts in flight
+	// to it (worker.Deliverer's PerEndpoint, at most its 128 Workers).
+	maxIdlePerHost = 128
+	maxIdleConns   = 256
+	// max1xx is how many informational answers may come before the final
+	// one, as in net/http.
+	max1xx = 5
+)
+
+// errHeadTooLarge is the failure of an answer whose head is too long.
+var errHeadTooLarge = errors.New("response head larger than 64 KiB")
+
+// target is an endpoint URL as the client sends to it.
+type target struct {
+	url *url.URL
+	// key names the connections that may carry a request to url:
+	// scheme://host:port.
+	key, addr, serverName string
+	tls                   bool
+	err                   error // the URL's verdict: not sent when set
+}
+
+func newTarget(raw string) target {
+	if err := checkURL(raw); err != nil {
+		return target{err: err}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return target{err: errors.New("invalid URL")}
+	}
+	t := target{url: u, serverName: u.Hostname(), tls: u.Scheme == "https"}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if t.tls {
+			port = "443"
+		}
+	}
+	t.addr = net.JoinHostPort(t.serverName, port)
+	t.key = u.Scheme + "://" + t.addr
+	return t
+}
+
+// conn is one kept-alive connection.
+type conn struct {
+	key  string
+	nc   net.Conn
+	lim  limitedReader // between nc and br
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	idle time.Time // since when it waits in the pool
+}
+
+// limitedReader reads at most n bytes more and counts what it read.
+type limitedReader struct {
+	r    io.Reader
+	n    int64
+	read int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	l.read += int64(n)
+	return n, err
+}
+
+// pool holds the idle connections by target key, the most recently used
+// last.
+type pool struct {
+	mu    sync.Mutex
+	idle  map[string][]*conn
+	count int
+	swept time.Time
+}
+
+// get takes the most recently used idle connection to key, or nil.
+func (p *pool) get(key string, now time.Time) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.idle[key]
+	for len(list) > 0 {
+		c := list[len(list)-1]
+		list[len(list)-1] = nil
+		list = list[:len(list)-1]
+		p.count--
+		if now.Sub(c.idle) < maxIdle {
+			p.idle[key] = list
+			return c
+		}
+		c.nc.Close()
+	}
+	delete(p.idle, key)
+	return nil
+}
+
+// put keeps c for the next attempt to its target, unless enough are kept;
+// now and then it closes those idle too long.
+func (p *pool) put(c *conn, now time.Time) {
+	c.idle = now
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.Sub(p.swept) > maxIdle {
+		p.sweep(now)
+	}
+	if p.count >= maxIdleConns || len(p.idle[c.key]) >= maxIdlePerHost {
+		c.nc.Close()
+		return
+	}
+	if p.idle == nil {
+		p.idle = map[string][]*conn{}
+	}
+	p.idle[c.key] = append(p.idle[c.key], c)
+	p.count++
+}
+
+// sweep closes the connections idle for maxIdle or longer; p.mu is held.
+func (p *pool) sweep(now time.Time) {
+	p.swept = now
+	for key, list := range p.idle {
+		n := 0
+		for n < len(list) && now.Sub(list[n].idle) >= maxIdle {
+			list[n].nc.Close()
+			n++
+		}
+		if n > 0 {
+			p.count -= n
+			if n == len(list) {
+				delete(p.idle, key)
+			} else {
+				p.idle[key] = append(list[:0:0], list[n:]...)
+			}
+		}
+	}
+}
+
+// closeAll closes every idle connection.
+func (p *pool) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, list := range p.idle {
+		for _, c := range list {
+			c.nc.Close()
+		}
+	}
+	p.idle, p.count = nil, 0
+}
+
+// dial opens a connection to t, with TLS for https, by deadline.
+func (c *Client) dial(ctx context.Context, t target, deadline time.Time) (*conn, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	nc, err := c.dialer.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	if t.tls {
+		cfg := c.tlsConfig.Clone()
+		cfg.ServerName = t.serverName
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	cn := &conn{key: t.key, nc: nc}
+	cn.lim.r = nc
+	cn.br = bufio.NewReader(&cn.lim)
+	cn.bw = bufio.NewWriter(nc)
+	return cn, nil
+}
+
+// exchange is one request and its answer on one connection.
+type exchange struct {
+	resp *http.Response
+	// answered tells whether any byte of an answer came back: an exchange
+	// on a kept-alive connection that fails before is made again on a new
+	// connection.
+	answered bool
+}
+
+// roundTrip writes req on cn and reads the head of its final answer. The
+// connection's deadline bounds both.
+func (cn *conn) roundTrip(req *http.Request, deadline time.Time) (exchange, error) {
+	if err := cn.nc.SetDeadline(deadline); err != nil {
+		return exchange{}, err
+	}
+	cn.lim.read = 0
+	if err := req.Write(cn.bw); err != nil {
+		return exchange{}, err
+	}
+	if err := cn.bw.Flush(); err != nil {
+		return exchange{}, err
+	}
+	for range max1xx + 1 {
+		cn.lim.n = maxHeadBytes + int64(cn.br.Size())
+		resp, err := http.ReadResponse(cn.br, req)
+		x := exchange{resp: resp, answered: cn.lim.read > 0}
+		if err != nil {
+			return x, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			// The body is bounded by readBounded and the deadline.
+			cn.lim.n = 1 << 62
+			return x, nil
+		}
+		// An informational answer: the final one follows.
+	}
+	return exchange{answered: true}, errors.New("too many informational (1xx) answers")
+}
+
+// stale tells whether err, on a connection that was kept alive, is the
+// receiver having closed it before the request came: nothing of an answer
+// came back, and the connection was reset or closed.
+func stale(x exchange, err error) bool {
+	if x.answered {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
