@@ -28,6 +28,10 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := webhook.ValidateAPIKey(n.APIKey); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	secret := webhook.NewSecret()
 	e, err := s.Webhooks.CreateEndpoint(r.Context(), r.PathValue("client_id"), n, secret)
 	if err != nil {
@@ -46,6 +50,12 @@ func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
 	if p.URL != nil {
 		*p.URL = strings.TrimSpace(*p.URL)
 		if err := s.checkURL(*p.URL); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if p.APIKey != nil {
+		if err := webhook.ValidateAPIKey(*p.APIKey); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

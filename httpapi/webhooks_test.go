@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -553,4 +555,33 @@ func TestWebhookPrivateURLsRefused(t *testing.T) {
 	// is accepted.
 	b := newAPI(t, apiOptions{webhooks: &webhookOptions{}})
 	b.endpointAt("http://127.0.0.1:8090/webhooks")
+}
+
+// An api_key that cannot go in a header (a line break, other control
+// characters, white space at an end, more than 1024 bytes) is refused with
+// 422 on registration and on change, and a refused change leaves the key.
+func TestWebhookAPIKeyRefused(t *testing.T) {
+	t.Parallel()
+	a := newWebhookAPI(t, webhookOptions{})
+	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	bad := []string{"key\r\nx-injected: 1", "key\x00", "key\x7f", " key", "key\t", strings.Repeat("k", 1025)}
+	for _, key := range bad {
+		body, _ := json.Marshal(map[string]string{"url": "https://partner.example/hooks", "api_key": key})
+		resp, answer := a.do("POST", "/admin/clients/"+a.ClientID+"/webhooks", bytes.NewReader(body), auth)
+		if p := problem(t, resp, answer, 422); !strings.HasPrefix(p.Detail, "api_key: ") || strings.Contains(p.Detail, "key\r") {
+			t.Errorf("api_key %q: detail %q, want one that names the field and not the key", key, p.Detail)
+		}
+	}
+	rec := newReceiver(t, nil)
+	ep := a.endpointAt(rec.URL)
+	a.admin("PATCH", "/admin/webhooks/"+ep.ID, `{"api_key":"good-key\tpart two"}`, 200, nil)
+	for _, key := range bad {
+		body, _ := json.Marshal(map[string]string{"api_key": key})
+		resp, answer := a.do("PATCH", "/admin/webhooks/"+ep.ID, bytes.NewReader(body), auth)
+		problem(t, resp, answer, 422)
+	}
+	_, ev := a.placeOrder("WH-KEY-1")
+	if h := rec.waitIDs([]string{ev}, 5*time.Second)[0]; h.Header.Get("x-api-key") != "good-key\tpart two" {
+		t.Errorf("x-api-key = %q, want the key of the accepted change", h.Header.Get("x-api-key"))
+	}
 }

@@ -9,9 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // The client speaks HTTP/1.1 itself over kept-alive connections, one
@@ -50,8 +55,10 @@ type target struct {
 	// key names the connections that may carry a request to url:
 	// scheme://host:port.
 	key, addr, serverName string
-	tls                   bool
-	err                   error // the URL's verdict: not sent when set
+	// host is the Host header.
+	host string
+	tls  bool
+	err  error // the URL's verdict: not sent when set
 }
 
 func newTarget(raw string) target {
@@ -62,7 +69,20 @@ func newTarget(raw string) target {
 	if err != nil {
 		return target{err: errors.New("invalid URL")}
 	}
-	t := target{url: u, serverName: u.Hostname(), tls: u.Scheme == "https"}
+	// The Host header as net/http's NewRequest makes it: without an empty
+	// port ("host:"); Request.Write gives a name outside ASCII in its
+	// ASCII form.
+	t := target{url: u, host: strings.TrimSuffix(u.Host, ":"), serverName: u.Hostname(), tls: u.Scheme == "https"}
+	// A name outside ASCII (IDN) is dialled and checked against the
+	// certificate in its ASCII (punycode) form, as net/http does: the
+	// resolver and certificates know no other.
+	if !isASCII(t.serverName) {
+		ascii, err := idna.Lookup.ToASCII(t.serverName)
+		if err != nil {
+			return target{err: errors.New("invalid URL: the host name is not a valid international domain name")}
+		}
+		t.serverName = ascii
+	}
 	port := u.Port()
 	if port == "" {
 		port = "80"
@@ -73,6 +93,15 @@ func newTarget(raw string) target {
 	t.addr = net.JoinHostPort(t.serverName, port)
 	t.key = u.Scheme + "://" + t.addr
 	return t
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // conn is one kept-alive connection.
@@ -106,12 +135,23 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 // pool holds the idle connections by target key, the most recently used
-// last.
+// last. A timer closes those idle too long, also when no attempt comes
+// any more.
 type pool struct {
 	mu    sync.Mutex
 	idle  map[string][]*conn
 	count int
-	swept time.Time
+	timer *time.Timer // runs while connections are kept
+	// idleFor is how long a connection is kept unused: maxIdle, or less in
+	// a test.
+	idleFor time.Duration
+}
+
+func (p *pool) maxIdle() time.Duration {
+	if p.idleFor > 0 {
+		return p.idleFor
+	}
+	return maxIdle
 }
 
 // get takes the most recently used idle connection to key, or nil.
@@ -124,7 +164,7 @@ func (p *pool) get(key string, now time.Time) *conn {
 		list[len(list)-1] = nil
 		list = list[:len(list)-1]
 		p.count--
-		if now.Sub(c.idle) < maxIdle {
+		if now.Sub(c.idle) < p.maxIdle() {
 			p.idle[key] = list
 			return c
 		}
@@ -134,15 +174,11 @@ func (p *pool) get(key string, now time.Time) *conn {
 	return nil
 }
 
-// put keeps c for the next attempt to its target, unless enough are kept;
-// now and then it closes those idle too long.
+// put keeps c for the next attempt to its target, unless enough are kept.
 func (p *pool) put(c *conn, now time.Time) {
 	c.idle = now
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now.Sub(p.swept) > maxIdle {
-		p.sweep(now)
-	}
 	if p.count >= maxIdleConns || len(p.idle[c.key]) >= maxIdlePerHost {
 		c.nc.Close()
 		return
@@ -152,14 +188,33 @@ func (p *pool) put(c *conn, now time.Time) {
 	}
 	p.idle[c.key] = append(p.idle[c.key], c)
 	p.count++
+	if p.timer == nil {
+		p.timer = time.AfterFunc(p.maxIdle(), p.sweepNow)
+	}
 }
 
-// sweep closes the connections idle for maxIdle or longer; p.mu is held.
+// sweepNow is the timer's: it closes the connections idle too long and
+// runs again while any are kept.
+func (p *pool) sweepNow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer == nil {
+		return // closeAll ran meanwhile
+	}
+	p.sweep(time.Now())
+	if p.count > 0 {
+		p.timer.Reset(p.maxIdle())
+	} else {
+		p.timer = nil
+	}
+}
+
+// sweep closes the connections idle for p.maxIdle() or longer; p.mu is
+// held.
 func (p *pool) sweep(now time.Time) {
-	p.swept = now
 	for key, list := range p.idle {
 		n := 0
-		for n < len(list) && now.Sub(list[n].idle) >= maxIdle {
+		for n < len(list) && now.Sub(list[n].idle) >= p.maxIdle() {
 			list[n].nc.Close()
 			n++
 		}
@@ -184,6 +239,10 @@ func (p *pool) closeAll() {
 		}
 	}
 	p.idle, p.count = nil, 0
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 }
 
 // dial opens a connection to t, with TLS for https, by deadline.
@@ -221,18 +280,30 @@ type exchange struct {
 }
 
 // roundTrip writes req on cn and reads the head of its final answer. The
-// connection's deadline bounds both.
-func (cn *conn) roundTrip(req *http.Request, deadline time.Time) (exchange, error) {
-	if err := cn.nc.SetDeadline(deadline); err != nil {
-		return exchange{}, err
-	}
+// connection's deadline, set by canceler.use, bounds both.
+func (cn *conn) roundTrip(req *http.Request) (exchange, error) {
 	cn.lim.read = 0
-	if err := req.Write(cn.bw); err != nil {
-		return exchange{}, err
+	err := req.Write(cn.bw)
+	if err == nil {
+		err = cn.bw.Flush()
 	}
-	if err := cn.bw.Flush(); err != nil {
-		return exchange{}, err
+	if err != nil {
+		// A receiver may answer before it has read the whole request (413
+		// for a body too large) and close the connection, so that the rest
+		// cannot be written: its answer, if it came, is the attempt's. The
+		// connection is not kept.
+		x, rerr := cn.readAnswer(req)
+		if rerr != nil {
+			return exchange{answered: x.answered}, err
+		}
+		x.resp.Close = true
+		return x, nil
 	}
+	return cn.readAnswer(req)
+}
+
+// readAnswer reads the head of the final answer to req.
+func (cn *conn) readAnswer(req *http.Request) (exchange, error) {
 	for range max1xx + 1 {
 		cn.lim.n = maxHeadBytes + int64(cn.br.Size())
 		resp, err := http.ReadResponse(cn.br, req)
@@ -248,6 +319,32 @@ func (cn *conn) roundTrip(req *http.Request, deadline time.Time) (exchange, erro
 		// An informational answer: the final one follows.
 	}
 	return exchange{answered: true}, errors.New("too many informational (1xx) answers")
+}
+
+// unsolicited tells whether anything came on the idle connection cn since
+// its last answer was read: bytes no request asked for (a second answer,
+// a 408 before the receiver closes it), its end, or an error. Such a
+// connection carries no further request: what came would be read as that
+// request's answer. net/http's Transport finds the same with a read
+// pending on each idle connection; here the connection is looked at when
+// it is taken, without waiting. It may leave cn's read deadline passed:
+// canceler.use sets it again.
+func (cn *conn) unsolicited() bool {
+	if cn.br.Buffered() > 0 {
+		return true
+	}
+	nc := cn.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		// What tls.Conn took from the socket and has not handed out: a read
+		// with a deadline passed returns it, or fails at once without
+		// reading the socket, and leaves the connection usable.
+		tc.SetReadDeadline(aLongTimeAgo)
+		if _, err := cn.br.Peek(1); !errors.Is(err, os.ErrDeadlineExceeded) {
+			return true
+		}
+		nc = tc.NetConn()
+	}
+	return socketReadable(nc)
 }
 
 // stale tells whether err, on a connection that was kept alive, is the

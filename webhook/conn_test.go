@@ -143,7 +143,7 @@ func TestWebhookSendHeadTooLarge(t *testing.T) {
 }
 
 // The pool hands out the most recently used connection of a target and
-// never one idle for maxIdle or longer; put closes those, now and then.
+// never one idle for maxIdle or longer.
 func TestWebhookPoolIdle(t *testing.T) {
 	var closed []string
 	var mu sync.Mutex
@@ -151,7 +151,8 @@ func TestWebhookPoolIdle(t *testing.T) {
 		return &conn{key: key, nc: closeNoter{name: name, closed: &closed, mu: &mu}}
 	}
 	var p pool
-	t0 := time.Unix(1_000_000, 0)
+	defer p.closeAll()
+	t0 := time.Now()
 	p.put(mk("a", "a1"), t0)
 	p.put(mk("a", "a2"), t0.Add(time.Second))
 	p.put(mk("b", "b1"), t0)
@@ -161,14 +162,36 @@ func TestWebhookPoolIdle(t *testing.T) {
 	if c := p.get("a", t0.Add(maxIdle)); c != nil || len(closed) != 1 || closed[0] != "a1" {
 		t.Fatalf("get after maxIdle = %v, closed %v; want nothing, a1 closed", c, closed)
 	}
-	// b1 is closed by the sweep of a later put.
-	p.put(mk("c", "c1"), t0.Add(2*maxIdle))
-	if len(closed) != 2 || closed[1] != "b1" || p.count != 1 || len(p.idle) != 1 {
-		t.Fatalf("after the sweep: closed %v, %d kept in %d lists; want b1 closed, c1 kept", closed, p.count, len(p.idle))
-	}
 	p.closeAll()
-	if len(closed) != 3 || p.count != 0 {
+	if len(closed) != 2 || closed[1] != "b1" || p.count != 0 {
 		t.Fatalf("closeAll: closed %v, %d kept", closed, p.count)
+	}
+}
+
+// Connections left idle are closed when their time is up, though no
+// attempt comes any more; the pool's timer stops once none is kept.
+func TestWebhookPoolClosesIdle(t *testing.T) {
+	var closed []string
+	var mu sync.Mutex
+	p := pool{idleFor: 30 * time.Millisecond}
+	defer p.closeAll()
+	p.put(&conn{key: "a", nc: closeNoter{name: "a1", closed: &closed, mu: &mu}}, time.Now())
+	p.put(&conn{key: "b", nc: closeNoter{name: "b1", closed: &closed, mu: &mu}}, time.Now().Add(40*time.Millisecond))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		count, running := p.count, p.timer != nil
+		p.mu.Unlock()
+		mu.Lock()
+		n := len(closed)
+		mu.Unlock()
+		if count == 0 && n == 2 && !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s: %d kept, closed %v, timer running %v; want both closed, the timer stopped", count, closed, running)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -248,5 +271,22 @@ func BenchmarkSend(b *testing.B) {
 	if bare > 0 && ours > 0 {
 		b.Logf("per request, receiver included: bare net/http Transport %.1f µs, Client.Send %.1f µs; Client.Send takes %.2f of the bare time",
 			bare/1e3, ours/1e3, ours/bare)
+	}
+}
+
+// An api_key that is no valid header value (stored before the rule that
+// refuses it) is not sent: the attempt fails and names the field, never
+// the key.
+func TestWebhookSendInvalidAPIKey(t *testing.T) {
+	var hits atomic.Int32
+	srv, _ := countingServer(t, false, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
+	req := testRequest(t, srv.URL)
+	req.APIKey = "secret-key\r\nx-injected: 1"
+	res := testClient(t, time.Second).Send(context.Background(), req, time.Now())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "invalid api_key") || strings.Contains(res.Err.Error(), "secret-key") {
+		t.Fatalf("Send = %+v, want an invalid api_key error without the key", res)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the receiver got %d requests", n)
 	}
 }

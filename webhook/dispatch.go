@@ -169,17 +169,31 @@ func (c *Client) send(ctx context.Context, r Request, now, start time.Time) Resu
 	if t.err != nil {
 		return Result{Err: t.err}
 	}
+	if r.APIKey != "" && ValidateAPIKey(r.APIKey) != nil {
+		// Refused at registration; one registered before that rule is not
+		// sent as it would go out.
+		return Result{Err: errors.New("invalid api_key: not a valid header value")}
+	}
+	if err := ctx.Err(); err != nil {
+		// Nothing is sent for an attempt canceled already.
+		return Result{Err: c.attemptError(ctx, err)}
+	}
 	// The attempt's deadline; ctx ends it sooner if canceled.
 	deadline := start.Add(c.timeout)
 	req := &http.Request{
-		Method: http.MethodPost, URL: t.url, Host: t.url.Host,
+		Method: http.MethodPost, URL: t.url, Host: t.host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        make(http.Header, 6),
 		ContentLength: int64(len(r.Body)),
 	}
 	c.setHeaders(req.Header, r, now)
 
-	cn, x, err := c.roundTrip(ctx, t, req, r.Body, deadline)
+	// A canceled attempt ends at once, the reading of the body included:
+	// the deadline of its connection passes.
+	var on canceler
+	stop := on.watch(ctx)
+	defer stop()
+	cn, x, err := c.roundTrip(ctx, t, req, r.Body, deadline, &on)
 	if err != nil {
 		return Result{Err: c.attemptError(ctx, err)}
 	}
@@ -200,8 +214,9 @@ func (c *Client) send(ctx context.Context, r Request, now, start time.Time) Resu
 		res.Err = fmt.Errorf("reading the response: %w", c.attemptError(ctx, err))
 	}
 	// The connection carries the next attempt only if this answer was read
-	// to its end and nothing came after it.
-	if complete && !resp.Close && cn.br.Buffered() == 0 && ctx.Err() == nil {
+	// to its end and nothing came after it, and the attempt was not
+	// canceled: once stop returns true, on.cancel never touches cn.
+	if stop() && complete && !resp.Close && cn.br.Buffered() == 0 {
 		c.conns.put(cn, time.Now())
 	} else {
 		cn.nc.Close()
@@ -214,23 +229,31 @@ func (c *Client) send(ctx context.Context, r Request, now, start time.Time) Resu
 // the receiver had closed is found so when the request goes: it is sent
 // once more on a new connection, as net/http does; receivers deduplicate
 // by webhook-id.
-func (c *Client) roundTrip(ctx context.Context, t target, req *http.Request, body []byte, deadline time.Time) (*conn, exchange, error) {
-	// A canceled attempt ends at once: its connection's deadline passes.
-	var on canceler
-	if ctx.Done() != nil {
-		defer context.AfterFunc(ctx, on.cancel)()
-	}
+func (c *Client) roundTrip(ctx context.Context, t target, req *http.Request, body []byte, deadline time.Time, on *canceler) (*conn, exchange, error) {
 	try := func(cn *conn) (*conn, exchange, error) {
-		on.use(cn)
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		x, err := cn.roundTrip(req, deadline)
+		if err := on.use(cn, deadline); err != nil {
+			cn.nc.Close()
+			return nil, exchange{}, err
+		}
+		// An empty body goes with Content-Length: 0, as net/http sends it;
+		// a reader of unknown length would be sent chunked.
+		req.Body = http.NoBody
+		if len(body) > 0 {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		x, err := cn.roundTrip(req)
 		if err != nil {
 			cn.nc.Close()
 			return nil, x, err
 		}
 		return cn, x, nil
 	}
-	if cn := c.conns.get(t.key, time.Now()); cn != nil {
+	cn := c.conns.get(t.key, time.Now())
+	for cn != nil && cn.unsolicited() {
+		cn.nc.Close()
+		cn = c.conns.get(t.key, time.Now())
+	}
+	if cn != nil {
 		cn, x, err := try(cn)
 		if err == nil || !stale(x, err) || ctx.Err() != nil {
 			return cn, x, err
@@ -244,7 +267,7 @@ func (c *Client) roundTrip(ctx context.Context, t target, req *http.Request, bod
 }
 
 // canceler ends the exchange on the connection in use when its attempt is
-// canceled.
+// canceled: the connection's deadline passes.
 type canceler struct {
 	mu       sync.Mutex
 	cn       *conn
@@ -263,14 +286,26 @@ func (c *canceler) cancel() {
 	}
 }
 
-// use notes the connection in use; after cancel, its deadline passes.
-func (c *canceler) use(cn *conn) {
+// watch has cancel called when ctx is done, until stop is called; stop
+// returns true if cancel was not called and never will be.
+func (c *canceler) watch(ctx context.Context) (stop func() bool) {
+	if ctx.Done() == nil {
+		return func() bool { return true }
+	}
+	return context.AfterFunc(ctx, c.cancel)
+}
+
+// use notes the connection in use and sets its deadline: the attempt's,
+// or one passed after cancel. Both under c.mu, so that the attempt's
+// deadline never comes after, and undoes, a cancellation.
+func (c *canceler) use(cn *conn, deadline time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cn = cn
 	if c.canceled {
-		cn.nc.SetDeadline(aLongTimeAgo)
+		deadline = aLongTimeAgo
 	}
+	return cn.nc.SetDeadline(deadline)
 }
 
 // checkURL is parseURL's verdict on a URL as the error of an attempt.
@@ -316,8 +351,16 @@ func readBounded(body io.ReadCloser) (text string, complete bool, err error) {
 	}
 	buf := excerptBuffers.Get().(*[excerptSize]byte)
 	defer excerptBuffers.Put(buf)
-	n, err := io.ReadFull(body, buf[:])
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	// Not io.ReadFull, which turns the body's io.ErrUnexpectedEOF (the
+	// connection closed before the Content-Length or the last chunk) into
+	// the io.ErrUnexpectedEOF of a short body read to its end.
+	n := 0
+	for n < len(buf) && err == nil {
+		var m int
+		m, err = body.Read(buf[n:])
+		n += m
+	}
+	if err == io.EOF {
 		err, complete = nil, true
 	} else if err == nil {
 		// One byte more than is read at most tells whether the body ends.
@@ -389,6 +432,8 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 		msg = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
 		msg = "connection reset"
+	case errors.Is(err, syscall.EPIPE):
+		msg = "connection closed by the endpoint while sending"
 	case errors.As(err, &dnsErr):
 		msg = "cannot resolve host " + dnsErr.Name
 		if dnsErr.IsNotFound {

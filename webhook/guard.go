@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/net/http/httpguts"
+
 	"storelink"
 )
 
@@ -51,6 +53,27 @@ func ValidateURL(raw string, allowPrivate bool) error {
 
 // parseURL is the part of ValidateURL that also holds at send time, whatever
 // allowPrivate says.
+// maxAPIKeyLength bounds an endpoint's api_key, which goes in the head of
+// every request: receivers refuse heads of more than a few KiB.
+const maxAPIKeyLength = 1024
+
+// ValidateAPIKey checks an endpoint's api_key, sent as the x-api-key
+// header: a header value of at most maxAPIKeyLength bytes, without control
+// characters (which would end the header or be refused by the receiver),
+// and without white space at either end (which receivers drop).
+func ValidateAPIKey(key string) error {
+	if len(key) > maxAPIKeyLength {
+		return storelink.Errorf(storelink.EUNPROCESSABLE, "api_key: longer than %d characters.", maxAPIKeyLength)
+	}
+	if !httpguts.ValidHeaderFieldValue(key) {
+		return storelink.Errorf(storelink.EUNPROCESSABLE, "api_key: must not contain control characters such as line breaks: it is sent as a header.")
+	}
+	if strings.TrimSpace(key) != key {
+		return storelink.Errorf(storelink.EUNPROCESSABLE, "api_key: must not begin or end with white space.")
+	}
+	return nil
+}
+
 func parseURL(raw string) (*url.URL, error) {
 	if len(raw) > maxURLLength {
 		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "url: longer than %d characters.", maxURLLength)
