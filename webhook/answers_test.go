@@ -44,7 +44,12 @@ func rawServer(t *testing.T, handle func(c net.Conn)) string {
 // returns false.
 func answering(t *testing.T, answer func(c net.Conn, head string) bool) string {
 	t.Helper()
-	return rawServer(t, func(c net.Conn) {
+	return rawServer(t, answeringOn(answer))
+}
+
+// answeringOn is answering's loop on a connection of any kind.
+func answeringOn(answer func(c net.Conn, head string) bool) func(c net.Conn) {
+	return func(c net.Conn) {
 		defer c.Close()
 		br := bufio.NewReader(c)
 		for {
@@ -53,7 +58,7 @@ func answering(t *testing.T, answer func(c net.Conn, head string) bool) string {
 				return
 			}
 		}
-	})
+	}
 }
 
 // readHead reads one request, its head and a Content-Length body, and

@@ -24,8 +24,9 @@ import (
 // request is written with net/http's Request.Write and the answer read
 // with its ReadResponse, and the connections are kept here. net/http's
 // Transport hands every request to two goroutines of its connection and
-// back, which cost as much CPU again as the request itself on loopback
-// (webhook.BenchmarkSend). Webhooks need none of what the Transport adds:
+// back: on loopback an attempt here takes about three quarters of a bare
+// Transport's time, signing included (BenchmarkSend), and serve delivered
+// a fifth more events a second. Webhooks need none of what the Transport adds:
 // no proxy, no redirects, no compression, no HTTP/2 (one endpoint gets a
 // bounded number of attempts at once, each on a connection of its own).
 

@@ -96,27 +96,6 @@ func TestWebhookSendConnectionClose(t *testing.T) {
 	}
 }
 
-// A receiver that sends more than its answer (a second answer no request
-// asked for): the next attempt does not take it for its own.
-func TestWebhookSendUnaskedAnswer(t *testing.T) {
-	var n atomic.Int32
-	addr := answering(t, func(c net.Conn, _ string) bool {
-		if n.Add(1) == 1 {
-			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 500 Unasked\r\nContent-Length: 0\r\n\r\n")
-			return true
-		}
-		io.WriteString(c, "HTTP/1.1 202 Accepted\r\nContent-Length: 4\r\n\r\nmine")
-		return true
-	})
-	c := testClient(t, time.Second)
-	if res := c.Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now()); res.StatusCode != 204 {
-		t.Fatalf("first attempt: %+v", res)
-	}
-	if res := c.Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now()); res.StatusCode != 202 || res.Excerpt != "mine" {
-		t.Fatalf("second attempt: %+v, want its own 202", res)
-	}
-}
-
 // A response head past 64 KiB fails the attempt rather than be read
 // without end; the receiver's next answer is read on a new connection.
 func TestWebhookSendHeadTooLarge(t *testing.T) {
