@@ -193,6 +193,18 @@ func TestWebhookSendStatuses(t *testing.T) {
 	}
 }
 
+// stalledBody answers 200 with the first bytes of a 100-byte body and
+// holds the rest until release.
+func stalledBody(release <-chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		<-release
+	}
+}
+
 // TestWebhookSendTimeout: an endpoint that never answers, or answers the
 // status and then stalls the body, fails within the timeout.
 func TestWebhookSendTimeout(t *testing.T) {
@@ -206,15 +218,7 @@ func TestWebhookSendTimeout(t *testing.T) {
 				<-release
 			}
 		}},
-		{"status, then a stalled body", func(release <-chan struct{}) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Length", "100")
-				w.WriteHeader(http.StatusOK)
-				io.WriteString(w, "partial")
-				w.(http.Flusher).Flush()
-				<-release
-			}
-		}},
+		{"status, then a stalled body", stalledBody},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := holdingServer(t, tt.handler)

@@ -139,15 +139,7 @@ func TestWebhookSendIdle408(t *testing.T) {
 // A canceled attempt ends at once also while the body of the answer is
 // read, not at the timeout.
 func TestWebhookSendCancelDuringBody(t *testing.T) {
-	srv := holdingServer(t, func(release <-chan struct{}) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", "100")
-			w.WriteHeader(http.StatusOK)
-			io.WriteString(w, "partial")
-			w.(http.Flusher).Flush()
-			<-release
-		}
-	})
+	srv := holdingServer(t, stalledBody)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(200*time.Millisecond, cancel)
