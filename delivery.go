@@ -133,7 +133,18 @@ type DeliveryJob struct {
 	Secrets []string
 	Body    []byte
 	Owner   string
+	// Unsealable says why the endpoint's secret or key could not be opened
+	// with the service's secret key; then the event is not sent, and this
+	// is the attempt's error. Only that endpoint's deliveries are held up.
+	Unsealable string
 }
+
+// UnsealableReason is the error of an attempt that was not made because the
+// endpoint's stored secret or key cannot be opened: written for the partner,
+// who sees it among the delivery's attempts, and for the operator, who must
+// act.
+const UnsealableReason = "not sent: the endpoint's stored signing secret or api key cannot be opened with the service's secret key; " +
+	"the operator must rotate the endpoint's secret (or set its api_key again)"
 
 // Outcome is what an attempt means for its delivery.
 type Outcome int

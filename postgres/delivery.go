@@ -68,8 +68,18 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Dura
 	now := db.now()
 	err = db.inTx(ctx, func(tx pgx.Tx) error {
 		list = list[:0]
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, lockDeliveryClaims); err != nil {
+		// The key is checked again under the lock, in the same round trip:
+		// a process left running with the old key after the database moved
+		// to a new one (storelink secret-key rotate) claims nothing, rather
+		// than count attempts it cannot make.
+		var check string
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
+			FROM (SELECT pg_advisory_xact_lock($1, 0)) AS l`, lockDeliveryClaims, settingKeyCheck).Scan(&check); err != nil {
 			return fmt.Errorf("take delivery claim lock: %w", err)
+		}
+		if check != "" && check != sealer.Check() {
+			return fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
+				"no delivery is claimed; restart it with the database's key", sealer.Fingerprint(), storelink.KeyFingerprint(check))
 		}
 		rows, err := tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
 		if err != nil {
@@ -98,23 +108,20 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Dura
 		}
 		return int(a.seq - b.seq)
 	})
+	// Each endpoint's secrets are opened on their own: one that cannot be
+	// opened holds up only its own deliveries, which go to the deliverer
+	// to be recorded as attempts that failed for that reason (the claim
+	// counted them).
 	jobs := make([]storelink.DeliveryJob, 0, len(list))
 	for _, c := range list {
 		j := c.job
-		if j.APIKey, err = sealer.Open(c.keys[0]); err != nil {
-			return nil, err
+		previous := c.keys[2]
+		if c.until == nil || !c.until.After(now) {
+			previous = ""
 		}
-		s, err := sealer.Open(c.keys[1])
-		if err != nil {
-			return nil, err
-		}
-		j.Secrets = []string{s}
-		if c.keys[2] != "" && c.until != nil && c.until.After(now) {
-			p, err := sealer.Open(c.keys[2])
-			if err != nil {
-				return nil, err
-			}
-			j.Secrets = append(j.Secrets, p)
+		var ok bool
+		if j.APIKey, j.Secrets, ok = sealer.OpenEndpoint(c.keys[0], c.keys[1], previous); !ok {
+			j.Unsealable = storelink.UnsealableReason
 		}
 		jobs = append(jobs, j)
 	}

@@ -236,10 +236,6 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 			endpoints = append(endpoints, id)
 		}
 	}
-	type target struct {
-		url, apiKey string
-		secrets     []string
-	}
 	targets := make(map[string]*target, len(endpoints))
 	if err := eachRow(ctx, tx, endpointsSQL, jsonList(endpoints), func(rows *sql.Rows) error {
 		var id, url, apiKey, secret, previous string
@@ -248,27 +244,9 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 		if err := rows.Scan(&id, &enabled, &url, &apiKey, &secret, &previous, &until); err != nil {
 			return err
 		}
-		if !enabled {
-			return nil
+		if enabled {
+			targets[id] = unseal(sealer, url, apiKey, secret, previous, until > nowMS)
 		}
-		t := &target{url: url}
-		var err error
-		if t.apiKey, err = sealer.Open(apiKey); err != nil {
-			return err
-		}
-		s, err := sealer.Open(secret)
-		if err != nil {
-			return err
-		}
-		t.secrets = []string{s}
-		if previous != "" && until > nowMS {
-			p, err := sealer.Open(previous)
-			if err != nil {
-				return err
-			}
-			t.secrets = append(t.secrets, p)
-		}
-		targets[id] = t
 		return nil
 	}); err != nil {
 		return nil, nil, fmt.Errorf("read claimed endpoints: %w", err)
@@ -303,13 +281,36 @@ func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leas
 			lostAttempt, lostTry = attempts, tries
 		}
 		jobs = append(jobs, storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: e.id,
-			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner})
+			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner,
+			Unsealable: t.unsealable})
 		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
 			attempt: attempts + 1, try: tries + 1, lostAttempt: lostAttempt, lostTry: lostTry}
 		d.leased = true
 		e.leased++
 	}
 	return jobs, taken, nil
+}
+
+// target is where a claimed delivery goes and what it is signed with;
+// unsealable is set when its key or secret cannot be opened
+// (Sealer.OpenEndpoint): the job goes to the deliverer all the same, to be
+// recorded as an attempt that failed for this reason, so that the other
+// endpoints' deliveries in the claim go out.
+type target struct {
+	url, apiKey string
+	secrets     []string
+	unsealable  string
+}
+
+func unseal(sealer *storelink.Sealer, url, apiKey, secret, previous string, previousLive bool) *target {
+	if !previousLive {
+		previous = ""
+	}
+	key, secrets, ok := sealer.OpenEndpoint(apiKey, secret, previous)
+	if !ok {
+		return &target{url: url, unsealable: storelink.UnsealableReason}
+	}
+	return &target{url: url, apiKey: key, secrets: secrets}
 }
 
 // eachRow runs a prepared query with one argument and calls fn on each row.

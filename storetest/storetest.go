@@ -119,6 +119,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: a redelivered event goes before later ones", testRedeliverInOrder},
 		{"Webhooks: delivery listing", testDeliveryListing},
 		{"Webhooks: pending count and age", testPendingDeliveries},
+		{"Webhooks: an endpoint whose secret cannot be opened fails alone", testUnsealableEndpoint},
+		{"Secret key: checked, recorded once, rotated in one transaction", testSecretKeyCheck},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -448,9 +448,16 @@ func (d *Deliverer) send(j *storelink.DeliveryJob, keys [][]byte, start time.Tim
 
 // attempt makes one delivery attempt and decides what it means.
 func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
-	keys := d.keys.signingKeys(j.Secrets)
 	start := time.Now()
-	res := d.send(j, keys, start)
+	var res webhook.Result
+	if j.Unsealable != "" {
+		// Nothing can be signed or sent: the attempt fails at once, and
+		// the delivery follows the retry schedule, so that it goes out once
+		// the endpoint's secret is rotated.
+		res.Err = errors.New(j.Unsealable)
+	} else {
+		res = d.send(j, d.keys.signingKeys(j.Secrets), start)
+	}
 	a := storelink.Attempt{Number: j.Attempt, At: start.UTC(), DurationMS: res.Duration.Milliseconds(), StatusCode: res.StatusCode, Response: res.Excerpt}
 	if res.Err != nil {
 		a.Error = res.Err.Error()
