@@ -21,6 +21,7 @@ type config struct {
 	Database           string
 	AdminToken         string
 	SecretKey          string
+	secretKeyFrom      string // where SecretKey came from, to name it to the operator
 	CapacityBase       int64
 	CapacityPerStore   int64
 	CapacityWindow     time.Duration
@@ -171,6 +172,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			c.webhookAllowPrivOK = true
 		}
 	})
+	c.secretKeyFrom = keyFrom(fs, getenv)
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}

@@ -21,6 +21,10 @@ const usage = `storelink: connects retail partners' stores to the marketplace.
 Usage:
   storelink serve [flags]     HTTP API and background workers
   storelink migrate [flags]   apply the database schema and exit
+  storelink secret-key rotate [flags]
+                              seal every stored secret with a new secret key
+  storelink secret-key check [flags]
+                              tell whether a secret key is the database's
   storelink listen [flags]    receive and verify webhooks (partner side, for development)
   storelink upload [flags] FILE
                               send a stock file (partner side); --wait prints the report
@@ -41,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "secret-key":
+		err = secretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "listen":
 		err = listen(ctx, args[1:], getenv, stdout, stderr)
 	case "upload":

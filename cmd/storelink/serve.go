@@ -64,16 +64,6 @@ func openDB(ctx context.Context, c *config) (database, error) {
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
-// setSealer gives the database the sealer of webhook secrets.
-func setSealer(db database, s *storelink.Sealer) {
-	switch db := db.(type) {
-	case *sqlite.DB:
-		db.Sealer = s
-	case *postgres.DB:
-		db.Sealer = s
-	}
-}
-
 // redactURL hides a password in a database URL before it is shown, in the
 // user part (postgres://user:secret@host) or as a parameter (?password=).
 func redactURL(s string) string {
@@ -132,11 +122,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	sealer, err := secretKey(c, stdout)
-	if err != nil {
+	if err := useSecretKey(ctx, c, db, stdout); err != nil {
 		return err
 	}
-	setSealer(db, sealer)
 	if c.Demo {
 		if err := demo(ctx, db, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -244,34 +232,6 @@ func adminToken(c *config, stdout io.Writer) (string, error) {
 	}
 	fmt.Fprintf(stdout, "storelink: generated an admin token in %s\n", path)
 	return token, nil
-}
-
-// secretKey returns the sealer for webhook secrets: from the configured key,
-// or from the one kept in the data folder, generated on first use. Several
-// processes on one PostgreSQL database must be given the same key.
-func secretKey(c *config, stdout io.Writer) (*storelink.Sealer, error) {
-	hexKey := c.SecretKey
-	if hexKey == "" {
-		path := filepath.Join(c.Data, "secret-key")
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			hexKey = strings.TrimSpace(string(b))
-		case errors.Is(err, os.ErrNotExist):
-			hexKey = randomHex(storelink.SealKeySize)
-			if err := writeSecretFile(c.Data, path, hexKey); err != nil {
-				return nil, fmt.Errorf("write secret key: %w", err)
-			}
-			fmt.Fprintf(stdout, "storelink: generated a secret key in %s (it encrypts webhook secrets; back it up with the database)\n", path)
-		default:
-			return nil, fmt.Errorf("read secret key: %w", err)
-		}
-	}
-	key, err := hex.DecodeString(hexKey)
-	if err != nil || len(key) != storelink.SealKeySize {
-		return nil, usageError{errors.New("the secret key must be 64 hex digits (32 bytes)")}
-	}
-	return storelink.NewSealer(key)
 }
 
 // writeSecretFile creates path with mode 0600, never overwriting one.

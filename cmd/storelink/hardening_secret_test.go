@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"storelink"
+	"storelink/sqlite"
+	"storelink/webhook"
+)
+
+// The secret key (issue 13, finding 2): a serve given another key than the
+// one the database's secrets are sealed with refuses to start (exit 2),
+// saying which key and what to do; `storelink secret-key rotate` moves the
+// database to a new key; an endpoint whose secret cannot be opened fails
+// alone.
+
+// runStorelink runs the storelink binary with args until it exits (at most
+// 30 s) and returns its exit code and output. Serve is started on
+// 127.0.0.1:0; the variables that would give it a key or a token are unset.
+func runStorelink(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, storelinkBinary(t), args...)
+	cmd.Env = append(os.Environ(), append([]string{"STORELINK_ADMIN_TOKEN=", "STORELINK_SECRET_KEY=", "STORELINK_DATABASE_URL="}, env...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("storelink %v still running after 30 s:\n%s%s", args, out.String(), errb.String())
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), errb.String()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// newKeyHex returns a fresh key as --secret-key takes it.
+func newKeyHex() string {
+	b := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// fingerprintOf is the fingerprint of a key in hex.
+func fingerprintOf(t *testing.T, hexKey string) string {
+	t.Helper()
+	key, err := hex.DecodeString(strings.TrimSpace(hexKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := storelink.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Fingerprint()
+}
+
+func readKeyFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// wantRefused checks that serve exited 2 with a message naming the key's
+// source and both fingerprints, and saying what to do.
+func wantRefused(t *testing.T, code int, stderr string, says ...string) {
+	t.Helper()
+	if code != 2 {
+		t.Fatalf("serve exited %d, want 2:\n%s", code, stderr)
+	}
+	for _, s := range says {
+		if !strings.Contains(stderr, s) {
+			t.Fatalf("serve's message does not say %q:\n%s", s, stderr)
+		}
+	}
+}
+
+// signedReceiver is a webhook endpoint that checks each request's signature
+// with its secret and counts those that verify, by event id.
+type signedReceiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	keys [][]byte
+	good map[string]int
+	bad  []string
+}
+
+func newSignedReceiver(t *testing.T) *signedReceiver {
+	t.Helper()
+	r := &signedReceiver{good: map[string]int{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := webhook.Verify(r.keys, req.Header, body, time.Now(), 5*time.Minute); err != nil {
+			r.bad = append(r.bad, fmt.Sprintf("%s: %v", req.Header.Get(webhook.HeaderID), err))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		r.good[req.Header.Get(webhook.HeaderID)]++
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *signedReceiver) setSecret(t *testing.T, secret string) {
+	t.Helper()
+	key, err := webhook.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.keys = [][]byte{key}
+	r.mu.Unlock()
+}
+
+func (r *signedReceiver) counts() (good int, bad []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.good {
+		n += c
+	}
+	return n, append([]string(nil), r.bad...)
+}
+
+// waitSigned waits until the receiver got want correctly signed events.
+func (r *signedReceiver) waitSigned(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		good, bad := r.counts()
+		if len(bad) > 0 {
+			t.Fatalf("requests whose signature does not verify: %v", bad)
+		}
+		if good >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d correctly signed events arrived in 20 s, want %d", good, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// secretOrder places an order of one unit at store S1.
+func secretOrder(t *testing.T, p *proc, number string) {
+	t.Helper()
+	crashAdmin(t, p, "POST", "/orders", map[string]any{
+		"order_number": number, "client_id": p.ClientID, "store_id": "S1",
+		"items": []map[string]string{{"ean": "4006381333931", "marketplace_article_number": "MP-1"}},
+	}, 201, nil)
+}
+
+type secretDelivery struct {
+	ID         string `json:"delivery_id"`
+	EndpointID string `json:"endpoint_id"`
+	State      string `json:"state"`
+	Attempts   []struct {
+		Number     int    `json:"number"`
+		StatusCode int    `json:"status_code"`
+		Error      string `json:"error"`
+	} `json:"attempts"`
+}
+
+func secretDeliveries(t *testing.T, p *proc) []secretDelivery {
+	t.Helper()
+	var page struct {
+		Deliveries []secretDelivery `json:"deliveries"`
+	}
+	crashAdmin(t, p, "GET", "/admin/deliveries?limit=500&client_id="+p.ClientID, nil, 200, &page)
+	return page.Deliveries
+}
+
+// TestSecretKeySQLite: on SQLite, serve generates a key into the data
+// folder; started again with another key, by flag or variable, it refuses
+// (exit 2) and says which key and what to do. `storelink secret-key rotate`
+// moves the database to a new key, written where the old one was, without
+// printing it; serve starts with it, refuses the old one, and an endpoint
+// registered before still gets correctly signed events. An endpoint whose
+// stored secret cannot be opened then fails alone, with the reason recorded
+// on its delivery, while the other endpoint's events go out; and a rotation
+// refuses to go on, naming it.
+func TestSecretKeySQLite(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	good, other := newSignedReceiver(t), newSignedReceiver(t)
+	p := startServe(t, data, "--demo")
+	keyFile := filepath.Join(data, "secret-key")
+	firstKey := readKeyFile(t, keyFile)
+	firstFP := fingerprintOf(t, firstKey)
+	if !strings.Contains(p.stdout.String(), "secret key "+firstFP) {
+		t.Fatalf("serve does not name its key's fingerprint %s:\n%s", firstFP, p.stdout)
+	}
+	good.setSecret(t, p.WebhookSecret)
+	pointDemoEndpoint(t, p, good.URL+"/hooks")
+	var second struct {
+		ID     string `json:"endpoint_id"`
+		Secret string `json:"secret"`
+	}
+	crashAdmin(t, p, "POST", "/admin/clients/"+p.ClientID+"/webhooks", map[string]any{"url": other.URL + "/other"}, 201, &second)
+	other.setSecret(t, second.Secret)
+	id := mustUpload(t, p, "stock.csv", []byte("store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;1000;19.99\n"))
+	if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
+		t.Fatalf("stock upload: %v", u)
+	}
+	secretOrder(t, p, "SK-1")
+	good.waitSigned(t, 1)
+	other.waitSigned(t, 1)
+	if err := p.Stop(); err != nil {
+		t.Fatalf("serve stopped with %v", err)
+	}
+
+	// Another key, by flag and by variable: refused.
+	wrong := newKeyHex()
+	code, _, stderr := runStorelink(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data, "--secret-key", wrong)
+	wantRefused(t, code, stderr, "--secret-key", fingerprintOf(t, wrong), firstFP, "secret-key rotate")
+	code, _, stderr = runStorelink(t, []string{"STORELINK_SECRET_KEY=" + wrong}, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	wantRefused(t, code, stderr, "STORELINK_SECRET_KEY", fingerprintOf(t, wrong), firstFP)
+	if strings.Contains(stderr, wrong) || strings.Contains(stderr, firstKey) {
+		t.Fatalf("serve printed a key:\n%s", stderr)
+	}
+
+	// Rotated: the new key replaces the old in the file, and is not printed.
+	code, out, stderr := runStorelink(t, nil, "secret-key", "rotate", "--data", data)
+	newKey := readKeyFile(t, keyFile)
+	newFP := fingerprintOf(t, newKey)
+	if code != 0 || newKey == firstKey || !strings.Contains(out, newFP) || !strings.Contains(out, keyFile) {
+		t.Fatalf("secret-key rotate = %d, key file changed %v:\n%s%s", code, newKey != firstKey, out, stderr)
+	}
+	if strings.Contains(out+stderr, newKey) || strings.Contains(out+stderr, firstKey) {
+		t.Fatalf("secret-key rotate printed a key:\n%s%s", out, stderr)
+	}
+	if old := readKeyFile(t, filepath.Join(data, "secret-key."+firstFP+".old")); old != firstKey {
+		t.Fatal("the old key is not kept beside the new one")
+	}
+	code, _, stderr = runStorelink(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", data, "--secret-key", firstKey)
+	wantRefused(t, code, stderr, firstFP, newFP)
+
+	p2 := startServe(t, data, "--webhook-allow-private")
+	p2.ClientID, p2.APIKey = p.ClientID, p.APIKey
+	secretOrder(t, p2, "SK-2")
+	good.waitSigned(t, 2)
+	other.waitSigned(t, 2)
+	if err := p2.Stop(); err != nil {
+		t.Fatalf("serve stopped with %v", err)
+	}
+
+	// The second endpoint's secret sealed with some other key, as a process
+	// with another key would have left it.
+	db, err := sqlite.Open(context.Background(), filepath.Join(data, "storelink.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := storelink.NewSealer(make([]byte, storelink.SealKeySize))
+	err = db.ExecForTest(context.Background(), `UPDATE endpoints SET secret = '`+stranger.Seal(second.Secret)+`' WHERE id = '`+second.ID+`'`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = runStorelink(t, nil, "secret-key", "rotate", "--data", data)
+	if code != 1 || !strings.Contains(stderr, second.ID) || readKeyFile(t, keyFile) != newKey {
+		t.Fatalf("rotate with an unopenable secret = %d, want 1 naming endpoint %s and the key file unchanged:\n%s%s", code, second.ID, out, stderr)
+	}
+
+	p3 := startServe(t, data, "--webhook-allow-private")
+	p3.ClientID, p3.APIKey = p.ClientID, p.APIKey
+	secretOrder(t, p3, "SK-3")
+	good.waitSigned(t, 3)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var failed *secretDelivery
+		ds := secretDeliveries(t, p3)
+		for i, d := range ds {
+			if d.EndpointID == second.ID && d.State != "succeeded" && len(d.Attempts) > 0 {
+				failed = &ds[i]
+			}
+		}
+		if failed != nil {
+			a := failed.Attempts[0]
+			if len(failed.Attempts) != 1 || failed.State != "pending" || a.Number != 1 || a.StatusCode != 0 ||
+				!strings.Contains(a.Error, "cannot be opened") {
+				t.Fatalf("the unopenable endpoint's delivery = %+v, want pending with one attempt saying why", *failed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt recorded for endpoint %s in 20 s: %+v", second.ID, ds)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, bad := other.counts(); n != 2 || len(bad) > 0 {
+		t.Fatalf("the endpoint whose secret cannot be opened got %d correctly signed events and %v, want the 2 from before", n, bad)
+	}
+}
