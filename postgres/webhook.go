@@ -21,6 +21,26 @@ func (db *DB) sealer() (*storelink.Sealer, error) {
 	return db.Sealer, nil
 }
 
+// writeSealer is the sealer of a call that seals a secret into the
+// database: refused when the database has moved to another key since this
+// process started (storelink secret-key rotate while it ran), since what it
+// sealed could not be opened by the processes on the new key.
+func (db *DB) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
+	sealer, err := db.sealer()
+	if err != nil {
+		return nil, err
+	}
+	check, err := keyCheck(ctx, db.pool)
+	if err != nil {
+		return nil, err
+	}
+	if check != "" && check != sealer.Check() {
+		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
+			"nothing is sealed; restart it with the database's key", sealer.Fingerprint(), storelink.KeyFingerprint(check))
+	}
+	return sealer, nil
+}
+
 // statesColumn is the states filter as stored: a text array (SQLite keeps a
 // comma-separated string), empty for every state.
 func statesColumn(states []storelink.OrderState) []string {
@@ -41,7 +61,7 @@ func parseStates(col []string) []storelink.OrderState {
 
 // CreateEndpoint registers an endpoint; its secret and key are sealed.
 func (db *DB) CreateEndpoint(ctx context.Context, clientID string, n storelink.NewEndpoint, secret string) (*storelink.Endpoint, error) {
-	sealer, err := db.sealer()
+	sealer, err := db.writeSealer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +116,7 @@ func (db *DB) Endpoints(ctx context.Context, clientID string) ([]storelink.Endpo
 // endpoint clears the reason it was disabled; its parked deliveries resume,
 // and the deliverers of every process are woken for them.
 func (db *DB) UpdateEndpoint(ctx context.Context, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
-	sealer, err := db.sealer()
+	sealer, err := db.writeSealer(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +161,7 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, p storelink.Endpoin
 // RotateSecret makes secret current and keeps the old one signing until the
 // overlap ends.
 func (db *DB) RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
-	sealer, err := db.sealer()
+	sealer, err := db.writeSealer(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -316,3 +316,77 @@ func TestSecretKeySQLite(t *testing.T) {
 		t.Fatalf("the endpoint whose secret cannot be opened got %d correctly signed events and %v, want the 2 from before", n, bad)
 	}
 }
+
+// TestSecretKeyPostgres: on one PostgreSQL database, a second serve with no
+// key (which would generate its own) or with another key refuses to start
+// (exit 2) and leaves no key behind; one with the same key starts. After
+// `storelink secret-key rotate` while they run, the processes on the old
+// key claim nothing (the event waits, no attempt counted) and seal nothing;
+// a serve on the new key delivers the event, correctly signed, as its first
+// attempt.
+func TestSecretKeyPostgres(t *testing.T) {
+	dbURL, _ := pgSchemaURL(t)
+	rec := newSignedReceiver(t)
+	dataA := t.TempDir()
+	a := startServe(t, dataA, "--database", dbURL, "--demo")
+	keyA := readKeyFile(t, filepath.Join(dataA, "secret-key"))
+	fpA := fingerprintOf(t, keyA)
+	rec.setSecret(t, a.WebhookSecret)
+	pointDemoEndpoint(t, a, rec.URL+"/hooks")
+	id := mustUpload(t, a, "stock.csv", []byte("store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;1000;19.99\n"))
+	if u := a.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
+		t.Fatalf("stock upload: %v", u)
+	}
+
+	fresh := t.TempDir()
+	code, _, stderr := runStorelink(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", fresh, "--database", dbURL)
+	wantRefused(t, code, stderr, "no secret key", filepath.Join(fresh, "secret-key"), fpA)
+	if _, err := os.Stat(filepath.Join(fresh, "secret-key")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused serve left a key in its data folder: %v", err)
+	}
+	wrong := newKeyHex()
+	code, _, stderr = runStorelink(t, nil, "serve", "--addr", "127.0.0.1:0", "--data", fresh, "--database", dbURL, "--secret-key", wrong)
+	wantRefused(t, code, stderr, "--secret-key", fingerprintOf(t, wrong), fpA)
+	b := startServe(t, t.TempDir(), "--database", dbURL, "--secret-key", keyA, "--webhook-allow-private")
+	b.ClientID, b.APIKey = a.ClientID, a.APIKey
+	secretOrder(t, b, "PG-1")
+	rec.waitSigned(t, 1)
+
+	// Rotated while both run: neither claims nor seals with the old key.
+	newKey := newKeyHex()
+	code, out, stderr := runStorelink(t, nil, "secret-key", "rotate", "--database", dbURL, "--data", t.TempDir(), "--secret-key", keyA, "--new-key", newKey)
+	if code != 0 || !strings.Contains(out, fingerprintOf(t, newKey)) || strings.Contains(out+stderr, newKey) {
+		t.Fatalf("secret-key rotate = %d:\n%s%s", code, out, stderr)
+	}
+	secretOrder(t, a, "PG-2")
+	if err := crashCall(a, "POST", "/admin/clients/"+a.ClientID+"/webhooks", map[string]any{"url": rec.URL + "/late"}, 500, nil); err != nil {
+		t.Fatalf("registering an endpoint on the old key: %v", err)
+	}
+	time.Sleep(2 * time.Second) // both deliverers poll every second
+	if n, _ := rec.counts(); n != 1 {
+		t.Fatalf("%d events arrived with the old key after the rotation, want only the one from before", n)
+	}
+	for _, d := range secretDeliveries(t, a) {
+		if d.State == "pending" && len(d.Attempts) > 0 {
+			t.Fatalf("a pending delivery has attempts no process made: %+v", d)
+		}
+	}
+	c := startServe(t, t.TempDir(), "--database", dbURL, "--secret-key", newKey, "--webhook-allow-private")
+	c.ClientID, c.APIKey = a.ClientID, a.APIKey
+	rec.waitSigned(t, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds := secretDeliveries(t, c)
+		done := len(ds) == 2
+		for _, d := range ds {
+			done = done && d.State == "succeeded" && len(d.Attempts) == 1 && d.Attempts[0].Number == 1
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries %+v, want both succeeded at their first attempt", ds)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
