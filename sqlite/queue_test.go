@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -21,21 +20,15 @@ func TestFailedRoundLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 3)
 	first := claimOneOf(t, db, 1)
-	good := db.Sealer
-	key := make([]byte, storelink.SealKeySize)
-	_, _ = rand.Read(key)
-	var err error
-	if db.Sealer, err = storelink.NewSealer(key); err != nil {
-		t.Fatal(err)
-	}
-	// The endpoint's secret cannot be opened with another key: the claim
-	// fails after it took the other two deliveries out of the queue.
+	// The endpoint's row cannot be read (a value of the wrong type): the
+	// claim fails after it took the other two deliveries out of the queue.
+	breakEndpointRow(t, db, true)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
 		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
 	if jobs, err := db.RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
-		t.Fatalf("round with a claim that cannot open the secret: %d jobs, %v; want an error", len(jobs), err)
+		t.Fatalf("round with a claim that cannot read the endpoint: %d jobs, %v; want an error", len(jobs), err)
 	}
-	db.Sealer = good
+	breakEndpointRow(t, db, false)
 	if d := deliveryByID(t, db, first.DeliveryID); d.State != storelink.DeliverySucceeded {
 		t.Fatalf("the round's result after its claim failed: %s, want succeeded", d.State)
 	}
@@ -200,33 +193,40 @@ func BenchmarkQueueMemory(b *testing.B) {
 	b.ReportMetric(perDelivery/8, "ratio")
 }
 
+// breakEndpointRow makes the endpoints' rows unreadable by a claim, which
+// then fails after it picked its deliveries (a secret that cannot be
+// opened fails only its own jobs, not the claim), or readable again.
+func breakEndpointRow(t *testing.T, db *DB, broken bool) {
+	t.Helper()
+	value := "NULL"
+	if broken {
+		value = "'not a time'"
+	}
+	if err := db.ExecForTest(context.Background(), `UPDATE endpoints SET previous_secret_until = `+value); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Claims that fail, racing each other, leave the queue to whoever holds
 // the write connection: a failed round drops it before the connection
 // goes back, never after (run with -race).
 func TestFailedClaimsRacing(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 3)
-	good := db.Sealer
-	key := make([]byte, storelink.SealKeySize)
-	_, _ = rand.Read(key)
-	bad, err := storelink.NewSealer(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Sealer = bad // every claim fails opening the endpoint's secret
+	breakEndpointRow(t, db, true) // every claim fails reading the endpoint
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			for range 20 {
 				if _, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
-					t.Error("a claim with the wrong key succeeded")
+					t.Error("a claim that cannot read the endpoint succeeded")
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	db.Sealer = good
+	breakEndpointRow(t, db, false)
 	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
 		t.Fatalf("claim after the failed ones: %d jobs, %v; want 3", len(jobs), err)
 	}
