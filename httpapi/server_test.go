@@ -21,7 +21,7 @@ import (
 	"storelink/worker"
 )
 
-const adminToken = "test-admin-token"
+const adminToken = "sla_httpapi_test_admin_token_0123456789"
 
 // api is a real server on a random port over a temp SQLite file, with the
 // processor running, and a demo client with stores S1 and S2.
