@@ -134,7 +134,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (STORELINK_ADDR)")
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token, at least 32 characters with no white space (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
 	fs.StringVar(&c.SecretKey, "secret-key", "", "64 hex digits: the key that encrypts webhook secrets at rest (STORELINK_SECRET_KEY; default generated into <data>/secret-key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
