@@ -11,6 +11,7 @@ const (
 	EINVALID       = "invalid"       // malformed input: 400
 	EUNAUTHORIZED  = "unauthorized"  // no or unknown credentials: 401
 	EFORBIDDEN     = "forbidden"     // valid credentials for something else: 403
+	EAUTHLIMIT     = "auth_limited"  // this address failed to authenticate too often: 429
 	ENOTFOUND      = "not_found"     // 404
 	ECONFLICT      = "conflict"      // the current state does not allow it: 409
 	ETOOLARGE      = "too_large"     // 413

@@ -121,9 +121,25 @@ type AdminService interface {
 
 // Authenticator resolves partner API keys.
 //
-// Errors: EUNAUTHORIZED when the key is unknown, or valid but the client id
-// does not exist (the two are not told apart); EFORBIDDEN when the key is
-// valid for another existing client.
+// Errors: EUNAUTHORIZED when the key is unknown, valid but the client id
+// does not exist, or valid for a client of another partner (none of these is
+// told apart from the others); EFORBIDDEN when the key is valid for another
+// client of the same partner (its other country).
 type Authenticator interface {
 	Authenticate(ctx context.Context, clientID, apiKey string) (*Client, error)
+}
+
+// SessionStore keeps the operator dashboard's sessions in the database, so
+// that logging out ends a session for good: in every process sharing the
+// database and across restarts, whatever becomes of its cookie. A session
+// is named by the SHA-256 of its id, never by the id the cookie carries.
+type SessionStore interface {
+	// CreateSession records a session that lasts until expires, and
+	// forgets the sessions that have expired.
+	CreateSession(ctx context.Context, idHash []byte, expires time.Time) error
+	// SessionActive tells whether the session exists and has not expired.
+	SessionActive(ctx context.Context, idHash []byte) (bool, error)
+	// DeleteSession ends a session; ending one that does not exist (any
+	// more) is not an error.
+	DeleteSession(ctx context.Context, idHash []byte) error
 }

@@ -5,7 +5,8 @@
 //
 // Every page and action needs a session, got by logging in with the admin
 // token. The session lives in an HttpOnly, SameSite=Strict cookie that holds
-// an HMAC-signed session id, never the token; actions are POSTs that carry a
+// an HMAC-signed session id, never the token, and in the database, so that
+// logging out ends it everywhere; actions are POSTs that carry a
 // per-session CSRF token and pass net/http's cross-origin protection.
 package dashboard
 
@@ -43,6 +44,14 @@ type Deps struct {
 	// AdminToken is what an operator logs in with; it also keys the session
 	// signatures, so changing it ends every session.
 	AdminToken string
+	// Sessions keeps the sessions server-side (required): a session is
+	// valid only while its row is there, so a logout holds in every process
+	// sharing the database and across restarts.
+	Sessions storelink.SessionStore
+	// LoginLimit, when set, limits failed logins per remote address. Serve
+	// passes the API's limiter, so that guesses at the admin token through
+	// the API and through the login form count together.
+	LoginLimit LoginLimit
 	// Capacity is the upload capacity policy, to show each client's bucket.
 	Capacity storelink.CapacityPolicy
 	// Wake is called after a redelivery or when an endpoint is enabled, so
@@ -53,6 +62,16 @@ type Deps struct {
 	Now func() time.Time
 	// SessionTTL is how long a login lasts; 12 hours when zero.
 	SessionTTL time.Duration
+}
+
+// LoginLimit limits failed authentications per remote address;
+// httpapi.AuthLimiter is one.
+type LoginLimit interface {
+	// Blocked tells whether attempts from the address are refused now, and
+	// for how many more seconds.
+	Blocked(remoteAddr string) (retryAfter int, blocked bool)
+	// Failed counts a failed attempt from the address.
+	Failed(remoteAddr string)
 }
 
 // Handler serves the dashboard under /dashboard/ and redirects / to it.
@@ -69,8 +88,12 @@ type Handler struct {
 }
 
 // New returns the dashboard as one handler. It panics if the embedded
-// templates do not parse, which a test catches before any release.
+// templates do not parse, which a test catches before any release, or when
+// Deps has no Sessions.
 func New(d Deps) *Handler {
+	if d.Sessions == nil {
+		panic("dashboard: Deps.Sessions is required")
+	}
 	h := &Handler{Deps: d, logger: d.Logger, mux: http.NewServeMux()}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)

@@ -83,15 +83,16 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		wg.Go(func() { _ = d.Run(ctx) })
 		t.Cleanup(client.CloseIdleConnections)
 	}
+	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db,
+		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
-		AdminToken: f.Token, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
 	srv := httptest.NewServer(api)

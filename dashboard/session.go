@@ -8,8 +8,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,16 +55,41 @@ func (h *Handler) mac(purpose string, msg []byte) []byte {
 var b64 = base64.RawURLEncoding
 
 // newSession returns a cookie value: a random session id and the moment it
-// was issued, signed. The token itself is never in it.
-func (h *Handler) newSession() string {
+// was issued, signed. The token itself is never in it. It also returns the
+// id, which the caller records in the session store.
+func (h *Handler) newSession() (value, id string) {
 	var payload [24]byte
 	_, _ = rand.Read(payload[:16])
 	binary.BigEndian.PutUint64(payload[16:], uint64(h.Now().Unix()))
-	return b64.EncodeToString(payload[:]) + "." + b64.EncodeToString(h.mac("session", payload[:]))
+	return b64.EncodeToString(payload[:]) + "." + b64.EncodeToString(h.mac("session", payload[:])), hex.EncodeToString(payload[:16])
 }
 
-// session checks the request's cookie and returns the session id.
+// sessionHash is what the session store knows a session by: the id itself
+// stays in the browser.
+func sessionHash(id string) []byte {
+	s := sha256.Sum256([]byte(id))
+	return s[:]
+}
+
+// session checks the request's cookie and that its session has not been
+// ended, and returns the session id. A store that does not answer counts
+// as no session: the login that follows says what is wrong.
 func (h *Handler) session(r *http.Request) (string, bool) {
+	id, ok := h.cookieSession(r)
+	if !ok {
+		return "", false
+	}
+	active, err := h.Sessions.SessionActive(r.Context(), sessionHash(id))
+	if err != nil {
+		h.logger.Error("dashboard: look up session", "error", err)
+		return "", false
+	}
+	return id, active
+}
+
+// cookieSession checks the request's cookie, its signature and age, and
+// returns the session id.
+func (h *Handler) cookieSession(r *http.Request) (string, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
 		return "", false
@@ -85,9 +112,10 @@ func (h *Handler) session(r *http.Request) (string, bool) {
 }
 
 // csrfFor is the CSRF token of the request's session: derived from the
-// session id, so it needs no storage and dies with the session.
+// session id, so it needs no storage and dies with the session. Callers
+// have checked that the session is active.
 func (h *Handler) csrfFor(r *http.Request) string {
-	id, ok := h.session(r)
+	id, ok := h.cookieSession(r)
 	if !ok {
 		return ""
 	}
@@ -152,24 +180,50 @@ func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLogin checks the token in constant time: both sides are hashed
-// first, so the comparison does not even depend on the length.
+// first, so the comparison does not even depend on the length. An address
+// that has failed too often (here or at the API) is refused before the
+// token is looked at; an empty token guesses nothing and is not counted.
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := localPath(r.PostFormValue("next"))
+	if h.LoginLimit != nil {
+		if after, blocked := h.LoginLimit.Blocked(r.RemoteAddr); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(after))
+			h.render(w, r, http.StatusTooManyRequests, "login", view{Title: "Log in", Data: loginData{Next: next,
+				Error: fmt.Sprintf("Too many failed attempts from this address: try again in %d seconds.", after)}})
+			return
+		}
+	}
 	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(h.AdminToken))
 	if h.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		if h.LoginLimit != nil && token != "" {
+			h.LoginLimit.Failed(r.RemoteAddr)
+		}
 		h.logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login", view{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is not the admin token."}})
 		return
 	}
-	h.setCookie(w, r, h.newSession(), int(h.SessionTTL.Seconds()))
+	value, id := h.newSession()
+	if err := h.Sessions.CreateSession(r.Context(), sessionHash(id), h.Now().Add(h.SessionTTL)); err != nil {
+		h.renderError(w, r, fmt.Errorf("record session: %w", err))
+		return
+	}
+	h.setCookie(w, r, value, int(h.SessionTTL.Seconds()))
 	h.logger.Info("dashboard: login", "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// handleLogout ends the session in the store, so that its cookie, even if
+// kept or copied, opens nothing any more; then it clears the cookie.
 func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := h.cookieSession(r); ok {
+		if err := h.Sessions.DeleteSession(r.Context(), sessionHash(id)); err != nil {
+			h.renderError(w, r, fmt.Errorf("end session: %w", err))
+			return
+		}
+	}
 	h.setCookie(w, r, "", -1)
 	http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
 }

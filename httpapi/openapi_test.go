@@ -224,8 +224,10 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	csv := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv"}
 	var p storelink.Partner
 	a.admin("POST", "/admin/partners", `{"name":"Other"}`, 201, &p)
+	// The partner's client for another country: its key is valid, for
+	// another client (403).
 	var other storelink.NewClient
-	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"fr","currency":"eur"}`, 201, &other)
+	a.admin("POST", "/admin/partners/"+a.PartnerID+"/clients", `{"country_code":"fr","currency":"eur"}`, 201, &other)
 	var k storelink.NewAPIKey
 	a.admin("POST", "/admin/clients/"+a.ClientID+"/api-keys", "", 201, &k)
 	var up struct {

@@ -274,10 +274,9 @@ func TestOrderLifecycle(t *testing.T) {
 			t.Errorf("pulled event %d = %s, want %s", i, pulled[i], raws[i])
 		}
 	}
-	var p storelink.Partner
-	a.admin("POST", "/admin/partners", `{"name":"Other"}`, 201, &p)
+	// The partner's client for another country: its key here is 403.
 	var other storelink.NewClient
-	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &other)
+	a.admin("POST", "/admin/partners/"+a.PartnerID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &other)
 	resp, b = a.do("GET", "/events/"+a.ClientID, nil, map[string]string{"x-api-key": other.APIKey})
 	problem(t, resp, b, 403)
 	resp, b = a.do("GET", "/events/"+a.ClientID, nil, nil)

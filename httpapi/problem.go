@@ -14,6 +14,7 @@ var statusOf = map[string]int{
 	storelink.EINVALID:       http.StatusBadRequest,
 	storelink.EUNAUTHORIZED:  http.StatusUnauthorized,
 	storelink.EFORBIDDEN:     http.StatusForbidden,
+	storelink.EAUTHLIMIT:     http.StatusTooManyRequests,
 	storelink.ENOTFOUND:      http.StatusNotFound,
 	storelink.ECONFLICT:      http.StatusConflict,
 	storelink.ETOOLARGE:      http.StatusRequestEntityTooLarge,
@@ -80,7 +81,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 var problemDocs = map[string]string{
 	storelink.EINVALID:       "The request is malformed: a bad path, parameter, header or body. The detail says which.",
 	storelink.EUNAUTHORIZED:  "No credentials, or credentials that are not valid here. Partner calls need a valid x-api-key for the client in the path; operator calls need Authorization: Bearer ADMIN_TOKEN.",
-	storelink.EFORBIDDEN:     "The API key is valid, but for another client (for example the partner's key for another country).",
+	storelink.EFORBIDDEN:     "The API key is valid, but for another client of the same partner (its key for another country). A key of another partner is answered as no key at all (unauthorized).",
+	storelink.EAUTHLIMIT:     "Too many failed authentications (wrong admin tokens, API keys or dashboard logins) came from this address. No attempt from it is taken, not even with the right credentials, until the number of seconds in Retry-After has passed.",
 	storelink.ENOTFOUND:      "The thing named in the path does not exist.",
 	storelink.ECONFLICT:      "The current state does not allow this request.",
 	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",

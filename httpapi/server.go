@@ -36,7 +36,11 @@ type Deps struct {
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
 	// AdminToken guards the operator API.
-	AdminToken  string
+	AdminToken string
+	// AuthLimit limits failed authentications per remote address; a new
+	// one with the default limit when nil. Serve shares it with the
+	// dashboard's login.
+	AuthLimit   *AuthLimiter
 	Capacity    storelink.CapacityPolicy
 	MaxFileSize int64
 	// Accepted is called after an upload is committed, to wake the processor.
@@ -59,6 +63,7 @@ type Server struct {
 	Deps
 	logger     *slog.Logger
 	adminHash  [32]byte
+	authLimit  *AuthLimiter
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
 	bytesIn    prometheus.Counter
@@ -77,6 +82,9 @@ func NewServer(d Deps) *Server {
 		s.Delivering = func() {}
 	}
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
+	if s.authLimit = d.AuthLimit; s.authLimit == nil {
+		s.authLimit = NewAuthLimiter(DefaultAuthFailuresPerMinute)
+	}
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
 	}, []string{"code"})
@@ -172,11 +180,19 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // admin guards an operator handler with the admin token. Both sides are
 // hashed first so the comparison takes the same time whatever the length.
+// A wrong token counts against the address's failed attempts; no token at
+// all guesses nothing and does not.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if s.refuseBlocked(w, r) {
+			return
+		}
+		token, ok := bearerToken(r)
+		got := sha256.Sum256([]byte(token))
 		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
+			if token != "" {
+				s.authLimit.Failed(r.RemoteAddr)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
 			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
 			return
@@ -185,11 +201,30 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// partner authenticates the x-api-key for the path's client.
+// bearerToken returns the credentials of an Authorization header of the
+// Bearer scheme, whose name is matched in any case (RFC 7235).
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// partner authenticates the x-api-key for the path's client. A key that is
+// not valid counts against the address's failed attempts; a valid key of
+// another client of the same partner (403) guesses nothing and does not.
 func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), r.Header.Get("x-api-key"))
+		if s.refuseBlocked(w, r) {
+			return
+		}
+		key := r.Header.Get("x-api-key")
+		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), key)
 		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
+			if key != "" {
+				s.authLimit.Failed(r.RemoteAddr)
+			}
 			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
 		}
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 	"storelink/worker"
 )
 
-const adminToken = "test-admin-token"
+const adminToken = "sla_httpapi_test_admin_token_0123456789"
 
 // api is a real server on a random port over a temp SQLite file, with the
 // processor running, and a demo client with stores S1 and S2.
@@ -31,7 +31,9 @@ type api struct {
 	db       *sqlite.DB
 	ClientID string
 	APIKey   string
-	reg      *prometheus.Registry
+	// PartnerID is the demo client's partner.
+	PartnerID string
+	reg       *prometheus.Registry
 }
 
 type apiOptions struct {
@@ -77,7 +79,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	a.admin("POST", "/admin/partners", `{"name":"Acme"}`, 201, &p)
 	var c storelink.NewClient
 	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"DE","currency":"EUR"}`, 201, &c)
-	a.ClientID, a.APIKey = c.ID, c.APIKey
+	a.ClientID, a.APIKey, a.PartnerID = c.ID, c.APIKey, p.ID
 	for _, s := range []string{"S1", "S2"} {
 		a.admin("PUT", "/admin/clients/"+c.ID+"/stores/"+s, `{"name":"Store `+s+`"}`, 201, nil)
 	}

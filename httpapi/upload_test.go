@@ -57,10 +57,13 @@ func TestUploadAccepted(t *testing.T) {
 
 func TestUploadAuthentication(t *testing.T) {
 	a := newAPI(t, apiOptions{})
-	var other storelink.NewClient
+	// other is the partner's client for another country; foreign is a
+	// client of another partner.
+	var other, foreign storelink.NewClient
+	a.admin("POST", "/admin/partners/"+a.PartnerID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &other)
 	var p storelink.Partner
 	a.admin("POST", "/admin/partners", `{"name":"Other"}`, 201, &p)
-	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &other)
+	a.admin("POST", "/admin/partners/"+p.ID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &foreign)
 
 	put := func(client, key string) (*http.Response, []byte) {
 		h := map[string]string{"Content-Type": "application/csv"}
@@ -75,8 +78,16 @@ func TestUploadAuthentication(t *testing.T) {
 	problem(t, resp, wrong, 401)
 	resp, unknown := put("no-such-client", a.APIKey)
 	problem(t, resp, unknown, 401)
-	if !bytes.Equal(missing, wrong) || !bytes.Equal(wrong, unknown) {
-		t.Fatalf("401 bodies differ, telling which part was wrong:\n%s\n%s\n%s", missing, wrong, unknown)
+	// A key used on another partner's client, or another partner's key on
+	// ours, is as good as none.
+	resp, foreignClient := put(foreign.ID, a.APIKey)
+	problem(t, resp, foreignClient, 401)
+	resp, foreignKey := put(a.ClientID, foreign.APIKey)
+	problem(t, resp, foreignKey, 401)
+	for _, b := range [][]byte{wrong, unknown, foreignClient, foreignKey} {
+		if !bytes.Equal(missing, b) {
+			t.Fatalf("401 bodies differ, telling which part was wrong:\n%s\n%s", missing, b)
+		}
 	}
 	resp, b := put(other.ID, a.APIKey)
 	problem(t, resp, b, 403)

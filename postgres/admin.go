@@ -202,16 +202,21 @@ func queryStores(ctx context.Context, q querier, clientID string) ([]storelink.S
 	return stores, rows.Err()
 }
 
-// Authenticate resolves an API key for a client id.
+// Authenticate resolves an API key for a client id. A key of another
+// partner is as good as none: only the partner's own key for another of its
+// clients is told apart (EFORBIDDEN).
 func (db *DB) Authenticate(ctx context.Context, clientID, apiKey string) (*storelink.Client, error) {
 	unauthorized := storelink.Errorf(storelink.EUNAUTHORIZED, "A valid x-api-key header for this client is required.")
 	if apiKey == "" {
 		return nil, unauthorized
 	}
-	// One round trip: the key's client, and the client asked for.
+	// One round trip: the key's client if it is of the same partner, and
+	// the client asked for.
 	var keyClient *string
 	c := &storelink.Client{}
-	err := db.pool.QueryRow(ctx, `SELECT (SELECT client_id FROM api_keys WHERE hash = $2), id, partner_id, country_code, currency, created_at
+	err := db.pool.QueryRow(ctx, `SELECT (SELECT k.client_id FROM api_keys k JOIN clients kc ON kc.id = k.client_id
+			WHERE k.hash = $2 AND kc.partner_id = clients.partner_id),
+		id, partner_id, country_code, currency, created_at
 		FROM clients WHERE id = $1`, clientID, storelink.HashAPIKey(apiKey)).
 		Scan(&keyClient, &c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
 	if noRows(err) {
@@ -223,7 +228,7 @@ func (db *DB) Authenticate(ctx context.Context, clientID, apiKey string) (*store
 	case keyClient == nil:
 		return nil, unauthorized
 	case *keyClient != clientID:
-		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client.")
+		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")
 	}
 	return c, nil
 }

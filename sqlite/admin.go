@@ -222,14 +222,17 @@ func queryStores(ctx context.Context, q querier, clientID string) ([]storelink.S
 	return stores, rows.Err()
 }
 
-// Authenticate resolves an API key for a client id.
+// Authenticate resolves an API key for a client id. A key of another
+// partner is as good as none: only the partner's own key for another of its
+// clients is told apart (EFORBIDDEN).
 func (db *DB) Authenticate(ctx context.Context, clientID, apiKey string) (*storelink.Client, error) {
 	unauthorized := storelink.Errorf(storelink.EUNAUTHORIZED, "A valid x-api-key header for this client is required.")
 	if apiKey == "" {
 		return nil, unauthorized
 	}
-	var keyClient string
-	err := db.read.QueryRowContext(ctx, `SELECT client_id FROM api_keys WHERE hash = ?`, storelink.HashAPIKey(apiKey)).Scan(&keyClient)
+	var keyClient, keyPartner string
+	err := db.read.QueryRowContext(ctx, `SELECT k.client_id, c.partner_id FROM api_keys k JOIN clients c ON c.id = k.client_id
+		WHERE k.hash = ?`, storelink.HashAPIKey(apiKey)).Scan(&keyClient, &keyPartner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, unauthorized
 	} else if err != nil {
@@ -244,8 +247,11 @@ func (db *DB) Authenticate(ctx context.Context, clientID, apiKey string) (*store
 	} else if err != nil {
 		return nil, err
 	}
-	if keyClient != clientID {
-		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client.")
+	switch {
+	case keyPartner != c.PartnerID:
+		return nil, unauthorized
+	case keyClient != clientID:
+		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")
 	}
 	c.CreatedAt = fromMS(created)
 	return c, nil

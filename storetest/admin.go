@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"time"
+
 	"storelink"
 )
 
@@ -66,9 +69,9 @@ func testAuthentication(e *env) {
 	_, err = s.Authenticate(ctx, "unknown-client", key)
 	wantCode(t, err, storelink.EUNAUTHORIZED)
 
-	p, err := s.CreatePartner(ctx, "Other")
-	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	// The same partner's client for another country: the key is valid,
+	// for another client.
+	other, err := s.CreateClient(ctx, e.client.PartnerID, "FR", "EUR")
 	must(t, err)
 	_, err = s.Authenticate(ctx, other.ID, key)
 	wantCode(t, err, storelink.EFORBIDDEN)
@@ -172,5 +175,84 @@ func testPartnerAndClientListing(e *env) {
 	}
 	if _, ok := byID[e.client.ID]; !ok {
 		t.Fatalf("Clients = %+v, want the env's client %s", clients, e.client.ID)
+	}
+}
+
+// testAuthenticationAcrossPartners: a key used on another partner's client
+// gets exactly the error of an unknown client or a wrong key, so that it
+// tells nothing about which client ids exist or whose they are.
+func testAuthenticationAcrossPartners(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	key := e.client.APIKey
+	p, err := s.CreatePartner(ctx, "Other")
+	must(t, err)
+	foreign, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	// The other partner's own client of the same country as e.client.
+	foreignDE, err := s.CreateClient(ctx, p.ID, "DE", "EUR")
+	must(t, err)
+
+	_, unknown := s.Authenticate(ctx, "unknown-client", key)
+	_, wrongKey := s.Authenticate(ctx, e.client.ID, key+"x")
+	wantCode(t, unknown, storelink.EUNAUTHORIZED)
+	for name, err := range map[string]error{
+		"wrong key":                           wrongKey,
+		"another partner's client":            authErr(s.Authenticate(ctx, foreign.ID, key)),
+		"another partner's, same country":     authErr(s.Authenticate(ctx, foreignDE.ID, key)),
+		"the other partner's key on ours":     authErr(s.Authenticate(ctx, e.client.ID, foreign.APIKey)),
+		"the other partner's key, unknown id": authErr(s.Authenticate(ctx, "unknown-client", foreign.APIKey)),
+	} {
+		if asError(err) == nil || *asError(err) != *asError(unknown) {
+			t.Errorf("%s: %v, want exactly %v", name, err, unknown)
+		}
+	}
+	// Within one partner, a key of the one country on the other is 403.
+	_, err = s.Authenticate(ctx, foreign.ID, foreignDE.APIKey)
+	wantCode(t, err, storelink.EFORBIDDEN)
+	_, err = s.Authenticate(ctx, foreignDE.ID, foreignDE.APIKey)
+	must(t, err)
+}
+
+func authErr(_ *storelink.Client, err error) error { return err }
+
+// testSessions: a session is active from its creation until it expires or
+// is deleted, and deleting it again is no error.
+func testSessions(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	a, b := sha256.Sum256([]byte("session a")), sha256.Sum256([]byte("session b"))
+	active := func(id [32]byte) bool {
+		t.Helper()
+		ok, err := s.SessionActive(ctx, id[:])
+		must(t, err)
+		return ok
+	}
+	if active(a) {
+		t.Fatal("a session that was never created is active")
+	}
+	must(t, s.CreateSession(ctx, a[:], e.clock.Now().Add(time.Hour)))
+	must(t, s.CreateSession(ctx, b[:], e.clock.Now().Add(2*time.Hour)))
+	if !active(a) || !active(b) {
+		t.Fatal("new sessions are not active")
+	}
+	must(t, s.DeleteSession(ctx, a[:]))
+	if active(a) || !active(b) {
+		t.Fatalf("after deleting a: a active %v, b active %v; want false, true", active(a), active(b))
+	}
+	must(t, s.DeleteSession(ctx, a[:]))
+
+	// b expires with the clock; a later login's clean-up removes it, and
+	// a new session lives on.
+	e.clock.Advance(2 * time.Hour)
+	if active(b) {
+		t.Fatal("an expired session is active")
+	}
+	c := sha256.Sum256([]byte("session c"))
+	must(t, s.CreateSession(ctx, c[:], e.clock.Now().Add(time.Hour)))
+	if !active(c) || active(b) {
+		t.Fatal("after a new login: c must be active, b not")
+	}
+	// A session id can be recorded only once.
+	if err := s.CreateSession(ctx, c[:], e.clock.Now().Add(time.Hour)); err == nil {
+		t.Fatal("creating the same session twice succeeded")
 	}
 }

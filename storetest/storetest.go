@@ -22,6 +22,7 @@ type Store interface {
 	storelink.OrderService
 	storelink.EventService
 	storelink.WebhookService
+	storelink.SessionStore
 }
 
 // Opener opens a new, empty store whose clock is now, with the store's way
@@ -77,6 +78,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Partners and clients", testPartnersAndClients},
 		{"Partners and clients listing", testPartnerAndClientListing},
 		{"API keys and authentication", testAuthentication},
+		{"Another partner's key is as good as none", testAuthenticationAcrossPartners},
+		{"Dashboard sessions", testSessions},
 		{"Stores", testStores},
 		{"Capacity bucket", testCapacity},
 		{"Capacity refuses the impossible", testCapacityTooLarge},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"storelink/worker"
 )
@@ -32,6 +34,7 @@ type config struct {
 	WebhookAllowPriv   bool
 	webhookAllowPrivOK bool // set explicitly, by flag or variable
 	UploadLease        time.Duration
+	AuthFailures       int
 	Demo               bool
 }
 
@@ -124,6 +127,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
+		AuthFailures: 20,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -131,7 +135,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (STORELINK_ADDR)")
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token, at least 32 characters with no white space (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
 	fs.StringVar(&c.SecretKey, "secret-key", "", "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
@@ -142,6 +146,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
 	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
+	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
 	// Environment first, so that flags given on the command line win.
@@ -152,7 +157,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-concurrency":    "STORELINK_WEBHOOK_CONCURRENCY",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
-		"upload-lease": "STORELINK_UPLOAD_LEASE",
+		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -195,6 +200,31 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{fmt.Errorf("--webhook-concurrency must be from 1 to %d", worker.DefaultWorkers)}
 	case c.UploadLease <= 0:
 		return nil, usageError{errors.New("--upload-lease must be positive")}
+	case c.AuthFailures < 1:
+		return nil, usageError{errors.New("--auth-failures-per-minute must be at least 1")}
+	}
+	if err := checkAdminToken(c.AdminToken); err != nil {
+		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// minAdminToken is the shortest admin token accepted: with the failed-attempt
+// limit, guessing one of 32 characters is out of reach. The generated token
+// is longer.
+const minAdminToken = 32
+
+// checkAdminToken refuses a configured admin token that is short or holds
+// white space (which the Authorization header and the login form would not
+// carry intact). The message never repeats the token.
+func checkAdminToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	if n := utf8.RuneCountInString(token); n < minAdminToken || strings.IndexFunc(token, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("--admin-token (STORELINK_ADMIN_TOKEN) must be at least %d characters with no white space "+
+			"(the one given has %d characters); leave it unset to have one generated, or make one with `openssl rand -hex 32`",
+			minAdminToken, n)
+	}
+	return nil
 }

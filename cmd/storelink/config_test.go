@@ -47,3 +47,62 @@ func TestConfigWebhookConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// --admin-token and STORELINK_ADMIN_TOKEN: at least 32 characters with no
+// white space, else a usage error that states the rule and never repeats
+// the token; unset is fine (a token is generated).
+func TestConfigAdminTokenRule(t *testing.T) {
+	long := strings.Repeat("x", 32)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		token string // the refused token, which the message must not hold
+		ok    bool
+	}{
+		{name: "unset", ok: true},
+		{name: "32 characters", args: []string{"--admin-token", long}, ok: true},
+		{name: "32 characters by variable", env: map[string]string{"STORELINK_ADMIN_TOKEN": long}, ok: true},
+		{name: "31 characters", args: []string{"--admin-token", long[:31]}, token: long[:31]},
+		{name: "short by variable", env: map[string]string{"STORELINK_ADMIN_TOKEN": "secret-admin-token"}, token: "secret-admin-token"},
+		{name: "a space inside", args: []string{"--admin-token", long[:16] + " " + long[:16]}, token: long[:16] + " "},
+		{name: "a tab at the end", args: []string{"--admin-token", long + "\t"}, token: long + "\t"},
+		{name: "a short flag over a long variable", args: []string{"--admin-token=short-token-value"},
+			env: map[string]string{"STORELINK_ADMIN_TOKEN": long}, token: "short-token-value"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseConfig("serve", c.args, func(k string) string { return c.env[k] }, io.Discard)
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "at least 32 characters with no white space") {
+				t.Fatalf("err = %v, want a usage error stating the rule", err)
+			}
+			if strings.Contains(err.Error(), c.token) {
+				t.Fatalf("the message repeats the token: %v", err)
+			}
+		})
+	}
+}
+
+// --auth-failures-per-minute: 20 by default, set by flag or variable, at
+// least 1.
+func TestConfigAuthFailures(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, func(string) string { return "" }, io.Discard)
+	if err != nil || cfg.AuthFailures != 20 {
+		t.Fatalf("default = %v, %v; want 20", cfg, err)
+	}
+	cfg, err = parseConfig("serve", nil, func(k string) string {
+		return map[string]string{"STORELINK_AUTH_FAILURES_PER_MINUTE": "5"}[k]
+	}, io.Discard)
+	if err != nil || cfg.AuthFailures != 5 {
+		t.Fatalf("by variable = %v, %v; want 5", cfg, err)
+	}
+	_, err = parseConfig("serve", []string{"--auth-failures-per-minute", "0"}, func(string) string { return "" }, io.Discard)
+	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "--auth-failures-per-minute must be at least 1") {
+		t.Fatalf("0: err = %v, want a usage error", err)
+	}
+}

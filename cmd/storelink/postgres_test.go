@@ -154,7 +154,7 @@ func TestServePostgresScaleOut(t *testing.T) {
 // one installation is given: a process must be able to open the secrets
 // another one sealed.
 const (
-	pgTestToken = "sla_multi_process_test_token"
+	pgTestToken = "sla_multi_process_test_token_0123456789"
 	pgTestKey   = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 )
 

@@ -40,6 +40,7 @@ type database interface {
 	storelink.OrderService
 	storelink.EventService
 	storelink.WebhookService
+	storelink.SessionStore
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -141,9 +142,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	deliverer.PerEndpoint = c.WebhookConcurrency
 	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow}
+	// One limiter for the API and the dashboard's login: guesses at the
+	// admin token count together whichever way they come.
+	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
 		AdminToken:          token,
+		AuthLimit:           authLimit,
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
@@ -152,7 +157,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:              logger,
 		Registry:            reg,
 		Dashboard: dashboard.New(dashboard.Deps{
-			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db,
+			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
 			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger,
 		}),
 	})

@@ -1,0 +1,108 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"storelink/dashboard"
+)
+
+// withCookie GETs a dashboard path on base with just the session cookie
+// value given, as a replayed or copied cookie would come.
+func withCookie(t *testing.T, base, path, value string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+path, nil)
+	must(t, err)
+	req.AddCookie(&http.Cookie{Name: "storelink_session", Value: value})
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	must(t, err)
+	resp.Body.Close()
+	return resp
+}
+
+// sessionCookie logs b in and returns the session cookie's value.
+func sessionCookie(t *testing.T, b *browser) string {
+	t.Helper()
+	resp, body := b.post("/dashboard/login", url.Values{"token": {b.f.Token}})
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("login = %d %v %s", resp.StatusCode, resp.Cookies(), body)
+	}
+	return resp.Cookies()[0].Value
+}
+
+// A logout ends the session in the database: its cookie, replayed, opens
+// nothing, here or in another dashboard on the same database (another serve
+// process); other sessions go on.
+func TestLogoutEndsSessionEverywhere(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	second := httptest.NewServer(dashboard.New(dashboard.Deps{
+		Admin: f.db, Uploads: f.db, Stock: f.db, Orders: f.db, Webhooks: f.db, Sessions: f.db,
+		AdminToken: f.Token, Capacity: capacity,
+	}))
+	t.Cleanup(second.Close)
+
+	b, other := f.browser(), f.browser()
+	kept := sessionCookie(t, b)
+	otherCookie := sessionCookie(t, other)
+	for _, base := range []string{f.URL, second.URL} {
+		if resp := withCookie(t, base, "/dashboard/", kept); resp.StatusCode != http.StatusOK {
+			t.Fatalf("before logout, the cookie on %s = %d, want 200", base, resp.StatusCode)
+		}
+	}
+	resp, _ := b.post("/dashboard/logout", url.Values{"csrf": {b.csrf()}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/login" {
+		t.Fatalf("logout = %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, base := range []string{f.URL, second.URL} {
+		resp := withCookie(t, base, "/dashboard/deliveries", kept)
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/dashboard/login") {
+			t.Errorf("the replayed cookie on %s = %d %q, want the login redirect", base, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp := withCookie(t, base, "/dashboard/", otherCookie); resp.StatusCode != http.StatusOK {
+			t.Errorf("another session on %s after the logout = %d, want 200", base, resp.StatusCode)
+		}
+	}
+	// An action with the replayed cookie and its CSRF token is refused too.
+	req, _ := http.NewRequest("POST", f.URL+"/dashboard/logout", strings.NewReader("csrf=x"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: "storelink_session", Value: kept})
+	resp, _ = f.browser().do(req)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dashboard/login" {
+		t.Errorf("an action with the replayed cookie = %d %q, want the login redirect", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// Twenty wrong tokens from one address: the next login is refused with 429
+// and Retry-After, even with the right token, and so is the API, which
+// shares the limit. Empty submissions guess nothing and do not count.
+func TestLoginLimited(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	b := f.browser()
+	for range 25 {
+		if resp, _ := b.post("/dashboard/login", url.Values{"token": {""}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("empty login = %d, want 401", resp.StatusCode)
+		}
+	}
+	for i := range 20 {
+		if resp, _ := b.post("/dashboard/login", url.Values{"token": {"wrong-" + strconv.Itoa(i)}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong login %d = %d, want 401", i, resp.StatusCode)
+		}
+	}
+	resp, body := b.post("/dashboard/login", url.Values{"token": {f.Token}})
+	if resp.StatusCode != http.StatusTooManyRequests || len(resp.Cookies()) != 0 {
+		t.Fatalf("login after 20 failures = %d, cookies %v; want 429 and none", resp.StatusCode, resp.Cookies())
+	}
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || n < 1 || n > 3 {
+		t.Errorf("Retry-After = %q, want 1 to 3 seconds", resp.Header.Get("Retry-After"))
+	}
+	wantContains(t, "the refused login", body, "Too many failed attempts from this address")
+	req, _ := http.NewRequest("GET", f.URL+"/orders", nil)
+	req.Header.Set("Authorization", "Bearer "+f.Token)
+	if resp, _ := b.do(req); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the API after 20 failed logins = %d, want 429", resp.StatusCode)
+	}
+}

@@ -1,0 +1,14 @@
+-- The operator dashboard's sessions, so that a logout ends one for good in
+-- every process and across restarts. id_hash is the SHA-256 of the session
+-- id; the id itself is only ever in the browser's signed cookie. Expired
+-- rows are deleted by the logins that write new ones (dashboard_sessions_expires finds them).
+
+-- +goose Up
+CREATE TABLE dashboard_sessions (
+    id_hash    BLOB PRIMARY KEY,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX dashboard_sessions_expires ON dashboard_sessions (expires_at);
+
+-- +goose Down
+DROP TABLE dashboard_sessions;
