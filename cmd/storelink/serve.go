@@ -41,6 +41,9 @@ type database interface {
 	storelink.EventService
 	storelink.WebhookService
 	Ping(ctx context.Context) error
+	// ProbeWrite tries a small write where the data is kept (for /readyz
+	// after a write found the disk full).
+	ProbeWrite(ctx context.Context) error
 	Close() error
 }
 
@@ -62,6 +65,15 @@ func openDB(ctx context.Context, c *config) (database, error) {
 		return db, nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
+}
+
+// faultOf is the database's way to tell a full disk or an unreachable
+// database from other errors.
+func faultOf(db database) func(error) error {
+	if _, ok := db.(*postgres.DB); ok {
+		return postgres.Fault
+	}
+	return sqlite.Fault
 }
 
 // setSealer gives the database the sealer of webhook secrets.
@@ -152,9 +164,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	deliverer.PerEndpoint = c.WebhookConcurrency
-	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow}
+	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
+		MaxWaiting: c.MaxWaitingUploads}
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: proc.Rate,
 		AdminToken:          token,
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
