@@ -45,12 +45,7 @@ func Fault(err error) error {
 	switch {
 	case errors.As(err, &connect), errors.As(err, &op), pgconn.SafeToRetry(err),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return unreachable()
-	}
-	// pgx reports a connection closed under a request without an error
-	// value of its own; its text is the one mark.
-	if strings.Contains(err.Error(), "conn closed") {
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, pgconn.ErrConnClosed):
 		return unreachable()
 	}
 	return err
