@@ -8,18 +8,20 @@ import (
 // Error codes. Each maps to one HTTP status in httpapi; the set is small on
 // purpose so that every caller can decide what to do from the code alone.
 const (
-	EINVALID       = "invalid"       // malformed input: 400
-	EUNAUTHORIZED  = "unauthorized"  // no or unknown credentials: 401
-	EFORBIDDEN     = "forbidden"     // valid credentials for something else: 403
-	EAUTHLIMIT     = "auth_limited"  // this address failed to authenticate too often: 429
-	ENOTFOUND      = "not_found"     // 404
-	ECONFLICT      = "conflict"      // the current state does not allow it: 409
-	ETOOLARGE      = "too_large"     // 413
-	EUNSUPPORTED   = "unsupported"   // unsupported media type: 415
-	EUNPROCESSABLE = "unprocessable" // well-formed but semantically wrong: 422
-	ERATELIMIT     = "rate_limited"  // capacity used up: 429
-	EINTERNAL      = "internal"      // a bug or an outage: 500
-	EUNAVAILABLE   = "unavailable"   // shutting down or database unreachable: 503
+	EINVALID       = "invalid"              // malformed input: 400
+	EUNAUTHORIZED  = "unauthorized"         // no or unknown credentials: 401
+	EFORBIDDEN     = "forbidden"            // valid credentials for something else: 403
+	EAUTHLIMIT     = "auth_limited"         // this address failed to authenticate too often: 429
+	ENOTFOUND      = "not_found"            // 404
+	ECONFLICT      = "conflict"             // the current state does not allow it: 409
+	ETOOLARGE      = "too_large"            // 413
+	EUNSUPPORTED   = "unsupported"          // unsupported media type: 415
+	EUNPROCESSABLE = "unprocessable"        // well-formed but semantically wrong: 422
+	ERATELIMIT     = "rate_limited"         // capacity used up: 429
+	EBACKLOG       = "too_many_waiting"     // too many of the client's uploads wait: 429
+	ENOSPACE       = "insufficient_storage" // the disk is full, nothing stored: 507
+	EINTERNAL      = "internal"             // a bug or an outage: 500
+	EUNAVAILABLE   = "unavailable"          // shutting down or database unreachable: 503
 )
 
 // Error is the one error type that crosses the domain boundary. Message is
@@ -28,8 +30,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	// RetryAfter is set on ERATELIMIT: whole seconds after which the same
-	// request fits.
+	// RetryAfter is set on ERATELIMIT and EBACKLOG (whole seconds after
+	// which the same request should fit) and on EUNAVAILABLE (when to try
+	// again).
 	RetryAfter int
 }
 

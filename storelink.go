@@ -60,11 +60,17 @@ type Capacity struct {
 }
 
 // CapacityPolicy sets how much CSV a client may send: Base plus PerStore for
-// each registered store, refilled evenly over Window.
+// each registered store, refilled evenly over Window; and how many of its
+// uploads may wait to be processed at once.
 type CapacityPolicy struct {
 	Base     int64
 	PerStore int64
 	Window   time.Duration
+	// MaxWaiting is how many uploads of one client may be accepted and not
+	// yet picked up by a processor; 0 is no limit. The bucket bounds bytes
+	// over an hour; this bounds how far a client can run ahead of the
+	// processing, so that one client cannot fill the queue for all.
+	MaxWaiting int
 }
 
 // Size is the bucket size for a client with the given number of stores.

@@ -140,6 +140,23 @@ type UploadService interface {
 	Uploads(ctx context.Context, clientID string, f UploadFilter) ([]Upload, error)
 	// QueueDepth counts uploads not yet finished.
 	QueueDepth(ctx context.Context) (int, error)
+	// Backlog tells how uploads wait: those of one client, or with
+	// clientID "" those of every client.
+	Backlog(ctx context.Context, clientID string) (Backlog, error)
+}
+
+// Backlog is how many uploads wait to be picked up by a processor.
+type Backlog struct {
+	// Waiting counts uploads accepted and not yet picked up.
+	Waiting int
+	// Ahead counts, for one client, the unfinished uploads of every client
+	// up to and including the client's oldest waiting one: how many must be
+	// finished before one of the client's waiting places frees up. For the
+	// whole service it is the number of unfinished uploads.
+	Ahead int
+	// Oldest is when the oldest waiting upload was accepted; zero when none
+	// waits.
+	Oldest time.Time
 }
 
 // StockService reads the stock in force.

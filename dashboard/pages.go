@@ -27,6 +27,8 @@ type clientRow struct {
 type overviewData struct {
 	Clients       []clientRow
 	QueueDepth    int
+	Waiting       int
+	OldestWaiting time.Duration
 	Pending       int
 	OldestPending time.Duration
 	FailedCap     int
@@ -61,6 +63,15 @@ func (h *Handler) handleOverview(w http.ResponseWriter, r *http.Request, v view)
 	if d.QueueDepth, err = h.Uploads.QueueDepth(ctx); err != nil {
 		h.renderError(w, r, err)
 		return
+	}
+	backlog, err := h.Uploads.Backlog(ctx, "")
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d.Waiting = backlog.Waiting
+	if !backlog.Oldest.IsZero() {
+		d.OldestWaiting = max(now.Sub(backlog.Oldest), 0)
 	}
 	if d.Pending, d.OldestPending, err = h.Webhooks.PendingDeliveries(ctx); err != nil {
 		h.renderError(w, r, err)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"storelink"
 )
@@ -21,6 +22,8 @@ var statusOf = map[string]int{
 	storelink.EUNSUPPORTED:   http.StatusUnsupportedMediaType,
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.ERATELIMIT:     http.StatusTooManyRequests,
+	storelink.EBACKLOG:       http.StatusTooManyRequests,
+	storelink.ENOSPACE:       http.StatusInsufficientStorage,
 	storelink.EINTERNAL:      http.StatusInternalServerError,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	"method_not_allowed":     http.StatusMethodNotAllowed,
@@ -38,13 +41,26 @@ type Problem struct {
 
 // writeError answers with the problem for err. Only internal errors are
 // logged, with their full text; the caller sees a fixed message.
+//
+// A database's error for a full disk or a lost connection is first made the
+// error that says so (Deps.Fault); those are logged too, as warnings, with
+// the database's own text, since they need an operator.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if s.Fault != nil && storelink.ErrorCode(err) == storelink.EINTERNAL {
+		if f := s.Fault(err); storelink.ErrorCode(f) != storelink.EINTERNAL {
+			s.logger.Warn("database fault", "method", r.Method, "path", r.URL.Path, "code", storelink.ErrorCode(f), "error", err)
+			err = f
+		}
+	}
 	code := storelink.ErrorCode(err)
-	if code == storelink.EINTERNAL {
+	switch code {
+	case storelink.EINTERNAL:
 		s.logger.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+	case storelink.ENOSPACE:
+		s.health.full(time.Now())
 	}
 	var e *storelink.Error
-	if code == storelink.ERATELIMIT && asError(err, &e) && e.RetryAfter > 0 {
+	if asError(err, &e) && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	writeProblem(w, r, code, storelink.ErrorMessage(err))
@@ -89,8 +105,10 @@ var problemDocs = map[string]string{
 	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",
 	storelink.EUNPROCESSABLE: "The request is well-formed but its content breaks a rule.",
 	storelink.ERATELIMIT:     "The client's upload capacity is used up. Wait the number of seconds in Retry-After, then send the same upload again.",
+	storelink.EBACKLOG:       "As many of the client's uploads are waiting to be processed as it may have (serve --max-waiting-uploads). Nothing was stored and no capacity was taken. Wait the number of seconds in Retry-After, an estimate from the recent processing rate, then send the same upload again.",
+	storelink.ENOSPACE:       "The server has no space left on its disk (or its database's). Nothing of the request was stored; what was stored before is intact. Try again later; /readyz answers 503 until writes succeed again.",
 	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
-	storelink.EUNAVAILABLE:   "The service cannot take the request right now. Try again shortly.",
+	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached. Try again after the number of seconds in Retry-After.",
 	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
 }
 

@@ -35,6 +35,18 @@ type Deps struct {
 	WebhookAllowPrivate bool
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
+	// Fault turns a database's error for a full disk or an unreachable
+	// database into the storelink.Error that says so (ENOSPACE,
+	// EUNAVAILABLE); other errors it returns as they are. Optional.
+	Fault func(error) error
+	// ProbeWrite tries a small write where the data is kept: after a write
+	// found the disk full, /readyz is not ready until a probe passes.
+	// Optional.
+	ProbeWrite func(ctx context.Context) error
+	// UploadRate is how many uploads per second were finished lately; it
+	// sets the Retry-After of an upload refused for too many waiting.
+	// Optional.
+	UploadRate func() float64
 	// AdminToken guards the operator API.
 	AdminToken string
 	// AuthLimit limits failed authentications per remote address; a new
@@ -67,6 +79,7 @@ type Server struct {
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
 	bytesIn    prometheus.Counter
+	health     health
 }
 
 // NewServer returns the API as one handler.
@@ -286,6 +299,11 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.Ping(ctx); err != nil {
 		s.logger.Warn("not ready", "error", err)
 		writeProblem(w, r, storelink.EUNAVAILABLE, "The database does not answer.")
+		return
+	}
+	if err := s.writable(ctx); err != nil {
+		s.logger.Warn("not ready", "error", err)
+		writeProblem(w, r, storelink.EUNAVAILABLE, storelink.ErrorMessage(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -49,6 +49,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 		return
 	}
 	setRateLimit(w, before)
+	if err := s.checkWaiting(ctx, c.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	name := r.PathValue("file")
 	if err := checkFileName(name); err != nil {
 		s.writeError(w, r, err)
@@ -77,9 +81,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 		setRateLimit(w, after)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.refusedWaiting(ctx, c.ID, err))
 		return
 	}
+	s.health.wrote()
 	s.bytesIn.Add(float64(u.SizeBytes))
 	s.Accepted()
 	writeJSON(w, http.StatusOK, uploadAccepted{

@@ -72,6 +72,13 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 			}
 			return rows.Err()
 		})
+		// Counted in a statement after the lock, so with a snapshot taken
+		// once the lock is held: it sees every upload of the client that
+		// an accept committed before, in any process.
+		waiting := 0
+		if policy.MaxWaiting > 0 {
+			lock.Queue(waitingSQL, nu.ClientID).QueryRow(func(row pgx.Row) error { return row.Scan(&waiting) })
+		}
 		if err := conn.SendBatch(ctx, lock).Close(); err != nil {
 			return notFound(fmt.Errorf("lock capacity: %w", err), "client %q", nu.ClientID)
 		}
@@ -87,6 +94,9 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 		capacity = c
 		if err != nil {
 			return err // pipelined rolls back
+		}
+		if policy.MaxWaiting > 0 && waiting >= policy.MaxWaiting {
+			return storelink.Errorf(storelink.EBACKLOG, "%d uploads of this client are waiting to be processed.", waiting)
 		}
 		up := &storelink.Upload{
 			ID: storelink.NewID(now), ClientID: nu.ClientID, FileName: nu.FileName, SizeBytes: int64(len(nu.Body)),
@@ -115,6 +125,12 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 // of an outer join, hence not loadBucket's join with clients.)
 const lockBucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.client_id), k.tokens, k.updated_at
 	FROM capacity k WHERE k.client_id = $1 FOR UPDATE`
+
+// waitingSQL counts a client's waiting uploads. The repeated status term
+// lets the planner use the small index of unfinished uploads rather than
+// the client's index of every upload it ever sent.
+const waitingSQL = `SELECT count(*) FROM uploads
+	WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND client_id = $1`
 
 // acceptWriteSQL stores the bucket taken from, the upload row and its bytes
 // in one statement.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"storelink"
 )
@@ -65,4 +67,33 @@ func (db *DB) QueueDepth(ctx context.Context) (int, error) {
 	var n int
 	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
 	return n, err
+}
+
+// Backlog tells how uploads wait, of one client or (clientID "") of all.
+func (db *DB) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
+	var b storelink.Backlog
+	var seq *int64
+	var oldest *time.Time
+	err := db.pool.QueryRow(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads
+		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND ($1 = '' OR client_id = $1)`, clientID).
+		Scan(&b.Waiting, &seq, &oldest)
+	if err != nil {
+		return b, fmt.Errorf("count waiting uploads: %w", err)
+	}
+	if oldest != nil {
+		b.Oldest = oldest.UTC()
+	}
+	if clientID != "" && seq == nil {
+		return b, nil // nothing of the client waits, so nothing is ahead of it
+	}
+	bound := int64(math.MaxInt64)
+	if clientID != "" {
+		bound = *seq
+	}
+	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads
+		WHERE status IN ('accepted', 'processing') AND seq <= $1`, bound).Scan(&b.Ahead)
+	if err != nil {
+		return b, fmt.Errorf("count uploads ahead: %w", err)
+	}
+	return b, nil
 }

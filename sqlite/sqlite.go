@@ -32,6 +32,7 @@ var migrations embed.FS
 // transaction begins (BEGIN IMMEDIATE); reads use a separate pool and never
 // wait for a writer, thanks to WAL.
 type DB struct {
+	path  string
 	write *sql.DB
 	read  *sql.DB
 	lock  *os.File
@@ -84,7 +85,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 		f.Close()
 	}
-	db := &DB{lock: lock, Now: func() time.Time { return time.Now().UTC() }, orderTurn: make(chan struct{}, 1)}
+	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() }, orderTurn: make(chan struct{}, 1)}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"

@@ -32,6 +32,15 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 	if err != nil {
 		return nil, capacity, err
 	}
+	if policy.MaxWaiting > 0 {
+		var waiting int
+		if err := tx.QueryRowContext(ctx, waitingSQL, nu.ClientID).Scan(&waiting); err != nil {
+			return nil, capacity, fmt.Errorf("count waiting uploads: %w", err)
+		}
+		if waiting >= policy.MaxWaiting {
+			return nil, capacity, storelink.Errorf(storelink.EBACKLOG, "%d uploads of this client are waiting to be processed.", waiting)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO capacity (client_id, tokens, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
 		nu.ClientID, next.Tokens, ms(next.UpdatedAt)); err != nil {
@@ -54,6 +63,13 @@ func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storeli
 	}
 	return u, capacity, nil
 }
+
+// waitingSQL counts a client's waiting uploads. It goes through the index of
+// unfinished uploads, which stays small, rather than the client's index,
+// which holds every upload the client ever sent; the repeated status term
+// is what lets SQLite use a partial index.
+const waitingSQL = `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
+	WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND client_id = ?`
 
 // Capacity reports the bucket of a client.
 func (db *DB) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {

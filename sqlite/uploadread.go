@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"storelink"
 )
@@ -71,4 +72,31 @@ func (db *DB) QueueDepth(ctx context.Context) (int, error) {
 	var n int
 	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
 	return n, err
+}
+
+// Backlog tells how uploads wait, of one client or (clientID "") of all.
+func (db *DB) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
+	var b storelink.Backlog
+	var seq, oldest sql.NullInt64
+	err := db.read.QueryRowContext(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads INDEXED BY uploads_unfinished
+		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND (? = '' OR client_id = ?)`, clientID, clientID).
+		Scan(&b.Waiting, &seq, &oldest)
+	if err != nil {
+		return b, fmt.Errorf("count waiting uploads: %w", err)
+	}
+	if oldest.Valid {
+		b.Oldest = fromMS(oldest.Int64)
+	}
+	if clientID != "" && !seq.Valid {
+		return b, nil // nothing of the client waits, so nothing is ahead of it
+	}
+	if clientID == "" {
+		seq.Int64 = math.MaxInt64
+	}
+	err = db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
+		WHERE status IN ('accepted', 'processing') AND seq <= ?`, seq.Int64).Scan(&b.Ahead)
+	if err != nil {
+		return b, fmt.Errorf("count uploads ahead: %w", err)
+	}
+	return b, nil
 }

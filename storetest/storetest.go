@@ -83,6 +83,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Stores", testStores},
 		{"Capacity bucket", testCapacity},
 		{"Capacity refuses the impossible", testCapacityTooLarge},
+		{"Waiting uploads are limited per client", testBacklog},
 		{"Claim order per client", testClaimOrder},
 		{"Lease expiry and lost leases", testLeaseExpiry},
 		{"Apply writes rows, later row wins", testApply},

@@ -40,6 +40,7 @@ type Processor struct {
 
 	wake    chan struct{}
 	metrics processorMetrics
+	pace    pace
 }
 
 type processorMetrics struct {
@@ -57,6 +58,7 @@ func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner st
 		Uploads: uploads, Logger: logger, Owner: owner,
 		Lease: time.Minute, Interval: time.Second, Workers: 2,
 		wake: make(chan struct{}, 1),
+		pace: pace{start: time.Now()},
 		metrics: processorMetrics{
 			processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name: "storelink_uploads_processed_total", Help: "Uploads processed, by final status.",
@@ -81,9 +83,15 @@ func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner st
 				return -1
 			}
 			return float64(n)
-		}))
+		}),
+		newBacklogCollector(uploads))
 	return p
 }
+
+// Rate is how many uploads per second this process finished over the last
+// minute. With several processes on one database each sees its own share,
+// so an estimate made from it errs on the long side.
+func (p *Processor) Rate() float64 { return p.pace.perSecond(time.Now()) }
 
 // Wake makes an idle worker look at the queue now; it never blocks.
 func (p *Processor) Wake() {
@@ -148,6 +156,7 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 		})
 		log.Error("upload given up", "error", err)
 		p.metrics.processed.WithLabelValues(string(storelink.UploadRejected)).Inc()
+		p.pace.add(time.Now())
 		return true, err
 	}
 	u, err := p.apply(ctx, c)
@@ -155,6 +164,7 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 		return true, fmt.Errorf("upload %s: %w", c.ID, err)
 	}
 	elapsed := time.Since(start)
+	p.pace.add(time.Now())
 	p.metrics.duration.Observe(elapsed.Seconds())
 	p.metrics.processed.WithLabelValues(string(u.Status)).Inc()
 	p.metrics.rows.WithLabelValues("applied").Add(float64(u.RowsApplied))

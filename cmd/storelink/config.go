@@ -28,6 +28,7 @@ type config struct {
 	CapacityPerStore   int64
 	CapacityWindow     time.Duration
 	MaxFileSize        int64
+	MaxWaitingUploads  int
 	WebhookTimeout     time.Duration
 	WebhookConcurrency int
 	WebhookRetry       []time.Duration
@@ -126,7 +127,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	c := &config{
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
-		MaxFileSize: 10 << 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
+		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		AuthFailures: 20,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
@@ -141,6 +142,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
 	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
+	fs.IntVar(&c.MaxWaitingUploads, "max-waiting-uploads", c.MaxWaitingUploads, "uploads of one client that may wait to be processed; more get 429; 0 is no limit (STORELINK_MAX_WAITING_UPLOADS)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", c.WebhookConcurrency, "attempts in flight to one webhook endpoint at most, per process (STORELINK_WEBHOOK_CONCURRENCY)")
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
@@ -154,7 +156,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"addr": "STORELINK_ADDR", "data": "STORELINK_DATA", "database": "STORELINK_DATABASE_URL",
 		"admin-token": "STORELINK_ADMIN_TOKEN", "secret-key": "STORELINK_SECRET_KEY", "capacity-base": "STORELINK_CAPACITY_BASE",
 		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
-		"max-file-size": "STORELINK_MAX_FILE_SIZE", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
+		"max-file-size": "STORELINK_MAX_FILE_SIZE", "max-waiting-uploads": "STORELINK_MAX_WAITING_UPLOADS", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-concurrency":    "STORELINK_WEBHOOK_CONCURRENCY",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
@@ -194,6 +196,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--max-file-size must be positive")}
 	case c.CapacityBase <= 0 && c.CapacityPerStore <= 0:
 		return nil, usageError{errors.New("--capacity-base or --capacity-per-store must be positive")}
+	case c.MaxWaitingUploads < 0:
+		return nil, usageError{errors.New("--max-waiting-uploads must be 0 (no limit) or more")}
 	case c.WebhookTimeout <= 0:
 		return nil, usageError{errors.New("--webhook-timeout must be positive")}
 	case c.WebhookConcurrency < 1 || c.WebhookConcurrency > worker.DefaultWorkers:

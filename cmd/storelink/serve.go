@@ -42,6 +42,9 @@ type database interface {
 	storelink.WebhookService
 	storelink.SessionStore
 	Ping(ctx context.Context) error
+	// ProbeWrite tries a small write where the data is kept (for /readyz
+	// after a write found the disk full).
+	ProbeWrite(ctx context.Context) error
 	Close() error
 }
 
@@ -63,6 +66,15 @@ func openDB(ctx context.Context, c *config) (database, error) {
 		return db, nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
+}
+
+// faultOf is the database's way to tell a full disk or an unreachable
+// database from other errors.
+func faultOf(db database) func(error) error {
+	if _, ok := db.(*postgres.DB); ok {
+		return postgres.Fault
+	}
+	return sqlite.Fault
 }
 
 // redactURL hides a password in a database URL before it is shown, in the
@@ -141,12 +153,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	deliverer.PerEndpoint = c.WebhookConcurrency
-	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow}
+	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
+		MaxWaiting: c.MaxWaitingUploads}
 	// One limiter for the API and the dashboard's login: guesses at the
 	// admin token count together whichever way they come.
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
 		Capacity:            capacity,
