@@ -14,10 +14,10 @@ func TestCheckJSON(t *testing.T) {
 		want string // part of the message; "" when accepted
 	}{
 		{body: `{"name":"Acme"}`},
-		{body: `{"name":"Jürgen \ud83d\ude00 \t tab"}`},       // a pair, escaped
+		{body: `{"name":"Jürgen \ud83d\ude00 \t tab"}`},           // a pair, escaped
 		{body: `{"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]}`}, // the same key in other objects
-		{body: `{"name":"\\ud800"}`},                           // an escaped backslash, not an escape
-		{body: `{"name":"\uFFFD"}`},                            // U+FFFD itself is a character
+		{body: `{"name":"\\ud800"}`},                              // an escaped backslash, not an escape
+		{body: `{"name":"\uFFFD"}`},                               // U+FFFD itself is a character
 		{body: ``},
 		{body: `{"name":`}, // a syntax error is the decoder's to report
 
