@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"storelink"
 )
@@ -74,4 +77,48 @@ func TestCheckRequestText(t *testing.T) {
 			t.Errorf("%s: %v, want an EINVALID error with %q", tt.target, err, tt.want)
 		}
 	}
+}
+
+// FuzzCheckJSON: checkJSON never panics, and a body it accepts that is
+// valid JSON is valid UTF-8 and decodes to no string holding a NUL or a
+// U+FFFD that the body did not spell.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"name":"Acme"}`, `{"a":[{"b":1},{"b":"\u0000"}]}`, `{"x":1,"X":2}`, `"\ud800"`, "{\"a\":\"\xff\"}", `[[],{}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := checkJSON(data)
+		if err != nil {
+			if storelink.ErrorCode(err) != storelink.EINVALID {
+				t.Fatalf("checkJSON(%q) = %v, want EINVALID", data, err)
+			}
+			return
+		}
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("checkJSON accepted %q, which is not UTF-8", data)
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				if strings.ContainsRune(v, 0) || (strings.ContainsRune(v, utf8.RuneError) && !bytes.Contains(data, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`))) {
+					t.Fatalf("checkJSON accepted %q, which decodes to %q", data, v)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			case map[string]any:
+				for k, x := range v {
+					walk(k)
+					walk(x)
+				}
+			}
+		}
+		walk(v)
+	})
 }
