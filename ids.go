@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // NewID returns a UUID version 7 (RFC 9562): random, but ordered by the time
@@ -69,7 +70,9 @@ func ValidateStoreID(id string) error {
 		return Errorf(EINVALID, "store_id must be 1 to 64 characters.")
 	case strings.TrimSpace(id) != id:
 		return Errorf(EINVALID, "store_id must not start or end with spaces.")
-	case strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '/' }) >= 0:
+	case !utf8.ValidString(id):
+		return Errorf(EINVALID, "store_id is not valid UTF-8.")
+	case strings.IndexFunc(id, func(r rune) bool { return r == '\t' || IsControl(r) || r == '/' }) >= 0:
 		return Errorf(EINVALID, "store_id must not contain control characters or '/'.")
 	}
 	return nil

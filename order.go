@@ -143,6 +143,15 @@ func (a *Address) validate() error {
 			return Errorf(EUNPROCESSABLE, "customer_billing_address.%s is required.", f.name)
 		}
 	}
+	for _, f := range []struct{ name, v string }{
+		{"first_name", a.FirstName}, {"last_name", a.LastName}, {"address_line_1", a.AddressLine1},
+		{"address_line_2", a.AddressLine2}, {"address_line_3", a.AddressLine3},
+		{"zip_code", a.ZipCode}, {"city", a.City}, {"country_code", a.CountryCode},
+	} {
+		if err := CheckText("customer_billing_address."+f.name, f.v); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -152,6 +161,23 @@ type DeliveryDetails struct {
 	DeliveryCarrierName    string `json:"delivery_carrier_name,omitempty"`
 	ReturnTrackingNumber   string `json:"return_tracking_number,omitempty"`
 	ReturnCarrierName      string `json:"return_carrier_name,omitempty"`
+}
+
+// validate refuses control characters in the tracking numbers and carrier
+// names, which are sent on in every event.
+func (d *DeliveryDetails) validate() error {
+	if d == nil {
+		return nil
+	}
+	for _, f := range []struct{ name, v string }{
+		{"delivery_tracking_number", d.DeliveryTrackingNumber}, {"delivery_carrier_name", d.DeliveryCarrierName},
+		{"return_tracking_number", d.ReturnTrackingNumber}, {"return_carrier_name", d.ReturnCarrierName},
+	} {
+		if err := CheckText("delivery_details."+f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // merge returns d with the fields that u sets; nil when nothing is set.

@@ -1,6 +1,7 @@
 package storelink
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -52,7 +53,20 @@ func (n *NewOrder) Validate() error {
 	case len(n.Items) > MaxOrderItems:
 		return Errorf(EUNPROCESSABLE, "items lists %d units; at most %d are allowed.", len(n.Items), MaxOrderItems)
 	}
+	for _, f := range []struct{ name, v string }{
+		{"order_number", n.OrderNumber}, {"client_id", n.ClientID}, {"store_id", n.StoreID},
+	} {
+		if err := CheckText(f.name, f.v); err != nil {
+			return err
+		}
+	}
 	for i, it := range n.Items {
+		if err := CheckText(fmt.Sprintf("items[%d].marketplace_article_number", i), it.MarketplaceArticleNumber); err != nil {
+			return err
+		}
+		if err := CheckText(fmt.Sprintf("items[%d].article_number", i), it.ArticleNumber); err != nil {
+			return err
+		}
 		switch {
 		case !ValidGTIN(it.EAN):
 			return Errorf(EUNPROCESSABLE, "items[%d].ean %q is not an EAN/GTIN of 8, 12, 13 or 14 digits with a valid check digit.", i, it.EAN)
@@ -63,6 +77,9 @@ func (n *NewOrder) Validate() error {
 		case len(it.ArticleNumber) > 64:
 			return Errorf(EUNPROCESSABLE, "items[%d].article_number is longer than 64 characters.", i)
 		}
+	}
+	if err := n.DeliveryDetails.validate(); err != nil {
+		return err
 	}
 	return n.CustomerBillingAddress.validate()
 }
@@ -273,6 +290,9 @@ func (o *Order) Fulfil(r FulfilRequest, eventID string, now time.Time) (*Event, 
 	if err := Transition(o.State, StateFulfilled); err != nil {
 		return nil, err
 	}
+	if err := r.DeliveryDetails.validate(); err != nil {
+		return nil, err
+	}
 	reasons, err := o.reasons(r.CancelledItems, "cancelled_items")
 	if err != nil {
 		return nil, err
@@ -361,6 +381,9 @@ func checkReasonCode(i int, c *ReturnReasonCode) error {
 // whether a store id belongs to the order's client.
 func (o *Order) Return(r ReturnRequest, storeExists func(string) bool, eventID string, now time.Time) (*Event, error) {
 	if err := Transition(o.State, StateReturned); err != nil {
+		return nil, err
+	}
+	if err := r.DeliveryDetails.validate(); err != nil {
 		return nil, err
 	}
 	if len(r.Items) == 0 {

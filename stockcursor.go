@@ -29,3 +29,13 @@ func ParseStockCursor(c string) (store, ean string, err error) {
 	}
 	return store, ean, nil
 }
+
+// CursorError is the answer to a paging parameter (after, before) that is
+// not a cursor the listing made: a 400, as a garbage filter is, rather than
+// an empty page that would read as the end of the list.
+func CursorError(param, value string) *Error {
+	if len(value) > 64 {
+		value = value[:64]
+	}
+	return Errorf(EINVALID, "%s %q is not a cursor returned by this call.", param, value)
+}

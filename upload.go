@@ -137,6 +137,8 @@ type UploadService interface {
 	Fail(ctx context.Context, c *Claim, problem Problem) error
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
+	// Uploads lists a client's uploads, newest first, before f.Before when
+	// set. Errors: EINVALID when f.Before is not an upload of the client.
 	Uploads(ctx context.Context, clientID string, f UploadFilter) ([]Upload, error)
 	// QueueDepth counts uploads not yet finished.
 	QueueDepth(ctx context.Context) (int, error)

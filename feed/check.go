@@ -82,7 +82,12 @@ type checker struct {
 func (c *checker) run(r io.Reader) error {
 	br := bufio.NewReaderSize(newDecoder(r), rawBufSize)
 	cr := csv.NewReader(br)
-	cr.Comma = detectSeparator(br)
+	comma, crOnly := detectSeparator(br)
+	if crOnly {
+		c.fileError(storelink.ProblemFile, msgCROnly, 1)
+		return nil
+	}
+	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // a row of another width is a row problem, not a file error
 	cr.ReuseRecord = true
 	// Values are trimmed anyway; trimming before parsing also lets

@@ -59,6 +59,10 @@ func TestCheck(t *testing.T) {
 			"4|S1|5901234123457|SKU-2|2|2.99|-|multi\n\nline||||",
 			"7|S2|8712345678906|SKU-3|3|3.99|-||Plain|||",
 		}},
+		{file: "ok_crlf_quoted_cr.csv", counts: counts{2, 2, 0, 2}, rows: []string{
+			"2|S1|4006381333931|SKU-1|1|1|-||one\rtwo|||", // a bare CR inside quotes is data
+			"3|S2|5901234123457|SKU-2|2|2|-||three\nfour|||",
+		}},
 		{file: "ok_blank_lines.csv", counts: counts{2, 2, 0, 2}, rows: []string{
 			"2|S1|4006381333931|SKU-1|1|1|" + none,
 			"4|S1|5901234123457|SKU-2|2|2|" + none,
@@ -99,6 +103,8 @@ func TestCheck(t *testing.T) {
 		{file: "err_quote_unclosed.csv", fileError: true, counts: counts{1, 1, 0, 0},
 			errs: []want{{storelink.ProblemFile, "in the row starting on line 3", []int{3}}},
 			rows: []string{"2|S1|4006381333931|SKU-1|1|1|" + none}},
+		{file: "err_cr_only.csv", fileError: true,
+			errs: []want{{storelink.ProblemFile, "CR-only line ends are not supported", []int{1}}}},
 		{file: "err_quote_after.csv", fileError: true,
 			errs: []want{{storelink.ProblemFile, "text after its closing quote", []int{2}}}},
 
@@ -146,6 +152,15 @@ func TestCheck(t *testing.T) {
 				"16|S1|5901234123457|SKU-16|1|1|-||" + strings.Repeat("é", 255) + "|||",
 				"17|S1|8712345678906|SKU-17|7|1|" + none,
 			}},
+		{file: "row_control_characters.csv", counts: counts{7, 1, 6, 1},
+			errs: []want{
+				{storelink.ProblemInvalidValue, `"article_number": must not hold control characters (only tab is allowed).`, []int{2, 3}},
+				{storelink.ProblemInvalidValue, `"product_name": must not hold control characters (only tab and line breaks are allowed).`, []int{5}},
+				{storelink.ProblemInvalidValue, `"article_color": must not hold control characters`, []int{6}},
+				{storelink.ProblemInvalidValue, `"article_size": must not hold control characters`, []int{7}},
+				{storelink.ProblemInvalidValue, `"store_article_location": must not hold control characters`, []int{8}},
+			},
+			rows: []string{"9|S2|4006381333931|SKU\tG|1|1|-|Aisle 3\nShelf 2|Two\nlines|P\t1||"}},
 		{file: "row_minimum_price.csv", counts: counts{3, 2, 1, 2},
 			errs: []want{{storelink.ProblemMinimumPrice, `"retail_price" must be at least "price"`, []int{2}}},
 			rows: []string{

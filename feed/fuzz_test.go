@@ -31,6 +31,8 @@ func FuzzCheck(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// CR-only line ends in UTF-16, where the CR is a code unit.
+	f.Add(encodeUTF16("store;ean;article_number;quantity;price\rS1;4006381333931;A;1;1\r", binary.LittleEndian, true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var rows []storelink.StockRow
 		rep, err := Check(bytes.NewReader(data), testStores, func(r storelink.StockRow) error {
@@ -82,6 +84,14 @@ func FuzzCheck(f *testing.F) {
 			}
 			if !storelink.ValidGTIN(r.EAN) {
 				t.Errorf("line %d: put EAN %q, not valid", r.Line, r.EAN)
+			}
+			if strings.ContainsFunc(r.ArticleNumber, storelink.IsControl) {
+				t.Errorf("line %d: put article number %q, with a control character", r.Line, r.ArticleNumber)
+			}
+			for _, s := range []string{r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize} {
+				if strings.ContainsFunc(s, func(c rune) bool { return storelink.IsControl(c) && c != '\n' && c != '\r' }) {
+					t.Errorf("line %d: put text %q, with a control character other than a line break", r.Line, s)
+				}
 			}
 			if r.Quantity < 0 || r.Quantity > maxQuantity || r.Price <= 0 ||
 				(r.RetailPrice != nil && *r.RetailPrice < r.Price) {

@@ -53,15 +53,18 @@ type header struct {
 	// messages by column, for the checks that name a column
 	missing [numColumns]string
 	invalid [numColumns]string
+	control [numColumns]string // a control character in a text column
 	// mismatch is the message for a row with another number of fields.
 	mismatch string
 }
 
 // detectSeparator picks ';' or ',' from the first non-blank line: whichever
 // occurs more often outside quotes; ';' when they tie, as most partner exports
-// from European spreadsheets use it. It only peeks, so encoding/csv still
-// reads the header itself and keeps its line count right.
-func detectSeparator(br *bufio.Reader) rune {
+// from European spreadsheets use it. It also reports whether that line ends
+// in a bare CR (old Mac line ends), which encoding/csv does not take as a
+// line end: the whole file would read as one line. It only peeks, so
+// encoding/csv still reads the header itself and keeps its line count right.
+func detectSeparator(br *bufio.Reader) (sep rune, crOnly bool) {
 	b, _ := br.Peek(br.Size())
 	for len(b) > 0 && (b[0] == '\n' || (b[0] == '\r' && len(b) > 1 && b[1] == '\n')) {
 		if b[0] == '\r' {
@@ -70,20 +73,22 @@ func detectSeparator(br *bufio.Reader) rune {
 		b = b[1:]
 	}
 	semi, comma, quoted := 0, 0, false
-	for _, c := range b {
+	for i, c := range b {
 		switch {
 		case c == '"':
 			quoted = !quoted
 		case quoted:
 		case c == '\n':
-			return pickSeparator(semi, comma)
+			return pickSeparator(semi, comma), false
+		case c == '\r' && i+1 < len(b) && b[i+1] != '\n':
+			return pickSeparator(semi, comma), true
 		case c == ';':
 			semi++
 		case c == ',':
 			comma++
 		}
 	}
-	return pickSeparator(semi, comma)
+	return pickSeparator(semi, comma), false
 }
 
 func pickSeparator(semi, comma int) rune {
@@ -166,6 +171,12 @@ func (h *header) messages() {
 			rule = "must be a decimal number with at most 2 decimals and \".\" as separator."
 		}
 		h.invalid[c] = "Invalid value in column " + strconv.Quote(h.names[c]) + ": " + rule
+		allowed := "tab and line breaks are"
+		if c == colArticleNumber {
+			allowed = "tab is"
+		}
+		h.control[c] = "Invalid value in column " + strconv.Quote(h.names[c]) +
+			": must not hold control characters (only " + allowed + " allowed)."
 	}
 	h.mismatch = "The row does not have the " + strconv.Itoa(h.fields) +
 		" fields of the header; check separators and quoting."
@@ -177,4 +188,5 @@ const (
 	msgDuplicated   = "Duplicated store and EAN: a later row for the same store and EAN overrides these rows."
 	msgNoBytes      = "The file is empty: it has no header and no rows."
 	msgHeaderOnly   = "The file has a header but no data rows."
+	msgCROnly       = "The lines end in a carriage return (CR) alone, as on old Macs: CR-only line ends are not supported. Save the file with LF or CRLF line ends."
 )

@@ -16,8 +16,33 @@ const (
 	maxText          = 255 // runes, for the optional text columns
 )
 
-// textColumns are the optional free-text columns, checked for length only.
+// textColumns are the optional free-text columns, checked for length and
+// control characters.
 var textColumns = [...]int{colLocation, colProductName, colProductNumber, colColor, colSize}
+
+// hasControl reports whether s holds a control character other than tab
+// (storelink.IsControl), and, when breaks, other than CR and LF. s is
+// valid UTF-8 (the decoder saw to it), so a byte scan finds C1 controls as
+// 0xC2 followed by 0x80 to 0x9F. The free-text columns take line breaks,
+// which CONTRACT 3.4 allows inside quoted fields (a location on two lines,
+// a product name); an article number, an id, does not.
+func hasControl(s string, breaks bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x20 && c < 0x7f || c > 0xc2:
+		case c == '\t', breaks && (c == '\n' || c == '\r'):
+		case c == 0xc2:
+			if i+1 < len(s) && s[i+1] < 0xa0 {
+				return true
+			}
+		case c >= 0x80: // a lead byte below 0xC2 or a continuation byte
+		default:
+			return true
+		}
+	}
+	return false
+}
 
 // row checks one data record and puts it when it is valid. Every problem of
 // the row is reported, so that a partner fixes the export in one go, but the
@@ -57,6 +82,8 @@ func (c *checker) row(rec []string, line int) error {
 	}
 	if s := v[colArticleNumber]; len(s) > maxArticleNumber && utf8.RuneCountInString(s) > maxArticleNumber {
 		fail(storelink.ProblemInvalidValue, h.invalid[colArticleNumber])
+	} else if hasControl(s, false) {
+		fail(storelink.ProblemInvalidValue, h.control[colArticleNumber])
 	}
 	qty, qtyOK := parseQuantity(v[colQuantity])
 	if !qtyOK && v[colQuantity] != "" {
@@ -79,6 +106,8 @@ func (c *checker) row(rec []string, line int) error {
 	for _, col := range textColumns {
 		if s := v[col]; len(s) > maxText && utf8.RuneCountInString(s) > maxText {
 			fail(storelink.ProblemInvalidValue, h.invalid[col])
+		} else if hasControl(s, true) {
+			fail(storelink.ProblemInvalidValue, h.control[col])
 		}
 	}
 	if bad {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"storelink"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestValidEAN(t *testing.T) {
@@ -113,5 +114,27 @@ func TestLineTable(t *testing.T) {
 	}
 	if tab.len() != len(ref) {
 		t.Errorf("len = %d, want %d", tab.len(), len(ref))
+	}
+}
+
+// TestHasControl holds the row check's byte scan to storelink.IsControl for
+// every rune, alone and between letters; line breaks pass only when allowed.
+func TestHasControl(t *testing.T) {
+	for r := rune(0); r <= utf8.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		for _, s := range []string{string(r), "a" + string(r) + "é"} {
+			want := storelink.IsControl(r)
+			if got := hasControl(s, false); got != want {
+				t.Fatalf("hasControl(%q, false) = %v, want %v", s, got, want)
+			}
+			if r == '\n' || r == '\r' {
+				want = false
+			}
+			if got := hasControl(s, true); got != want {
+				t.Fatalf("hasControl(%q, true) = %v, want %v", s, got, want)
+			}
+		}
 	}
 }

@@ -97,19 +97,25 @@ func TestDetectSeparator(t *testing.T) {
 	tests := []struct {
 		header string
 		want   rune
+		crOnly bool
 	}{
-		{"store;ean;article_number;quantity;price\n", ';'},
-		{"store,ean,article_number,quantity,price\n", ','},
-		{"store,ean;article_number;quantity,price\n", ';'}, // 2 to 2: tie
-		{"store\n", ';'},
-		{"", ';'},
-		{`"a;b;c",ean,article_number` + "\n", ','}, // quoted separators do not count
-		{"\n\r\nstore,ean\n", ','},                 // blank lines before the header
-		{"store,ean\nx;y;z;w\n", ','},              // only the header line counts
+		{"store;ean;article_number;quantity;price\n", ';', false},
+		{"store,ean,article_number,quantity,price\n", ',', false},
+		{"store,ean;article_number;quantity,price\n", ';', false}, // 2 to 2: tie
+		{"store\n", ';', false},
+		{"", ';', false},
+		{`"a;b;c",ean,article_number` + "\n", ',', false}, // quoted separators do not count
+		{"\n\r\nstore,ean\n", ',', false},                 // blank lines before the header
+		{"store,ean\nx;y;z;w\n", ',', false},              // only the header line counts
+		{"store,ean\r\nx\ry\r\n", ',', false},             // CRLF; a CR in a later line is not the header's
+		{`"st` + "\r" + `ore",ean` + "\r\n", ',', false},  // a CR inside quotes is data
+		{"store,ean\r", ',', false},                       // a CR at the end: nothing follows it
+		{"store,ean\rS1,4006381333931\r", ',', true},
+		{"\rstore;ean\r", ';', true}, // a blank CR-only line first
 	}
 	for _, tt := range tests {
-		if got := detectSeparator(bufioReader(tt.header)); got != tt.want {
-			t.Errorf("detectSeparator(%q) = %q, want %q", tt.header, got, tt.want)
+		if got, crOnly := detectSeparator(bufioReader(tt.header)); got != tt.want || crOnly != tt.crOnly {
+			t.Errorf("detectSeparator(%q) = %q, %v; want %q, %v", tt.header, got, crOnly, tt.want, tt.crOnly)
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -130,6 +131,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if badPath(r.URL.EscapedPath()) {
 		writeProblem(rw, r, storelink.EINVALID, "The path must not contain '.', '..' or empty segments.")
+		return
+	}
+	if err := checkRequestText(r); err != nil {
+		s.writeError(rw, r, err)
 		return
 	}
 	if h, pattern := s.mux.Handler(r); pattern == "" {
@@ -263,10 +268,18 @@ func decodeOptional(r *http.Request, v any) error {
 	return decodeBody(r, v, true)
 }
 
+// decodeBody reads the whole body first so that checkJSON sees the bytes as
+// sent, before encoding/json replaces or drops anything.
 func decodeBody(r *http.Request, v any, optional bool) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxJSONBody))
+	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxJSONBody))
+	if err == nil {
+		err = checkJSON(raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	if err == nil {
+		err = dec.Decode(v)
+	}
 	var tooBig *http.MaxBytesError
 	var domain *storelink.Error
 	switch {

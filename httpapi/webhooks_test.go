@@ -559,12 +559,18 @@ func TestWebhookPrivateURLsRefused(t *testing.T) {
 
 // An api_key that cannot go in a header (a line break, other control
 // characters, white space at an end, more than 1024 bytes) is refused with
-// 422 on registration and on change, and a refused change leaves the key.
+// 422 on registration and on change, and a refused change leaves the key. A
+// NUL is refused with every other JSON string that holds one: 400.
 func TestWebhookAPIKeyRefused(t *testing.T) {
 	t.Parallel()
 	a := newWebhookAPI(t, webhookOptions{})
 	auth := map[string]string{"Authorization": "Bearer " + adminToken}
-	bad := []string{"key\r\nx-injected: 1", "key\x00", "key\x7f", " key", "key\t", strings.Repeat("k", 1025)}
+	body, _ := json.Marshal(map[string]string{"url": "https://partner.example/hooks", "api_key": "key\x00"})
+	resp, answer := a.do("POST", "/admin/clients/"+a.ClientID+"/webhooks", bytes.NewReader(body), auth)
+	if p := problem(t, resp, answer, 400); !strings.Contains(p.Detail, "api_key holds a NUL character") {
+		t.Errorf("api_key with a NUL: detail %q, want one that names the field", p.Detail)
+	}
+	bad := []string{"key\r\nx-injected: 1", "key\x01", "key\x7f", " key", "key\t", strings.Repeat("k", 1025)}
 	for _, key := range bad {
 		body, _ := json.Marshal(map[string]string{"url": "https://partner.example/hooks", "api_key": key})
 		resp, answer := a.do("POST", "/admin/clients/"+a.ClientID+"/webhooks", bytes.NewReader(body), auth)

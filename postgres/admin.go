@@ -20,6 +20,9 @@ func (db *DB) CreatePartner(ctx context.Context, name string) (*storelink.Partne
 	if name == "" {
 		return nil, storelink.Errorf(storelink.EINVALID, "name is required.")
 	}
+	if err := storelink.CheckText("name", name); err != nil {
+		return nil, err
+	}
 	p := &storelink.Partner{ID: storelink.NewID(db.now()), Name: name, CreatedAt: db.now()}
 	_, err := db.pool.Exec(ctx, `INSERT INTO partners (id, name, created_at) VALUES ($1, $2, $3)`, p.ID, p.Name, p.CreatedAt)
 	if err != nil {
@@ -149,6 +152,9 @@ func (db *DB) DeleteAPIKey(ctx context.Context, clientID, keyID string) error {
 // from an updated one.
 func (db *DB) PutStore(ctx context.Context, clientID, storeID, name string) (*storelink.Store, bool, error) {
 	if err := storelink.ValidateStoreID(storeID); err != nil {
+		return nil, false, err
+	}
+	if err := storelink.CheckText("name", name); err != nil {
 		return nil, false, err
 	}
 	if err := exists(ctx, db.pool, `SELECT 1 FROM clients WHERE id = $1`, clientID); err != nil {

@@ -40,6 +40,15 @@ func (db *DB) Upload(ctx context.Context, clientID, uploadID string) (*storelink
 
 // Uploads lists a client's uploads, newest first.
 func (db *DB) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
+	// An unknown cursor would find no seq and so an empty page, which
+	// reads as the end of the list: refuse it instead.
+	if f.Before != "" {
+		if err := exists(ctx, db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, f.Before); noRows(err) {
+			return nil, storelink.CursorError("before", f.Before)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	var a args
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(clientID)
 	if f.Before != "" {

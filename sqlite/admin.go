@@ -20,6 +20,9 @@ func (db *DB) CreatePartner(ctx context.Context, name string) (*storelink.Partne
 	if name == "" {
 		return nil, storelink.Errorf(storelink.EINVALID, "name is required.")
 	}
+	if err := storelink.CheckText("name", name); err != nil {
+		return nil, err
+	}
 	p := &storelink.Partner{ID: storelink.NewID(db.now()), Name: name, CreatedAt: db.now()}
 	_, err := db.write.ExecContext(ctx, `INSERT INTO partners (id, name, created_at) VALUES (?, ?, ?)`,
 		p.ID, p.Name, ms(p.CreatedAt))
@@ -145,6 +148,9 @@ func (db *DB) DeleteAPIKey(ctx context.Context, clientID, keyID string) error {
 // PutStore creates a store or renames it.
 func (db *DB) PutStore(ctx context.Context, clientID, storeID, name string) (*storelink.Store, bool, error) {
 	if err := storelink.ValidateStoreID(storeID); err != nil {
+		return nil, false, err
+	}
+	if err := storelink.CheckText("name", name); err != nil {
 		return nil, false, err
 	}
 	tx, err := db.write.BeginTx(ctx, nil)

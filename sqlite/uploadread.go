@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -43,6 +44,15 @@ func (db *DB) Upload(ctx context.Context, clientID, uploadID string) (*storelink
 
 // Uploads lists a client's uploads, newest first.
 func (db *DB) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
+	// An unknown cursor would find no seq and so an empty page, which
+	// reads as the end of the list: refuse it instead.
+	if f.Before != "" {
+		if err := exists(ctx, db.read, `SELECT 1 FROM uploads WHERE client_id = ? AND id = ?`, clientID, f.Before); errors.Is(err, sql.ErrNoRows) {
+			return nil, storelink.CursorError("before", f.Before)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
 	args := []any{clientID}
 	if f.Before != "" {

@@ -11,6 +11,12 @@ func testPartnersAndClients(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	_, err := s.CreatePartner(ctx, "  ")
 	wantCode(t, err, storelink.EINVALID)
+	// Text no store could hold alike (NUL, bytes that are not UTF-8) or
+	// that no name holds (control characters) is refused before the store.
+	for _, bad := range []string{"A\x00B", "A\xffB", "A\x01B", "A\nB", "A\u0085B"} {
+		_, err = s.CreatePartner(ctx, bad)
+		wantCode(t, err, storelink.EUNPROCESSABLE)
+	}
 
 	p, err := s.CreatePartner(ctx, "Beta")
 	must(t, err)
@@ -112,9 +118,16 @@ func testStores(e *env) {
 	if created || st.Name != "Renamed" {
 		t.Fatalf("second PutStore = %+v, %v; want a rename", st, created)
 	}
-	for _, bad := range []string{"", " S4", "S/4", "S\x014"} {
+	for _, bad := range []string{"", " S4", "S/4", "S\x014", "S\x004", "S\xff4", "S\t4", "S\u00854"} {
 		_, _, err := s.PutStore(ctx, id, bad, "x")
 		wantCode(t, err, storelink.EINVALID)
+	}
+	for _, bad := range []string{"Third\x00", "Third\xff", "Thi\rrd"} {
+		_, _, err := s.PutStore(ctx, id, "S3", bad)
+		wantCode(t, err, storelink.EUNPROCESSABLE)
+	}
+	if st, _, err := s.PutStore(ctx, id, "S3", "Renamed\tagain"); err != nil || st.Name != "Renamed\tagain" {
+		t.Fatalf("PutStore with a tab in the name = %+v, %v; want it kept", st, err)
 	}
 	_, _, err = s.PutStore(ctx, "nope", "S9", "x")
 	wantCode(t, err, storelink.ENOTFOUND)

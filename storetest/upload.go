@@ -360,6 +360,17 @@ func testUploadListing(e *env) {
 	if page[0].Status != storelink.UploadAccepted || page[0].FileName != "f2.csv" || page[0].Errors == nil {
 		t.Fatalf("listed upload = %+v", page[0])
 	}
+	// The last page ends the list; a cursor that is no upload of the
+	// client is refused rather than taken for the end.
+	page, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[0]})
+	must(t, err)
+	if len(page) != 0 {
+		t.Fatalf("page before the oldest = %v, want none", page)
+	}
+	for _, before := range []string{"garbage", "a\x00b", "\xff"} {
+		_, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: before})
+		wantCode(t, err, storelink.EINVALID)
+	}
 	_, err = s.Upload(ctx, id, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 	// Another client cannot read this client's upload by id.
@@ -368,6 +379,8 @@ func testUploadListing(e *env) {
 	must(t, err)
 	_, err = s.Upload(ctx, other.ID, ids[0])
 	wantCode(t, err, storelink.ENOTFOUND)
+	_, err = s.Uploads(ctx, other.ID, storelink.UploadFilter{Limit: 10, Before: ids[0]})
+	wantCode(t, err, storelink.EINVALID)
 }
 
 func testStockListing(e *env) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -78,9 +79,19 @@ func parseURL(raw string) (*url.URL, error) {
 	if len(raw) > maxURLLength {
 		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "url: longer than %d characters.", maxURLLength)
 	}
+	if p := storelink.TextProblem(raw); p != "" {
+		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "url: %s.", p)
+	}
 	u, err := url.Parse(strings.ReplaceAll(raw, "${eventId}", sampleEventID))
 	if err != nil {
 		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "url: not a valid absolute URL.")
+	}
+	// url.Parse takes any run of digits as a port; a dial would then fail
+	// on every attempt.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "url: the port must be 1 to 65535 (got %s).", p)
+		}
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -76,6 +76,14 @@ func TestWebhookValidateURL(t *testing.T) {
 		{url: "http://:8080/", want: "a host is required"},
 		{url: "http://exa mple.com/", want: "not a valid absolute URL"},
 		{url: "https://partner.example.com/" + strings.Repeat("a", 2100), want: "longer than 2048"},
+		{url: "http://partner.example.com:1/"},
+		{url: "http://partner.example.com:65535/"},
+		{url: "http://partner.example.com:/"}, // an empty port is the scheme's
+		{url: "http://partner.example.com:0/", want: "port must be 1 to 65535 (got 0)"},
+		{url: "http://partner.example.com:65536/", want: "port must be 1 to 65535"},
+		{url: "http://127.0.0.1:99999999999999999999/", private: true, want: "port must be 1 to 65535"},
+		{url: "https://partner.example.com/a\u0085b", want: "control character U+0085"},
+		{url: "https://partner.example.com/a\xffb", want: "not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		err := ValidateURL(tt.url, tt.private)

@@ -1,0 +1,256 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"storelink"
+)
+
+// checkRequestText refuses a request whose path or query holds text that no
+// id, cursor or filter can be: bytes that are not UTF-8 (after percent
+// decoding) or control characters other than tab. It runs before routing,
+// so that no handler, store or dashboard page sees such a value, and both
+// stores answer alike (PostgreSQL would otherwise fail on NUL or invalid
+// UTF-8 where SQLite finds nothing). A query string that cannot be parsed is
+// refused too: the parameters it drops would silently widen a filter.
+func checkRequestText(r *http.Request) error {
+	for i, seg := range strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/") {
+		if p := storelink.TextProblem(seg); p != "" {
+			return storelink.Errorf(storelink.EINVALID, "Path segment %d (%s) %s.", i+1, quoteShort(seg), p)
+		}
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return storelink.Errorf(storelink.EINVALID, "The query string cannot be parsed: %v.", err)
+	}
+	for k, vs := range q {
+		if p := storelink.TextProblem(k); p != "" {
+			return storelink.Errorf(storelink.EINVALID, "The query parameter name %s %s.", quoteShort(k), p)
+		}
+		for _, v := range vs {
+			if p := storelink.TextProblem(v); p != "" {
+				return storelink.Errorf(storelink.EINVALID, "Query parameter %s %s.", quoteShort(k), p)
+			}
+		}
+	}
+	return nil
+}
+
+// quoteShort quotes s for a message, escaping what is not printable and
+// cutting it at 64 bytes.
+func quoteShort(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// checkJSON refuses what encoding/json would take silently: bytes that are
+// not UTF-8 (it replaces them with U+FFFD), a key given twice in one object
+// (it keeps the last; keys are matched to fields without regard to case, so
+// "name" and "Name" are the same key), a NUL character (\u0000, which
+// PostgreSQL cannot store) and an escaped UTF-16 surrogate without its pair
+// (replaced with U+FFFD). Syntax errors are left to the decoder, which
+// describes them. Errors: EINVALID, saying where.
+func checkJSON(raw []byte) error {
+	if !utf8.Valid(raw) {
+		i := invalidUTF8At(raw)
+		return storelink.Errorf(storelink.EINVALID, "The body is not valid UTF-8: byte %d is 0x%02x.", i+1, raw[i])
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var stack []*jsonFrame
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return nil // a syntax error: the decoder reports it
+		}
+		var top *jsonFrame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		isKey := top != nil && top.object && top.wantKey
+		if s, ok := tok.(string); ok {
+			where := jsonPath(stack)
+			what := "The value at " + where
+			if isKey {
+				what = "A key in " + objectName(where)
+			}
+			if i := strings.IndexByte(s, 0); i >= 0 {
+				return storelink.Errorf(storelink.EINVALID, "%s holds a NUL character (\\u0000); no text may hold one.", what)
+			}
+			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw[start:dec.InputOffset()]) {
+				return storelink.Errorf(storelink.EINVALID, "%s holds an escaped UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair, which is not a character.", what)
+			}
+			if isKey {
+				k := foldKey(s)
+				if first, dup := top.keys[k]; dup {
+					if first == s {
+						return storelink.Errorf(storelink.EINVALID, "The key %s appears twice in %s; each key may appear once.", strconv.Quote(s), objectName(where))
+					}
+					return storelink.Errorf(storelink.EINVALID, "The keys %s and %s in %s are the same key (keys are matched without regard to case); each key may appear once.",
+						strconv.Quote(first), strconv.Quote(s), objectName(where))
+				}
+				top.keys[k] = s
+				top.key, top.wantKey = s, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			valueDone(top)
+			stack = append(stack, &jsonFrame{object: tok == json.Delim('{'), wantKey: true, keys: map[string]string{}, index: -1})
+			if tok == json.Delim('[') {
+				stack[len(stack)-1].index = 0
+			}
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		valueDone(top)
+	}
+}
+
+// jsonFrame is an object or array being walked by checkJSON.
+type jsonFrame struct {
+	object  bool
+	wantKey bool              // in an object: the next string is a key
+	key     string            // in an object: the key of the value being read
+	keys    map[string]string // in an object: folded key → the key as given
+	index   int               // in an array: the index of the value being read
+}
+
+// valueDone moves the enclosing frame past one value. It is called when a
+// value starts, for containers, so that the path of their contents is right;
+// the index then points at the container until it ends, which is all
+// jsonPath needs.
+func valueDone(f *jsonFrame) {
+	switch {
+	case f == nil:
+	case f.object:
+		f.wantKey = true
+	default:
+		f.index++
+	}
+}
+
+// jsonPath names the value being read, as items[0].ean; "the top level" for
+// the body itself.
+func jsonPath(stack []*jsonFrame) string {
+	var b strings.Builder
+	for i, f := range stack {
+		if f.object {
+			if f.wantKey && i == len(stack)-1 {
+				break // a key is being read: the object itself is the place
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+			continue
+		}
+		idx := f.index
+		if i < len(stack)-1 {
+			idx-- // the container inside was counted when it started
+		}
+		fmt.Fprintf(&b, "[%d]", idx)
+	}
+	if b.Len() == 0 {
+		return "the top level"
+	}
+	return b.String()
+}
+
+func objectName(path string) string {
+	if path == "the top level" {
+		return "the top-level object"
+	}
+	return "the object at " + path
+}
+
+// foldKey maps a key to one representative of its case-folding class, the
+// way encoding/json matches keys to struct fields.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		return min
+	}, s)
+}
+
+// loneSurrogate reports whether the JSON text lit (a string literal, with
+// whatever separators precede it) escapes a UTF-16 surrogate that is not
+// part of a pair.
+func loneSurrogate(lit []byte) bool {
+	i := bytes.IndexByte(lit, '"')
+	if i < 0 {
+		return false
+	}
+	pendingHigh := false
+	for i++; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			if pendingHigh {
+				return true
+			}
+			continue
+		}
+		i++
+		if i >= len(lit) {
+			return false
+		}
+		if lit[i] != 'u' || i+4 >= len(lit) {
+			if pendingHigh {
+				return true
+			}
+			continue
+		}
+		v, err := strconv.ParseUint(string(lit[i+1:i+5]), 16, 16)
+		i += 4
+		if err != nil {
+			return false
+		}
+		r := rune(v)
+		switch {
+		case pendingHigh && r >= 0xDC00 && r <= 0xDFFF:
+			pendingHigh = false
+		case pendingHigh:
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			pendingHigh = true
+		case utf16.IsSurrogate(r):
+			return true
+		}
+	}
+	return pendingHigh
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}

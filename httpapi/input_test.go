@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"storelink"
+)
+
+func TestCheckJSON(t *testing.T) {
+	tests := []struct {
+		body string
+		want string // part of the message; "" when accepted
+	}{
+		{body: `{"name":"Acme"}`},
+		{body: `{"name":"Jürgen \ud83d\ude00 \t tab"}`},           // a pair, escaped
+		{body: `{"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]}`}, // the same key in other objects
+		{body: `{"name":"\\ud800"}`},                              // an escaped backslash, not an escape
+		{body: `{"name":"\uFFFD"}`},                               // U+FFFD itself is a character
+		{body: ``},
+		{body: `{"name":`}, // a syntax error is the decoder's to report
+
+		{body: "{\"name\":\"a\xffb\"}", want: "not valid UTF-8: byte 11 is 0xff"},
+		{body: "{\"name\":\"a\xc3\"}", want: "not valid UTF-8"},
+		{body: `{"name":"x","name":"y"}`, want: `The key "name" appears twice in the top-level object`},
+		{body: `{"name":"x","NAME":"y"}`, want: `The keys "name" and "NAME" in the top-level object are the same key`},
+		{body: `{"items":[{"ean":"1"},{"ean":"2","ean":"3"}]}`, want: `The key "ean" appears twice in the object at items[1]`},
+		{body: `{"a":{"b":[[],{"c":1,"c":2}]}}`, want: `in the object at a.b[1]`},
+		{body: `{"name":"a\u0000b"}`, want: `The value at name holds a NUL character`},
+		{body: `{"items":[{"ean":"1"},{"marketplace_article_number":"\u0000"}]}`, want: `The value at items[1].marketplace_article_number holds a NUL`},
+		{body: `{"items":[[], "\u0000"]}`, want: `The value at items[1] holds a NUL`},
+		{body: `{"a\u0000":1}`, want: `A key in the top-level object holds a NUL`},
+		{body: `"\u0000"`, want: `The value at the top level holds a NUL`},
+		{body: `{"name":"\ud800"}`, want: `The value at name holds an escaped UTF-16 surrogate`},
+		{body: `{"name":"\udc00\ud800"}`, want: `surrogate`},
+		{body: `{"name":"x\ud83dy"}`, want: `surrogate`},
+		{body: `{"name":"\ud83d\u0041"}`, want: `surrogate`},
+	}
+	for _, tt := range tests {
+		err := checkJSON([]byte(tt.body))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("checkJSON(%q) = %v, want nil", tt.body, err)
+		case tt.want != "" && (storelink.ErrorCode(err) != storelink.EINVALID || !strings.Contains(storelink.ErrorMessage(err), tt.want)):
+			t.Errorf("checkJSON(%q) = %v, want an EINVALID error with %q", tt.body, err, tt.want)
+		}
+	}
+}
+
+func TestCheckRequestText(t *testing.T) {
+	tests := []struct {
+		target string
+		want   string // part of the message; "" when accepted
+	}{
+		{target: "/stock/c1/stock?store=S1&ean=4006381333931"},
+		{target: "/orders?order_number=A%09B"}, // tab is allowed
+		{target: "/orders?q=J%C3%BCrgen"},
+		{target: "/stock/c1/uploads/%00", want: `Path segment 4 ("\x00") holds the control character U+0000`},
+		{target: "/stock/%FF/uploads", want: `Path segment 2 ("\xff") is not valid UTF-8`},
+		{target: "/orders/%C2%85", want: `control character U+0085`},
+		{target: "/stock/c1/stock?store=%00", want: `Query parameter "store" holds the control character U+0000 at character 1`},
+		{target: "/orders?client_id=%FF", want: `Query parameter "client_id" is not valid UTF-8`},
+		{target: "/orders?before=a%0Ab", want: `Query parameter "before" holds the control character U+000A at character 2`},
+		{target: "/orders?%00=1", want: `query parameter name "\x00"`},
+		{target: "/orders?client_id=%zz", want: `cannot be parsed`},
+	}
+	for _, tt := range tests {
+		err := checkRequestText(httptest.NewRequest("GET", tt.target, nil))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", tt.target, err)
+		case tt.want != "" && (storelink.ErrorCode(err) != storelink.EINVALID || !strings.Contains(storelink.ErrorMessage(err), tt.want)):
+			t.Errorf("%s: %v, want an EINVALID error with %q", tt.target, err, tt.want)
+		}
+	}
+}
+
+// FuzzCheckJSON: checkJSON never panics, and a body it accepts that is
+// valid JSON is valid UTF-8 and decodes to no string holding a NUL or a
+// U+FFFD that the body did not spell.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"name":"Acme"}`, `{"a":[{"b":1},{"b":"\u0000"}]}`, `{"x":1,"X":2}`, `"\ud800"`, "{\"a\":\"\xff\"}", `[[],{}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := checkJSON(data)
+		if err != nil {
+			if storelink.ErrorCode(err) != storelink.EINVALID {
+				t.Fatalf("checkJSON(%q) = %v, want EINVALID", data, err)
+			}
+			return
+		}
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatalf("checkJSON accepted %q, which is not UTF-8", data)
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				if strings.ContainsRune(v, 0) || (strings.ContainsRune(v, utf8.RuneError) && !bytes.Contains(data, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`))) {
+					t.Fatalf("checkJSON accepted %q, which decodes to %q", data, v)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			case map[string]any:
+				for k, x := range v {
+					walk(k)
+					walk(x)
+				}
+			}
+		}
+		walk(v)
+	})
+}
