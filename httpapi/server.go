@@ -39,6 +39,12 @@ type Deps struct {
 	AdminToken  string
 	Capacity    storelink.CapacityPolicy
 	MaxFileSize int64
+	// MaxUploadsInFlight bounds the uploads and validations of one client
+	// at once (DefaultMaxUploadsInFlight when 0).
+	MaxUploadsInFlight int
+	// BodyTimeout is the time a request body has to arrive in full,
+	// counted from the end of its headers (DefaultBodyTimeout when 0).
+	BodyTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
 	// Delivering is called after events or deliveries are committed (order
@@ -62,6 +68,8 @@ type Server struct {
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
 	bytesIn    prometheus.Counter
+	inFlight   *inFlight
+	bodies     bodies
 }
 
 // NewServer returns the API as one handler.
@@ -76,6 +84,14 @@ func NewServer(d Deps) *Server {
 	if s.Delivering == nil {
 		s.Delivering = func() {}
 	}
+	if s.MaxUploadsInFlight <= 0 {
+		s.MaxUploadsInFlight = DefaultMaxUploadsInFlight
+	}
+	if s.BodyTimeout <= 0 {
+		s.BodyTimeout = DefaultBodyTimeout
+	}
+	s.inFlight = newInFlight(s.MaxUploadsInFlight)
+	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
@@ -92,11 +108,15 @@ func NewServer(d Deps) *Server {
 
 // ServeHTTP logs every request in one line and refuses paths with dot or
 // empty segments before routing: the mux would otherwise redirect them to a
-// cleaned path, and a stock file name must never be read as a path.
+// cleaned path, and a stock file name must never be read as a path. The
+// body is tracked (body.go): bounded in time, counted as read, and an
+// error answered before it was read closes the connection at once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	r, body := s.track(w, r, start)
+	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
 	defer func() {
+		s.untrack(body, rw.closing)
 		if v := recover(); v != nil {
 			s.logger.Error("panic", "method", r.Method, "path", r.URL.EscapedPath(), "panic", v)
 			if !rw.wrote {
@@ -104,7 +124,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
-			"bytes_in", r.ContentLength, "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
+			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()
 	if badPath(r.URL.EscapedPath()) {
@@ -152,11 +172,21 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// body, when set, is the request's body: an error answered while it
+	// is not read to its end closes the connection (closing), rather than
+	// have net/http read the rest first, which a slow sender can make
+	// last as long as the body timeout.
+	body    *trackedBody
+	closing bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		if code >= 400 && bodyUnread(w.body) {
+			w.closing = true
+			w.Header().Set("Connection", "close")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
