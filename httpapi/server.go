@@ -127,6 +127,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()
+	if ambiguousFraming(r) {
+		rw.closing = true
+		rw.Header().Set("Connection", "close")
+		writeProblem(rw, r, storelink.EINVALID, "The request has both Content-Length and Transfer-Encoding (or Transfer-Encoding on HTTP/1.0); its length is ambiguous, so it is refused and the connection closed.")
+		return
+	}
 	if badPath(r.URL.EscapedPath()) {
 		writeProblem(rw, r, storelink.EINVALID, "The path must not contain '.', '..' or empty segments.")
 		return

@@ -467,3 +467,54 @@ func TestServeStopWithStalledUpload(t *testing.T) {
 		t.Fatalf("uploads after the restart: %v, want only the one accepted before the stop", list.Uploads)
 	}
 }
+
+// A request with both Content-Length and Transfer-Encoding is refused 400
+// as a problem and its connection closed, also when it is not the first on
+// its connection; a body that merely contains such header lines, and
+// chunked requests, are served as usual.
+func TestServeRefusesContentLengthWithTransferEncoding(t *testing.T) {
+	p := startServe(t, t.TempDir(), "--demo")
+	hdrs := "Host: storelink\r\nx-api-key: " + p.APIKey + "\r\nContent-Type: text/csv\r\n"
+	fake := "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+	r := dialRaw(t, p)
+	steps := []struct {
+		name, req string
+		status    int
+	}{
+		{"a body with header lines in it", fmt.Sprintf("PUT /stock/%s/validate HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s", p.ClientID, hdrs, len(fake), fake), 200},
+		{"a chunked body", "PUT /stock/" + p.ClientID + "/validate HTTP/1.1\r\n" + hdrs + "Transfer-Encoding: chunked\r\n\r\n" +
+			fmt.Sprintf("%x\r\n%s\r\n%x;ext=1\r\n%s\r\n0\r\n\r\n", len(fake), fake, len(bodyTestFeed), bodyTestFeed), 200},
+		{"a plain GET", "GET /healthz HTTP/1.1\r\nHost: storelink\r\n\r\n", 200},
+		{"both lengths", "PUT /stock/" + p.ClientID + "/validate HTTP/1.1\r\n" + hdrs + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(bodyTestFeed), bodyTestFeed), 400},
+	}
+	for _, s := range steps {
+		if err := r.send(s.req); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		resp, body, err := r.answer(10 * time.Second)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", s.name, err)
+		}
+		if resp.StatusCode != s.status {
+			t.Fatalf("%s: %d %s, want %d", s.name, resp.StatusCode, body, s.status)
+		}
+		if s.status == 400 {
+			if got := problemType(t, resp, body); got != "/problems/invalid" || !resp.Close {
+				t.Fatalf("%s: type %q close=%v: %s", s.name, got, resp.Close, body)
+			}
+			if !r.closedWithin(5 * time.Second) {
+				t.Fatalf("%s: connection still open after the 400", s.name)
+			}
+		}
+	}
+	// The same as the first request on a fresh connection, with a GET.
+	r = dialRaw(t, p)
+	if err := r.send("GET /healthz HTTP/1.1\r\nHost: storelink\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body, err := r.answer(10 * time.Second)
+	if err != nil || resp.StatusCode != 400 || !resp.Close || !r.closedWithin(5*time.Second) {
+		t.Fatalf("GET with both lengths: %v %v %s, want 400 and the connection closed", resp, err, body)
+	}
+}

@@ -185,9 +185,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
 	// Connections beyond --max-connections wait in the listen queue; those
-	// open are served as usual.
-	ln = netutil.LimitListener(ln, c.MaxConnections)
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// open are served as usual. httpapi.Listener watches each for requests
+	// of ambiguous framing.
+	ln = httpapi.Listener(netutil.LimitListener(ln, c.MaxConnections))
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnContext: httpapi.ConnContext}
 	fmt.Fprintf(stdout, "storelink: listening on http://%s\n", ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(c.Database))
 
