@@ -61,10 +61,20 @@ func (f *inFlight) acquire(clientID string) (release func(), ok bool) {
 // limitInFlight runs h only while the client holds a slot. It sits after
 // authentication, so that nobody can take a client's slots without its
 // key, and before h reads anything of the body.
-func (s *Server) limitInFlight(h func(http.ResponseWriter, *http.Request, *storelink.Client)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
+// With rateLimit, the refusal carries the RateLimit headers as every
+// answer to an upload does.
+func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http.Request, *storelink.Client)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
 	return func(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 		release, ok := s.inFlight.acquire(c.ID)
 		if !ok {
+			if rateLimit {
+				cp, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				setRateLimit(w, cp)
+			}
 			w.Header().Set("Retry-After", strconv.Itoa(inFlightRetryAfter))
 			writeProblem(w, r, codeUploadsInFlight, fmt.Sprintf(
 				"This client already has %d uploads or validations in flight, the most allowed at once; "+
