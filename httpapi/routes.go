@@ -19,8 +19,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
 
 	// Stock import (CONTRACT 3), x-api-key.
-	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.handleUpload)))
-	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.handleValidate))
+	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.limitInFlight(true, s.handleUpload))))
+	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitInFlight(false, s.handleValidate)))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))

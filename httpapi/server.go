@@ -56,6 +56,12 @@ type Deps struct {
 	AuthLimit   *AuthLimiter
 	Capacity    storelink.CapacityPolicy
 	MaxFileSize int64
+	// MaxUploadsInFlight bounds the uploads and validations of one client
+	// at once (DefaultMaxUploadsInFlight when 0).
+	MaxUploadsInFlight int
+	// BodyTimeout is the time a request body has to arrive in full,
+	// counted from the end of its headers (DefaultBodyTimeout when 0).
+	BodyTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
 	// Delivering is called after events or deliveries are committed (order
@@ -81,6 +87,8 @@ type Server struct {
 	uploadReqs *prometheus.CounterVec
 	bytesIn    prometheus.Counter
 	health     health
+	inFlight   *inFlight
+	bodies     bodies
 }
 
 // NewServer returns the API as one handler.
@@ -95,6 +103,14 @@ func NewServer(d Deps) *Server {
 	if s.Delivering == nil {
 		s.Delivering = func() {}
 	}
+	if s.MaxUploadsInFlight <= 0 {
+		s.MaxUploadsInFlight = DefaultMaxUploadsInFlight
+	}
+	if s.BodyTimeout <= 0 {
+		s.BodyTimeout = DefaultBodyTimeout
+	}
+	s.inFlight = newInFlight(s.MaxUploadsInFlight)
+	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.authLimit = d.AuthLimit; s.authLimit == nil {
 		s.authLimit = NewAuthLimiter(DefaultAuthFailuresPerMinute)
@@ -114,11 +130,15 @@ func NewServer(d Deps) *Server {
 
 // ServeHTTP logs every request in one line and refuses paths with dot or
 // empty segments before routing: the mux would otherwise redirect them to a
-// cleaned path, and a stock file name must never be read as a path.
+// cleaned path, and a stock file name must never be read as a path. The
+// body is tracked (body.go): bounded in time, counted as read, and an
+// error answered before it was read closes the connection at once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	r, body := s.track(w, r, start)
+	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
 	defer func() {
+		s.untrack(body, rw.closing)
 		if v := recover(); v != nil {
 			s.logger.Error("panic", "method", r.Method, "path", r.URL.EscapedPath(), "panic", v)
 			if !rw.wrote {
@@ -126,9 +146,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
-			"bytes_in", r.ContentLength, "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
+			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()
+	if ambiguousFraming(r) {
+		rw.closing = true
+		rw.Header().Set("Connection", "close")
+		writeProblem(rw, r, storelink.EINVALID, "The request has both Content-Length and Transfer-Encoding (or Transfer-Encoding on HTTP/1.0); its length is ambiguous, so it is refused and the connection closed.")
+		return
+	}
 	if badPath(r.URL.EscapedPath()) {
 		writeProblem(rw, r, storelink.EINVALID, "The path must not contain '.', '..' or empty segments.")
 		return
@@ -178,11 +204,21 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// body, when set, is the request's body: an error answered while it
+	// is not read to its end closes the connection (closing), rather than
+	// have net/http read the rest first, which a slow sender can make
+	// last as long as the body timeout.
+	body    *trackedBody
+	closing bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		if code >= 400 && bodyUnread(w.body) {
+			w.closing = true
+			w.Header().Set("Connection", "close")
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -43,6 +43,10 @@ type apiOptions struct {
 	// deliverer (harness_test.go); without it the API has no webhook calls'
 	// store, as before.
 	webhooks *webhookOptions
+	// maxUploadsInFlight and bodyTimeout, when set, are the limits of
+	// body.go and inflight.go.
+	maxUploadsInFlight int
+	bodyTimeout        time.Duration
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -63,6 +67,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	deps := httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
+		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
 	}
 	if opt.webhooks != nil {
 		wake := wireWebhooks(t, db, reg, &deps, *opt.webhooks)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -70,8 +71,8 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: a large one is collected
 	// after eagerly (gcmode).
-	defer gcmode.Lean(r.ContentLength)()
-	body, sum, err := readBody(r, s.MaxFileSize)
+	body, sum, lean, err := readBody(r, s.MaxFileSize)
+	defer lean()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -145,27 +146,53 @@ func checkContentType(r *http.Request) error {
 	return nil
 }
 
-// readBody reads at most max bytes and hashes them on the way.
-func readBody(r *http.Request, max int64) ([]byte, string, error) {
+// readBody reads at most max bytes and hashes them on the way. Memory
+// follows the bytes that arrive, never the declared Content-Length: a
+// client can declare any length and send nothing. lean ends the eager
+// collection (gcmode) that starts once the body is large; it is to be
+// called when the body is no longer in memory, and also after an error.
+func readBody(r *http.Request, max int64) (body []byte, sum string, lean func(), err error) {
 	if r.ContentLength > max {
-		return nil, "", tooLarge(max)
+		return nil, "", func() {}, tooLarge(max)
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
+	buf := &leanBuffer{}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r.Body, max+1))
+	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
 	if err != nil {
-		return nil, "", storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
+		var e *storelink.Error
+		if errors.As(err, &e) {
+			return nil, "", buf.done, err
+		}
+		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
 	}
 	if n > max {
-		return nil, "", tooLarge(max)
+		return nil, "", buf.done, tooLarge(max)
 	}
 	if n == 0 {
-		return nil, "", storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
 	}
-	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
+	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), buf.done, nil
+}
+
+// leanBuffer is a bytes.Buffer that turns on gcmode's eager collection once
+// it holds gcmode.LargeFrom bytes.
+type leanBuffer struct {
+	bytes.Buffer
+	end func()
+}
+
+func (b *leanBuffer) Write(p []byte) (int, error) {
+	n, err := b.Buffer.Write(p)
+	if b.end == nil && int64(b.Len()) >= gcmode.LargeFrom {
+		b.end = gcmode.Lean(int64(b.Len()))
+	}
+	return n, err
+}
+
+func (b *leanBuffer) done() {
+	if b.end != nil {
+		b.end()
+	}
 }
 
 type validation struct {
@@ -183,8 +210,8 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
-	defer gcmode.Lean(r.ContentLength)()
-	body, _, err := readBody(r, s.MaxFileSize)
+	body, _, lean, err := readBody(r, s.MaxFileSize)
+	defer lean()
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"storelink/worker"
 )
@@ -104,5 +105,38 @@ func TestConfigAuthFailures(t *testing.T) {
 	_, err = parseConfig("serve", []string{"--auth-failures-per-minute", "0"}, func(string) string { return "" }, io.Discard)
 	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "--auth-failures-per-minute must be at least 1") {
 		t.Fatalf("0: err = %v, want a usage error", err)
+	}
+}
+
+// The limits on bodies and connections: defaults, variables, flags over
+// variables, and values that cannot work refused as usage errors.
+func TestConfigBodyLimits(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	cfg, err := parseConfig("serve", nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxUploadsInFlight != 4 || cfg.BodyTimeout != time.Minute || cfg.MaxConnections != 1024 {
+		t.Fatalf("defaults: in flight %d, body timeout %s, connections %d; want 4, 1m0s, 1024",
+			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections)
+	}
+	cfg, err = parseConfig("serve", []string{"--max-uploads-in-flight", "2", "--max-connections=10"}, env(map[string]string{
+		"STORELINK_MAX_UPLOADS_IN_FLIGHT": "8", "STORELINK_BODY_TIMEOUT": "5s", "STORELINK_MAX_CONNECTIONS": "99",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxUploadsInFlight != 2 || cfg.BodyTimeout != 5*time.Second || cfg.MaxConnections != 10 {
+		t.Fatalf("flags and variables: in flight %d, body timeout %s, connections %d; want 2, 5s, 10",
+			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections)
+	}
+	for _, bad := range [][]string{
+		{"--max-uploads-in-flight", "0"}, {"--body-timeout", "0s"}, {"--body-timeout", "-1s"}, {"--max-connections", "0"},
+	} {
+		if _, err := parseConfig("serve", bad, env(nil), io.Discard); err == nil || !isUsage(err) || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: err = %v, want a usage error naming %s", bad, err, bad[0])
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/netutil"
 
 	"storelink"
 	"storelink/dashboard"
@@ -112,6 +113,14 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
+// shutdownGrace is how long request bodies still arriving at a SIGTERM
+// get before they are cut; shutdownTimeout how long the requests get in
+// all before their connections are closed.
+const (
+	shutdownGrace   = 2 * time.Second
+	shutdownTimeout = 30 * time.Second
+)
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseConfig("serve", args, getenv, stderr)
 	if err != nil {
@@ -165,6 +174,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthLimit:           authLimit,
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
+		MaxUploadsInFlight:  c.MaxUploadsInFlight,
+		BodyTimeout:         c.BodyTimeout,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            proc.Wake,
 		Delivering:          deliverer.Wake,
@@ -180,7 +191,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Connections beyond --max-connections wait in the listen queue; those
+	// open are served as usual. httpapi.Listener watches each for requests
+	// of ambiguous framing.
+	ln = httpapi.Listener(netutil.LimitListener(ln, c.MaxConnections))
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnContext: httpapi.ConnContext}
 	fmt.Fprintf(stdout, "storelink: listening on http://%s\n", ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(c.Database))
 
@@ -208,8 +224,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case err = <-errc:
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = srv.Shutdown(shutCtx)
+		// A body still arriving after the grace is cut (503, nothing
+		// kept) so that a stalled upload cannot hold the stop; a request
+		// whose body is in is answered, an upload stored.
+		api.CutBodies(shutdownGrace)
+		shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		if err = srv.Shutdown(shutCtx); err != nil {
+			// What has not committed by now leaves nothing behind; what
+			// has is durable. The stop is still a clean one.
+			logger.Warn("requests still running at the end of the shutdown time; closing their connections", "error", err)
+			_ = srv.Close()
+			err = nil
+		}
 		cancel()
 	}
 	stopWork() // an apply in progress rolls back and is resumed at the next start

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"storelink"
+)
+
+// DefaultBodyTimeout is the time a request body has to arrive in full when
+// Deps does not say.
+const DefaultBodyTimeout = 60 * time.Second
+
+// codeBodyTimeout is the problem type of a 408: the body did not arrive in
+// full within the body timeout.
+const codeBodyTimeout = "body_timeout"
+
+// closeLinger bounds how long a connection that is being closed with its
+// request body unread still takes in what the client sends. The answer is
+// already out; reading for a moment lets a client that is still sending
+// see it before the connection is reset, and never lets a slow sender hold
+// the connection.
+const closeLinger = 500 * time.Millisecond
+
+// trackedBody is the request body as handlers see it. It counts the bytes
+// actually read (for the request log), turns the read deadline into the
+// body timeout's 408 (or, while shutting down, a 503), and tells whether
+// the body was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	n       atomic.Int64
+	// mu orders the deadline changes of reaching the end and of a cut: a
+	// body read to its end keeps no deadline.
+	mu  sync.Mutex
+	eof atomic.Bool
+	cut atomic.Bool // the deadline was brought forward by a shutdown
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	switch {
+	case err == io.EOF:
+		// From here the connection reads ahead for the next request; the
+		// body's deadline must not end that read (net/http would cancel
+		// the request's context).
+		b.mu.Lock()
+		b.eof.Store(true)
+		_ = b.rc.SetReadDeadline(time.Time{})
+		b.mu.Unlock()
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		if b.cut.Load() {
+			e := storelink.Errorf(storelink.EUNAVAILABLE,
+				"The service is shutting down and the body had not arrived in full (%d bytes received); nothing was kept. Send it again.", b.n.Load())
+			e.RetryAfter = shutdownRetryAfter
+			return n, e
+		}
+		return n, storelink.Errorf(codeBodyTimeout,
+			"The body did not arrive in full within %s (%d bytes received); nothing was kept.", b.timeout, b.n.Load())
+	}
+	return n, err
+}
+
+// shutdownRetryAfter is the Retry-After of a body cut by a shutdown: about
+// the time a restarted process takes to listen again.
+const shutdownRetryAfter = 5
+
+// bodies keeps the bodies being read, so that a shutdown can cut the ones
+// still arriving instead of waiting for them.
+type bodies struct {
+	mu    sync.Mutex
+	live  map[*trackedBody]time.Time // each with its deadline
+	cutAt time.Time                  // when shutting down: the deadline of every body
+}
+
+// track replaces r's body with a trackedBody whose read deadline is the
+// body timeout. It returns the request to hand on and the body (nil when
+// the request has none); untrack must be called before the handler returns.
+func (s *Server) track(w http.ResponseWriter, r *http.Request, start time.Time) (*http.Request, *trackedBody) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r, nil
+	}
+	b := &trackedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.BodyTimeout}
+	deadline := start.Add(s.BodyTimeout)
+	s.bodies.mu.Lock()
+	if !s.bodies.cutAt.IsZero() {
+		b.cut.Store(true)
+		deadline = s.bodies.cutAt
+	}
+	s.bodies.live[b] = deadline
+	s.bodies.mu.Unlock()
+	_ = b.rc.SetReadDeadline(deadline)
+	// A copy, so that net/http's own view of the request (the body it
+	// drains or not after the answer) stays its own.
+	r2 := r.WithContext(r.Context())
+	r2.Body = b
+	return r2, b
+}
+
+// untrack ends the tracking of b. closing tells that the answer closes
+// the connection with the body not read to its end (statusWriter said
+// Connection: close): its read deadline is then brought close, so that
+// net/http does not wait for the rest of the body before closing.
+func (s *Server) untrack(b *trackedBody, closing bool) {
+	if b == nil {
+		return
+	}
+	s.bodies.mu.Lock()
+	delete(s.bodies.live, b)
+	s.bodies.mu.Unlock()
+	if closing {
+		b.mu.Lock()
+		_ = b.rc.SetReadDeadline(time.Now().Add(closeLinger))
+		b.mu.Unlock()
+	}
+}
+
+// CutBodies is for shutting down: every request body that has not arrived
+// in full within grace from now is cut, and its request answered 503, so
+// that a stalled upload cannot hold the shutdown. Bodies that arrive in
+// time are handled as usual; requests that start later get the same end.
+func (s *Server) CutBodies(grace time.Duration) {
+	end := time.Now().Add(grace)
+	s.bodies.mu.Lock()
+	defer s.bodies.mu.Unlock()
+	s.bodies.cutAt = end
+	for b, deadline := range s.bodies.live {
+		if deadline.Before(end) {
+			continue
+		}
+		b.mu.Lock()
+		if !b.eof.Load() {
+			b.cut.Store(true)
+			s.bodies.live[b] = end
+			_ = b.rc.SetReadDeadline(end)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// bodyUnread tells whether a request had a body that was not read to its
+// end; a request without a body has nothing unread.
+func bodyUnread(b *trackedBody) bool { return b != nil && !b.eof.Load() }
+
+func bodyBytes(b *trackedBody) int64 {
+	if b == nil {
+		return 0
+	}
+	return b.n.Load()
+}

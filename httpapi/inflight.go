@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"storelink"
+)
+
+// DefaultMaxUploadsInFlight is the number of uploads and validations one
+// client may have in flight at once when Deps does not say.
+const DefaultMaxUploadsInFlight = 4
+
+// codeUploadsInFlight is the problem type of a 429 given because the client
+// already has as many uploads in flight as allowed. It is apart from
+// rate_limited (capacity) because waiting for Retry-After does not make the
+// same upload fit here: one of the client's other bodies has to end first.
+const codeUploadsInFlight = "uploads_in_flight"
+
+// inFlightRetryAfter is the Retry-After of that 429: a slot frees as soon as
+// one of the client's bodies is received and answered, which is usually
+// well within a second; one second is the least the header can say.
+const inFlightRetryAfter = 1
+
+// inFlight counts, per client, the uploads and validations whose handler
+// runs: from after authentication, through reading the body, to the
+// answer. Each holds up to a whole file in memory, so the count bounds what
+// one client can make this process hold. The count is per process.
+type inFlight struct {
+	mu  sync.Mutex
+	max int
+	n   map[string]int
+}
+
+func newInFlight(max int) *inFlight {
+	return &inFlight{max: max, n: make(map[string]int)}
+}
+
+// acquire takes a slot for the client; ok is false when all are taken.
+func (f *inFlight) acquire(clientID string) (release func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[clientID] >= f.max {
+		return nil, false
+	}
+	f.n[clientID]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.n[clientID]--; f.n[clientID] <= 0 {
+				delete(f.n, clientID)
+			}
+		})
+	}, true
+}
+
+// limitInFlight runs h only while the client holds a slot. It sits after
+// authentication, so that nobody can take a client's slots without its
+// key, and before h reads anything of the body.
+// With rateLimit, the refusal carries the RateLimit headers as every
+// answer to an upload does.
+func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http.Request, *storelink.Client)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
+	return func(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+		release, ok := s.inFlight.acquire(c.ID)
+		if !ok {
+			if rateLimit {
+				cp, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				setRateLimit(w, cp)
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(inFlightRetryAfter))
+			writeProblem(w, r, codeUploadsInFlight, fmt.Sprintf(
+				"This client already has %d uploads or validations in flight, the most allowed at once; "+
+					"send this one when one of them has been answered (Retry-After).", s.inFlight.max))
+			return
+		}
+		defer release()
+		h(w, r, c)
+	}
+}
