@@ -287,7 +287,9 @@ func otherClient(tb testing.TB, p *proc) clientCreds {
 // answered as the others close.
 func TestServeUnauthenticatedSlowBodies(t *testing.T) {
 	const conns = 2000
-	p := startServe(t, t.TempDir(), "--demo")
+	// The wrong keys all come from 127.0.0.1: the failed-authentication
+	// limit is raised so that every one of them gets its 401.
+	p := startServe(t, t.TempDir(), "--demo", "--auth-failures-per-minute", "100000")
 	start := time.Now()
 	raws := make([]*rawConn, conns)
 	for i := range raws {
