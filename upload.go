@@ -139,9 +139,9 @@ type UploadService interface {
 	// claimable again once after has passed, and the claim no longer counts
 	// towards the attempts after which an upload is given up on. It is for
 	// an apply that failed for a fault of the service (a full disk, a lost
-	// database), not of the file. A claim whose lease another processor has
-	// taken over, or that was already released or finished, is left as it
-	// is, so a release that is sent again changes nothing.
+	// database), not of the file. Only that claim is released: an upload
+	// claimed again since (by anyone), released already or finished is
+	// left as it is, so a release that is sent again changes nothing.
 	Release(ctx context.Context, c *Claim, after time.Duration) error
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)

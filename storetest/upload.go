@@ -387,6 +387,24 @@ func testRelease(e *env) {
 	if got.Status != storelink.UploadApplied {
 		t.Fatalf("apply after a release = %+v, want applied", got)
 	}
+
+	// A release is of one claim: an older claim's leaves a later claim of
+	// the same owner alone.
+	c4, err := s.Claim(ctx, "w4", time.Minute) // b.csv
+	must(t, err)
+	must(t, s.Release(ctx, c4, 0))
+	e.clock.Advance(time.Second)
+	c5, err := s.Claim(ctx, "w4", time.Minute)
+	must(t, err)
+	if c5 == nil || c5.ID != c4.ID || c5.Attempts != 1 {
+		t.Fatalf("claim after the release = %+v, want b.csv, attempt 1", c5)
+	}
+	must(t, s.Release(ctx, c4, 0))
+	got, err = s.Apply(ctx, c5, rows(row("S1", "4006381333931", 3, 100)))
+	must(t, err)
+	if got.Status != storelink.UploadApplied {
+		t.Fatalf("apply of a later claim after an older one was released again = %+v, want applied", got)
+	}
 }
 
 func testUploadListing(e *env) {

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The tests of this file cover faults (issue 13) through real serve
+// processes: an upload that was accepted is applied in the end, however
+// often the database goes away while it is being applied.
+
+// serveThroughProxy starts serve on a PostgreSQL test schema reached
+// through a pgProxy the test can cut, and returns the process, the proxy
+// and the schema's direct URL (for the test's own connections, which the
+// proxy never cuts).
+func serveThroughProxy(t *testing.T, args ...string) (*proc, *pgProxy, string) {
+	t.Helper()
+	dbURL, _ := pgSchemaURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := u.Hostname(); h != "127.0.0.1" && h != "localhost" && h != "::1" {
+		t.Skipf("STORELINK_TEST_DATABASE_URL is on %s, not loopback: the proxy test only dials loopback", h)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	proxy := startProxy(t, net.JoinHostPort(u.Hostname(), port))
+	u.Host = proxy.ln.Addr().String()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	p := startServe(t, t.TempDir(), append([]string{"--database", u.String(), "--admin-token", pressureToken,
+		"--secret-key", pgTestKey, "--demo"}, args...)...)
+	return p, proxy, dbURL
+}
+
+// lockWaiters waits until a backend waits for the lock on the stock table
+// (an apply writing its rows) and returns their process ids.
+func lockWaiters(t *testing.T, conn *pgx.Conn) []int32 {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var pids []int32
+		err := conn.QueryRow(context.Background(),
+			`SELECT coalesce(array_agg(pid), '{}') FROM pg_locks WHERE NOT granted AND relation = 'stock'::regclass`).Scan(&pids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) > 0 {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no apply waits for the stock table within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFaultDuringApplyLosesNoUpload: serve on PostgreSQL with
+// --upload-lease 1s. Two uploads are accepted while the test holds the
+// stock table locked, so the first one's apply waits. Three times the
+// database goes away under that apply (the proxy is cut and the waiting
+// backend ended, as a restart of the database would), the last time for
+// longer than four leases. Each upload is claimed at least four times, one
+// more than an upload that keeps failing is allowed, yet both end applied,
+// none set aside as "Processing failed"; the log names the fault as a
+// warning.
+func TestFaultDuringApplyLosesNoUpload(t *testing.T) {
+	t.Parallel()
+	p, proxy, dbURL := serveThroughProxy(t, "--upload-lease", "1s")
+	ctx := context.Background()
+	stall := pgConn(t, dbURL)
+	if _, err := stall.Exec(ctx, `BEGIN; LOCK TABLE stock IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	watch := pgConn(t, dbURL)
+	ids := []string{mustUpload(t, p, "first.csv", sizedFeed(200, 1)), mustUpload(t, p, "second.csv", sizedFeed(200, 2))}
+
+	for i, outage := range []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 4500 * time.Millisecond} {
+		pids := lockWaiters(t, watch)
+		proxy.setCut(true)
+		// The server notices a closed connection only when it next reads
+		// from it, which a backend waiting for a lock does not do: it is
+		// ended, as a restart of the database ends it.
+		if _, err := watch.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid`, pids); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(outage) // the database stays away meanwhile
+		proxy.setCut(false)
+		t.Logf("outage %d of %s over", i+1, outage)
+	}
+	if _, err := stall.Exec(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if u := p.waitUpload(t, id, 40*time.Second); u["status"] != "applied" || u["rows_applied"] != float64(1) {
+			t.Fatalf("upload %s after the outages = %v, want applied with its row\n%s", id, u, p.stderr)
+		}
+	}
+	log := p.stderr.String()
+	if !strings.Contains(log, `"level":"WARN","msg":"process upload: paused by a fault","code":"unavailable"`) {
+		t.Errorf("the log has no warning naming the fault:\n%s", log)
+	}
+	if strings.Contains(log, "upload given up") {
+		t.Errorf("an upload was given up:\n%s", log)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("stop: %v\n%s", err, p.stderr)
+	}
+}
