@@ -4,7 +4,10 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +118,54 @@ func TestFaultDuringApplyLosesNoUpload(t *testing.T) {
 	}
 	if err := p.Stop(); err != nil {
 		t.Fatalf("stop: %v\n%s", err, p.stderr)
+	}
+}
+
+// TestUploaderWaitsOutUnreachableDatabase: `storelink upload --wait`
+// against serve on a PostgreSQL that cannot be reached gets 503 with a
+// Retry-After, waits it out, sends again once the database is back, and
+// ends with the upload applied (exit 0).
+func TestUploaderWaitsOutUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	p, proxy, _ := serveThroughProxy(t)
+	file := writeFile(t, "stock.csv", string(sizedFeed(200, 3)))
+	proxy.setCut(true)
+	done := make(chan uploadRun, 1)
+	go func() { done <- runUpload(t, nil, append(credentials(p), "--wait", file)...) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stderr.String(), `"method":"PUT","path":"/stock/`+p.ClientID+`/stock.csv","status":503`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 503 for the upload within 20s:\n%s", p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	proxy.setCut(false)
+	r := <-done
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "stock.csv: applied") || !strings.Contains(r.stderr, "service unavailable; retrying in ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and the upload applied after waiting", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestUploaderStopsOnFullDisk: serve's --data on a small tmpfs that the
+// test fills; `storelink upload` gets 507 and stops at once with exit 2,
+// saying nothing was stored.
+func TestUploaderStopsOnFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root: the disk-full test is skipped")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
+		t.Skipf("mount a tmpfs on %s: %v: the disk-full test is skipped", dir, err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	p := startServe(t, filepath.Join(dir, "data"), "--demo", "--admin-token", pressureToken)
+	file := writeFile(t, "large.csv", string(bigFeed(12000, 0, 7).body)) // more than the database's log takes without growing
+	fill(t, filepath.Join(dir, "filler"))
+	r := runUpload(t, nil, append(credentials(p), "--wait", file)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "507") || !strings.Contains(r.stderr, "nothing was stored") || strings.Contains(r.stderr, "retrying") {
+		t.Fatalf("exit %d, stderr %q; want 2 at once, the 507 named and that nothing was stored", r.code, r.stderr)
+	}
+	if n := strings.Count(p.stderr.String(), `"msg":"request","method":"PUT"`); n != 1 {
+		t.Fatalf("serve logged %d PUTs, want the one:\n%s", n, p.stderr)
 	}
 }
