@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,5 +171,79 @@ func TestUploaderStopsOnFullDisk(t *testing.T) {
 	}
 	if n := strings.Count(p.stderr.String(), `"msg":"request","method":"PUT"`); n != 1 {
 		t.Fatalf("serve logged %d PUTs, want the one:\n%s", n, p.stderr)
+	}
+}
+
+// TestDashboardDatabaseUnreachable: the dashboard of serve on a PostgreSQL
+// that cannot be reached answers its pages, its actions and its login with
+// 503, a Retry-After and a page saying the database cannot be reached, not
+// a 500 or a login form that cannot work; once the database is back, so is
+// the dashboard, without a new login.
+func TestDashboardDatabaseUnreachable(t *testing.T) {
+	t.Parallel()
+	p, proxy, _ := serveThroughProxy(t)
+	newBrowser := func() *http.Client {
+		jar, _ := cookiejar.New(nil)
+		return &http.Client{Jar: jar, Timeout: 30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	send := func(c *http.Client, method, path string, form url.Values) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, p.URL+path, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	login := url.Values{"token": {pressureToken}, "next": {"/dashboard/"}}
+	b := newBrowser()
+	if resp, body := send(b, http.MethodPost, "/dashboard/login", login); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d %s", resp.StatusCode, body)
+	}
+	resp, body := send(b, http.MethodGet, "/dashboard/", nil)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("overview: %d, CSRF token found: %v", resp.StatusCode, m != nil)
+	}
+
+	proxy.setCut(true)
+	for _, r := range []struct {
+		what         string
+		c            *http.Client
+		method, path string
+		form         url.Values
+	}{
+		{"a page", b, http.MethodGet, "/dashboard/", nil},
+		{"an action", b, http.MethodPost, "/dashboard/endpoints/e1/enabled", url.Values{"csrf": {m[1]}, "enabled": {"true"}}},
+		{"a login", newBrowser(), http.MethodPost, "/dashboard/login", login},
+	} {
+		resp, body := send(r.c, r.method, r.path, r.form)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" ||
+			!strings.Contains(body, "The database cannot be reached. Retry after 5 seconds.") {
+			t.Errorf("%s with the database cut off: %d, Retry-After %q:\n%s\nwant 503 with Retry-After 5 saying the database cannot be reached",
+				r.what, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+
+	proxy.setCut(false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, body := send(b, http.MethodGet, "/dashboard/", nil)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("overview after the database is back: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -172,7 +172,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registry:            reg,
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
-			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger,
+			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger, Fault: faultOf(db),
 		}),
 	})
 
