@@ -135,6 +135,14 @@ type UploadService interface {
 	// Fail finishes a claimed upload as rejected with one problem, applying
 	// nothing: for an upload that could not be processed at all.
 	Fail(ctx context.Context, c *Claim, problem Problem) error
+	// Release gives a claim back uncounted: the upload stays processing,
+	// claimable again once after has passed, and the claim no longer counts
+	// towards the attempts after which an upload is given up on. It is for
+	// an apply that failed for a fault of the service (a full disk, a lost
+	// database), not of the file. Only that claim is released: an upload
+	// claimed again since (by anyone), released already or finished is
+	// left as it is, so a release that is sent again changes nothing.
+	Release(ctx context.Context, c *Claim, after time.Duration) error
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
 	// Uploads lists a client's uploads, newest first, before f.Before when

@@ -58,6 +58,11 @@ type Deps struct {
 	// that the deliverer looks at once rather than at its next poll.
 	Wake   func()
 	Logger *slog.Logger
+	// Fault turns a database's error for a full disk or an unreachable
+	// database into ENOSPACE or EUNAVAILABLE (the store's Fault function),
+	// so that the page says so instead of "Internal error.". Nil: no error
+	// is taken for a fault.
+	Fault func(error) error
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// SessionTTL is how long a login lasts; 12 hours when zero.
@@ -235,11 +240,33 @@ var statusOf = map[string]int{
 	storelink.ECONFLICT:      http.StatusConflict,
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
+	storelink.ENOSPACE:       http.StatusInsufficientStorage,
 }
 
-// renderError shows an error page. Only internal errors are logged, and
-// their text is never shown.
+// fault returns err as the fault it is (a full disk, an unreachable
+// database), or nil when it is none.
+func (h *Handler) fault(err error) error {
+	if h.Fault == nil || storelink.ErrorCode(err) != storelink.EINTERNAL {
+		return nil
+	}
+	if f := h.Fault(err); storelink.ErrorCode(f) != storelink.EINTERNAL {
+		return f
+	}
+	return nil
+}
+
+// renderError shows an error page. Only internal errors and faults are
+// logged, and their text is never shown: a fault is shown as what it is,
+// with its status (507, or 503 and a Retry-After).
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error) {
+	if f := h.fault(err); f != nil {
+		h.logger.Warn("dashboard: database fault", "method", r.Method, "path", r.URL.Path, "code", storelink.ErrorCode(f), "error", err)
+		err = f
+	}
+	var e *storelink.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	code := storelink.ErrorCode(err)
 	status, ok := statusOf[code]
 	if !ok {

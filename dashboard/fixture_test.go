@@ -52,6 +52,8 @@ type fixtureOptions struct {
 	// processNow runs the upload processor from the start; otherwise the
 	// test calls startProcessor or processAll.
 	processNow bool
+	// webhooks, when set, wraps the webhook service the dashboard gets.
+	webhooks func(storelink.WebhookService) storelink.WebhookService
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -84,9 +86,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Cleanup(client.CloseIdleConnections)
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	var webhooks storelink.WebhookService = db
+	if o.webhooks != nil {
+		webhooks = o.webhooks(db)
+	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: limit,
-		AdminToken: f.Token, Capacity: capacity,
+		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
+		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})

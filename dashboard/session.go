@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"storelink"
 )
 
 // cookieName is the session cookie. It is scoped to /dashboard/, so the API
@@ -73,18 +75,40 @@ func sessionHash(id string) []byte {
 
 // session checks the request's cookie and that its session has not been
 // ended, and returns the session id. A store that does not answer counts
-// as no session: the login that follows says what is wrong.
+// as no session.
 func (h *Handler) session(r *http.Request) (string, bool) {
+	id, ok, _ := h.checkSession(r)
+	return id, ok
+}
+
+// checkSession is session with the store's error, when it had one.
+func (h *Handler) checkSession(r *http.Request) (string, bool, error) {
 	id, ok := h.cookieSession(r)
 	if !ok {
-		return "", false
+		return "", false, nil
 	}
 	active, err := h.Sessions.SessionActive(r.Context(), sessionHash(id))
 	if err != nil {
-		h.logger.Error("dashboard: look up session", "error", err)
-		return "", false
+		if f := h.fault(err); f != nil {
+			h.logger.Warn("dashboard: look up session", "code", storelink.ErrorCode(f), "error", err)
+		} else {
+			h.logger.Error("dashboard: look up session", "error", err)
+		}
+		return "", false, err
 	}
-	return id, active
+	return id, active, nil
+}
+
+// sessionFault answers with the fault page when the session could not be
+// looked up because of a fault: a full disk or an unreachable database is
+// said plainly, rather than sending the browser to a login that cannot
+// work either. Other lookup errors count as no session.
+func (h *Handler) sessionFault(w http.ResponseWriter, r *http.Request, err error) bool {
+	if err == nil || h.fault(err) == nil {
+		return false
+	}
+	h.renderError(w, r, err)
+	return true
 }
 
 // cookieSession checks the request's cookie, its signature and age, and
@@ -139,7 +163,11 @@ func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string
 // form and comes back afterwards.
 func (h *Handler) page(fn func(w http.ResponseWriter, r *http.Request, v view)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := h.session(r); !ok {
+		_, ok, err := h.checkSession(r)
+		if h.sessionFault(w, r, err) {
+			return
+		}
+		if !ok {
 			http.Redirect(w, r, "/dashboard/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
@@ -150,7 +178,11 @@ func (h *Handler) page(fn func(w http.ResponseWriter, r *http.Request, v view)) 
 // action guards a POST: a session, and the session's CSRF token in the form.
 func (h *Handler) action(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := h.session(r); !ok {
+		_, ok, err := h.checkSession(r)
+		if h.sessionFault(w, r, err) {
+			return
+		}
+		if !ok {
 			http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
 			return
 		}

@@ -390,6 +390,19 @@ func (db *DB) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Pr
 	})
 }
 
+// Release gives a claim back uncounted (UploadService.Release). The claim
+// is known by its owner and start; the owner is cleared, so that only the
+// first of repeated releases counts.
+func (db *DB) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+	_, err := db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1, attempts = greatest(attempts - 1, 0)
+		WHERE id = $2 AND status = 'processing' AND lease_owner = $3 AND started_at = $4`,
+		db.now().Add(after), c.ID, c.Owner, *c.StartedAt)
+	if err != nil {
+		return fmt.Errorf("release upload %s: %w", c.ID, err)
+	}
+	return nil
+}
+
 func nonNil(p []storelink.Problem) []storelink.Problem {
 	if p == nil {
 		return []storelink.Problem{}

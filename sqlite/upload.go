@@ -280,6 +280,19 @@ func (db *DB) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Pr
 	return tx.Commit()
 }
 
+// Release gives a claim back uncounted (UploadService.Release). The claim
+// is known by its owner and start; the owner is cleared, so that only the
+// first of repeated releases counts.
+func (db *DB) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+	_, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?, attempts = max(attempts - 1, 0)
+		WHERE id = ? AND status = 'processing' AND lease_owner = ? AND started_at = ?`,
+		ms(db.now().Add(after)), c.ID, c.Owner, ms(*c.StartedAt))
+	if err != nil {
+		return fmt.Errorf("release upload %s: %w", c.ID, err)
+	}
+	return nil
+}
+
 func nonNil(p []storelink.Problem) []storelink.Problem {
 	if p == nil {
 		return []storelink.Problem{}

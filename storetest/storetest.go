@@ -90,6 +90,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"File error applies nothing", testApplyFileError},
 		{"Apply error rolls back", testApplyCallbackError},
 		{"Fail sets an upload aside", testFail},
+		{"Release gives a claim back uncounted", testRelease},
 		{"Upload listing", testUploadListing},
 		{"Stock listing and paging", testStockListing},
 		{"Store deletion removes its stock", testDeleteStoreStock},

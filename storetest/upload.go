@@ -340,6 +340,73 @@ func testFail(e *env) {
 	}
 }
 
+// testRelease: a claim given back after a fault waits out its back-off,
+// still processing and ahead of the client's later uploads, and does not
+// count as an attempt, however often it is released; it holds nothing
+// afterwards, and releasing it again leaves another processor's lease alone.
+func testRelease(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	u := e.accept("a.csv", 3)
+	e.accept("b.csv", 3)
+	c1, err := s.Claim(ctx, "w1", time.Minute)
+	must(t, err)
+	if c1 == nil || c1.ID != u.ID || c1.Attempts != 1 {
+		t.Fatalf("claim = %+v, want a.csv, attempt 1", c1)
+	}
+	must(t, s.Release(ctx, c1, 30*time.Second))
+	must(t, s.Release(ctx, c1, 30*time.Second)) // sent again: changes nothing
+	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	must(t, err)
+	if got.Status != storelink.UploadProcessing {
+		t.Fatalf("released upload is %s, want processing", got.Status)
+	}
+	e.clock.Advance(29 * time.Second)
+	if c, err := s.Claim(ctx, "w2", time.Minute); err != nil || c != nil {
+		t.Fatalf("claim during the back-off = %v, %v; want none (b.csv waits behind a.csv)", c, err)
+	}
+	e.clock.Advance(2 * time.Second)
+	c2, err := s.Claim(ctx, "w2", time.Minute)
+	must(t, err)
+	if c2 == nil || c2.ID != u.ID || c2.Attempts != 1 {
+		t.Fatalf("claim after the back-off = %+v, want a.csv, still attempt 1", c2)
+	}
+	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	wantCode(t, err, storelink.ECONFLICT)
+	must(t, s.Release(ctx, c1, 0))
+	if c, err := s.Claim(ctx, "w3", time.Minute); err != nil || c != nil {
+		t.Fatalf("claim while w2 holds the lease = %v, %v; want none", c, err)
+	}
+	e.clock.Advance(61 * time.Second)
+	c3, err := s.Claim(ctx, "w3", time.Minute)
+	must(t, err)
+	if c3 == nil || c3.ID != u.ID || c3.Attempts != 2 {
+		t.Fatalf("claim after w2's lease ran out = %+v, want a.csv, attempt 2", c3)
+	}
+	got, err = s.Apply(ctx, c3, rows(row("S1", "4006381333931", 2, 100)))
+	must(t, err)
+	if got.Status != storelink.UploadApplied {
+		t.Fatalf("apply after a release = %+v, want applied", got)
+	}
+
+	// A release is of one claim: an older claim's leaves a later claim of
+	// the same owner alone.
+	c4, err := s.Claim(ctx, "w4", time.Minute) // b.csv
+	must(t, err)
+	must(t, s.Release(ctx, c4, 0))
+	e.clock.Advance(time.Second)
+	c5, err := s.Claim(ctx, "w4", time.Minute)
+	must(t, err)
+	if c5 == nil || c5.ID != c4.ID || c5.Attempts != 1 {
+		t.Fatalf("claim after the release = %+v, want b.csv, attempt 1", c5)
+	}
+	must(t, s.Release(ctx, c4, 0))
+	got, err = s.Apply(ctx, c5, rows(row("S1", "4006381333931", 3, 100)))
+	must(t, err)
+	if got.Status != storelink.UploadApplied {
+		t.Fatalf("apply of a later claim after an older one was released again = %+v, want applied", got)
+	}
+}
+
 func testUploadListing(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	var ids []string

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,15 @@ import (
 // MaxAttempts is how often an upload is claimed before it is given up on.
 // An upload that kills its processor every time would otherwise block its
 // client's later uploads for ever.
+//
+// A claim whose apply fails for a fault of the service (Processor.Fault) is
+// given back uncounted, so an accepted upload is never given up on because
+// the disk was full or the database away, however long that lasts. A claim
+// still counts when its processor dies, when the claim's own answer is lost
+// on the way back, or, on PostgreSQL with several processes, when its
+// release fails and its lease runs out and another process claims the
+// upload before this one can release it: each of those takes an outage
+// during an apply, so giving up takes more than MaxAttempts of them.
 const MaxAttempts = 3
 
 // Processor applies accepted stock uploads, oldest first, in acceptance
@@ -37,10 +47,21 @@ type Processor struct {
 	Interval time.Duration
 	// Workers is the number of uploads processed at once.
 	Workers int
+	// Fault tells a fault of the service from other errors: it returns
+	// ENOSPACE for a full disk and EUNAVAILABLE for a database that cannot
+	// be reached (the store's Fault function). After a fault the workers
+	// pause, and an apply that failed for one gives its claim back
+	// uncounted. Nil: no error is a fault.
+	Fault func(error) error
 
 	wake    chan struct{}
 	metrics processorMetrics
 	pace    pace
+	faults  faultPause
+	// gate keeps claims (shared) apart from releases (exclusive): a claim
+	// being given back is never claimed again by another worker before the
+	// release is made, which would count it.
+	gate sync.RWMutex
 }
 
 type processorMetrics struct {
@@ -122,9 +143,23 @@ func (p *Processor) loop(ctx context.Context) {
 	defer ticker.Stop()
 	for {
 		for ctx.Err() == nil {
+			if d := p.faults.wait(time.Now()); d > 0 {
+				// A wake-up does not cut the pause short: while a fault
+				// lasts, new uploads would only fail the same way.
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(d):
+				}
+			}
 			worked, err := p.RunOnce(ctx)
 			if err != nil && ctx.Err() == nil {
-				p.Logger.Error("process upload", "error", err)
+				if code := faultCode(err); code != "" {
+					p.Logger.Warn("process upload: paused by a fault", "code", code,
+						"pause_ms", p.faults.wait(time.Now()).Milliseconds(), "error", err)
+				} else {
+					p.Logger.Error("process upload", "error", err)
+				}
 			}
 			if !worked || err != nil {
 				break
@@ -141,10 +176,20 @@ func (p *Processor) loop(ctx context.Context) {
 }
 
 // RunOnce claims and processes one upload; it reports whether there was one.
+// An error that is a fault of the service (ENOSPACE, EUNAVAILABLE) has
+// started a pause, which Run keeps; its claim, if any, was given back.
 func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
-	c, err := p.Uploads.Claim(ctx, p.Owner, p.Lease)
-	if err != nil || c == nil {
+	if err := p.releasePending(ctx); err != nil {
 		return false, err
+	}
+	p.gate.RLock()
+	c, err := p.Uploads.Claim(ctx, p.Owner, p.Lease)
+	p.gate.RUnlock()
+	if err != nil {
+		return false, p.faulted(err)
+	}
+	if c == nil {
+		return false, nil
 	}
 	start := time.Now()
 	log := p.Logger.With("upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts)
@@ -160,9 +205,15 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	u, err := p.apply(ctx, c)
+	if err != nil && ctx.Err() == nil {
+		if f := p.fault(err); f != nil {
+			return true, p.giveBack(ctx, c, f, err)
+		}
+	}
 	if err != nil {
 		return true, fmt.Errorf("upload %s: %w", c.ID, err)
 	}
+	p.faults.healed()
 	elapsed := time.Since(start)
 	p.pace.add(time.Now())
 	p.metrics.duration.Observe(elapsed.Seconds())
@@ -172,6 +223,84 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	log.Info("upload processed", "status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied,
 		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "duration_ms", elapsed.Milliseconds())
 	return true, nil
+}
+
+// fault returns err as the fault it is (an *storelink.Error with code
+// ENOSPACE or EUNAVAILABLE), or nil when it is none.
+func (p *Processor) fault(err error) error {
+	if p.Fault == nil || err == nil {
+		return nil
+	}
+	f := p.Fault(err)
+	switch storelink.ErrorCode(f) {
+	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
+		return f
+	}
+	return nil
+}
+
+// faulted starts a pause when err is a fault and returns err, with the
+// fault first in its chain so that faultCode finds it.
+func (p *Processor) faulted(err error) error {
+	if f := p.fault(err); f != nil {
+		p.faults.fault(time.Now())
+		return fmt.Errorf("%w: %w", f, err)
+	}
+	return err
+}
+
+// faultCode is the code of the fault err is, or "".
+func faultCode(err error) string {
+	switch code := storelink.ErrorCode(err); code {
+	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
+		return code
+	}
+	return ""
+}
+
+// giveBack releases a claim whose apply failed for a fault, uncounted and
+// for the length of the pause it starts. A release that fails too (the
+// database is still away) is made again before the next claim.
+func (p *Processor) giveBack(ctx context.Context, c *storelink.Claim, f, err error) error {
+	pause := p.faults.fault(time.Now())
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if rerr := p.Uploads.Release(ctx, c, pause); rerr != nil {
+		p.faults.keep(c)
+		return fmt.Errorf("upload %s: %w: %w (release: %v)", c.ID, f, err, rerr)
+	}
+	return fmt.Errorf("upload %s given back: %w: %w", c.ID, f, err)
+}
+
+// releasePending makes the releases that failed during a fault. Until they
+// are made nothing is claimed: the database that refuses them would fail
+// an apply too. A release that fails for another reason is dropped; its
+// lease runs out and counts as an attempt.
+func (p *Processor) releasePending(ctx context.Context) error {
+	if !p.faults.pending() {
+		return nil
+	}
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	claims := p.faults.take()
+	for i, c := range claims {
+		err := p.Uploads.Release(ctx, c, 0)
+		if err != nil && p.fault(err) != nil {
+			for _, c := range claims[i:] {
+				p.faults.keep(c)
+			}
+			return p.faulted(err)
+		}
+		if err != nil {
+			// Not a fault: this claim's lease runs out and counts.
+			for _, c := range claims[i+1:] {
+				p.faults.keep(c)
+			}
+			return err
+		}
+		p.Logger.Info("upload given back after a fault", "upload_id", c.ID, "client_id", c.ClientID)
+	}
+	return nil
 }
 
 // apply runs the feed check inside the store's apply transaction; a panic in

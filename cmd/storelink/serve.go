@@ -158,7 +158,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	proc := worker.NewProcessor(db, logger, owner, reg)
-	proc.Lease = c.UploadLease
+	proc.Lease, proc.Fault = c.UploadLease, faultOf(db)
 	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	deliverer.PerEndpoint = c.WebhookConcurrency
@@ -183,7 +183,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Registry:            reg,
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
-			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger,
+			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger, Fault: faultOf(db),
 		}),
 	})
 

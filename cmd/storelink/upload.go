@@ -28,8 +28,11 @@ import (
 const uploadUsage = `Usage: storelink upload [flags] FILE
 
 Sends FILE as a stock feed with PUT BASE/CLIENT_ID/NAME (CONTRACT 3.6). When
-the client's upload capacity is used up (429), it waits the Retry-After the
-service names and sends again, for up to --max-wait in all.
+the service answers 429 (the client's upload capacity is used up, or too many
+of its uploads wait to be processed) or 503 with a Retry-After (its database
+cannot be reached), it waits the Retry-After and sends again, for up to
+--max-wait of waiting in all. A 507 (the service's disk is full) ends it at
+once: nothing was stored.
 
 Progress and messages go to stderr: a progress bar when stderr is a terminal,
 plain lines otherwise. Stdout gets the result: without --wait, the accepted
@@ -38,8 +41,9 @@ the final upload status as one line of JSON.
 
 Exit status: 0 accepted (without --wait), or applied without row errors;
 1 the file was refused (400, 413, 415), rejected, applied with row errors, or
-capacity was still used up after --max-wait; 2 a usage, credential or
-transport error, or an interrupt.
+still refused with 429 after --max-wait; 2 a usage, credential or transport
+error, the service unavailable (503) after --max-wait, a 507, or an
+interrupt.
 
 Flags (each also read from its variable; a flag wins):
 `
@@ -89,7 +93,7 @@ func parseUploadConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.StringVar(&c.Name, "name", "", "the file name to send, ending in .csv (default the base name of FILE)")
 	fs.BoolVar(&c.Wait, "wait", false, "wait until the upload is applied or rejected and print the report")
 	fs.BoolVar(&c.JSON, "json", false, "with --wait, print the final upload status as JSON instead of the report")
-	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "how long to wait in all for capacity after 429 answers; 0 gives up at the first")
+	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "how long to wait in all, before sending again, after 429 and 503 answers; 0 gives up at the first")
 	fs.DurationVar(&c.WaitTimeout, "wait-timeout", c.WaitTimeout, "with --wait, how long to wait for the processing")
 	for name, variable := range map[string]string{"url": "STORELINK_URL", "client-id": "STORELINK_CLIENT_ID", "api-key": "STORELINK_API_KEY"} {
 		if v := getenv(variable); v != "" {
@@ -241,17 +245,26 @@ func (u *uploader) send(ctx context.Context, f *os.File, size int64) (*httpapi.U
 			if waited+d > u.cfg.MaxWait {
 				fmt.Fprintf(u.stderr, "storelink upload: not sent: %v\nstorelink upload: the service asks to wait %s more, which would exceed --max-wait %s; try again later\n",
 					ae, d, u.cfg.MaxWait)
+				if ae.StatusCode == http.StatusServiceUnavailable {
+					return nil, 2, nil
+				}
 				return nil, 1, nil
 			}
 			what := "capacity used up"
-			if ae.StatusCode == http.StatusServiceUnavailable {
+			switch {
+			case ae.StatusCode == http.StatusServiceUnavailable:
 				what = "service unavailable"
+			case ae.Code() == storelink.EBACKLOG:
+				what = "too many uploads of this client wait to be processed"
 			}
 			fmt.Fprintf(u.stderr, "%s; retrying in %d s\n", what, int64(d.Round(time.Second)/time.Second))
 			if err := sleep(ctx, d); err != nil {
-				return nil, 2, errors.New("interrupted while waiting for capacity; nothing was sent")
+				return nil, 2, errors.New("interrupted while waiting to send again; nothing was sent")
 			}
 			waited += d
+		case ae.StatusCode == http.StatusInsufficientStorage:
+			fmt.Fprintf(u.stderr, "storelink upload: not sent: %v\nstorelink upload: the service has no space left to store files; nothing was stored. Try again later; if it lasts, tell the marketplace\n", ae)
+			return nil, 2, nil
 		case ae.StatusCode == http.StatusUnauthorized:
 			return nil, 2, usageError{fmt.Errorf("the service refused the credentials (%v); check --client-id and --api-key (STORELINK_CLIENT_ID, STORELINK_API_KEY)", ae)}
 		case ae.StatusCode == http.StatusForbidden:

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,4 +346,74 @@ func TestUploadWaitEnds(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr.String(), "interrupted; upload u1 was accepted") {
 		t.Errorf("interrupted: exit %d, stderr %q", code, stderr.String())
 	}
+}
+
+// scriptedService answers the PUTs of an upload with the given answers in
+// turn (the last one again once they run out), each a status, a problem
+// type and a Retry-After; it counts the PUTs and checks each carries the
+// whole file.
+func scriptedService(t *testing.T, want string, answers ...[3]string) (url string, puts func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		a := answers[min(n, len(answers)-1)]
+		n++
+		mu.Unlock()
+		if string(b) != want {
+			t.Errorf("PUT %d carried %d bytes, want the whole file of %d", n, len(b), len(want))
+		}
+		if a[0] == "200" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"upload_id":"u1","file_name":"stock.csv","status":"accepted"}`)
+			return
+		}
+		if a[2] != "" {
+			w.Header().Set("Retry-After", a[2])
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		status, _ := strconv.Atoi(a[0])
+		w.WriteHeader(status)
+		_, _ = fmt.Fprintf(w, `{"type":"/problems/%s","title":%q,"status":%d,"detail":"detail of %s"}`, a[1], http.StatusText(status), status, a[1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// The uploader sends again after a 503 with Retry-After and after a 429
+// for too many waiting uploads, within --max-wait; past it a 503 ends with
+// exit 2; a 507 ends at once with exit 2, saying nothing was stored.
+func TestUploadRetriesFaults(t *testing.T) {
+	file := writeFile(t, "stock.csv", validFeed)
+	args := func(url string, more ...string) []string {
+		return append([]string{"--url", url, "--client-id", "c1", "--api-key", "k1"}, append(more, file)...)
+	}
+	t.Run("503 and 429 too_many_waiting: sent again", func(t *testing.T) {
+		url, puts := scriptedService(t, validFeed, [3]string{"503", "unavailable", "1"}, [3]string{"429", "too_many_waiting", "1"}, [3]string{"200"})
+		r := runUpload(t, nil, args(url)...)
+		if r.code != 0 || puts() != 3 || !strings.Contains(r.stdout, `"upload_id":"u1"`) {
+			t.Fatalf("exit %d after %d PUTs, stdout %q; want 0 after 3", r.code, puts(), r.stdout)
+		}
+		for _, want := range []string{"service unavailable; retrying in 1 s", "too many uploads of this client wait to be processed; retrying in 1 s"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr %q, want %q", r.stderr, want)
+			}
+		}
+	})
+	t.Run("503 past --max-wait: exit 2", func(t *testing.T) {
+		url, puts := scriptedService(t, validFeed, [3]string{"503", "unavailable", "1"})
+		r := runUpload(t, nil, args(url, "--max-wait", "2s")...)
+		if r.code != 2 || puts() != 3 || !strings.Contains(r.stderr, "detail of unavailable") || !strings.Contains(r.stderr, "exceed --max-wait 2s") {
+			t.Fatalf("exit %d after %d PUTs, stderr %q; want 2 after 3 PUTs (two waits of 1 s), the 503 and --max-wait named", r.code, puts(), r.stderr)
+		}
+	})
+	t.Run("507: exit 2 at once", func(t *testing.T) {
+		url, puts := scriptedService(t, validFeed, [3]string{"507", "insufficient_storage", ""})
+		r := runUpload(t, nil, args(url)...)
+		if r.code != 2 || puts() != 1 || !strings.Contains(r.stderr, "no space left") || !strings.Contains(r.stderr, "nothing was stored") {
+			t.Fatalf("exit %d after %d PUTs, stderr %q; want 2 after one PUT, saying there is no space and nothing was stored", r.code, puts(), r.stderr)
+		}
+	})
 }
