@@ -169,6 +169,12 @@ func TestUploaderStopsOnFullDisk(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "507") || !strings.Contains(r.stderr, "nothing was stored") || strings.Contains(r.stderr, "retrying") {
 		t.Fatalf("exit %d, stderr %q; want 2 at once, the 507 named and that nothing was stored", r.code, r.stderr)
 	}
+	// The request's log line is written just after its answer: wait for
+	// it. The uploader has exited, so no later PUT can come.
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(p.stderr.String(), `"msg":"request","method":"PUT"`) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if n := strings.Count(p.stderr.String(), `"msg":"request","method":"PUT"`); n != 1 {
 		t.Fatalf("serve logged %d PUTs, want the one:\n%s", n, p.stderr)
 	}
