@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -352,24 +351,7 @@ func (p *pgProxy) setCut(cut bool) {
 // 200. (The PostgreSQL server itself is never touched.)
 func TestPostgresUnreachable(t *testing.T) {
 	t.Parallel()
-	dbURL, _ := pgSchemaURL(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := u.Hostname(); h != "127.0.0.1" && h != "localhost" && h != "::1" {
-		t.Skipf("STORELINK_TEST_DATABASE_URL is on %s, not loopback: the proxy test only dials loopback", h)
-	}
-	port := u.Port()
-	if port == "" {
-		port = "5432"
-	}
-	proxy := startProxy(t, net.JoinHostPort(u.Hostname(), port))
-	u.Host = proxy.ln.Addr().String()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	p := startServe(t, t.TempDir(), "--database", u.String(), "--admin-token", pressureToken, "--secret-key", pgTestKey, "--demo")
+	p, proxy, _ := serveThroughProxy(t)
 	feed := sizedFeed(200, 1)
 	// Applied before the cut: a claim whose answer the cut loses holds the
 	// upload until its lease runs out (--upload-lease), which is not what
