@@ -79,13 +79,15 @@ func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 // Client sends webhooks through net/http's Transport (see newTransport).
 // It is safe for concurrent use and keeps connections alive between
 // attempts, since one partner endpoint receives many events in a row. It
-// sends each request as it is: a redirect is a failed attempt with its 3xx,
-// since following it would send a signed event to a URL the partner never
-// registered.
+// sends each request as it is, with the Transport's RoundTrip, which
+// follows no redirect: a redirect is a failed attempt with its 3xx, since
+// following it would send a signed event to a URL the partner never
+// registered. (An http.Client would parse the Location of a 3xx before
+// asking whether to follow it, and fail an attempt whose Location is no
+// URL instead of recording its status.)
 type Client struct {
 	timeout   time.Duration
 	transport *http.Transport
-	http      *http.Client
 	// verdicts holds each endpoint URL's verdict (it depends on the URL
 	// alone), and signers the HMACs of each key: an endpoint receives many
 	// events in a row.
@@ -130,17 +132,7 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	tr := newTransport(timeout, allowPrivate)
-	return &Client{
-		timeout:   timeout,
-		transport: tr,
-		http: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
-	}
+	return &Client{timeout: timeout, transport: newTransport(timeout, allowPrivate)}
 }
 
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
@@ -189,11 +181,11 @@ func (c *Client) send(parent context.Context, r Request, now time.Time) Result {
 		return Result{Err: errors.New("invalid URL")}
 	}
 	c.setHeaders(req.Header, r, now)
-	resp, err := c.http.Do(req)
+	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		return Result{Err: c.attemptError(parent, err)}
 	}
-	defer resp.Body.Close() // before the end: the connection is not kept
+	defer resp.Body.Close() // a body not read to its end closes its connection
 	res := Result{StatusCode: resp.StatusCode}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return res // not HTTP any more
@@ -302,8 +294,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // attemptError turns a transport error into a short text for the record.
-// The *url.Error around it names the URL, which may hold a token, so only
-// the cause is described; the cause stays reachable with errors.Is and As.
+// The text never names the URL, which may hold a token: an error around it
+// (*url.Error) is described by its cause. The cause stays reachable with
+// errors.Is and As.
 func (c *Client) attemptError(parent context.Context, err error) error {
 	var (
 		blocked *blockedError
