@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"storelink"
 )
 
 // UserAgent identifies the sender to partners' logs and firewalls.
@@ -78,21 +76,23 @@ func (r Result) Gone() bool { return r.Err == nil && r.StatusCode == http.Status
 // anything but success and 410, including 3xx and 4xx (CONTRACT 6.2).
 func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
 
-// Client sends webhooks. It is safe for concurrent use and keeps
-// connections alive between attempts, since one partner endpoint receives
-// many events in a row. It sends each request as it is: a redirect is a
-// failed attempt with its 3xx, since following it would send a signed
-// event to a URL the partner never registered.
+// Client sends webhooks through net/http's Transport (see newTransport).
+// It is safe for concurrent use and keeps connections alive between
+// attempts, since one partner endpoint receives many events in a row. It
+// sends each request as it is, with the Transport's RoundTrip, which
+// follows no redirect: a redirect is a failed attempt with its 3xx, since
+// following it would send a signed event to a URL the partner never
+// registered. (An http.Client would parse the Location of a 3xx before
+// asking whether to follow it, and fail an attempt whose Location is no
+// URL instead of recording its status.)
 type Client struct {
-	dialer    *net.Dialer
-	tlsConfig *tls.Config
 	timeout   time.Duration
-	conns     pool
-	// targets holds each endpoint URL sent to, parsed, with its verdict
-	// (they depend on the URL alone), and signers the HMACs of each key:
-	// an endpoint receives many events in a row.
-	targets memo[string, target]
-	signers signers
+	transport *http.Transport
+	// verdicts holds each endpoint URL's verdict (it depends on the URL
+	// alone), and signers the HMACs of each key: an endpoint receives many
+	// events in a row.
+	verdicts memo[string, error]
+	signers  signers
 }
 
 // maxMemo bounds each of a Client's memos: past it, the rest is worked out
@@ -132,188 +132,75 @@ func NewClient(timeout time.Duration, allowPrivate bool) *Client {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = dialGuard
-	}
-	return &Client{
-		timeout: timeout,
-		// No proxy from the environment: the guard must see the endpoint's
-		// address, not a proxy's, and events must not leave by a path the
-		// operator did not configure for them.
-		dialer:    dialer,
-		tlsConfig: &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
-	}
+	return &Client{timeout: timeout, transport: newTransport(timeout, allowPrivate)}
 }
 
 // CloseIdleConnections closes the kept-alive connections, at shutdown.
-func (c *Client) CloseIdleConnections() { c.conns.closeAll() }
+func (c *Client) CloseIdleConnections() { c.transport.CloseIdleConnections() }
 
 // Send makes one attempt: POST the body, signed with every key at now, to
 // the URL with ${eventId} replaced, and read a bounded part of the answer.
 // It never returns a Go error: every failure is in the Result.
 func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 	start := time.Now()
-	res := c.send(ctx, r, now, start)
+	res := c.send(ctx, r, now)
 	res.Duration = time.Since(start)
 	return res
 }
 
-func (c *Client) send(ctx context.Context, r Request, now, start time.Time) Result {
-	var t target
-	if strings.Contains(r.URL, "${eventId}") {
-		t = newTarget(strings.ReplaceAll(r.URL, "${eventId}", url.PathEscape(r.EventID))) // a URL per event: not kept
+func (c *Client) send(parent context.Context, r Request, now time.Time) Result {
+	target := r.URL
+	var verdict error
+	if strings.Contains(target, "${eventId}") {
+		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
+		verdict = checkTarget(target) // a URL per event: not kept
 	} else {
-		t = c.targets.get(r.URL, newTarget)
+		verdict = c.verdicts.get(target, checkTarget)
 	}
-	if t.err != nil {
-		return Result{Err: t.err}
+	if verdict != nil {
+		return Result{Err: verdict}
 	}
 	if r.APIKey != "" && ValidateAPIKey(r.APIKey) != nil {
 		// Refused at registration; one registered before that rule is not
 		// sent as it would go out.
 		return Result{Err: errors.New("invalid api_key: not a valid header value")}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := parent.Err(); err != nil {
 		// Nothing is sent for an attempt canceled already.
-		return Result{Err: c.attemptError(ctx, err)}
+		return Result{Err: c.attemptError(parent, err)}
 	}
-	// The attempt's deadline; ctx ends it sooner if canceled.
-	deadline := start.Add(c.timeout)
-	req := &http.Request{
-		Method: http.MethodPost, URL: t.url, Host: t.host,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:        make(http.Header, 6),
-		ContentLength: int64(len(r.Body)),
+	// One deadline for the whole attempt: dial, TLS handshake, request,
+	// head and body of the answer.
+	ctx, cancel := context.WithTimeout(parent, c.timeout)
+	defer cancel()
+	// A *bytes.Reader gives the request its Content-Length (0 for an empty
+	// body, never chunked) and a GetBody, with which the Transport sends it
+	// again on a new connection when a kept-alive one turns out closed.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{Err: errors.New("invalid URL")}
 	}
 	c.setHeaders(req.Header, r, now)
-
-	// A canceled attempt ends at once, the reading of the body included:
-	// the deadline of its connection passes.
-	var on canceler
-	stop := on.watch(ctx)
-	defer stop()
-	cn, x, err := c.roundTrip(ctx, t, req, r.Body, deadline, &on)
+	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
-		return Result{Err: c.attemptError(ctx, err)}
+		return Result{Err: c.attemptError(parent, err)}
 	}
-	resp := x.resp
+	defer resp.Body.Close() // a body not read to its end closes its connection
 	res := Result{StatusCode: resp.StatusCode}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		cn.nc.Close() // not HTTP any more
-		return res
+		return res // not HTTP any more
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
 	}
-	excerpt, complete, err := readBounded(resp.Body)
+	excerpt, err := readBounded(resp.Body)
 	res.Excerpt = excerpt
 	if err != nil {
 		// The status came but the body did not, in time: the answer is not
 		// complete, so the attempt has failed. The receiver deduplicates.
-		res.Err = fmt.Errorf("reading the response: %w", c.attemptError(ctx, err))
-	}
-	// The connection carries the next attempt only if this answer was read
-	// to its end and nothing came after it, and the attempt was not
-	// canceled: once stop returns true, on.cancel never touches cn.
-	if stop() && complete && !resp.Close && cn.br.Buffered() == 0 {
-		c.conns.put(cn, time.Now())
-	} else {
-		cn.nc.Close()
+		res.Err = fmt.Errorf("reading the response: %w", c.attemptError(parent, err))
 	}
 	return res
-}
-
-// roundTrip sends req with body to t on a kept-alive connection, or a
-// new one, and reads the head of the answer. A kept-alive connection that
-// the receiver had closed is found so when the request goes: it is sent
-// once more on a new connection, as net/http does; receivers deduplicate
-// by webhook-id.
-func (c *Client) roundTrip(ctx context.Context, t target, req *http.Request, body []byte, deadline time.Time, on *canceler) (*conn, exchange, error) {
-	try := func(cn *conn) (*conn, exchange, error) {
-		if err := on.use(cn, deadline); err != nil {
-			cn.nc.Close()
-			return nil, exchange{}, err
-		}
-		// An empty body goes with Content-Length: 0, as net/http sends it;
-		// a reader of unknown length would be sent chunked.
-		req.Body = http.NoBody
-		if len(body) > 0 {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		x, err := cn.roundTrip(req)
-		if err != nil {
-			cn.nc.Close()
-			return nil, x, err
-		}
-		return cn, x, nil
-	}
-	cn := c.conns.get(t.key, time.Now())
-	for cn != nil && cn.unsolicited() {
-		cn.nc.Close()
-		cn = c.conns.get(t.key, time.Now())
-	}
-	if cn != nil {
-		cn, x, err := try(cn)
-		if err == nil || !stale(x, err) || ctx.Err() != nil {
-			return cn, x, err
-		}
-	}
-	cn, err := c.dial(ctx, t, deadline)
-	if err != nil {
-		return nil, exchange{}, err
-	}
-	return try(cn)
-}
-
-// canceler ends the exchange on the connection in use when its attempt is
-// canceled: the connection's deadline passes.
-type canceler struct {
-	mu       sync.Mutex
-	cn       *conn
-	canceled bool
-}
-
-// aLongTimeAgo is a deadline that has passed.
-var aLongTimeAgo = time.Unix(1, 0)
-
-func (c *canceler) cancel() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.canceled = true
-	if c.cn != nil {
-		c.cn.nc.SetDeadline(aLongTimeAgo)
-	}
-}
-
-// watch has cancel called when ctx is done, until stop is called; stop
-// returns true if cancel was not called and never will be.
-func (c *canceler) watch(ctx context.Context) (stop func() bool) {
-	if ctx.Done() == nil {
-		return func() bool { return true }
-	}
-	return context.AfterFunc(ctx, c.cancel)
-}
-
-// use notes the connection in use and sets its deadline: the attempt's,
-// or one passed after cancel. Both under c.mu, so that the attempt's
-// deadline never comes after, and undoes, a cancellation.
-func (c *canceler) use(cn *conn, deadline time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cn = cn
-	if c.canceled {
-		deadline = aLongTimeAgo
-	}
-	return cn.nc.SetDeadline(deadline)
-}
-
-// checkURL is parseURL's verdict on a URL as the error of an attempt.
-func checkURL(target string) error {
-	if _, err := parseURL(target); err != nil {
-		return errors.New("invalid URL: " + strings.TrimPrefix(storelink.ErrorMessage(err), "url: "))
-	}
-	return nil
 }
 
 // The values of the headers that are the same on every request.
@@ -326,9 +213,14 @@ var (
 // names go into the map as written, lower case, so that they go on the wire
 // exactly as the specification spells them.
 func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
-	// Request.Write only reads the headers: the shared values are safe.
+	// The Transport only reads the headers: the shared values are safe.
 	h["Content-Type"] = contentTypeJSON
 	h["User-Agent"] = userAgent
+	// Receivers deduplicate by webhook-id, so a request may go twice. An
+	// Idempotency-Key without a value tells the Transport so, and is not
+	// sent: a request on a kept-alive connection that the receiver closed
+	// before answering goes once more on a new connection.
+	h["Idempotency-Key"] = nil
 	ts := now.Unix()
 	values := []string{r.EventID, strconv.FormatInt(ts, 10), c.signers.header(r.Keys, r.EventID, ts, r.Body), r.APIKey}
 	h[HeaderID] = values[0:1:1]
@@ -343,12 +235,11 @@ func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
 // into.
 var excerptBuffers = sync.Pool{New: func() any { return new([excerptSize]byte) }}
 
-// readBounded keeps the start of a body and reads at most drainSize of it;
-// complete tells whether it read the body to its end.
-func readBounded(body io.ReadCloser) (text string, complete bool, err error) {
-	if body == http.NoBody {
-		return "", true, nil // a 204, or a Content-Length of 0
-	}
+// readBounded keeps the start of a body and reads at most drainSize of
+// it. A body read to its end lets the Transport keep the connection; one
+// longer than drainSize is left unread, and the connection is closed with
+// it.
+func readBounded(body io.Reader) (text string, err error) {
 	buf := excerptBuffers.Get().(*[excerptSize]byte)
 	defer excerptBuffers.Put(buf)
 	// Not io.ReadFull, which turns the body's io.ErrUnexpectedEOF (the
@@ -360,19 +251,15 @@ func readBounded(body io.ReadCloser) (text string, complete bool, err error) {
 		m, err = body.Read(buf[n:])
 		n += m
 	}
-	if err == io.EOF {
-		err, complete = nil, true
-	} else if err == nil {
-		// One byte more than is read at most tells whether the body ends.
+	if err == nil {
+		// One byte more than is read at most: a body of drainSize is read
+		// to its end.
 		_, err = io.CopyN(io.Discard, body, drainSize-excerptSize+1)
-		if err == io.EOF {
-			err, complete = nil, true
-		} // else nil: longer than drainSize, the rest is not read
 	}
-	if complete {
-		body.Close()
+	if err == io.EOF {
+		err = nil // the end of the body, or longer than drainSize
 	}
-	return excerpt(buf[:n], n == excerptSize), complete, err
+	return excerpt(buf[:n], n == excerptSize), err
 }
 
 func excerpt(b []byte, cut bool) string {
@@ -407,8 +294,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // attemptError turns a transport error into a short text for the record.
-// The *url.Error around it names the URL, which may hold a token, so only
-// the cause is described; the cause stays reachable with errors.Is and As.
+// The text never names the URL, which may hold a token: an error around it
+// (*url.Error) is described by its cause. The cause stays reachable with
+// errors.Is and As.
 func (c *Client) attemptError(parent context.Context, err error) error {
 	var (
 		blocked *blockedError
@@ -425,9 +313,14 @@ func (c *Client) attemptError(parent context.Context, err error) error {
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		msg = "timeout after " + c.timeout.String()
 		if !errors.Is(err, context.DeadlineExceeded) {
-			// The connection's deadline: the attempt's, as a context's is.
+			// A timeout of the Transport's own: the attempt's, as the
+			// context's is.
 			err = errors.Join(context.DeadlineExceeded, err)
 		}
+	case strings.Contains(err.Error(), "server response headers exceeded"):
+		// net/http's refusal of a head past MaxResponseHeaderBytes has no
+		// type of its own.
+		msg = "response head larger than 64 KiB"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		msg = "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

@@ -284,6 +284,15 @@ func TestWebhookSendRedirect(t *testing.T) {
 	if n := called.Load(); n != 0 {
 		t.Fatalf("redirect target called %d times", n)
 	}
+	// A Location that is no URL is not read either: the 3xx is the answer.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://%zz/")
+		w.WriteHeader(http.StatusFound)
+	}))
+	defer srv.Close()
+	if res := testClient(t, time.Second).Send(context.Background(), testRequest(t, srv.URL), time.Now()); res.StatusCode != http.StatusFound || res.Err != nil {
+		t.Fatalf("Send with an unreadable Location = %+v, want a failed attempt with 302", res)
+	}
 }
 
 // TestWebhookSendLargeResponse: only the start of a large answer is kept,

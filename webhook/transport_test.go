@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +34,13 @@ func countingServer(t *testing.T, tlsServer bool, h http.HandlerFunc) (*httptest
 	return srv, &conns
 }
 
+// trusting has c accept the certificates of srv, an httptest TLS server;
+// it is called before c's first attempt.
+func trusting(c *Client, srv *httptest.Server) *Client {
+	c.transport.TLSClientConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	return c
+}
+
 // An https endpoint gets the signed request over TLS 1.2 or later, with
 // its certificate checked against its name, and the connection is kept.
 func TestWebhookSendTLS(t *testing.T) {
@@ -49,13 +55,12 @@ func TestWebhookSendTLS(t *testing.T) {
 		got <- seen{r.TLS.Version, r.Header.Get(HeaderID), string(body)}
 		io.WriteString(w, "ok")
 	})
-	c := testClient(t, 2*time.Second)
 	// A certificate no one vouches for is refused.
-	res := c.Send(context.Background(), testRequest(t, srv.URL), time.Now())
+	res := testClient(t, 2*time.Second).Send(context.Background(), testRequest(t, srv.URL), time.Now())
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "TLS certificate not accepted") {
 		t.Fatalf("Send to an unknown certificate = %+v, want it refused", res)
 	}
-	c.tlsConfig.RootCAs = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	c := trusting(testClient(t, 2*time.Second), srv)
 	for range 3 {
 		res := c.Send(context.Background(), testRequest(t, srv.URL), time.Now())
 		if !res.Success() || res.Excerpt != "ok" {
@@ -75,6 +80,46 @@ func TestWebhookSendTLS(t *testing.T) {
 	res = c.Send(context.Background(), testRequest(t, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)), time.Now())
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "TLS certificate not accepted") {
 		t.Fatalf("Send to localhost with a certificate for 127.0.0.1 = %+v, want it refused", res)
+	}
+}
+
+// An https endpoint that offers HTTP/2 gets the attempts over it, signed
+// as over HTTP/1.1, one after another on one connection.
+func TestWebhookSendHTTP2(t *testing.T) {
+	got := make(chan *http.Request, 10)
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		got <- r
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "over h2")
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	c := trusting(testClient(t, 2*time.Second), srv)
+	for i := range 3 {
+		now := time.Now()
+		if res := c.Send(context.Background(), testRequest(t, srv.URL), now); res.StatusCode != 202 || res.Excerpt != "over h2" {
+			t.Fatalf("attempt %d: %+v, want a 202", i, res)
+		}
+		r := <-got
+		body, _ := io.ReadAll(r.Body)
+		if r.ProtoMajor != 2 || string(body) != eventBody {
+			t.Fatalf("the receiver saw %s with body %q, want HTTP/2 and the event", r.Proto, body)
+		}
+		if err := Verify([][]byte{mustKey(t, specSecret)}, r.Header, body, now, 5*time.Minute); err != nil {
+			t.Fatalf("Verify over HTTP/2: %v", err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 attempts over HTTP/2, want 1", n)
 	}
 }
 
@@ -118,138 +163,6 @@ func TestWebhookSendHeadTooLarge(t *testing.T) {
 	}
 	if got := conns.Load(); got != 2 {
 		t.Fatalf("%d connections, want 2", got)
-	}
-}
-
-// The pool hands out the most recently used connection of a target and
-// never one idle for maxIdle or longer.
-func TestWebhookPoolIdle(t *testing.T) {
-	var closed []string
-	var mu sync.Mutex
-	mk := func(key, name string) *conn {
-		return &conn{key: key, nc: closeNoter{name: name, closed: &closed, mu: &mu}}
-	}
-	var p pool
-	defer p.closeAll()
-	t0 := time.Now()
-	p.put(mk("a", "a1"), t0)
-	p.put(mk("a", "a2"), t0.Add(time.Second))
-	p.put(mk("b", "b1"), t0)
-	if c := p.get("a", t0.Add(2*time.Second)); c == nil || c.nc.(closeNoter).name != "a2" {
-		t.Fatalf("get = %v, want a2, the most recently used", c)
-	}
-	if c := p.get("a", t0.Add(maxIdle)); c != nil || len(closed) != 1 || closed[0] != "a1" {
-		t.Fatalf("get after maxIdle = %v, closed %v; want nothing, a1 closed", c, closed)
-	}
-	p.closeAll()
-	if len(closed) != 2 || closed[1] != "b1" || p.count != 0 {
-		t.Fatalf("closeAll: closed %v, %d kept", closed, p.count)
-	}
-}
-
-// Connections left idle are closed when their time is up, though no
-// attempt comes any more; the pool's timer stops once none is kept.
-func TestWebhookPoolClosesIdle(t *testing.T) {
-	var closed []string
-	var mu sync.Mutex
-	p := pool{idleFor: 30 * time.Millisecond}
-	defer p.closeAll()
-	p.put(&conn{key: "a", nc: closeNoter{name: "a1", closed: &closed, mu: &mu}}, time.Now())
-	p.put(&conn{key: "b", nc: closeNoter{name: "b1", closed: &closed, mu: &mu}}, time.Now().Add(40*time.Millisecond))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p.mu.Lock()
-		count, running := p.count, p.timer != nil
-		p.mu.Unlock()
-		mu.Lock()
-		n := len(closed)
-		mu.Unlock()
-		if count == 0 && n == 2 && !running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5s: %d kept, closed %v, timer running %v; want both closed, the timer stopped", count, closed, running)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-type closeNoter struct {
-	net.Conn
-	name   string
-	closed *[]string
-	mu     *sync.Mutex
-}
-
-func (c closeNoter) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	*c.closed = append(*c.closed, c.name)
-	return nil
-}
-
-// BenchmarkSend compares an attempt of Client.Send with a bare net/http
-// Transport posting the same body with the same headers to the same
-// receiver, from 32 goroutines (worker.DefaultPerEndpoint) each, in the
-// same run; the receiver runs in this process and is part of both costs:
-//
-//	go test ./webhook -run '^$' -bench Send -benchtime 100000x
-func BenchmarkSend(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	b.Cleanup(srv.Close)
-	const workers = 32
-	parallel := func(b *testing.B, f func() error) {
-		var n atomic.Int64
-		var wg sync.WaitGroup
-		b.ResetTimer()
-		for range workers {
-			wg.Go(func() {
-				for n.Add(1) <= int64(b.N) {
-					if err := f(); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-	}
-	req := testRequest(b, srv.URL+"/hook")
-	var bare, ours float64
-	b.Run("bare", func(b *testing.B) {
-		tr := &http.Transport{MaxIdleConnsPerHost: 128}
-		defer tr.CloseIdleConnections()
-		h := http.Header{}
-		testClient(b, time.Second).setHeaders(h, req, time.Now())
-		parallel(b, func() error {
-			r, _ := http.NewRequest(http.MethodPost, req.URL, strings.NewReader(string(req.Body)))
-			r.Header = h.Clone()
-			resp, err := tr.RoundTrip(r)
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return nil
-		})
-		bare = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-	b.Run("client", func(b *testing.B) {
-		c := testClient(b, time.Second)
-		parallel(b, func() error {
-			if res := c.Send(context.Background(), req, time.Now()); !res.Success() {
-				return res.Err
-			}
-			return nil
-		})
-		ours = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-	if bare > 0 && ours > 0 {
-		b.Logf("per request, receiver included: bare net/http Transport %.1f µs, Client.Send %.1f µs; Client.Send takes %.2f of the bare time",
-			bare/1e3, ours/1e3, ours/bare)
 	}
 }
 
