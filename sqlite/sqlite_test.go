@@ -12,9 +12,22 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/storetest"
 )
+
+// store joins the order services of package service, over the database's
+// driver and on its clock, with the services the database implements
+// itself, as serve does.
+type store struct {
+	*service.Service
+	*sqlite.DB
+}
+
+func withOrders(db *sqlite.DB) store {
+	return store{service.New(sqlite.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+}
 
 // openDB opens a fresh database in a temp folder, with a sealer of a random
 // key, on the clock now, and returns it with its file's path.
@@ -38,7 +51,7 @@ func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db, _ := openDB(t, now)
-	return db, func(t *testing.T, state storelink.OrderState) func() {
+	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
