@@ -18,6 +18,7 @@ import (
 	"storelink"
 	"storelink/postgres"
 	"storelink/service"
+	"storelink/service/drivertest"
 	"storelink/storetest"
 )
 
@@ -132,6 +133,14 @@ func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEv
 func TestConformance(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	storetest.Exercise(t, open)
+}
+
+func TestDriver(t *testing.T) {
+	baseURL(t) // one skip for the whole suite
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+		db := openAt(t, newSchema(t), time.Now)
+		return postgres.NewDriver(db), db
+	})
 }
 
 func must(t *testing.T, err error) {

@@ -13,6 +13,7 @@ import (
 
 	"storelink"
 	"storelink/service"
+	"storelink/service/drivertest"
 	"storelink/sqlite"
 	"storelink/storetest"
 )
@@ -71,6 +72,13 @@ func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEv
 }
 
 func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
+
+func TestDriver(t *testing.T) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+		db, _ := openDB(t, time.Now)
+		return sqlite.NewDriver(db), db
+	})
+}
 
 // TestSecretsSealedAtRest: no column of endpoints, and no byte of the
 // database files, holds a webhook secret (current or previous, with or
