@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"storelink"
@@ -109,107 +110,42 @@ func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call st
 	return o, nil
 }
 
-// CancelOrder cancels an assigned order and, when asked, hands the items
-// cancelled for stock reasons to another store that has them.
-func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, again, err := o.Cancel(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		var next *storelink.Order
-		var nextEv *storelink.Event
-		if len(again) > 0 {
-			if err := tx.LockRouting(ctx, o.ClientID); err != nil {
-				return err
-			}
-			needs := storelink.ItemNeeds(again)
-			stock, err := tx.StockInForce(ctx, o.ClientID, "", slices.Collect(maps.Keys(needs)))
-			if err != nil {
-				return err
-			}
-			// The items cancelled here no longer hold stock at this store,
-			// but this store is the one that could not serve them.
-			if store := storelink.Route(needs, stock.Available(), o.StoreID); store != "" {
-				next, nextEv = storelink.Reassign(o, again, store, stock[store], idsAt(now), now)
-			}
-		}
-		if err := updateOrder(ctx, tx, o, was, ev, now); err != nil {
-			return err
-		}
-		if next != nil {
-			return insertOrder(ctx, tx, next, nextEv, now)
-		}
-		return nil
-	})
-}
-
-// FulfilOrder fulfils an assigned order.
-func (s *Service) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, err := o.Fulfil(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// ReturnItems records items of a store-fulfilled order coming back.
-func (s *Service) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		var lookupErr error
-		storeExists := func(store string) bool {
-			ok, err := tx.StoreExists(ctx, o.ClientID, store)
-			if err != nil {
-				lookupErr = err
-			}
-			return ok
-		}
-		ev, err := o.Return(r, storeExists, storelink.NewID(now), now)
-		if lookupErr != nil {
-			return lookupErr
-		} else if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// WarehouseReturn records items of a warehouse-fulfilled order coming back.
-func (s *Service) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, err := o.WarehouseReturn(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// changeOrder loads an order for update, lets fn change it (fn writes the
-// order and its events, given the items as they were read), and commits.
-func (s *Service) changeOrder(ctx context.Context, id string, fn func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
-	var o *storelink.Order
-	err := s.inTx(ctx, func(tx Tx) error {
-		var err error
-		if o, err = tx.GetOrderForUpdate(ctx, id); err != nil {
-			return orderNotFound(err, id)
-		}
-		return fn(tx, o, slices.Clone(o.Items), s.now())
-	})
-	if err != nil {
+// replay looks the client's key up, under its lock. It returns the order
+// the key stands for when the key is live and hash is the request that
+// brought it, the error of Replays when hash is another request, and nil,
+// nil when the key is not remembered (never seen, or expired): then the
+// call goes ahead.
+func (s *Service) replay(ctx context.Context, tx Tx, clientID, key string, hash []byte) (*storelink.Order, error) {
+	k, err := tx.GetOrderKey(ctx, clientID, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read idempotency key: %w", err)
+	}
+	if !k.Live(s.now()) {
+		return nil, nil
+	}
+	if err := k.Replays(hash); err != nil {
 		return nil, err
 	}
+	o, err := tx.GetOrder(ctx, k.OrderID)
+	if err != nil {
+		return nil, fmt.Errorf("load order %s of an idempotency key: %w", k.OrderID, err)
+	}
+	o.Replayed = true
 	return o, nil
 }
 
-// orderNotFound turns ErrNotFound into ENOTFOUND for the order id.
-func orderNotFound(err error, id string) error {
-	if errors.Is(err, ErrNotFound) {
-		return storelink.Errorf(storelink.ENOTFOUND, "Order %q not found.", id)
+// rememberKey writes a key with the order its call made, inside the
+// transaction that wrote the order, and deletes a few expired keys: the
+// calls that add keys keep the table to about a day's worth of them. An
+// existing row of the key can only be an expired one (a live one is
+// replayed instead): the key starts afresh.
+func rememberKey(ctx context.Context, tx Tx, k storelink.OrderKey) error {
+	if err := tx.PutOrderKey(ctx, k, k.CreatedAt.Add(-storelink.IdempotencyKeyTTL), storelink.KeySweep); err != nil {
+		return fmt.Errorf("save idempotency key of order %s: %w", k.OrderID, err)
 	}
-	return err
+	return nil
 }
 
 // insertOrder writes a new order and its items, then its event: in this
@@ -220,39 +156,6 @@ func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 		return err
 	}
 	return insertEvent(ctx, tx, o, ev, now)
-}
-
-// updateOrder writes an order that an order call changed, the items that
-// are new or differ from was (the items as they were read), then the event.
-// Items an order call did not touch are not written again: a return of one
-// item of three writes one.
-func updateOrder(ctx context.Context, tx Tx, o *storelink.Order, was []storelink.Item, ev *storelink.Event, now time.Time) error {
-	var inserted, updated []int
-	for pos, it := range o.Items {
-		i := slices.IndexFunc(was, func(w storelink.Item) bool { return w.ItemID == it.ItemID })
-		switch {
-		case i < 0:
-			inserted = append(inserted, pos)
-		case itemChanged(was[i], it):
-			updated = append(updated, pos)
-		}
-	}
-	if err := tx.UpdateOrder(ctx, o, inserted, updated); err != nil {
-		return err
-	}
-	return insertEvent(ctx, tx, o, ev, now)
-}
-
-// itemChanged tells whether an order call changed a field that UpdateOrder
-// writes; the others never change once an item exists.
-func itemChanged(a, b storelink.Item) bool {
-	return a.Status != b.Status || a.CancellationReason != b.CancellationReason ||
-		!sameCode(a.ReturnReasonCode, b.ReturnReasonCode) || a.ReturnLocation != b.ReturnLocation ||
-		a.ReturnStoreID != b.ReturnStoreID || a.Reserving != b.Reserving
-}
-
-func sameCode(a, b *storelink.ReturnReasonCode) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // insertEvent writes the event of an order and, with it, a delivery for
@@ -278,4 +181,58 @@ func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 		return nil
 	}
 	return tx.InsertDeliveries(ctx, ds)
+}
+
+// Order returns one order with its items.
+func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error) {
+	o, err := s.d.GetOrder(ctx, id)
+	if err != nil {
+		return nil, orderNotFound(err, id)
+	}
+	return o, nil
+}
+
+// Orders lists orders, newest first.
+func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+	return s.d.ListOrders(ctx, f)
+}
+
+// OrderEvents lists an order's events, oldest first.
+func (s *Service) OrderEvents(ctx context.Context, id string) ([]storelink.EventRecord, error) {
+	ok, err := s.d.OrderExists(ctx, id)
+	if err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, orderNotFound(ErrNotFound, id)
+	}
+	return s.d.ListOrderEvents(ctx, id)
+}
+
+// Events lists a client's events after a cursor, in the order they were
+// committed. The cursor is the event's number among its client's events.
+func (s *Service) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
+	var from int64
+	if after != "" {
+		var err error
+		if from, err = strconv.ParseInt(after, 10, 64); err != nil || from < 0 {
+			return nil, "", storelink.Errorf(storelink.EINVALID, "after %q is not a cursor returned by this call.", after)
+		}
+	}
+	list, err := s.d.ListEvents(ctx, clientID, from, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	next := after
+	if len(list) > 0 {
+		next = list[len(list)-1].Cursor
+	}
+	return list, next, nil
+}
+
+// orderNotFound turns ErrNotFound into ENOTFOUND for the order id.
+func orderNotFound(err error, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Order %q not found.", id)
+	}
+	return err
 }
