@@ -17,7 +17,7 @@ var _ service.Driver = (*Driver)(nil)
 // on. Reads and transactions share the pool.
 type Driver struct{ db *DB }
 
-// NewDriver returns the driver of an open database.
+// NewDriver returns the driver of an open database, on its pool.
 func NewDriver(db *DB) *Driver { return &Driver{db: db} }
 
 // Begin starts a transaction at READ COMMITTED: each statement takes a new
@@ -70,7 +70,8 @@ func (t *pgTx) LockOrderKey(ctx context.Context, clientID, key string) error {
 	return nil
 }
 
-// GetClient reads a client.
+// GetClient reads a client; the row is not locked, as no order call
+// changes a client.
 func (t *pgTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
 	c := &storelink.Client{}
 	err := t.tx.QueryRow(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = $1`, id).
@@ -81,7 +82,8 @@ func (t *pgTx) GetClient(ctx context.Context, id string) (*storelink.Client, err
 	return c, nil
 }
 
-// StoreExists tells whether the client has the store.
+// StoreExists looks the store up as committed when the statement runs
+// (READ COMMITTED).
 func (t *pgTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
 	return found(exists(ctx, t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
 }

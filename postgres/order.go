@@ -48,7 +48,8 @@ func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Ord
 	return loadOrder(ctx, t.tx, id, true)
 }
 
-// StockInForce reads the stock rows of the EANs with their reserved units.
+// StockInForce reads the stock rows of the EANs, passed as one text array
+// (= ANY), with their reserved units.
 func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
 	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
 		(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
@@ -135,7 +136,8 @@ func (t *pgTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.E
 	return seq, nil
 }
 
-// EnabledEndpoints reads the client's enabled endpoints and their states.
+// EnabledEndpoints reads the client's enabled endpoints; their states are a
+// text array.
 func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	rows, err := t.tx.Query(ctx, `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled`, clientID)
 	if err != nil {

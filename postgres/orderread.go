@@ -85,12 +85,12 @@ func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
 	return rows.Err()
 }
 
-// GetOrder reads an order.
+// GetOrder reads an order on the pool, locking nothing.
 func (d *Driver) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
 	return loadOrder(ctx, d.db.pool, id, false)
 }
 
-// ListOrders reads the orders that f selects.
+// ListOrders reads the orders that f selects, then the items of each.
 func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
 	var a args
 	q := `SELECT ` + orderColumns + ` FROM orders WHERE true`
@@ -128,12 +128,12 @@ func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]sto
 	return out, nil
 }
 
-// OrderExists tells whether the order exists.
+// OrderExists looks the order up; an id PostgreSQL cannot store names none.
 func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
 	return found(exists(ctx, d.db.pool, `SELECT 1 FROM orders WHERE id = $1`, id))
 }
 
-// ListOrderEvents reads an order's events.
+// ListOrderEvents reads an order's events by number.
 func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.pool, `order_id = $1 ORDER BY seq`, orderID)
 }

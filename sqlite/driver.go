@@ -17,7 +17,8 @@ var _ service.Driver = (*Driver)(nil)
 // transactions go to the one write connection.
 type Driver struct{ db *DB }
 
-// NewDriver returns the driver of an open database.
+// NewDriver returns the driver of an open database; it shares the
+// database's write connection with the services the database implements.
 func NewDriver(db *DB) *Driver { return &Driver{db: db} }
 
 // Transient is always false: with one writer no transaction is ever a

@@ -59,7 +59,7 @@ var orderStatements = append([]string{storeExistsSQL, clientSQL, stockInForceSQL
 	updateOrderSQL, insertItemSQL, updateItemSQL, insertEventSQL, orderSQL, itemsSQL, endpointStatesSQL, insertDeliverySQL},
 	orderKeyStatements...)
 
-// GetClient reads a client.
+// GetClient reads a client with its prepared statement.
 func (tx *writeTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
 	c := &storelink.Client{}
 	var created int64
@@ -71,7 +71,7 @@ func (tx *writeTx) GetClient(ctx context.Context, id string) (*storelink.Client,
 	return c, nil
 }
 
-// StoreExists tells whether the client has the store.
+// StoreExists looks the store up with its prepared statement.
 func (tx *writeTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
 	err := exists(ctx, tx, storeExistsSQL, clientID, storeID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -94,7 +94,8 @@ func (tx *writeTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink
 // LockRouting does nothing: the transaction holds the one write connection.
 func (tx *writeTx) LockRouting(context.Context, string) error { return nil }
 
-// StockInForce reads the stock rows of the EANs with their reserved units.
+// StockInForce reads the stock rows of the EANs, passed as one JSON array
+// (json_each), with their reserved units.
 func (tx *writeTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
 	list, _ := json.Marshal(eans) // strings always encode
 	query, args := stockInForceSQL, []any{clientID, string(list)}
@@ -184,7 +185,8 @@ func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storeli
 	return seq, nil
 }
 
-// EnabledEndpoints reads the client's enabled endpoints and their states.
+// EnabledEndpoints reads the client's enabled endpoints; their states are a
+// comma-separated list.
 func (tx *writeTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	rows, err := tx.QueryContext(ctx, endpointStatesSQL, clientID)
 	if err != nil {

@@ -115,7 +115,7 @@ func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]sto
 	return out, nil
 }
 
-// OrderExists tells whether the order exists.
+// OrderExists looks the order up in the read pool.
 func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
 	err := exists(ctx, d.db.read, `SELECT 1 FROM orders WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -124,7 +124,7 @@ func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
-// ListOrderEvents reads an order's events.
+// ListOrderEvents reads an order's events from the read pool.
 func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.read, `order_id = ? ORDER BY seq`, orderID)
 }

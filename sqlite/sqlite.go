@@ -1,6 +1,7 @@
 // Package sqlite implements the storelink services on an embedded SQLite
-// database (modernc.org/sqlite, no cgo). It is the default store: one file in
-// the data folder, owned by one storelink process at a time.
+// database (modernc.org/sqlite, no cgo), and the row-level Driver that
+// package service runs the order rules on. It is the default store: one file
+// in the data folder, owned by one storelink process at a time.
 package sqlite
 
 import (
