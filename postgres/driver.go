@@ -13,8 +13,8 @@ import (
 
 var _ service.Driver = (*Driver)(nil)
 
-// Driver is the row-level driver that package service runs the order rules
-// on. Reads and transactions share the pool.
+// Driver is package service's row-level driver on PostgreSQL, where the
+// order rules run. Reads and transactions share the pool.
 type Driver struct{ db *DB }
 
 // NewDriver returns the driver of an open database, on its pool.

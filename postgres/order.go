@@ -65,7 +65,7 @@ func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans 
 	}
 	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {
-		return nil, fmt.Errorf("read stock in force: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	out := storelink.StoreStock{}
@@ -91,7 +91,7 @@ func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 		queueItem(b, o, pos)
 	}
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
+		return err
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, up
 			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
 	}
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
+		return err
 	}
 	return nil
 }
@@ -127,11 +127,11 @@ func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 func (t *pgTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
 	var seq int64
 	if err := t.tx.QueryRow(ctx, nextEventSQL, clientID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("number event of order %s: %w", ev.OrderID, err)
+		return 0, fmt.Errorf("number event: %w", err)
 	}
 	_, err := t.tx.Exec(ctx, insertEventSQL, clientID, seq, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
 	if err != nil {
-		return 0, fmt.Errorf("write event of order %s: %w", ev.OrderID, err)
+		return 0, err
 	}
 	return seq, nil
 }
@@ -160,10 +160,7 @@ func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) e
 		b.Queue(insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID, d.EventState, d.At)
 	}
 	b.Queue(`SELECT pg_notify($1, current_schema())`, ChannelDeliveries)
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("queue deliveries of event %s: %w", ds[0].EventID, err)
-	}
-	return nil
+	return t.tx.SendBatch(ctx, b).Close()
 }
 
 func reasonCode(c *storelink.ReturnReasonCode) any {

@@ -17,7 +17,7 @@ import (
 func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
 	return s.createOrder(ctx, n, storelink.CallCreateOrder, true, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
-		stock, err := tx.StockInForce(ctx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
+		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, needs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -40,7 +40,7 @@ func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*store
 // It reserves nothing, so it takes no routing lock.
 func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
 	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, false, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
-		stock, err := tx.StockInForce(ctx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
+		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -148,12 +148,21 @@ func rememberKey(ctx context.Context, tx Tx, k storelink.OrderKey) error {
 	return nil
 }
 
+// stockInForce reads the stock in force of the EANs that an order needs.
+func stockInForce(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
+	stock, err := tx.StockInForce(ctx, clientID, storeID, slices.Collect(maps.Keys(needs)))
+	if err != nil {
+		return nil, fmt.Errorf("read stock in force: %w", err)
+	}
+	return stock, nil
+}
+
 // insertOrder writes a new order and its items, then its event: in this
 // order, inside the caller's transaction, so that neither is ever without
 // the other.
 func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
 	if err := tx.InsertOrder(ctx, o); err != nil {
-		return err
+		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
 	return insertEvent(ctx, tx, o, ev, now)
 }
@@ -164,7 +173,7 @@ func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
 	seq, err := tx.InsertEvent(ctx, o.ClientID, ev, now)
 	if err != nil {
-		return err
+		return fmt.Errorf("write event of order %s: %w", o.ID, err)
 	}
 	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
 	if err != nil {
@@ -180,7 +189,10 @@ func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 	if len(ds) == 0 {
 		return nil
 	}
-	return tx.InsertDeliveries(ctx, ds)
+	if err := tx.InsertDeliveries(ctx, ds); err != nil {
+		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
+	}
+	return nil
 }
 
 // Order returns one order with its items.

@@ -2,7 +2,7 @@ package service
 
 import (
 	"context"
-	"maps"
+	"fmt"
 	"slices"
 	"time"
 
@@ -24,7 +24,7 @@ func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.Cancel
 				return err
 			}
 			needs := storelink.ItemNeeds(again)
-			stock, err := tx.StockInForce(ctx, o.ClientID, "", slices.Collect(maps.Keys(needs)))
+			stock, err := stockInForce(ctx, tx, o.ClientID, "", needs)
 			if err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ func updateOrder(ctx context.Context, tx Tx, o *storelink.Order, was []storelink
 		}
 	}
 	if err := tx.UpdateOrder(ctx, o, inserted, updated); err != nil {
-		return err
+		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
 	return insertEvent(ctx, tx, o, ev, now)
 }

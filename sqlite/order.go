@@ -104,7 +104,7 @@ func (tx *writeTx) StockInForce(ctx context.Context, clientID, storeID string, e
 	}
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read stock in force: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	out := storelink.StoreStock{}
@@ -127,7 +127,7 @@ func (tx *writeTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 		o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, jsonOrNull(o.CustomerBillingAddress),
 		jsonOrNull(o.DeliveryDetails), nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), ms(o.CreatedAt), ms(o.UpdatedAt))
 	if err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
+		return err
 	}
 	for pos := range o.Items {
 		if err := tx.insertItem(ctx, o, pos); err != nil {
@@ -142,7 +142,7 @@ func (tx *writeTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted
 	_, err := tx.ExecContext(ctx, updateOrderSQL, o.State, jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails),
 		nullString(o.ReassignedOrderID), ms(o.UpdatedAt), o.ID)
 	if err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
+		return err
 	}
 	for _, pos := range inserted {
 		if err := tx.insertItem(ctx, o, pos); err != nil {
@@ -176,11 +176,11 @@ func (tx *writeTx) insertItem(ctx context.Context, o *storelink.Order, pos int) 
 func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
 	res, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, clientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(at))
 	if err != nil {
-		return 0, fmt.Errorf("write event of order %s: %w", ev.OrderID, err)
+		return 0, err
 	}
 	seq, err := res.LastInsertId()
 	if err != nil {
-		return 0, fmt.Errorf("write event of order %s: %w", ev.OrderID, err)
+		return 0, err
 	}
 	return seq, nil
 }
@@ -211,7 +211,7 @@ func (tx *writeTx) InsertDeliveries(ctx context.Context, ds []service.NewDeliver
 		at := ms(d.At)
 		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID,
 			d.EventState, at, at, at); err != nil {
-			return fmt.Errorf("queue delivery of event %s: %w", d.EventID, err)
+			return err
 		}
 	}
 	return nil
