@@ -125,16 +125,20 @@ func (tx *writeTx) fail(err error) error {
 	return err
 }
 
+// ExecContext runs a statement, prepared when its SQL is, noting a failure.
 func (tx *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := tx.orderTx.ExecContext(ctx, query, args...)
 	return res, tx.fail(err)
 }
 
+// QueryContext runs a query, prepared when its SQL is, noting a failure.
 func (tx *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	rows, err := tx.orderTx.QueryContext(ctx, query, args...)
 	return rows, tx.fail(err)
 }
 
+// QueryRowContext runs a one-row query, prepared when its SQL is, noting a
+// failure other than finding no row.
 func (tx *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row := tx.orderTx.QueryRowContext(ctx, query, args...)
 	tx.fail(row.Err())
