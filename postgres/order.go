@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -85,8 +84,8 @@ func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans 
 // trip, however many items.
 func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 	b := &pgx.Batch{}
-	b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, jsonOrNull(o.CustomerBillingAddress),
-		jsonOrNull(o.DeliveryDetails), nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), o.CreatedAt, o.UpdatedAt)
+	b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, o.CustomerBillingAddress,
+		o.DeliveryDetails, nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), o.CreatedAt, o.UpdatedAt)
 	for pos := range o.Items {
 		queueItem(b, o, pos)
 	}
@@ -99,7 +98,7 @@ func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 // UpdateOrder writes the order and the items asked for in one batch.
 func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
 	b := &pgx.Batch{}
-	b.Queue(updateOrderSQL, o.State, jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails),
+	b.Queue(updateOrderSQL, o.State, o.CustomerBillingAddress, o.DeliveryDetails,
 		nullString(o.ReassignedOrderID), o.UpdatedAt, o.ID)
 	for _, pos := range inserted {
 		queueItem(b, o, pos)
@@ -168,14 +167,6 @@ func reasonCode(c *storelink.ReturnReasonCode) any {
 		return nil
 	}
 	return int(*c)
-}
-
-func jsonOrNull[T any](v *T) any {
-	if v == nil {
-		return nil
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func nullString(s string) any {

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	"storelink"
@@ -16,26 +15,16 @@ const (
 		FROM order_items WHERE order_id = $1 ORDER BY pos`
 )
 
+// scanOrder reads an order's row; pgx decodes the jsonb addresses, NULL
+// as none.
 func scanOrder(row interface{ Scan(...any) error }) (*storelink.Order, error) {
 	o := &storelink.Order{}
 	var store, from, to *string
-	var billing, delivery []byte
-	if err := row.Scan(&o.ID, &o.ClientID, &o.OrderNumber, &store, &o.State, &billing, &delivery, &from, &to, &o.CreatedAt, &o.UpdatedAt); err != nil {
+	if err := row.Scan(&o.ID, &o.ClientID, &o.OrderNumber, &store, &o.State, &o.CustomerBillingAddress, &o.DeliveryDetails,
+		&from, &to, &o.CreatedAt, &o.UpdatedAt); err != nil {
 		return nil, err
 	}
 	o.StoreID, o.ReassignedFrom, o.ReassignedOrderID = deref(store), deref(from), deref(to)
-	if billing != nil {
-		o.CustomerBillingAddress = &storelink.Address{}
-		if err := json.Unmarshal(billing, o.CustomerBillingAddress); err != nil {
-			return nil, fmt.Errorf("decode billing address of order %s: %w", o.ID, err)
-		}
-	}
-	if delivery != nil {
-		o.DeliveryDetails = &storelink.DeliveryDetails{}
-		if err := json.Unmarshal(delivery, o.DeliveryDetails); err != nil {
-			return nil, fmt.Errorf("decode delivery details of order %s: %w", o.ID, err)
-		}
-	}
 	return o, nil
 }
 
