@@ -70,11 +70,9 @@ func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans 
 	out := storelink.StoreStock{}
 	for rows.Next() {
 		s := &storelink.Stock{}
-		var price int64
-		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &s.ArticleLocation, &s.Reserved); err != nil {
+		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &s.Price, &s.ArticleLocation, &s.Reserved); err != nil {
 			return nil, err
 		}
-		s.Price = storelink.Money(price)
 		out.Add(s)
 	}
 	return out, rows.Err()
@@ -105,7 +103,7 @@ func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, up
 	}
 	for _, pos := range updated {
 		it := o.Items[pos]
-		b.Queue(updateItemSQL, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
+		b.Queue(updateItemSQL, it.Status, it.CancellationReason, it.ReturnReasonCode,
 			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
 	}
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
@@ -116,8 +114,8 @@ func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, up
 
 func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 	it := o.Items[pos]
-	b.Queue(insertItemSQL, it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, int64(it.Price), it.Currency, it.ArticleNumber,
-		it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
+	b.Queue(insertItemSQL, it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, it.Price, it.Currency, it.ArticleNumber,
+		it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, it.ReturnReasonCode,
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
 }
 
@@ -160,13 +158,6 @@ func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) e
 	}
 	b.Queue(`SELECT pg_notify($1, current_schema())`, ChannelDeliveries)
 	return t.tx.SendBatch(ctx, b).Close()
-}
-
-func reasonCode(c *storelink.ReturnReasonCode) any {
-	if c == nil {
-		return nil
-	}
-	return int(*c)
 }
 
 func nullString(s string) any {

@@ -58,16 +58,12 @@ func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
 	o.Items = []storelink.Item{}
 	for rows.Next() {
 		var it storelink.Item
-		var price int64
-		var code *int32
-		if err := rows.Scan(&it.ItemID, &it.EAN, &price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
-			&it.ArticleLocation, &it.Status, &it.CancellationReason, &code, &it.ReturnLocation, &it.ReturnStoreID, &it.Reserving); err != nil {
+		// pgx converts to and from the domain's named types, and NULL to a
+		// nil reason code.
+		if err := rows.Scan(&it.ItemID, &it.EAN, &it.Price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
+			&it.ArticleLocation, &it.Status, &it.CancellationReason, &it.ReturnReasonCode, &it.ReturnLocation,
+			&it.ReturnStoreID, &it.Reserving); err != nil {
 			return err
-		}
-		it.Price = storelink.Money(price)
-		if code != nil {
-			c := storelink.ReturnReasonCode(*code)
-			it.ReturnReasonCode = &c
 		}
 		o.Items = append(o.Items, it)
 	}
