@@ -185,8 +185,8 @@ func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storeli
 	return seq, nil
 }
 
-// EnabledEndpoints reads the client's enabled endpoints; their states are a
-// comma-separated list.
+// EnabledEndpoints reads the client's enabled endpoints, whose states
+// column is a comma-separated list.
 func (tx *writeTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	rows, err := tx.QueryContext(ctx, endpointStatesSQL, clientID)
 	if err != nil {
