@@ -21,6 +21,7 @@ import (
 	"storelink"
 	"storelink/dashboard"
 	"storelink/httpapi"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
 	"storelink/worker"
@@ -29,9 +30,11 @@ import (
 // fixture is a real server: the API with the dashboard mounted, on a temp
 // SQLite database, as serve wires it.
 type fixture struct {
-	t   *testing.T
-	db  *sqlite.DB
-	URL string
+	t  *testing.T
+	db *sqlite.DB
+	// orders are the order services over db's driver, as serve has them.
+	orders *service.Service
+	URL    string
 	// Token is the admin token.
 	Token string
 	proc  *worker.Processor
@@ -68,7 +71,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, Token: "sla_" + hex.EncodeToString(key)}
+	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db)), Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
 	f.proc = worker.NewProcessor(db, nil, "test", reg)
@@ -91,13 +94,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		webhooks = o.webhooks(db)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
+		Admin: db, Uploads: db, Stock: db, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -249,7 +252,7 @@ func (f *fixture) seedData() seed {
 	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")
 
 	s.OrderNumber = "MP-1001"
-	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
+	o, err := f.orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MA-1"}, {EAN: ean1, MarketplaceArticleNumber: "MA-1"}},
 		CustomerBillingAddress: &storelink.Address{FirstName: "Erika", LastName: "Mustermann", AddressLine1: "Hauptstr. 1",
 			ZipCode: "10115", City: "Berlin", CountryCode: "DE"}})

@@ -17,6 +17,7 @@ import (
 
 	"storelink"
 	"storelink/httpapi"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/worker"
 )
@@ -56,6 +57,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	orders := service.New(sqlite.NewDriver(db))
 	if opt.capacity.Window == 0 {
 		opt.capacity = storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour}
 	}
@@ -65,7 +67,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	reg := prometheus.NewRegistry()
 	proc := worker.NewProcessor(db, nil, "test", reg)
 	deps := httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Ping: db.Ping, AdminToken: adminToken,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
 	}

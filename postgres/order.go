@@ -3,242 +3,53 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/service"
 )
 
-var (
-	_ storelink.OrderService = (*DB)(nil)
-	_ storelink.EventService = (*DB)(nil)
+const (
+	insertOrderSQL = `INSERT INTO orders (id, client_id, order_number, store_id, state, billing, delivery,
+		reassigned_from, reassigned_order_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	updateOrderSQL = `UPDATE orders SET state = $1, billing = $2, delivery = $3, reassigned_order_id = $4, updated_at = $5
+		WHERE id = $6`
+	insertItemSQL = `INSERT INTO order_items (item_id, order_id, pos, client_id, store_id, ean, price, currency,
+		article_number, marketplace_article_number, article_location, status, cancellation_reason, return_reason_code,
+		return_location, return_store_id, reserving) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
+	// updateItemSQL sets the fields of an item that an order call can change.
+	updateItemSQL = `UPDATE order_items SET status = $1, cancellation_reason = $2, return_reason_code = $3,
+		return_location = $4, return_store_id = $5, reserving = $6 WHERE item_id = $7`
+	// nextEventSQL takes the client's next event number. The counter row
+	// stays locked until the transaction ends, so the client's events are
+	// numbered in the order their transactions commit; a global sequence's
+	// numbers can commit out of order and would let a reader skip a late
+	// one.
+	nextEventSQL = `INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 1)
+		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq`
+	insertEventSQL = `INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	insertDeliverySQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
+		state, next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $8)`
 )
 
-func idsAt(now time.Time) func() string {
-	return func() string { return storelink.NewID(now) }
+// GetOrder reads an order in the transaction, without locking it.
+func (t *pgTx) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
+	return loadOrder(ctx, t.tx, id, false)
 }
 
-// lockRoutingOf takes the client's routing lock until the transaction ends.
-// Routing reads the stock in force (quantity − reserved units) and then
-// reserves units by writing items; two transactions doing that at once
-// would both see the same free unit. SQLite has one writer; here the
-// transactions that route for one client go one at a time, and each reads
-// the stock after the previous one committed (READ COMMITTED takes a new
-// snapshot for every statement).
-func lockRoutingOf(ctx context.Context, tx pgx.Tx, clientID string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockRouting, clientID); err != nil {
-		return fmt.Errorf("take routing lock: %w", err)
-	}
-	return nil
+// GetOrderForUpdate reads an order with its row locked (FOR UPDATE) until
+// the transaction ends: with many writers, racing changes of one order wait
+// for each other here.
+func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error) {
+	return loadOrder(ctx, t.tx, id, true)
 }
 
-// CreateOrder assigns a new order to the given store or to the store that
-// the stock in force routes it to, and writes its assigned event.
-func (db *DB) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return db.createOrder(ctx, n, storelink.CallCreateOrder, true, func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
-		needs := n.Needs()
-		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, slices.Collect(maps.Keys(needs)))
-		if err != nil {
-			return nil, nil, err
-		}
-		storeID := n.StoreID
-		if storeID != "" {
-			if err := exists(ctx, tx, storeExistsSQL, c.ID, storeID); err != nil {
-				return nil, nil, unprocessable(err, "store_id %q is not a store of client %s.", storeID, c.ID)
-			}
-		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
-			return nil, nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
-		}
-		return storelink.Assign(n, c, storeID, stock[storeID], idsAt(now), now)
-	})
-}
-
-// CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
-// It reserves nothing, so it takes no routing lock.
-func (db *DB) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return db.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, false, func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
-		stock, err := stockInForce(ctx, tx, c.ID, "", slices.Collect(maps.Keys(n.Needs())))
-		if err != nil {
-			return nil, nil, err
-		}
-		// Article data for EANs not described in the request: the row of
-		// the lowest store id that has one.
-		rows := map[string]*storelink.Stock{}
-		for _, id := range slices.Sorted(maps.Keys(stock)) {
-			for ean, r := range stock[id] {
-				if rows[ean] == nil {
-					rows[ean] = r
-				}
-			}
-		}
-		return storelink.NewWarehouseOrder(n, c, rows, idsAt(now), now)
-	})
-}
-
-// createOrder is a create call: it validates n, then in one transaction
-// answers a remembered idempotency key, or lets build make the order and its
-// event for the client (from n as validated), writes them and remembers the
-// key. routes takes the client's routing lock before build runs.
-func (db *DB) createOrder(ctx context.Context, n storelink.NewOrder, call string, routes bool,
-	build func(tx pgx.Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
-	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	var o *storelink.Order
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		o = nil // inTx may run this again
-		c, err := orderClient(ctx, tx, n.ClientID)
-		if err != nil {
-			return err
-		}
-		if n.IdempotencyKey != "" {
-			if err := lockKey(ctx, tx, c.ID, n.IdempotencyKey); err != nil {
-				return err
-			}
-			if o, err = replay(ctx, tx, c.ID, n.IdempotencyKey, hash, db.now()); err != nil || o != nil {
-				return err
-			}
-		}
-		if routes {
-			if err := lockRoutingOf(ctx, tx, c.ID); err != nil {
-				return err
-			}
-		}
-		now := db.now() // after the locks, which may have been waited for
-		var ev *storelink.Event
-		if o, ev, err = build(tx, &n, c, now); err != nil {
-			return err
-		}
-		if err := insertOrder(ctx, tx, o, ev, now); err != nil {
-			return err
-		}
-		if n.IdempotencyKey == "" {
-			return nil
-		}
-		return rememberKey(ctx, tx, storelink.OrderKey{ClientID: c.ID, Key: n.IdempotencyKey, RequestHash: hash, OrderID: o.ID, CreatedAt: now})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// CancelOrder cancels an assigned order and, when asked, hands the items
-// cancelled for stock reasons to another store that has them.
-func (db *DB) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx pgx.Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, again, err := o.Cancel(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		var next *storelink.Order
-		var nextEv *storelink.Event
-		if len(again) > 0 {
-			if err := lockRoutingOf(ctx, tx, o.ClientID); err != nil {
-				return err
-			}
-			needs := storelink.ItemNeeds(again)
-			stock, err := stockInForce(ctx, tx, o.ClientID, "", slices.Collect(maps.Keys(needs)))
-			if err != nil {
-				return err
-			}
-			// The items cancelled here no longer hold stock at this store,
-			// but this store is the one that could not serve them.
-			if store := storelink.Route(needs, stock.Available(), o.StoreID); store != "" {
-				next, nextEv = storelink.Reassign(o, again, store, stock[store], idsAt(now), now)
-			}
-		}
-		if err := updateOrder(ctx, tx, o, was, ev, now); err != nil {
-			return err
-		}
-		if next != nil {
-			return insertOrder(ctx, tx, next, nextEv, now)
-		}
-		return nil
-	})
-}
-
-// FulfilOrder fulfils an assigned order.
-func (db *DB) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx pgx.Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, err := o.Fulfil(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// ReturnItems records items of a store-fulfilled order coming back.
-func (db *DB) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx pgx.Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		var lookupErr error
-		storeExists := func(store string) bool {
-			err := exists(ctx, tx, storeExistsSQL, o.ClientID, store)
-			if err != nil && !noRows(err) {
-				lookupErr = err
-			}
-			return err == nil
-		}
-		ev, err := o.Return(r, storeExists, storelink.NewID(now), now)
-		if lookupErr != nil {
-			return lookupErr
-		} else if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// WarehouseReturn records items of a warehouse-fulfilled order coming back.
-func (db *DB) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
-	return db.changeOrder(ctx, id, func(tx pgx.Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
-		ev, err := o.WarehouseReturn(r, storelink.NewID(now), now)
-		if err != nil {
-			return err
-		}
-		return updateOrder(ctx, tx, o, was, ev, now)
-	})
-}
-
-// changeOrder loads an order with its row locked, lets fn change it (fn
-// writes the order and its events, given the items as they were read), and
-// commits. The lock makes racing changes of one order wait for each other,
-// so each decides on the state the previous one left.
-func (db *DB) changeOrder(ctx context.Context, id string, fn func(tx pgx.Tx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
-	var o *storelink.Order
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if o, err = loadOrder(ctx, tx, id, true); err != nil {
-			return err
-		}
-		return fn(tx, o, slices.Clone(o.Items), db.now())
-	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-func orderClient(ctx context.Context, q querier, id string) (*storelink.Client, error) {
-	c := &storelink.Client{}
-	err := q.QueryRow(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
-	if err != nil {
-		return nil, unprocessable(err, "client_id %q is not a client.", id)
-	}
-	return c, nil
-}
-
-const storeExistsSQL = `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`
-
-// stockInForce reads the stock rows of the EANs at one store, or at all of
-// the client's stores, with the units reserved by orders.
-func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
+// StockInForce reads the stock rows of the EANs, passed as one text array
+// (= ANY), with their reserved units.
+func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
 	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
 		(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
 		FROM stock s WHERE s.client_id = $1 AND s.ean = ANY($2)`
@@ -251,20 +62,132 @@ func stockInForce(ctx context.Context, q querier, clientID, storeID string, eans
 		// never route an order.
 		query += ` AND s.store_id IN (SELECT id FROM stores WHERE client_id = $1)`
 	}
-	rows, err := q.Query(ctx, query, a...)
+	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {
-		return nil, fmt.Errorf("read stock in force: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	out := storelink.StoreStock{}
 	for rows.Next() {
 		s := &storelink.Stock{}
-		var price int64
-		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &s.ArticleLocation, &s.Reserved); err != nil {
+		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &s.Price, &s.ArticleLocation, &s.Reserved); err != nil {
 			return nil, err
 		}
-		s.Price = storelink.Money(price)
 		out.Add(s)
 	}
 	return out, rows.Err()
+}
+
+// InsertOrder writes a new order and its items in one batch: one round
+// trip, however many items.
+func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
+	b := &pgx.Batch{}
+	b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, o.CustomerBillingAddress,
+		o.DeliveryDetails, nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), o.CreatedAt, o.UpdatedAt)
+	for pos := range o.Items {
+		queueItem(b, o, pos)
+	}
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// UpdateOrder writes the order and the items asked for in one batch.
+func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
+	b := &pgx.Batch{}
+	b.Queue(updateOrderSQL, o.State, o.CustomerBillingAddress, o.DeliveryDetails,
+		nullString(o.ReassignedOrderID), o.UpdatedAt, o.ID)
+	for _, pos := range inserted {
+		queueItem(b, o, pos)
+	}
+	for _, pos := range updated {
+		it := o.Items[pos]
+		b.Queue(updateItemSQL, it.Status, it.CancellationReason, it.ReturnReasonCode,
+			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
+	}
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
+	it := o.Items[pos]
+	b.Queue(insertItemSQL, it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, it.Price, it.Currency, it.ArticleNumber,
+		it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, it.ReturnReasonCode,
+		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
+}
+
+// InsertEvent numbers the event from the client's counter row, then
+// writes it.
+func (t *pgTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
+	var seq int64
+	if err := t.tx.QueryRow(ctx, nextEventSQL, clientID).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("number event: %w", err)
+	}
+	_, err := t.tx.Exec(ctx, insertEventSQL, clientID, seq, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
+	if err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// EnabledEndpoints reads the client's enabled endpoints; their states are a
+// text array.
+func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled`, clientID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
+		e := storelink.Endpoint{ClientID: clientID, Enabled: true}
+		var states []string
+		err := row.Scan(&e.ID, &states)
+		e.States = parseStates(states)
+		return e, err
+	})
+}
+
+// InsertDeliveries writes the deliveries and wakes the deliverers of every
+// process (NOTIFY, sent at commit), in one batch.
+func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) error {
+	b := &pgx.Batch{}
+	for _, d := range ds {
+		b.Queue(insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID, d.EventState, d.At)
+	}
+	b.Queue(`SELECT pg_notify($1, current_schema())`, ChannelDeliveries)
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// GetOrderKey reads a remembered key; the caller holds its lock
+// (LockOrderKey), so a racing call with the key has committed or waits.
+func (t *pgTx) GetOrderKey(ctx context.Context, clientID, key string) (*storelink.OrderKey, error) {
+	k := &storelink.OrderKey{ClientID: clientID, Key: key}
+	err := t.tx.QueryRow(ctx, `SELECT request_hash, order_id, created_at FROM order_keys WHERE client_id = $1 AND idempotency_key = $2`,
+		clientID, key).Scan(&k.RequestHash, &k.OrderID, &k.CreatedAt)
+	if err != nil {
+		return nil, noRow(err)
+	}
+	return k, nil
+}
+
+// PutOrderKey deletes expired keys and writes k in one batch. Expired rows
+// another transaction holds are skipped (SKIP LOCKED), not waited for.
+func (t *pgTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM order_keys WHERE (client_id, idempotency_key) IN (SELECT client_id, idempotency_key FROM order_keys
+		WHERE created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, expired, sweep)
+	b.Queue(`INSERT INTO order_keys (client_id, idempotency_key, request_hash, order_id, created_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (client_id, idempotency_key) DO UPDATE SET
+		request_hash = excluded.request_hash, order_id = excluded.order_id, created_at = excluded.created_at`,
+		k.ClientID, k.Key, k.RequestHash, k.OrderID, k.CreatedAt)
+	return t.tx.SendBatch(ctx, b).Close()
 }

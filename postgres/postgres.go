@@ -1,5 +1,6 @@
 // Package postgres implements the storelink services on PostgreSQL (pgx), for
-// running several storelink processes on one database. The services behave
+// running several storelink processes on one database, and the row-level
+// Driver that package service runs the order rules on. The services behave
 // as the SQLite store's do (one conformance suite, storetest, judges both);
 // what differs is how they stay correct with many writers at once:
 //
@@ -195,7 +196,7 @@ const (
 	// attempts in flight per endpoint holds across processes.
 	lockDeliveryClaims = 0x53_4c_02
 	// lockOrderKey serialises the create calls that bring one idempotency
-	// key of a client (see lockKey).
+	// key of a client (see LockOrderKey).
 	lockOrderKey = 0x53_4c_03
 )
 

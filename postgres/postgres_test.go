@@ -17,8 +17,22 @@ import (
 
 	"storelink"
 	"storelink/postgres"
+	"storelink/service"
+	"storelink/service/drivertest"
 	"storelink/storetest"
 )
+
+// store joins the order services of package service, over the database's
+// driver and on its clock, with the services the database implements
+// itself, as serve does.
+type store struct {
+	*service.Service
+	*postgres.DB
+}
+
+func withOrders(db *postgres.DB) store {
+	return store{service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+}
 
 // baseURL is the test database, or a skip when there is none.
 func baseURL(t testing.TB) string {
@@ -95,7 +109,7 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db := openAt(t, newSchema(t), now)
-	return db, func(t *testing.T, state storelink.OrderState) func() {
+	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
@@ -119,6 +133,14 @@ func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEv
 func TestConformance(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	storetest.Exercise(t, open)
+}
+
+func TestDriver(t *testing.T) {
+	baseURL(t) // one skip for the whole suite
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+		db := openAt(t, newSchema(t), time.Now)
+		return postgres.NewDriver(db), db
+	})
 }
 
 func must(t *testing.T, err error) {

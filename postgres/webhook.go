@@ -175,32 +175,3 @@ func (db *DB) RotateSecret(ctx context.Context, id, secret string, overlap time.
 	}
 	return e, nil
 }
-
-// createDeliveries queues an event for every enabled endpoint of its client
-// that wants its state, inside the transaction that writes the event, and
-// wakes the deliverers of every process when it queued any.
-func createDeliveries(ctx context.Context, tx pgx.Tx, ev *storelink.Event, clientID string, eventSeq int64, now time.Time) error {
-	rows, err := tx.Query(ctx, `SELECT id FROM endpoints WHERE client_id = $1 AND enabled
-		AND (cardinality(states) = 0 OR $2 = ANY (states))`, clientID, string(ev.State))
-	if err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	b := &pgx.Batch{}
-	for _, endpoint := range ids {
-		b.Queue(`INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
-			state, next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $8)`,
-			storelink.NewID(now), ev.EventID, eventSeq, endpoint, clientID, ev.OrderID, ev.State, now)
-	}
-	b.Queue(`SELECT pg_notify($1, current_schema())`, ChannelDeliveries)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
-	}
-	return nil
-}

@@ -40,7 +40,7 @@ func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 	}
 	price := storelink.Money(1999)
 	for i := range n {
-		if _, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{
+		if _, err := orderService(db).CreateWarehouseOrder(ctx, storelink.NewOrder{
 			OrderNumber: fmt.Sprintf("W-%d", i), ClientID: c.ID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
 		}); err != nil {

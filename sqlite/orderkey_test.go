@@ -15,7 +15,8 @@ import (
 func TestOrderKeysSwept(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	db, _ := openDB(t, func() time.Time { return now })
+	lite, _ := openDB(t, func() time.Time { return now })
+	db := withOrders(lite)
 	p, err := db.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

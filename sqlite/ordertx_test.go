@@ -13,14 +13,14 @@ import (
 )
 
 // The order calls reach the write connection through a first-come queue
-// that hands the connection from one order call to the next (inOrderTx).
+// that hands the connection from one order call to the next (Driver.Begin).
 // These tests show that this never costs a call its own transaction, never
 // keeps the other writers out, and never keeps the connection when the
 // callers waiting for it have gone.
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
-func orderDB(t *testing.T) (*sqlite.DB, string, string) {
+func orderDB(t *testing.T) (store, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
@@ -46,11 +46,11 @@ func orderDB(t *testing.T) (*sqlite.DB, string, string) {
 			t.Fatal(err)
 		}
 	}
-	return db, c.ID, ean
+	return withOrders(db), c.ID, ean
 }
 
 // lifecycle creates an order, fulfils it and returns its item.
-func lifecycle(ctx context.Context, db *sqlite.DB, clientID, ean, number string) error {
+func lifecycle(ctx context.Context, db store, clientID, ean, number string) error {
 	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {

@@ -212,7 +212,7 @@ func (h *queueHarness) createOrder() {
 	for range 1 + h.rng.IntN(3) {
 		n.Items = append(n.Items, storelink.NewItem{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price})
 	}
-	o, err := h.db.CreateWarehouseOrder(h.ctx, n)
+	o, err := orderService(h.db).CreateWarehouseOrder(h.ctx, n)
 	h.must(err, "create warehouse order")
 	qo := &queueOrder{id: o.ID}
 	for _, it := range o.Items {
@@ -236,7 +236,7 @@ func (h *queueHarness) returnItem() {
 		return
 	}
 	o := open[h.rng.IntN(len(open))]
-	_, err := h.db.WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
+	_, err := orderService(h.db).WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
 		Items: []storelink.WarehouseReturnItem{{ItemID: o.items[o.returned]}}})
 	h.must(err, "warehouse return")
 	o.returned++

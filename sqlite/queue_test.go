@@ -10,7 +10,14 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
+
+// orderService returns the order services over db's driver, on db's clock, as
+// serve composes them.
+func orderService(db *DB) *service.Service {
+	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }))
+}
 
 // A round that fails after the queue gave out its deliveries loses none of
 // them: the queue is read again from the file, and the next claim hands
@@ -242,7 +249,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	order := func(n string) {
 		t.Helper()
 		price := storelink.Money(1999)
-		if _, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
+		if _, err := orderService(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 // Package sqlite implements the storelink services on an embedded SQLite
-// database (modernc.org/sqlite, no cgo). It is the default store: one file in
-// the data folder, owned by one storelink process at a time.
+// database (modernc.org/sqlite, no cgo), and the row-level Driver that
+// package service runs the order rules on. It is the default store: one file
+// in the data folder, owned by one storelink process at a time.
 package sqlite
 
 import (
@@ -37,7 +38,7 @@ type DB struct {
 	read  *sql.DB
 	lock  *os.File
 
-	// The order calls' way to the write connection (see inOrderTx):
+	// The order calls' way to the write connection (see Driver.Begin):
 	// orderTurn admits them one at a time, first come first served;
 	// orderWaiting counts those waiting for their turn; orderConn is the
 	// connection while order calls keep coming, taken at orderSince;
@@ -158,61 +159,6 @@ func (tx orderTx) QueryRowContext(ctx context.Context, query string, args ...any
 		return tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
 	}
 	return tx.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// orderHold bounds how long order calls keep the write connection from
-// the other writers (uploads, the background loops) while they keep coming.
-const orderHold = 10 * time.Millisecond
-
-// inOrderTx runs fn in a write transaction of its own and commits it.
-//
-// Order calls take their turn first come first served: the write pool hands
-// its one connection to a random waiter (database/sql), so under load an
-// unlucky call waited behind dozens of others and the slowest answers took
-// five times the median. And the call whose turn it is hands the connection
-// straight on to the next order call waiting, for up to orderHold, instead
-// of back to the pool: there the background loops, which every order call
-// wakes, would win it about as often as the order calls and run a (mostly
-// empty) claim transaction between any two of them.
-func (db *DB) inOrderTx(ctx context.Context, fn func(tx orderTx) error) (err error) {
-	// The turn is waited for even when ctx ends meanwhile: a call counted as
-	// waiting must take its turn, or the connection kept for it would never
-	// go back to the pool.
-	db.orderWaiting.Add(1)
-	db.orderTurn <- struct{}{}
-	db.orderWaiting.Add(-1)
-	defer func() {
-		// After an error that is not the caller's (the database's, or
-		// ctx's), the connection goes back too: the pool knows what to do
-		// with a broken one.
-		failed := storelink.ErrorCode(err) == storelink.EINTERNAL
-		if db.orderConn != nil && (failed || db.orderWaiting.Load() == 0 || time.Since(db.orderSince) > orderHold) {
-			db.orderConn.Close() // back to the pool
-			db.orderConn = nil
-		}
-		<-db.orderTurn
-	}()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if db.orderConn == nil {
-		if db.orderConn, err = db.write.Conn(ctx); err != nil {
-			return err
-		}
-		db.orderSince = time.Now()
-	}
-	tx, err := db.orderConn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(orderTx{Tx: tx, prepared: db.prepared}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit order transaction: %w", err)
-	}
-	return nil
 }
 
 // Migrate applies the embedded migrations that have not been applied yet.

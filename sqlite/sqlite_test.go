@@ -12,9 +12,23 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
+	"storelink/service/drivertest"
 	"storelink/sqlite"
 	"storelink/storetest"
 )
+
+// store joins the order services of package service, over the database's
+// driver and on its clock, with the services the database implements
+// itself, as serve does.
+type store struct {
+	*service.Service
+	*sqlite.DB
+}
+
+func withOrders(db *sqlite.DB) store {
+	return store{service.New(sqlite.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+}
 
 // openDB opens a fresh database in a temp folder, with a sealer of a random
 // key, on the clock now, and returns it with its file's path.
@@ -38,7 +52,7 @@ func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db, _ := openDB(t, now)
-	return db, func(t *testing.T, state storelink.OrderState) func() {
+	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
@@ -58,6 +72,13 @@ func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEv
 }
 
 func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
+
+func TestDriver(t *testing.T) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+		db, _ := openDB(t, time.Now)
+		return sqlite.NewDriver(db), db
+	})
+}
 
 // TestSecretsSealedAtRest: no column of endpoints, and no byte of the
 // database files, holds a webhook secret (current or previous, with or

@@ -13,12 +13,6 @@ import (
 
 var _ storelink.WebhookService = (*DB)(nil)
 
-// execQuerier is what both a *sql.Tx and the write pool offer.
-type execQuerier interface {
-	querier
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-}
-
 func (db *DB) sealer() (*storelink.Sealer, error) {
 	if db.Sealer == nil {
 		return nil, errors.New("sqlite: no Sealer set: webhook secrets cannot be stored or read")
@@ -183,38 +177,4 @@ func (db *DB) RotateSecret(ctx context.Context, id, secret string, overlap time.
 		return nil, err
 	}
 	return e, tx.Commit()
-}
-
-// createDeliveries queues an event for every enabled endpoint of its client
-// that wants its state, inside the transaction that writes the event.
-func createDeliveries(ctx context.Context, tx execQuerier, ev *storelink.Event, clientID string, eventSeq int64, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, states FROM endpoints WHERE client_id = ? AND enabled = 1`, clientID)
-	if err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id, states string
-		if err := rows.Scan(&id, &states); err != nil {
-			rows.Close()
-			return err
-		}
-		e := storelink.Endpoint{Enabled: true, States: parseStates(states)}
-		if e.Wants(ev.State) {
-			ids = append(ids, id)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, endpoint := range ids {
-		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
-			state, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-			storelink.NewID(now), ev.EventID, eventSeq, endpoint, clientID, ev.OrderID, ev.State, ms(now), ms(now), ms(now))
-		if err != nil {
-			return fmt.Errorf("queue delivery of event %s: %w", ev.EventID, err)
-		}
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"storelink"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
 )
@@ -69,6 +70,7 @@ func TestRetryPolicyNext(t *testing.T) {
 type fixture struct {
 	t        *testing.T
 	db       *sqlite.DB
+	service  *service.Service
 	clientID string
 	orders   atomic.Int64
 }
@@ -94,7 +96,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: db, clientID: c.ID}
+	return &fixture{t: t, db: db, service: service.New(sqlite.NewDriver(db)), clientID: c.ID}
 }
 
 func (f *fixture) endpoint(url string) *storelink.Endpoint {
@@ -111,14 +113,14 @@ func (f *fixture) event() string {
 	f.t.Helper()
 	ctx := context.Background()
 	price := storelink.Money(1999)
-	o, err := f.db.CreateWarehouseOrder(ctx, storelink.NewOrder{
+	o, err := f.service.CreateWarehouseOrder(ctx, storelink.NewOrder{
 		OrderNumber: fmt.Sprintf("W-%d", f.orders.Add(1)), ClientID: f.clientID,
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	evs, err := f.db.OrderEvents(ctx, o.ID)
+	evs, err := f.service.OrderEvents(ctx, o.ID)
 	if err != nil || len(evs) != 1 {
 		f.t.Fatalf("events of %s: %v %v", o.ID, evs, err)
 	}

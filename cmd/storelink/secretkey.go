@@ -64,7 +64,7 @@ func parseSecretKey(hexKey, from string) (*storelink.Sealer, error) {
 }
 
 // keyStore is the database as the secret key's check and rotation see it.
-func keyStore(db database) (interface {
+func keyStore(db opened) (interface {
 	storelink.SecretKeyStore
 	SetSealer(*storelink.Sealer)
 }, error) {
@@ -83,7 +83,7 @@ func keyStore(db database) (interface {
 // use if the database has no key yet. A key that is not the one the
 // database's secrets are sealed with is refused (exit 2) before anything is
 // served: several processes on one PostgreSQL database must share one key.
-func useSecretKey(ctx context.Context, c *config, db database, stdout io.Writer) error {
+func useSecretKey(ctx context.Context, c *config, db opened, stdout io.Writer) error {
 	ks, err := keyStore(db)
 	if err != nil {
 		return err
@@ -186,7 +186,7 @@ func secretKeyCommand(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer db.Close()
-	ks, err := keyStore(db)
+	ks, err := keyStore(db.opened)
 	if err != nil {
 		return err
 	}

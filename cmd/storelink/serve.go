@@ -26,13 +26,14 @@ import (
 	"storelink/gcmode"
 	"storelink/httpapi"
 	"storelink/postgres"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
 	"storelink/worker"
 )
 
 // database is what serve needs of a store: every service, and the
-// readiness check. *sqlite.DB and *postgres.DB are both one.
+// readiness check.
 type database interface {
 	storelink.AdminService
 	storelink.Authenticator
@@ -49,30 +50,58 @@ type database interface {
 	Close() error
 }
 
+// opened is a store as its package opens it (*sqlite.DB, *postgres.DB):
+// the services whose rules still live in that package, and the checks. The
+// others come from package service, over the package's driver.
+type opened interface {
+	storelink.AdminService
+	storelink.Authenticator
+	storelink.UploadService
+	storelink.StockService
+	storelink.WebhookService
+	storelink.SessionStore
+	Ping(ctx context.Context) error
+	ProbeWrite(ctx context.Context) error
+	Close() error
+}
+
+// store is a database: the services of package service over the driver of
+// the opened store, and the opened store's own services.
+type store struct {
+	*service.Service
+	opened
+}
+
+var _ database = (*store)(nil)
+
 // openDB opens the configured database and applies the migrations.
-func openDB(ctx context.Context, c *config) (database, error) {
+func openDB(ctx context.Context, c *config) (*store, error) {
 	switch {
 	case strings.HasPrefix(c.Database, "sqlite:"):
 		path := strings.TrimPrefix(c.Database, "sqlite:")
 		if path == "" {
 			return nil, usageError{errors.New("--database sqlite: needs a path, e.g. sqlite:./storelink-data/storelink.db")}
 		}
-		return sqlite.Open(ctx, path)
+		db, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return &store{service.New(sqlite.NewDriver(db)), db}, nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
 			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return db, nil
+		return &store{service.New(postgres.NewDriver(db)), db}, nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
 // faultOf is the database's way to tell a full disk or an unreachable
 // database from other errors.
-func faultOf(db database) func(error) error {
-	if _, ok := db.(*postgres.DB); ok {
+func faultOf(db *store) func(error) error {
+	if _, ok := db.opened.(*postgres.DB); ok {
 		return postgres.Fault
 	}
 	return sqlite.Fault
@@ -135,7 +164,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer db.Close()
 	// Only one process can hold a SQLite file, so at start-up every lease
 	// in it is a dead one. On PostgreSQL other processes hold theirs.
-	if lite, ok := db.(*sqlite.DB); ok {
+	if lite, ok := db.opened.(*sqlite.DB); ok {
 		if err := lite.ReleaseLeases(ctx); err != nil {
 			return fmt.Errorf("release leases: %w", err)
 		}
@@ -144,7 +173,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if err := useSecretKey(ctx, c, db, stdout); err != nil {
+	if err := useSecretKey(ctx, c, db.opened, stdout); err != nil {
 		return err
 	}
 	if c.Demo {
@@ -204,7 +233,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = proc.Run(workCtx) })
 	wg.Go(func() { _ = deliverer.Run(workCtx) })
-	if pg, ok := db.(*postgres.DB); ok {
+	if pg, ok := db.opened.(*postgres.DB); ok {
 		// Work that another process accepts wakes this one at once.
 		wg.Go(func() {
 			listenForWork(workCtx, pg, logger, func(ch string) {
@@ -243,7 +272,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	// Both stores hand back only this process's own leases, which is safe
 	// beside other processes on PostgreSQL too.
-	if r, ok := db.(interface {
+	if r, ok := db.opened.(interface {
 		ReleaseOwnLeases(ctx context.Context, owner string) error
 	}); ok {
 		if rerr := r.ReleaseOwnLeases(relCtx, owner); rerr != nil {

@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+	"storelink/service"
+)
+
+var _ service.Driver = (*Driver)(nil)
+
+// Driver is package service's row-level driver on PostgreSQL, where the
+// order rules run. Reads and transactions share the pool.
+type Driver struct{ db *DB }
+
+// NewDriver returns the driver of an open database, on its pool.
+func NewDriver(db *DB) *Driver { return &Driver{db: db} }
+
+// Begin starts a transaction at READ COMMITTED: each statement takes a new
+// snapshot, so a transaction that waited for a lock reads what the holder
+// committed.
+func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
+	tx, err := d.db.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTx{tx: tx}, nil
+}
+
+// Transient tells deadlock victims and serialization failures: with many
+// writers these are expected and rare, and a fresh try avoids them.
+func (d *Driver) Transient(err error) bool { return retryable(err) }
+
+// pgTx is a transaction begun by Driver.Begin.
+type pgTx struct{ tx pgx.Tx }
+
+// Commit commits.
+func (t *pgTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+
+// Rollback rolls back; after Commit it does nothing (pgx's ErrTxClosed).
+func (t *pgTx) Rollback(ctx context.Context) error {
+	if err := t.tx.Rollback(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
+
+// LockRouting takes the client's routing lock until the transaction ends:
+// an advisory lock, since the stock the transactions read is no one row to
+// lock.
+func (t *pgTx) LockRouting(ctx context.Context, clientID string) error {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockRouting, clientID); err != nil {
+		return fmt.Errorf("take routing lock: %w", err)
+	}
+	return nil
+}
+
+// LockOrderKey takes the lock of a client's idempotency key until the
+// transaction ends: an advisory lock, since the key's row may not exist yet
+// (the primary key would refuse a second insert only at its end, after it
+// had done all the work).
+func (t *pgTx) LockOrderKey(ctx context.Context, clientID, key string) error {
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockOrderKey, clientID+" "+key); err != nil {
+		return fmt.Errorf("take idempotency key lock: %w", err)
+	}
+	return nil
+}
+
+// GetClient reads a client; the row is not locked, as no order call
+// changes a client.
+func (t *pgTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+	c := &storelink.Client{}
+	err := t.tx.QueryRow(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = $1`, id).
+		Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
+	if err != nil {
+		return nil, noRow(err)
+	}
+	return c, nil
+}
+
+// StoreExists looks the store up as committed when the statement runs
+// (READ COMMITTED).
+func (t *pgTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
+	return found(exists(ctx, t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
+}
+
+// noRow turns noRows into service.ErrNotFound.
+func noRow(err error) error {
+	if noRows(err) {
+		return service.ErrNotFound
+	}
+	return err
+}
+
+// found turns the answer of exists into whether a row was found.
+func found(err error) (bool, error) {
+	if noRows(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

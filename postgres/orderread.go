@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"storelink"
+)
+
+const (
+	orderColumns = `id, client_id, order_number, store_id, state, billing, delivery, reassigned_from, reassigned_order_id, created_at, updated_at`
+	itemsSQL     = `SELECT item_id, ean, price, currency, article_number, marketplace_article_number,
+		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving
+		FROM order_items WHERE order_id = $1 ORDER BY pos`
+)
+
+// scanOrder reads an order's row; pgx decodes the jsonb addresses, NULL
+// as none.
+func scanOrder(row interface{ Scan(...any) error }) (*storelink.Order, error) {
+	o := &storelink.Order{}
+	var store, from, to *string
+	if err := row.Scan(&o.ID, &o.ClientID, &o.OrderNumber, &store, &o.State, &o.CustomerBillingAddress, &o.DeliveryDetails,
+		&from, &to, &o.CreatedAt, &o.UpdatedAt); err != nil {
+		return nil, err
+	}
+	o.StoreID, o.ReassignedFrom, o.ReassignedOrderID = deref(store), deref(from), deref(to)
+	return o, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// loadOrder reads an order and its items, or service.ErrNotFound;
+// forUpdate locks the order's row until the transaction ends.
+func loadOrder(ctx context.Context, q querier, id string, forUpdate bool) (*storelink.Order, error) {
+	query := `SELECT ` + orderColumns + ` FROM orders WHERE id = $1`
+	if forUpdate {
+		query += ` FOR UPDATE`
+	}
+	o, err := scanOrder(q.QueryRow(ctx, query, id))
+	if err != nil {
+		return nil, noRow(err)
+	}
+	return o, loadItems(ctx, q, o)
+}
+
+func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
+	rows, err := q.Query(ctx, itemsSQL, o.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	o.Items = []storelink.Item{}
+	for rows.Next() {
+		var it storelink.Item
+		// pgx converts to and from the domain's named types, and NULL to a
+		// nil reason code.
+		if err := rows.Scan(&it.ItemID, &it.EAN, &it.Price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
+			&it.ArticleLocation, &it.Status, &it.CancellationReason, &it.ReturnReasonCode, &it.ReturnLocation,
+			&it.ReturnStoreID, &it.Reserving); err != nil {
+			return err
+		}
+		o.Items = append(o.Items, it)
+	}
+	return rows.Err()
+}
+
+// GetOrder reads an order on the pool, locking nothing.
+func (d *Driver) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
+	return loadOrder(ctx, d.db.pool, id, false)
+}
+
+// ListOrders reads the orders that f selects, then the items of each.
+func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+	var a args
+	q := `SELECT ` + orderColumns + ` FROM orders WHERE true`
+	for _, c := range []struct{ col, v string }{{"client_id", f.ClientID}, {"order_number", f.OrderNumber}, {"state", string(f.State)}} {
+		if c.v != "" {
+			q += ` AND ` + c.col + ` = ` + a.add(c.v)
+		}
+	}
+	if f.Before != "" {
+		q += ` AND seq < (SELECT seq FROM orders WHERE id = ` + a.add(f.Before) + `)`
+	}
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(f.Limit)
+	rows, err := d.db.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, err
+	}
+	out := []storelink.Order{}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, *o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if err := loadItems(ctx, d.db.pool, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// OrderExists looks the order up; an id PostgreSQL cannot store names none.
+func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, d.db.pool, `SELECT 1 FROM orders WHERE id = $1`, id))
+}
+
+// ListOrderEvents reads an order's events by number.
+func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
+	return queryEvents(ctx, d.db.pool, `order_id = $1 ORDER BY seq`, orderID)
+}
+
+// ListEvents reads a client's events by their number, which follows commit
+// order (see nextEventSQL).
+func (d *Driver) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
+	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, clientID, after, limit)
+}
+
+func queryEvents(ctx context.Context, q querier, where string, args ...any) ([]storelink.EventRecord, error) {
+	rows, err := q.Query(ctx, `SELECT seq, id, client_id, order_id, state, payload, created_at FROM events WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.EventRecord{}
+	for rows.Next() {
+		var r storelink.EventRecord
+		var seq int64
+		var payload string
+		if err := rows.Scan(&seq, &r.EventID, &r.ClientID, &r.OrderID, &r.State, &payload, &r.CreatedAt); err != nil {
+			return nil, err
+		}
+		r.Payload, r.Cursor = json.RawMessage(payload), strconv.FormatInt(seq, 10)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,264 @@
+package drivertest
+
+import (
+	"fmt"
+	"slices"
+
+	"storelink"
+	"storelink/service"
+)
+
+// EANs with valid GS1 check digits.
+const (
+	eanA = "4006381333931"
+	eanB = "5901234123457"
+	eanC = "8712345678906"
+)
+
+func testTransactions(e *env) {
+	kept, dropped := e.order("S1", eanA), e.order("S1", eanB)
+	tx := e.begin()
+	must(e.t, tx.InsertOrder(e.ctx, dropped))
+	got, err := tx.GetOrder(e.ctx, dropped.ID)
+	must(e.t, err)
+	sameOrder(e.t, "order read in its own transaction", got, dropped)
+	must(e.t, tx.Rollback(e.ctx))
+	_, err = e.d.GetOrder(e.ctx, dropped.ID)
+	wantNotFound(e.t, "order of a rolled back transaction", err)
+
+	tx = e.begin()
+	must(e.t, tx.InsertOrder(e.ctx, kept))
+	must(e.t, tx.Commit(e.ctx))
+	if err := tx.Rollback(e.ctx); err != nil {
+		e.t.Fatalf("Rollback after Commit = %v, want nothing done", err)
+	}
+	got, err = e.d.GetOrder(e.ctx, kept.ID)
+	must(e.t, err)
+	sameOrder(e.t, "order of a committed transaction", got, kept)
+}
+
+func testOrderRoundTrip(e *env) {
+	o := e.order("S2", eanA, eanB, eanC)
+	o.CustomerBillingAddress = &storelink.Address{FirstName: "Eva", LastName: "Muster", AddressLine1: "Hauptstr. 1",
+		AddressLine2: "c/o Müller", ZipCode: "10115", City: "Berlin", CountryCode: "DE"}
+	o.DeliveryDetails = &storelink.DeliveryDetails{DeliveryTrackingNumber: "T-1", DeliveryCarrierName: "DHL"}
+	o.ReassignedFrom = storelink.NewID(e.at)
+	code := storelink.ReturnReasonCode(-1)
+	o.Items[1].Status, o.Items[1].CancellationReason, o.Items[1].Reserving = storelink.ItemCancelled, storelink.ReasonOutOfStock, false
+	o.Items[2].Status, o.Items[2].ReturnReasonCode, o.Items[2].ReturnLocation, o.Items[2].ReturnStoreID =
+		storelink.ItemReturned, &code, storelink.ReturnToStore, "S1"
+	bare := e.order("", eanA) // a warehouse order: no store, no addresses
+	bare.State, bare.Items[0].Reserving = storelink.StateWarehouseFulfilled, false
+	e.insert(o)
+	e.insert(bare)
+	for _, want := range []*storelink.Order{o, bare} {
+		got, err := e.d.GetOrder(e.ctx, want.ID)
+		must(e.t, err)
+		sameOrder(e.t, "order read back", got, want)
+		tx := e.begin()
+		got, err = tx.GetOrderForUpdate(e.ctx, want.ID)
+		must(e.t, err)
+		sameOrder(e.t, "order read back for update", got, want)
+		must(e.t, tx.Rollback(e.ctx))
+	}
+	_, err := e.d.GetOrder(e.ctx, "no-such-order")
+	wantNotFound(e.t, "GetOrder of an unknown id", err)
+	tx := e.begin()
+	_, err = tx.GetOrderForUpdate(e.ctx, "no-such-order")
+	wantNotFound(e.t, "GetOrderForUpdate of an unknown id", err)
+}
+
+func testOrderUpdate(e *env) {
+	o := e.order("S1", eanA, eanB)
+	e.insert(o)
+	stored := *o
+	stored.Items = slices.Clone(o.Items)
+
+	now := e.tick()
+	o.State, o.UpdatedAt, o.ReassignedOrderID = storelink.StateCancelled, now, storelink.NewID(now)
+	o.DeliveryDetails = &storelink.DeliveryDetails{ReturnTrackingNumber: "R-1"}
+	o.Items[0].Status, o.Items[0].CancellationReason, o.Items[0].Reserving = storelink.ItemCancelled, storelink.ReasonItemBroken, false
+	o.Items[1].Status = storelink.ItemFulfilled // changed in memory, not asked to be written
+	o.Items = append(o.Items, storelink.Item{ItemID: storelink.NewID(now), EAN: eanC, Price: 5, Currency: "EUR",
+		ArticleNumber: "A-C", MarketplaceArticleNumber: "M-C", Status: storelink.ItemAssigned, Reserving: true})
+	e.inTx(func(tx service.Tx) { must(e.t, tx.UpdateOrder(e.ctx, o, []int{2}, []int{0})) })
+
+	want := *o
+	want.Items = slices.Clone(o.Items)
+	want.Items[1] = stored.Items[1]
+	got, err := e.d.GetOrder(e.ctx, o.ID)
+	must(e.t, err)
+	sameOrder(e.t, "order after UpdateOrder", got, &want)
+}
+
+func testListOrders(e *env) {
+	var made []*storelink.Order
+	for i := range 3 {
+		o := e.order("S1", eanA)
+		if i == 1 {
+			o.State = storelink.StateWarehouseFulfilled
+		}
+		e.insert(o)
+		made = append(made, o)
+	}
+	ids := func(list []storelink.Order) []string {
+		out := []string{}
+		for _, o := range list {
+			out = append(out, o.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		f    storelink.OrderFilter
+		want []*storelink.Order
+	}{
+		{"all", storelink.OrderFilter{Limit: 10}, []*storelink.Order{made[2], made[1], made[0]}},
+		{"by client", storelink.OrderFilter{ClientID: e.client.ID, Limit: 10}, []*storelink.Order{made[2], made[1], made[0]}},
+		{"another client", storelink.OrderFilter{ClientID: "other", Limit: 10}, nil},
+		{"by number", storelink.OrderFilter{OrderNumber: made[1].OrderNumber, Limit: 10}, []*storelink.Order{made[1]}},
+		{"by state", storelink.OrderFilter{State: storelink.StateAssigned, Limit: 10}, []*storelink.Order{made[2], made[0]}},
+		{"first page", storelink.OrderFilter{Limit: 2}, []*storelink.Order{made[2], made[1]}},
+		{"next page", storelink.OrderFilter{Before: made[1].ID, Limit: 2}, []*storelink.Order{made[0]}},
+	} {
+		list, err := e.d.ListOrders(e.ctx, c.f)
+		must(e.t, err)
+		if list == nil {
+			e.t.Fatalf("%s: ListOrders = nil, want a list", c.name)
+		}
+		want := []string{}
+		for _, o := range c.want {
+			want = append(want, o.ID)
+		}
+		if got := ids(list); !slices.Equal(got, want) {
+			e.t.Fatalf("%s: ListOrders = %v, want %v", c.name, got, want)
+		}
+		for i := range list {
+			sameOrder(e.t, c.name+": listed order", &list[i], c.want[i])
+		}
+	}
+}
+
+func testClientsAndStores(e *env) {
+	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	must(e.t, err)
+	other, err := e.seed.CreateClient(e.ctx, p.ID, "AT", "EUR")
+	must(e.t, err)
+	_, _, err = e.seed.PutStore(e.ctx, other.ID, "X1", "Elsewhere")
+	must(e.t, err)
+	tx := e.begin()
+	c, err := tx.GetClient(e.ctx, e.client.ID)
+	must(e.t, err)
+	if c.ID != e.client.ID || c.PartnerID != e.client.PartnerID || c.CountryCode != "DE" || c.Currency != "EUR" ||
+		!c.CreatedAt.Equal(e.client.CreatedAt) {
+		e.t.Fatalf("GetClient = %+v, want %+v", c, e.client.Client)
+	}
+	_, err = tx.GetClient(e.ctx, "no-such-client")
+	wantNotFound(e.t, "GetClient of an unknown id", err)
+	for _, c := range []struct {
+		client, store string
+		want          bool
+	}{{e.client.ID, "S1", true}, {e.client.ID, "S2", true}, {e.client.ID, "X1", false}, {other.ID, "X1", true}, {other.ID, "S1", false}} {
+		ok, err := tx.StoreExists(e.ctx, c.client, c.store)
+		must(e.t, err)
+		if ok != c.want {
+			e.t.Fatalf("StoreExists(%s, %s) = %v, want %v", c.client, c.store, ok, c.want)
+		}
+	}
+}
+
+func testStockInForce(e *env) {
+	e.feed(storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A-1", Quantity: 5, Price: 1999, ArticleLocation: "L1"},
+		storelink.StockRow{StoreID: "S2", EAN: eanA, ArticleNumber: "A-2", Quantity: 1, Price: 2999},
+		storelink.StockRow{StoreID: "S2", EAN: eanB, ArticleNumber: "B-2", Quantity: 3, Price: 999})
+	held := e.order("S1", eanA, eanA)
+	released := e.order("S1", eanA)
+	released.Items[0].Reserving = false
+	e.insert(held)
+	e.insert(released)
+
+	tx := e.begin()
+	all, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA, eanC})
+	must(e.t, err)
+	for _, c := range []struct {
+		store, ean                  string
+		quantity, reserved, present int
+	}{{"S1", eanA, 5, 2, 1}, {"S2", eanA, 1, 0, 1}, {"S2", eanB, 0, 0, 0}, {"S1", eanC, 0, 0, 0}} {
+		s := all[c.store][c.ean]
+		if c.present == 0 {
+			if s != nil {
+				e.t.Fatalf("StockInForce has %s at %s, which was not asked for or is not stocked", c.ean, c.store)
+			}
+			continue
+		}
+		if s == nil || s.Quantity != c.quantity || s.Reserved != c.reserved || s.Available != c.quantity-c.reserved {
+			e.t.Fatalf("StockInForce %s at %s = %+v, want quantity %d, reserved %d", c.ean, c.store, s, c.quantity, c.reserved)
+		}
+	}
+	if s := all["S1"][eanA]; s.ArticleNumber != "A-1" || s.Price != 1999 || s.ArticleLocation != "L1" {
+		e.t.Fatalf("StockInForce row = %+v, want the feed's article data", s)
+	}
+	at, err := tx.StockInForce(e.ctx, e.client.ID, "S2", []string{eanA, eanB})
+	must(e.t, err)
+	if len(at) != 1 || len(at["S2"]) != 2 {
+		e.t.Fatalf("StockInForce at S2 = %v, want S2's two rows only", at)
+	}
+}
+
+func testEvents(e *env) {
+	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	must(e.t, err)
+	other, err := e.seed.CreateClient(e.ctx, p.ID, "AT", "EUR")
+	must(e.t, err)
+	o, elsewhere := e.order("S1", eanA), e.order("", eanA)
+	elsewhere.ClientID, elsewhere.State = other.ID, storelink.StateWarehouseFulfilled
+	e.insert(o)
+	e.insert(elsewhere)
+	var evs []*storelink.Event
+	var seqs []int64
+	for i := range 3 {
+		ev := event(o)
+		e.inTx(func(tx service.Tx) {
+			seq, err := tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick())
+			must(e.t, err)
+			seqs = append(seqs, seq)
+		})
+		evs = append(evs, ev)
+		if i == 0 { // another client's event between them
+			e.inTx(func(tx service.Tx) {
+				_, err := tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at)
+				must(e.t, err)
+			})
+		}
+	}
+	if !slices.IsSorted(seqs) || seqs[0] == seqs[1] || seqs[1] == seqs[2] {
+		e.t.Fatalf("event numbers %v, want rising", seqs)
+	}
+	list, err := e.d.ListEvents(e.ctx, e.client.ID, 0, 10)
+	must(e.t, err)
+	if len(list) != 3 {
+		e.t.Fatalf("ListEvents = %d events, want the client's 3", len(list))
+	}
+	for i, r := range list {
+		if r.EventID != evs[i].EventID || r.ClientID != e.client.ID || r.OrderID != o.ID || r.State != o.State ||
+			string(r.Payload) != string(evs[i].Marshal()) || r.Cursor != fmt.Sprint(seqs[i]) {
+			e.t.Fatalf("event %d = %+v, want %+v numbered %d", i, r, evs[i], seqs[i])
+		}
+	}
+	if page, err := e.d.ListEvents(e.ctx, e.client.ID, seqs[0], 1); err != nil || len(page) != 1 || page[0].EventID != evs[1].EventID {
+		e.t.Fatalf("ListEvents after the first, limit 1 = %+v, %v; want the second", page, err)
+	}
+	if page, err := e.d.ListEvents(e.ctx, e.client.ID, seqs[2], 10); err != nil || page == nil || len(page) != 0 {
+		e.t.Fatalf("ListEvents after the last = %+v, %v; want an empty list", page, err)
+	}
+	byOrder, err := e.d.ListOrderEvents(e.ctx, o.ID)
+	must(e.t, err)
+	if len(byOrder) != 3 || byOrder[0].EventID != evs[0].EventID || byOrder[2].EventID != evs[2].EventID {
+		e.t.Fatalf("ListOrderEvents = %+v, want the order's 3, oldest first", byOrder)
+	}
+	for id, want := range map[string]bool{o.ID: true, "no-such-order": false} {
+		if ok, err := e.d.OrderExists(e.ctx, id); err != nil || ok != want {
+			e.t.Fatalf("OrderExists(%s) = %v, %v; want %v", id, ok, err, want)
+		}
+	}
+}

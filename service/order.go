@@ -1,0 +1,250 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"storelink"
+)
+
+// CreateOrder assigns a new order to the given store or to the store that
+// the stock in force routes it to, and writes its assigned event.
+func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateOrder, true, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+		needs := n.Needs()
+		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, needs)
+		if err != nil {
+			return nil, nil, err
+		}
+		storeID := n.StoreID
+		if storeID != "" {
+			ok, err := tx.StoreExists(ctx, c.ID, storeID)
+			if err != nil {
+				return nil, nil, err
+			} else if !ok {
+				return nil, nil, storelink.Errorf(storelink.EUNPROCESSABLE, "store_id %q is not a store of client %s.", storeID, c.ID)
+			}
+		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
+			return nil, nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
+		}
+		return storelink.Assign(n, c, storeID, stock[storeID], idsAt(now), now)
+	})
+}
+
+// CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
+// It reserves nothing, so it takes no routing lock.
+func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, false, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
+		if err != nil {
+			return nil, nil, err
+		}
+		// Article data for EANs not described in the request: the row of
+		// the lowest store id that has one.
+		rows := map[string]*storelink.Stock{}
+		for _, id := range slices.Sorted(maps.Keys(stock)) {
+			for ean, r := range stock[id] {
+				if rows[ean] == nil {
+					rows[ean] = r
+				}
+			}
+		}
+		return storelink.NewWarehouseOrder(n, c, rows, idsAt(now), now)
+	})
+}
+
+// createOrder is a create call: it validates n, then in one transaction
+// answers a remembered idempotency key, or lets build make the order and its
+// event for the client (from n as validated), writes them and remembers the
+// key. routes takes the client's routing lock before build runs; the key's
+// lock is always taken before it, so the two never deadlock.
+func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call string, routes bool,
+	build func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
+	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	var o *storelink.Order
+	err := s.inTx(ctx, func(tx Tx) error {
+		o = nil // inTx may run this again
+		c, err := tx.GetClient(ctx, n.ClientID)
+		if errors.Is(err, ErrNotFound) {
+			return storelink.Errorf(storelink.EUNPROCESSABLE, "client_id %q is not a client.", n.ClientID)
+		} else if err != nil {
+			return err
+		}
+		if n.IdempotencyKey != "" {
+			if err := tx.LockOrderKey(ctx, c.ID, n.IdempotencyKey); err != nil {
+				return err
+			}
+			if o, err = s.replay(ctx, tx, c.ID, n.IdempotencyKey, hash); err != nil || o != nil {
+				return err
+			}
+		}
+		if routes {
+			if err := tx.LockRouting(ctx, c.ID); err != nil {
+				return err
+			}
+		}
+		now := s.now() // after the locks, which may have been waited for
+		var ev *storelink.Event
+		if o, ev, err = build(tx, &n, c, now); err != nil {
+			return err
+		}
+		if err := insertOrder(ctx, tx, o, ev, now); err != nil {
+			return err
+		}
+		if n.IdempotencyKey == "" {
+			return nil
+		}
+		return rememberKey(ctx, tx, storelink.OrderKey{ClientID: c.ID, Key: n.IdempotencyKey, RequestHash: hash, OrderID: o.ID, CreatedAt: now})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// replay looks the client's key up, under its lock. It returns the order
+// the key stands for when the key is live and hash is the request that
+// brought it, the error of Replays when hash is another request, and nil,
+// nil when the key is not remembered (never seen, or expired): then the
+// call goes ahead.
+func (s *Service) replay(ctx context.Context, tx Tx, clientID, key string, hash []byte) (*storelink.Order, error) {
+	k, err := tx.GetOrderKey(ctx, clientID, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read idempotency key: %w", err)
+	}
+	if !k.Live(s.now()) {
+		return nil, nil
+	}
+	if err := k.Replays(hash); err != nil {
+		return nil, err
+	}
+	o, err := tx.GetOrder(ctx, k.OrderID)
+	if err != nil {
+		return nil, fmt.Errorf("load order %s of an idempotency key: %w", k.OrderID, err)
+	}
+	o.Replayed = true
+	return o, nil
+}
+
+// rememberKey writes a key with the order its call made, inside the
+// transaction that wrote the order, and deletes a few expired keys: the
+// calls that add keys keep the table to about a day's worth of them. An
+// existing row of the key can only be an expired one (a live one is
+// replayed instead): the key starts afresh.
+func rememberKey(ctx context.Context, tx Tx, k storelink.OrderKey) error {
+	if err := tx.PutOrderKey(ctx, k, k.CreatedAt.Add(-storelink.IdempotencyKeyTTL), storelink.KeySweep); err != nil {
+		return fmt.Errorf("save idempotency key of order %s: %w", k.OrderID, err)
+	}
+	return nil
+}
+
+// stockInForce reads the stock in force of the EANs that an order needs.
+func stockInForce(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
+	stock, err := tx.StockInForce(ctx, clientID, storeID, slices.Collect(maps.Keys(needs)))
+	if err != nil {
+		return nil, fmt.Errorf("read stock in force: %w", err)
+	}
+	return stock, nil
+}
+
+// insertOrder writes a new order and its items, then its event: in this
+// order, inside the caller's transaction, so that neither is ever without
+// the other.
+func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	if err := tx.InsertOrder(ctx, o); err != nil {
+		return fmt.Errorf("save order %s: %w", o.ID, err)
+	}
+	return insertEvent(ctx, tx, o, ev, now)
+}
+
+// insertEvent writes the event of an order and, with it, a delivery for
+// every endpoint of the client that wants its state: an event that exists
+// is always delivered.
+func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	seq, err := tx.InsertEvent(ctx, o.ClientID, ev, now)
+	if err != nil {
+		return fmt.Errorf("write event of order %s: %w", o.ID, err)
+	}
+	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
+	if err != nil {
+		return fmt.Errorf("read endpoints: %w", err)
+	}
+	var ds []NewDelivery
+	for _, e := range endpoints {
+		if e.Wants(ev.State) {
+			ds = append(ds, NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID, ClientID: o.ClientID, OrderID: ev.OrderID,
+				EventID: ev.EventID, EventSeq: seq, EventState: ev.State, At: now})
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	if err := tx.InsertDeliveries(ctx, ds); err != nil {
+		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
+	}
+	return nil
+}
+
+// Order returns one order with its items.
+func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error) {
+	o, err := s.d.GetOrder(ctx, id)
+	if err != nil {
+		return nil, orderNotFound(err, id)
+	}
+	return o, nil
+}
+
+// Orders lists orders, newest first.
+func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+	return s.d.ListOrders(ctx, f)
+}
+
+// OrderEvents lists an order's events, oldest first.
+func (s *Service) OrderEvents(ctx context.Context, id string) ([]storelink.EventRecord, error) {
+	ok, err := s.d.OrderExists(ctx, id)
+	if err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, orderNotFound(ErrNotFound, id)
+	}
+	return s.d.ListOrderEvents(ctx, id)
+}
+
+// Events lists a client's events after a cursor, in the order they were
+// committed. The cursor is the event's number among its client's events.
+func (s *Service) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
+	var from int64
+	if after != "" {
+		var err error
+		if from, err = strconv.ParseInt(after, 10, 64); err != nil || from < 0 {
+			return nil, "", storelink.Errorf(storelink.EINVALID, "after %q is not a cursor returned by this call.", after)
+		}
+	}
+	list, err := s.d.ListEvents(ctx, clientID, from, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	next := after
+	if len(list) > 0 {
+		next = list[len(list)-1].Cursor
+	}
+	return list, next, nil
+}
+
+// orderNotFound turns ErrNotFound into ENOTFOUND for the order id.
+func orderNotFound(err error, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Order %q not found.", id)
+	}
+	return err
+}

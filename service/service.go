@@ -1,0 +1,87 @@
+// Package service holds the rules of storelink's services, written once over
+// a narrow row-level Driver. The rules (what an order may do, where it is
+// routed, when an idempotency key answers, which endpoints hear of an event)
+// are the same on every database; what differs between databases (how rows
+// are locked, batched or prepared) stays in the driver packages, sqlite and
+// postgres, which load, insert, update and lock rows and decide nothing.
+//
+// Each call owns its transaction: it begins one on the driver, hands the
+// transaction to the helpers that read and write rows, and commits.
+package service
+
+import (
+	"context"
+	"time"
+
+	"storelink"
+)
+
+var (
+	_ storelink.OrderService = (*Service)(nil)
+	_ storelink.EventService = (*Service)(nil)
+)
+
+// Service implements the storelink services whose rules live here, over a
+// Driver. It is safe for concurrent use.
+type Service struct {
+	d     Driver
+	clock func() time.Time
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock sets the clock the service stamps rows with, so that tests
+// control time. The default is the system clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) { s.clock = now }
+}
+
+// New returns the services over d.
+func New(d Driver, opts ...Option) *Service {
+	s := &Service{d: d, clock: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// now is the clock in UTC truncated to milliseconds, what every database
+// keeps, so that what an answer shows equals what a later read shows.
+func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Millisecond) }
+
+// idsAt makes new ids for rows made at now.
+func idsAt(now time.Time) func() string {
+	return func() string { return storelink.NewID(now) }
+}
+
+// maxTries bounds how often a transaction that ended for a transient reason
+// is run again.
+const maxTries = 4
+
+// inTx runs fn in a transaction of its own and commits it. A transaction
+// that the driver says ended for a transient reason (a deadlock victim
+// among many writers) is run again from the start, a few times: such ends
+// are expected, rare, and say nothing about the request. fn must therefore
+// set its results afresh on every run.
+func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.tryTx(ctx, fn)
+		if try < maxTries && err != nil && s.d.Transient(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Service) tryTx(ctx context.Context, fn func(tx Tx) error) error {
+	tx, err := s.d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

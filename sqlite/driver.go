@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"storelink/service"
+)
+
+var _ service.Driver = (*Driver)(nil)
+
+// Driver is package service's row-level driver on SQLite, where the order
+// rules run. Reads go to the read pool, which never waits for the writer
+// (WAL); transactions go to the one write connection.
+type Driver struct{ db *DB }
+
+// NewDriver returns the driver of an open database; it shares the
+// database's write connection with the services the database implements.
+func NewDriver(db *DB) *Driver { return &Driver{db: db} }
+
+// Transient is always false: with one writer no transaction is ever a
+// deadlock's victim.
+func (d *Driver) Transient(error) bool { return false }
+
+// orderHold bounds how long order calls keep the write connection from
+// the other writers (uploads, the background loops) while they keep coming.
+const orderHold = 10 * time.Millisecond
+
+// Begin starts a write transaction of its own, on the write connection.
+//
+// Order calls take their turn first come first served: the write pool hands
+// its one connection to a random waiter (database/sql), so under load an
+// unlucky call waited behind dozens of others and the slowest answers took
+// five times the median. And the transaction whose turn it is hands the
+// connection straight on to the next order call waiting, for up to
+// orderHold, instead of back to the pool: there the background loops, which
+// every order call wakes, would win it about as often as the order calls
+// and run a (mostly empty) claim transaction between any two of them.
+func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
+	db := d.db
+	// The turn is waited for even when ctx ends meanwhile: a call counted
+	// as waiting must take its turn, or the connection kept for it would
+	// never go back to the pool.
+	db.orderWaiting.Add(1)
+	db.orderTurn <- struct{}{}
+	db.orderWaiting.Add(-1)
+	tx := &writeTx{db: db}
+	if err := ctx.Err(); err != nil {
+		tx.end(true)
+		return nil, err
+	}
+	if db.orderConn == nil {
+		conn, err := db.write.Conn(ctx)
+		if err != nil {
+			tx.end(true)
+			return nil, err
+		}
+		db.orderConn, db.orderSince = conn, time.Now()
+	}
+	sqlTx, err := db.orderConn.BeginTx(ctx, nil)
+	if err != nil {
+		tx.end(true)
+		return nil, err
+	}
+	tx.orderTx = orderTx{Tx: sqlTx, prepared: db.prepared}
+	return tx, nil
+}
+
+// writeTx is a transaction begun by Driver.Begin: it holds the order calls'
+// turn until it ends.
+type writeTx struct {
+	orderTx
+	db *DB
+	// failed is set when a statement failed: the database's fault or the
+	// context's, never the caller's.
+	failed bool
+	done   bool
+}
+
+// end gives the turn back. After a failed statement the connection goes
+// back to the pool too (the pool knows what to do with a broken one), as
+// it does when nobody waits or it was held long enough.
+func (tx *writeTx) end(failed bool) {
+	db := tx.db
+	tx.done = true
+	if db.orderConn != nil && (failed || db.orderWaiting.Load() == 0 || time.Since(db.orderSince) > orderHold) {
+		db.orderConn.Close() // back to the pool
+		db.orderConn = nil
+	}
+	<-db.orderTurn
+}
+
+// Commit commits and gives the turn back.
+func (tx *writeTx) Commit(context.Context) error {
+	if tx.done {
+		return errors.New("commit of an ended transaction")
+	}
+	err := tx.Tx.Commit()
+	tx.end(err != nil || tx.failed)
+	if err != nil {
+		return fmt.Errorf("commit order transaction: %w", err)
+	}
+	return nil
+}
+
+// Rollback rolls back, unless the transaction ended already, and gives the
+// turn back.
+func (tx *writeTx) Rollback(ctx context.Context) error {
+	if tx.done {
+		return nil
+	}
+	err := tx.Tx.Rollback()
+	tx.end(tx.failed || err != nil || ctx.Err() != nil)
+	return err
+}
+
+// fail records a statement's error, other than finding no row.
+func (tx *writeTx) fail(err error) error {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		tx.failed = true
+	}
+	return err
+}
+
+// ExecContext runs a statement, prepared when its SQL is, noting a failure.
+func (tx *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := tx.orderTx.ExecContext(ctx, query, args...)
+	return res, tx.fail(err)
+}
+
+// QueryContext runs a query, prepared when its SQL is, noting a failure.
+func (tx *writeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rows, err := tx.orderTx.QueryContext(ctx, query, args...)
+	return rows, tx.fail(err)
+}
+
+// QueryRowContext runs a one-row query, prepared when its SQL is, noting a
+// failure other than finding no row.
+func (tx *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	row := tx.orderTx.QueryRowContext(ctx, query, args...)
+	tx.fail(row.Err())
+	return row
+}
