@@ -206,6 +206,15 @@ func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error
 
 // Orders lists orders, newest first.
 func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+	if f.Before != "" {
+		// A before that is no order would give an empty page, which reads
+		// as the end of the list.
+		if ok, err := s.d.OrderExists(ctx, f.Before); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, storelink.CursorError("before", f.Before)
+		}
+	}
 	return s.d.ListOrders(ctx, f)
 }
 

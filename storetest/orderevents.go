@@ -195,6 +195,11 @@ func testOrderListing(e *env) {
 			t.Fatalf("Orders(%+v) = %v, want %v", c.f, got, c.want)
 		}
 	}
+	// A before that is no order is refused rather than read as the end.
+	for _, before := range []string{"garbage", "0", storelink.NewID(time.Now())} {
+		_, err = s.Orders(ctx, storelink.OrderFilter{ClientID: id, Limit: 10, Before: before})
+		wantCode(t, err, storelink.EINVALID)
+	}
 	_, err = s.Order(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 }
