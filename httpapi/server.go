@@ -367,5 +367,5 @@ func (s *Server) metricsHandler() http.Handler {
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write(storelink.OpenAPI)
+	_, _ = w.Write(openAPISpec)
 }
