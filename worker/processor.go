@@ -53,6 +53,9 @@ type Processor struct {
 	// pause, and an apply that failed for one gives its claim back
 	// uncounted. Nil: no error is a fault.
 	Fault func(error) error
+	// GC lowers the GC percent while a large file is being applied;
+	// optional (nil leaves the setting alone).
+	GC *gcmode.Governor
 
 	wake    chan struct{}
 	metrics processorMetrics
@@ -313,7 +316,7 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
-	defer gcmode.Lean(int64(len(body)))()
+	defer p.GC.HoldLarge(int64(len(body)))()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkAhead(body, stores, put)
 	})
