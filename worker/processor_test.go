@@ -76,7 +76,7 @@ func values(rows []storelink.StockRow) []rowValue {
 // checkInBackground must put exactly what feed.Check puts, in the same order, and
 // report the same; the rows are compared after the whole file, so a row
 // whose memory the check reused would show.
-func TestCheckAheadPutsWhatCheckPuts(t *testing.T) {
+func TestCheckInBackgroundPutsWhatCheckPuts(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		rows     int
@@ -132,7 +132,7 @@ func firstDiff(a, b []rowValue) int {
 
 // An error of put ends the apply at once: put is not called again, the error
 // comes back with the row's line, and the checking goroutine ends.
-func TestCheckAheadPutError(t *testing.T) {
+func TestCheckInBackgroundPutError(t *testing.T) {
 	before := runtime.NumGoroutine()
 	boom := errors.New("disk full")
 	calls := 0
@@ -155,7 +155,7 @@ func TestCheckAheadPutError(t *testing.T) {
 // A panic of put goes up to the caller, as it did when Check called put
 // directly (the processor turns it into an error), and the checking
 // goroutine does not stay blocked behind it.
-func TestCheckAheadPutPanic(t *testing.T) {
+func TestCheckInBackgroundPutPanic(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
 		defer func() {
