@@ -161,13 +161,6 @@ func parseQuantity(s string) (int, bool) {
 	return n, true
 }
 
-// validEAN is storelink.ValidGTIN by way of eanValue, the feed's fast path
-// that also packs the EAN; the tests hold the two to the same answers.
-func validEAN(s string) bool {
-	_, ok := eanValue(s)
-	return ok
-}
-
 // eanValue checks s as storelink.ValidGTIN does and returns it packed for rowKey: the
 // digits' value, with the length in the top byte.
 func eanValue(s string) (uint64, bool) {

@@ -12,95 +12,106 @@
 // as often while it is in memory (GOGC=50) keeps it at about 80 MiB for
 // about the same speed (bench/stock-import).
 //
-// The setting is the process's, so Lean lowers it once for however many
-// large files are in memory and sets it back when the last is done. An
-// operator who set GOGC chose for themselves; it is then left alone.
+// serve makes one Governor from its configuration and hands it to the API
+// (bodies being received) and to the upload processor (bodies being
+// applied). An operator who set GOGC chose for themselves; the Governor
+// then leaves the setting alone.
 package gcmode
 
 import (
-	"os"
 	"runtime/debug"
 	"sync"
 )
 
-const (
-	// Relaxed is the GOGC of serve while no large file is in memory.
-	Relaxed = 400
-	// LeanPercent is the GOGC while one is.
-	LeanPercent = 50
-	// LargeFrom is the size from which a file counts as large.
-	LargeFrom = 1 << 20
-)
-
-// operatorGOGC tells whether the operator set GOGC.
-var operatorGOGC = os.Getenv("GOGC") != ""
-
-var lean struct {
-	mu      sync.Mutex
-	active  int // large files in memory
-	relaxed int // serve processes running (Relax not yet undone)
-	saved   int // the GOGC to set back when the last file is done
-	before  int // the GOGC to set back when the last serve is done
+// Governor holds the GC settings of a serve process. A nil *Governor
+// changes nothing, for handlers and workers built without one (tests).
+type Governor struct {
+	// SmallHeap is the GC percent while no large body is in memory.
+	SmallHeap int
+	// LargeBody is the GC percent while at least one is.
+	LargeBody int
+	// LargeFrom is the size in bytes from which a body counts as large.
+	LargeFrom int64
+	// operatorSet is true when the operator set GOGC: nothing is changed.
+	operatorSet bool
 }
 
-// Relax sets the GOGC of a serve process, unless the operator set it, and
-// returns the function that sets back what was there before. Several
-// serves in one process (tests) share it: the first relaxes, the last to
-// stop sets back, whatever order they stop in.
-func Relax() (restore func()) {
-	if operatorGOGC {
+// New returns serve's Governor; getenv is the process environment, read
+// for GOGC only.
+func New(getenv func(string) string) *Governor {
+	return &Governor{SmallHeap: 400, LargeBody: 50, LargeFrom: 1 << 20, operatorSet: getenv("GOGC") != ""}
+}
+
+// process is the bookkeeping of the process's one GC setting: whatever
+// number of Governors and serves a process runs (tests run several), the
+// setting they share is counted once.
+var process struct {
+	mu      sync.Mutex
+	large   int // large bodies in memory
+	serving int // serves started and not yet stopped
+	saved   int // the GC percent to set back when the last large body is done
+	before  int // the GC percent to set back when the last serve stops
+}
+
+// Start puts the process on SmallHeap for a serve and returns the function
+// that sets back what was there before. Several serves in one process
+// share it: the first sets it, the last to stop sets back, whatever order
+// they stop in.
+func (g *Governor) Start() (stop func()) {
+	if g == nil || g.operatorSet {
 		return func() {}
 	}
-	lean.mu.Lock()
-	if lean.relaxed == 0 {
-		lean.before = setNow(Relaxed)
+	process.mu.Lock()
+	if process.serving == 0 {
+		process.before = setNow(g.SmallHeap)
 	}
-	lean.relaxed++
-	lean.mu.Unlock()
+	process.serving++
+	process.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			lean.mu.Lock()
-			if lean.relaxed--; lean.relaxed == 0 {
-				setNow(lean.before)
+			process.mu.Lock()
+			if process.serving--; process.serving == 0 {
+				setNow(process.before)
 			}
-			lean.mu.Unlock()
+			process.mu.Unlock()
 		})
 	}
 }
 
-// setNow sets percent and returns the setting it replaces; while a file is
-// in memory, the setting for when the last is done. lean.mu is held.
+// setNow sets percent and returns the setting it replaces; while a large
+// body is in memory, the setting for when the last is done. process.mu is
+// held.
 func setNow(percent int) int {
-	if lean.active > 0 {
-		was := lean.saved
-		lean.saved = percent
+	if process.large > 0 {
+		was := process.saved
+		process.saved = percent
 		return was
 	}
 	return debug.SetGCPercent(percent)
 }
 
-// Lean lowers the GC percent while a file of size bytes is in memory, if
-// it is large or its size is not known (size < 0), and returns the
-// function that ends it.
-func Lean(size int64) (done func()) {
-	if (size >= 0 && size < LargeFrom) || operatorGOGC {
+// HoldLarge lowers the GC percent to LargeBody while a body of size bytes
+// is in memory, if it is large or its size is not known (size < 0), and
+// returns the function to call once it is no longer held.
+func (g *Governor) HoldLarge(size int64) (release func()) {
+	if g == nil || g.operatorSet || (size >= 0 && size < g.LargeFrom) {
 		return func() {}
 	}
-	lean.mu.Lock()
-	if lean.active == 0 {
-		lean.saved = debug.SetGCPercent(LeanPercent)
+	process.mu.Lock()
+	if process.large == 0 {
+		process.saved = debug.SetGCPercent(g.LargeBody)
 	}
-	lean.active++
-	lean.mu.Unlock()
+	process.large++
+	process.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			lean.mu.Lock()
-			if lean.active--; lean.active == 0 {
-				debug.SetGCPercent(lean.saved)
+			process.mu.Lock()
+			if process.large--; process.large == 0 {
+				debug.SetGCPercent(process.saved)
 			}
-			lean.mu.Unlock()
+			process.mu.Unlock()
 		})
 	}
 }

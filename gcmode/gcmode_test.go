@@ -1,6 +1,7 @@
 package gcmode
 
 import (
+	"os"
 	"runtime/debug"
 	"sync"
 	"testing"
@@ -13,91 +14,120 @@ func percent() int {
 	return p
 }
 
-// A large file lowers the GC percent while it is in memory, however many
-// are at once, and the relaxed setting comes back when the last is done;
-// a small file leaves it alone, a file of unknown size counts as large.
-func TestLean(t *testing.T) {
-	if operatorGOGC {
+// governor is serve's Governor for this process, skipping the test when
+// the operator set GOGC (the Governor then leaves it alone).
+func governor(t *testing.T) *Governor {
+	t.Helper()
+	g := New(os.Getenv)
+	if g.operatorSet {
 		t.Skip("GOGC is set in the environment: gcmode leaves it alone")
 	}
-	restore := Relax()
-	defer restore()
-	if p := percent(); p != Relaxed {
-		t.Fatalf("relaxed: GOGC %d, want %d", p, Relaxed)
+	return g
+}
+
+// A large body lowers the GC percent while it is in memory, however many
+// are at once, and the serve setting comes back when the last is done; a
+// small body leaves it alone, a body of unknown size counts as large.
+func TestHoldLarge(t *testing.T) {
+	g := governor(t)
+	stop := g.Start()
+	defer stop()
+	if p := percent(); p != g.SmallHeap {
+		t.Fatalf("serving: GOGC %d, want %d", p, g.SmallHeap)
 	}
-	Lean(LargeFrom - 1)()
-	if p := percent(); p != Relaxed {
-		t.Fatalf("after a small file: GOGC %d, want %d", p, Relaxed)
+	g.HoldLarge(g.LargeFrom - 1)()
+	if p := percent(); p != g.SmallHeap {
+		t.Fatalf("after a small body: GOGC %d, want %d", p, g.SmallHeap)
 	}
 	var wg sync.WaitGroup
-	dones := make(chan func(), 8)
+	releases := make(chan func(), 8)
 	for i := range 8 {
 		size := int64(10 << 20)
 		if i == 0 {
 			size = -1
 		}
-		wg.Go(func() { dones <- Lean(size) })
+		wg.Go(func() { releases <- g.HoldLarge(size) })
 	}
 	wg.Wait()
-	if p := percent(); p != LeanPercent {
-		t.Fatalf("while 8 large files are in memory: GOGC %d, want %d", p, LeanPercent)
+	if p := percent(); p != g.LargeBody {
+		t.Fatalf("while 8 large bodies are in memory: GOGC %d, want %d", p, g.LargeBody)
 	}
 	for range 7 {
-		done := <-dones
-		done()
-		done() // a second call changes nothing
+		release := <-releases
+		release()
+		release() // a second call changes nothing
 	}
-	if p := percent(); p != LeanPercent {
-		t.Fatalf("while 1 is still in memory: GOGC %d, want %d", p, LeanPercent)
+	if p := percent(); p != g.LargeBody {
+		t.Fatalf("while 1 is still in memory: GOGC %d, want %d", p, g.LargeBody)
 	}
-	(<-dones)()
-	if p := percent(); p != Relaxed {
-		t.Fatalf("after the last: GOGC %d, want %d", p, Relaxed)
+	(<-releases)()
+	if p := percent(); p != g.SmallHeap {
+		t.Fatalf("after the last: GOGC %d, want %d", p, g.SmallHeap)
 	}
 }
 
-// Relax and its restore while a file is in memory take effect when the
-// last file is done, not in the middle of it.
-func TestRelaxWhileLean(t *testing.T) {
-	if operatorGOGC {
-		t.Skip("GOGC is set in the environment: gcmode leaves it alone")
-	}
+// Start and its stop while a body is in memory take effect when the last
+// body is done, not in the middle of it.
+func TestStartWhileHoldingLarge(t *testing.T) {
+	g := governor(t)
 	was := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(was)
-	done := Lean(-1)
-	restore := Relax()
-	if p := percent(); p != LeanPercent {
-		t.Fatalf("Relax while lean: GOGC %d, want %d", p, LeanPercent)
+	release := g.HoldLarge(-1)
+	stop := g.Start()
+	if p := percent(); p != g.LargeBody {
+		t.Fatalf("Start while holding a large body: GOGC %d, want %d", p, g.LargeBody)
 	}
-	done()
-	if p := percent(); p != Relaxed {
-		t.Fatalf("after the file: GOGC %d, want %d", p, Relaxed)
+	release()
+	if p := percent(); p != g.SmallHeap {
+		t.Fatalf("after the body: GOGC %d, want %d", p, g.SmallHeap)
 	}
-	done = Lean(-1)
-	restore()
-	done()
+	release = g.HoldLarge(-1)
+	stop()
+	release()
 	if p := percent(); p != 100 {
-		t.Fatalf("after restore and the file: GOGC %d, want 100", p)
+		t.Fatalf("after stop and the body: GOGC %d, want 100", p)
 	}
 }
 
-// Two serves in one process, stopping in the order they started: the
-// setting from before the first comes back when the last stops.
-func TestRelaxTwice(t *testing.T) {
-	if operatorGOGC {
-		t.Skip("GOGC is set in the environment: gcmode leaves it alone")
-	}
+// Two serves in one process, each with its Governor, stopping in the order
+// they started: the setting from before the first comes back when the last
+// stops.
+func TestStartTwice(t *testing.T) {
+	a, b := governor(t), governor(t)
 	was := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(was)
-	a := Relax()
-	b := Relax()
-	a()
-	a() // a second call changes nothing
-	if p := percent(); p != Relaxed {
-		t.Fatalf("one serve still running: GOGC %d, want %d", p, Relaxed)
+	stopA := a.Start()
+	stopB := b.Start()
+	stopA()
+	stopA() // a second call changes nothing
+	if p := percent(); p != b.SmallHeap {
+		t.Fatalf("one serve still running: GOGC %d, want %d", p, b.SmallHeap)
 	}
-	b()
+	stopB()
 	if p := percent(); p != 100 {
 		t.Fatalf("both stopped: GOGC %d, want 100", p)
+	}
+}
+
+// An operator's GOGC is left alone, and so is the setting when there is
+// no Governor at all.
+func TestLeftAlone(t *testing.T) {
+	was := debug.SetGCPercent(123)
+	defer debug.SetGCPercent(was)
+	operator := New(func(k string) string {
+		if k == "GOGC" {
+			return "123"
+		}
+		return ""
+	})
+	var none *Governor
+	for _, g := range []*Governor{operator, none} {
+		stop := g.Start()
+		release := g.HoldLarge(-1)
+		if p := percent(); p != 123 {
+			t.Fatalf("GOGC %d, want the 123 that was set", p)
+		}
+		release()
+		stop()
 	}
 }

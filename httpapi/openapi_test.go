@@ -22,8 +22,12 @@ import (
 	"storelink"
 )
 
-// specFile is the repository's openapi.yaml, the one source of the spec.
-const specFile = "../openapi.yaml"
+// specFile is the one source of the spec, embedded and served; rootSpecFile
+// is where the repository shows it to readers, a link to specFile.
+const (
+	specFile     = "openapi.yaml"
+	rootSpecFile = "../openapi.yaml"
+)
 
 // routePattern matches the mux patterns registered in routes.go, such as
 // m.HandleFunc("PUT /stock/{client_id}/{file}", ...). The dashboard's pages
@@ -155,6 +159,22 @@ func enumOf(t *testing.T, doc *openapi3.T, schema string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestOpenAPIAtRoot checks that the repository's root openapi.yaml, where
+// readers look for the spec, is the file the server embeds.
+func TestOpenAPIAtRoot(t *testing.T) {
+	want, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(rootSpecFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s (%d bytes) is not %s (%d bytes)", rootSpecFile, len(got), specFile, len(want))
+	}
 }
 
 // TestOpenAPIServed checks that the running server answers GET /openapi.yaml

@@ -69,10 +69,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 			return
 		}
 	}
-	// The body is in memory until it is stored: a large one is collected
-	// after eagerly (gcmode).
-	body, sum, lean, err := readBody(r, s.MaxFileSize)
-	defer lean()
+	// The body is in memory until it is stored: while a large one is,
+	// garbage is collected eagerly (gcmode).
+	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC)
+	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -148,14 +148,14 @@ func checkContentType(r *http.Request) error {
 
 // readBody reads at most max bytes and hashes them on the way. Memory
 // follows the bytes that arrive, never the declared Content-Length: a
-// client can declare any length and send nothing. lean ends the eager
-// collection (gcmode) that starts once the body is large; it is to be
+// client can declare any length and send nothing. release ends the eager
+// collection (gc.HoldLarge) that starts once the body is large; it is to be
 // called when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64) (body []byte, sum string, lean func(), err error) {
+func readBody(r *http.Request, max int64, gc *gcmode.Governor) (body []byte, sum string, release func(), err error) {
 	if r.ContentLength > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	buf := &leanBuffer{}
+	buf := &largeBodyBuffer{gc: gc}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -174,24 +174,25 @@ func readBody(r *http.Request, max int64) (body []byte, sum string, lean func(),
 	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
 
-// leanBuffer is a bytes.Buffer that turns on gcmode's eager collection once
-// it holds gcmode.LargeFrom bytes.
-type leanBuffer struct {
+// largeBodyBuffer is a bytes.Buffer that tells gc it holds a large body
+// once it holds gc.LargeFrom bytes, by the bytes that arrived.
+type largeBodyBuffer struct {
 	bytes.Buffer
-	end func()
+	gc      *gcmode.Governor
+	release func()
 }
 
-func (b *leanBuffer) Write(p []byte) (int, error) {
+func (b *largeBodyBuffer) Write(p []byte) (int, error) {
 	n, err := b.Buffer.Write(p)
-	if b.end == nil && int64(b.Len()) >= gcmode.LargeFrom {
-		b.end = gcmode.Lean(int64(b.Len()))
+	if b.release == nil && b.gc != nil && int64(b.Len()) >= b.gc.LargeFrom {
+		b.release = b.gc.HoldLarge(int64(b.Len()))
 	}
 	return n, err
 }
 
-func (b *leanBuffer) done() {
-	if b.end != nil {
-		b.end()
+func (b *largeBodyBuffer) done() {
+	if b.release != nil {
+		b.release()
 	}
 }
 
@@ -210,8 +211,8 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
-	body, _, lean, err := readBody(r, s.MaxFileSize)
-	defer lean()
+	body, _, release, err := readBody(r, s.MaxFileSize, s.GC)
+	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return

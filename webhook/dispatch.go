@@ -68,14 +68,6 @@ type Result struct {
 // Success tells whether the endpoint took the event: 2xx in time.
 func (r Result) Success() bool { return r.Err == nil && r.StatusCode >= 200 && r.StatusCode < 300 }
 
-// Gone tells whether the endpoint answered 410: it no longer wants events
-// and is to be disabled rather than retried.
-func (r Result) Gone() bool { return r.Err == nil && r.StatusCode == http.StatusGone }
-
-// Retryable tells whether the attempt failed in a way that is tried again:
-// anything but success and 410, including 3xx and 4xx (CONTRACT 6.2).
-func (r Result) Retryable() bool { return !r.Success() && !r.Gone() }
-
 // Client sends webhooks through net/http's Transport (see newTransport).
 // It is safe for concurrent use and keeps connections alive between
 // attempts, since one partner endpoint receives many events in a row. It

@@ -48,7 +48,7 @@ func TestWebhookSendSuccess(t *testing.T) {
 	}))
 	defer srv.Close()
 	res := testClient(t, time.Second).Send(context.Background(), testRequest(t, srv.URL), time.Now())
-	if !res.Success() || res.Gone() || res.Retryable() || res.StatusCode != 202 || res.Err != nil || res.Excerpt != "thanks" || res.Duration <= 0 {
+	if !res.Success() || res.StatusCode != 202 || res.Err != nil || res.Excerpt != "thanks" || res.Duration <= 0 {
 		t.Fatalf("Send = %+v, want a 202 success", res)
 	}
 }
@@ -82,7 +82,7 @@ func TestWebhookSendHeaders(t *testing.T) {
 				"User-Agent":        "storelink-webhooks/1",
 				"Webhook-Id":        eventID,
 				"Webhook-Timestamp": strconv.FormatInt(now.Unix(), 10),
-				"Webhook-Signature": SignatureHeader(keys, eventID, now, []byte(eventBody)),
+				"Webhook-Signature": signatureHeader(keys, eventID, now, []byte(eventBody)),
 				"X-Api-Key":         apiKey,
 				"Idempotency-Key":   "",
 			}
@@ -155,11 +155,10 @@ func TestWebhookSendStatuses(t *testing.T) {
 		retryAfter string
 		body       string
 		wantRetry  time.Duration
-		gone       bool
 	}{
 		{name: "500 with an error page", status: 500, body: `{"error":"boom"}`},
 		{name: "404", status: 404, body: "no such hook"},
-		{name: "410 gone", status: 410, gone: true},
+		{name: "410 gone", status: 410},
 		{name: "429 seconds", status: 429, retryAfter: "120", wantRetry: 2 * time.Minute},
 		{name: "503 HTTP date", status: 503, retryAfter: now.Add(90 * time.Second).Format(http.TimeFormat), wantRetry: 90 * time.Second},
 		{name: "503 without Retry-After", status: 503},
@@ -180,7 +179,7 @@ func TestWebhookSendStatuses(t *testing.T) {
 			}))
 			defer srv.Close()
 			res := testClient(t, time.Second).Send(context.Background(), testRequest(t, srv.URL), now)
-			if res.Err != nil || res.StatusCode != tt.status || res.Success() || res.Gone() != tt.gone || res.Retryable() == tt.gone {
+			if res.Err != nil || res.StatusCode != tt.status || res.Success() {
 				t.Fatalf("Send = %+v, want a failed attempt with %d", res, tt.status)
 			}
 			if res.RetryAfter != tt.wantRetry {
@@ -276,7 +275,7 @@ func TestWebhookSendRedirect(t *testing.T) {
 			}))
 			defer srv.Close()
 			res := testClient(t, time.Second).Send(context.Background(), testRequest(t, srv.URL), time.Now())
-			if res.Success() || !res.Retryable() || res.StatusCode != status || res.Err != nil {
+			if res.Success() || res.StatusCode != status || res.Err != nil {
 				t.Fatalf("Send = %+v, want a failed attempt with %d", res, status)
 			}
 		})

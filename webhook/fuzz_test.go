@@ -39,11 +39,11 @@ func FuzzWebhookParseSecret(f *testing.F) {
 
 // FuzzWebhookVerify feeds arbitrary headers and bodies to Verify: it never
 // panics, accepts only a header that carries the right signature, and always
-// accepts what SignatureHeader made.
+// accepts what signatureHeader made.
 func FuzzWebhookVerify(f *testing.F) {
 	key := []byte("fuzzing key, 28 bytes long..")
 	now := time.Unix(1763713200, 0)
-	good := Sign(key, eventID, now, []byte(eventBody))
+	good := sign(key, eventID, now, []byte(eventBody))
 	f.Add(eventID, "1763713200", good, []byte(eventBody))
 	f.Add(eventID, "1763713200", "v1a,xyz "+good+" v1,", []byte(eventBody))
 	f.Add("", "", "", []byte{})
@@ -64,7 +64,7 @@ func FuzzWebhookVerify(f *testing.F) {
 			if perr != nil {
 				t.Fatalf("Verify accepted the timestamp %q", ts)
 			}
-			want := Sign(key, id, time.Unix(n, 0), body)
+			want := sign(key, id, time.Unix(n, 0), body)
 			found := false
 			for _, entry := range strings.Fields(sig) {
 				found = found || entry == want
@@ -75,7 +75,7 @@ func FuzzWebhookVerify(f *testing.F) {
 		}
 		if id != "" {
 			h.Set(HeaderTimestamp, "1763713200")
-			h.Set(HeaderSignature, SignatureHeader([][]byte{[]byte("other"), key}, id, now, body))
+			h.Set(HeaderSignature, signatureHeader([][]byte{[]byte("other"), key}, id, now, body))
 			if err := Verify([][]byte{key}, h, body, now, 5*time.Minute); err != nil {
 				t.Fatalf("Verify refused its own signature for id %q: %v", id, err)
 			}

@@ -106,7 +106,7 @@ func TestWebhookOfficialSameSignatures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Sign(mustKey(t, secret), id, ts, body); got != want {
+		if got := sign(mustKey(t, secret), id, ts, body); got != want {
 			t.Fatalf("case %d: Sign = %s, official library = %s", i, got, want)
 		}
 	}

@@ -90,27 +90,13 @@ func ParseSecrets(secrets []string) ([][]byte, error) {
 	return keys, nil
 }
 
-// Sign returns the v1 signature of one message: "v1," and the base64 of
-// HMAC-SHA256(key, "<msgID>.<unix seconds>.<body>"). The body is signed as
-// the exact bytes sent, so it must not be re-encoded after signing.
-func Sign(key []byte, msgID string, ts time.Time, body []byte) string {
-	return "v1," + base64.StdEncoding.EncodeToString(mac(key, msgID, ts.Unix(), body))
-}
-
-// SignatureHeader returns the webhook-signature value for a message signed
-// with every key, space-separated, so that during a rotation a receiver that
-// knows either the old or the new secret accepts it.
-func SignatureHeader(keys [][]byte, msgID string, ts time.Time, body []byte) string {
-	sigs := make([]string, len(keys))
-	for i, k := range keys {
-		sigs[i] = Sign(k, msgID, ts, body)
-	}
-	return strings.Join(sigs, " ")
-}
-
-// signers makes webhook-signature values as SignatureHeader does, with an
-// HMAC kept for each key and reset for each message rather than made anew,
-// and no copies of the message: it is what Client sends with.
+// signers makes webhook-signature values: for every key, "v1," and the
+// base64 of HMAC-SHA256(key, "<msgID>.<unix seconds>.<body>"),
+// space-separated, so that during a rotation a receiver that knows either
+// the old or the new secret accepts it. An HMAC is kept for each key and
+// reset for each message rather than made anew, with no copies of the
+// message: it is what Client sends with. The body is signed as the exact
+// bytes sent, so it must not be re-encoded after signing.
 type signers struct {
 	mu    sync.RWMutex
 	pools map[string]*sync.Pool // by key

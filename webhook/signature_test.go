@@ -41,14 +41,14 @@ func signedHeader(keys [][]byte, id string, ts time.Time, body []byte) http.Head
 	h := http.Header{}
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(HeaderSignature, SignatureHeader(keys, id, ts, body))
+	h.Set(HeaderSignature, signatureHeader(keys, id, ts, body))
 	return h
 }
 
 // TestWebhookSpecExample checks the example of the Standard Webhooks
 // specification, written out by hand rather than generated.
 func TestWebhookSpecExample(t *testing.T) {
-	got := Sign(mustKey(t, specSecret), "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	got := sign(mustKey(t, specSecret), "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
 	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
 		t.Fatalf("Sign = %s, want %s", got, want)
 	}
@@ -162,14 +162,14 @@ func TestWebhookVerify(t *testing.T) {
 		}, body, ErrBadSignature},
 		{"signature repeated over two header lines", [][]byte{k1}, func() http.Header {
 			h := signedHeader([][]byte{k2}, eventID, now, body)
-			h.Add(HeaderSignature, Sign(k1, eventID, now, body))
+			h.Add(HeaderSignature, sign(k1, eventID, now, body))
 			return h
 		}, body, nil},
 		{"lower-case map keys", [][]byte{k1}, func() http.Header {
 			return http.Header{
 				HeaderID:        {eventID},
 				HeaderTimestamp: {strconv.FormatInt(now.Unix(), 10)},
-				HeaderSignature: {Sign(k1, eventID, now, body)},
+				HeaderSignature: {sign(k1, eventID, now, body)},
 			}
 		}, body, nil},
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The client's signers, which keep an HMAC per key, sign as SignatureHeader
+// The client's signers, which keep an HMAC per key, sign as signatureHeader
 // does, with one key or two, from many goroutines at once.
 func TestSignersMatchSignatureHeader(t *testing.T) {
 	var s signers
@@ -20,7 +20,7 @@ func TestSignersMatchSignatureHeader(t *testing.T) {
 				id := fmt.Sprintf("msg_%d_%d", g, i)
 				body := []byte(fmt.Sprintf(`{"n":%d}`, i))
 				for _, ks := range [][][]byte{keys[:1], keys[1:], keys} {
-					if got, want := s.header(ks, id, ts.Unix(), body), SignatureHeader(ks, id, ts, body); got != want {
+					if got, want := s.header(ks, id, ts.Unix(), body), signatureHeader(ks, id, ts, body); got != want {
 						t.Errorf("header(%d keys, %s) = %q, want %q", len(ks), id, got, want)
 						return
 					}

@@ -53,7 +53,7 @@ func buildVectors(tb testing.TB) []byte {
 		for j, s := range vs[i].Secrets {
 			keys[j] = mustKey(tb, s)
 		}
-		vs[i].Signature = SignatureHeader(keys, vs[i].MsgID, time.Unix(vs[i].Timestamp, 0), []byte(vs[i].Body))
+		vs[i].Signature = signatureHeader(keys, vs[i].MsgID, time.Unix(vs[i].Timestamp, 0), []byte(vs[i].Body))
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -218,6 +218,8 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		s.idle.Broadcast()
 		s.mu.Unlock()
 		workers.Wait()
+		// No attempt is left: the kept-alive connections are of no more use.
+		d.Client.CloseIdleConnections()
 	}()
 	claim := true
 	ticker := time.NewTicker(d.Interval)

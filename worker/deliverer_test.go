@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -354,4 +355,34 @@ func TestDelivererStopFinishesAttempt(t *testing.T) {
 	if rec.count(id) != 1 {
 		t.Errorf("received %d times", rec.count(id))
 	}
+}
+
+// When Run returns, the connections it kept alive to endpoints are closed:
+// a receiver does not hold them open for a deliverer that is gone.
+func TestDelivererStopClosesConnections(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var open atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	ep := f.endpoint(srv.URL)
+	id := f.event()
+	stop := run(t, f.deliverer("test", 5*time.Second))
+	waitFor(t, 5*time.Second, "delivered", func() bool { return f.delivery(id, ep.ID).State == storelink.DeliverySucceeded })
+	if n := open.Load(); n != 1 {
+		t.Fatalf("%d connections open after the delivery, want the 1 kept alive", n)
+	}
+	stop()
+	waitFor(t, 5*time.Second, "closed", func() bool { return open.Load() == 0 })
 }

@@ -53,6 +53,9 @@ type Processor struct {
 	// pause, and an apply that failed for one gives its claim back
 	// uncounted. Nil: no error is a fault.
 	Fault func(error) error
+	// GC lowers the GC percent while a large file is being applied;
+	// optional (nil leaves the setting alone).
+	GC *gcmode.Governor
 
 	wake    chan struct{}
 	metrics processorMetrics
@@ -313,9 +316,9 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
-	defer gcmode.Lean(int64(len(body)))()
+	defer p.GC.HoldLarge(int64(len(body)))()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
-		return checkAhead(body, stores, put)
+		return checkInBackground(body, stores, put)
 	})
 }
 
@@ -330,13 +333,13 @@ const (
 // errStopped ends the check when the writer has stopped taking rows.
 var errStopped = errors.New("the writer stopped")
 
-// checkAhead runs feed.Check on a goroutine of its own and calls put on the
+// checkInBackground runs feed.Check on a goroutine of its own and calls put on the
 // caller's goroutine, the one that holds the apply transaction, so that
 // decoding and checking the next rows overlaps with writing the earlier ones.
 // On a machine with two cores an import then takes about as long as its
 // database writes alone. put sees the same rows in the same (file) order as
 // when Check calls it directly. A panic in the check comes back as an error.
-func checkAhead(body []byte, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+func checkInBackground(body []byte, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	full := make(chan []storelink.StockRow, checkDepth)
 	free := make(chan []storelink.StockRow, checkDepth+1)
 	stop := make(chan struct{})

@@ -73,10 +73,10 @@ func values(rows []storelink.StockRow) []rowValue {
 	return out
 }
 
-// checkAhead must put exactly what feed.Check puts, in the same order, and
+// checkInBackground must put exactly what feed.Check puts, in the same order, and
 // report the same; the rows are compared after the whole file, so a row
 // whose memory the check reused would show.
-func TestCheckAheadPutsWhatCheckPuts(t *testing.T) {
+func TestCheckInBackgroundPutsWhatCheckPuts(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		rows     int
@@ -101,7 +101,7 @@ func TestCheckAheadPutsWhatCheckPuts(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantRows := values(direct) // read now, before anything could reuse memory
-			report, err := checkAhead(body, checkStores, func(r storelink.StockRow) error {
+			report, err := checkInBackground(body, checkStores, func(r storelink.StockRow) error {
 				ahead = append(ahead, r)
 				return nil
 			})
@@ -132,11 +132,11 @@ func firstDiff(a, b []rowValue) int {
 
 // An error of put ends the apply at once: put is not called again, the error
 // comes back with the row's line, and the checking goroutine ends.
-func TestCheckAheadPutError(t *testing.T) {
+func TestCheckInBackgroundPutError(t *testing.T) {
 	before := runtime.NumGoroutine()
 	boom := errors.New("disk full")
 	calls := 0
-	_, err := checkAhead(checkFeed(20*checkBatch, 0), checkStores, func(r storelink.StockRow) error {
+	_, err := checkInBackground(checkFeed(20*checkBatch, 0), checkStores, func(r storelink.StockRow) error {
 		calls++
 		if calls == 3*checkBatch+5 {
 			return boom
@@ -155,7 +155,7 @@ func TestCheckAheadPutError(t *testing.T) {
 // A panic of put goes up to the caller, as it did when Check called put
 // directly (the processor turns it into an error), and the checking
 // goroutine does not stay blocked behind it.
-func TestCheckAheadPutPanic(t *testing.T) {
+func TestCheckInBackgroundPutPanic(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
 		defer func() {
@@ -164,7 +164,7 @@ func TestCheckAheadPutPanic(t *testing.T) {
 			}
 		}()
 		calls := 0
-		_, _ = checkAhead(checkFeed(20*checkBatch, 0), checkStores, func(storelink.StockRow) error {
+		_, _ = checkInBackground(checkFeed(20*checkBatch, 0), checkStores, func(storelink.StockRow) error {
 			if calls++; calls == 2*checkBatch {
 				panic("put broke")
 			}

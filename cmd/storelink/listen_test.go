@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"storelink/webhook"
 )
 
@@ -91,16 +93,25 @@ func post(tb testing.TB, url string, h http.Header, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// signed returns the headers of a message signed with every secret, as a
+// sender during a rotation signs it; the signatures are the official
+// Standard Webhooks library's.
 func signed(tb testing.TB, secrets []string, id string, ts time.Time, body string) http.Header {
 	tb.Helper()
-	keys, err := webhook.ParseSecrets(secrets)
-	if err != nil {
-		tb.Fatal(err)
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if sigs[i], err = wh.Sign(id, ts, []byte(body)); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	h := http.Header{}
 	h.Set(webhook.HeaderID, id)
 	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(webhook.HeaderSignature, webhook.SignatureHeader(keys, id, ts, []byte(body)))
+	h.Set(webhook.HeaderSignature, strings.Join(sigs, " "))
 	return h
 }
 

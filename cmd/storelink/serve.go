@@ -156,7 +156,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	defer gcmode.Relax()()
+	gc := gcmode.New(getenv)
+	defer gc.Start()()
 	db, err := openDB(ctx, c)
 	if err != nil {
 		return err
@@ -187,7 +188,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	host, _ := os.Hostname()
 	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	proc := worker.NewProcessor(db, logger, owner, reg)
-	proc.Lease, proc.Fault = c.UploadLease, faultOf(db)
+	proc.Lease, proc.Fault, proc.GC = c.UploadLease, faultOf(db), gc
 	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
 	deliverer.PerEndpoint = c.WebhookConcurrency
@@ -205,6 +206,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxFileSize:         c.MaxFileSize,
 		MaxUploadsInFlight:  c.MaxUploadsInFlight,
 		BodyTimeout:         c.BodyTimeout,
+		GC:                  gc,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            proc.Wake,
 		Delivering:          deliverer.Wake,
