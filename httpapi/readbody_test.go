@@ -27,7 +27,7 @@ func TestReadBodyLeansByBytesReceived(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(gcmode.Relaxed))
 	small := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader([]byte("store;ean\n")))
 	small.ContentLength = 10 << 20
-	body, _, lean, err := readBody(small, 10<<20)
+	body, _, lean, err := readBody(small, 10<<20, nil)
 	if err != nil || len(body) != 10 {
 		t.Fatalf("readBody: %d bytes, %v", len(body), err)
 	}
@@ -38,7 +38,7 @@ func TestReadBodyLeansByBytesReceived(t *testing.T) {
 
 	large := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader(make([]byte, 2<<20)))
 	large.ContentLength = -1
-	body, _, lean, err = readBody(large, 10<<20)
+	body, _, lean, err = readBody(large, 10<<20, nil)
 	if err != nil || len(body) != 2<<20 {
 		t.Fatalf("readBody: %d bytes, %v", len(body), err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"storelink"
 	"storelink/feed"
-	"storelink/gcmode"
 )
 
 // countUpload counts upload answers by status code for /metrics.
@@ -71,7 +70,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: a large one is collected
 	// after eagerly (gcmode).
-	body, sum, lean, err := readBody(r, s.MaxFileSize)
+	body, sum, lean, err := readBody(r, s.MaxFileSize, s.uploadMemory)
 	defer lean()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -148,14 +147,23 @@ func checkContentType(r *http.Request) error {
 
 // readBody reads at most max bytes and hashes them on the way. Memory
 // follows the bytes that arrive, never the declared Content-Length: a
-// client can declare any length and send nothing. lean ends the eager
-// collection (gcmode) that starts once the body is large; it is to be
-// called when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64) (body []byte, sum string, lean func(), err error) {
+// client can declare any length and send nothing. The memory is reserved
+// in mem as it grows (unbounded when mem is nil); a body that does not fit
+// is refused, before it is read when its declared length already cannot.
+// lean gives the memory back and ends the eager collection (gcmode) that
+// starts once the body is large; it is to be called when the body is no
+// longer in memory, and also after an error.
+func readBody(r *http.Request, max int64, mem *uploadMemory) (body []byte, sum string, lean func(), err error) {
 	if r.ContentLength > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	buf := &leanBuffer{}
+	if mem != nil && r.ContentLength > 0 && !mem.fits(r.ContentLength) {
+		return nil, "", func() {}, mem.errFull()
+	}
+	buf := &bodyBuffer{limit: max, max: max, mem: mem}
+	if r.ContentLength > 0 {
+		buf.limit = r.ContentLength
+	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -171,28 +179,7 @@ func readBody(r *http.Request, max int64) (body []byte, sum string, lean func(),
 	if n == 0 {
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
 	}
-	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), buf.done, nil
-}
-
-// leanBuffer is a bytes.Buffer that turns on gcmode's eager collection once
-// it holds gcmode.LargeFrom bytes.
-type leanBuffer struct {
-	bytes.Buffer
-	end func()
-}
-
-func (b *leanBuffer) Write(p []byte) (int, error) {
-	n, err := b.Buffer.Write(p)
-	if b.end == nil && int64(b.Len()) >= gcmode.LargeFrom {
-		b.end = gcmode.Lean(int64(b.Len()))
-	}
-	return n, err
-}
-
-func (b *leanBuffer) done() {
-	if b.end != nil {
-		b.end()
-	}
+	return buf.buf, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
 
 type validation struct {
@@ -210,7 +197,7 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
-	body, _, lean, err := readBody(r, s.MaxFileSize)
+	body, _, lean, err := readBody(r, s.MaxFileSize, s.uploadMemory)
 	defer lean()
 	if err != nil {
 		s.writeError(w, r, err)
