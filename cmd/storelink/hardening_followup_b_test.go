@@ -62,7 +62,7 @@ func TestServeIdleConnectionsMakeRoom(t *testing.T) {
 	u := strings.TrimPrefix(p.URL, "http://")
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
-		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
+		DialContext:       (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
 	}}
 	for i := range 3 {
 		resp, err := client.Get("http://" + u + "/healthz")
@@ -288,5 +288,37 @@ func TestServeUploadMemoryBoundsRSS(t *testing.T) {
 	if rss-before > 40 {
 		t.Fatalf("VmRSS grew by %.1f MiB (%.1f to %.1f) while 64 MiB of bodies arrived, want under 40 MiB with --max-upload-memory 8MiB",
 			rss-before, before, rss)
+	}
+}
+
+// --max-upload-memory: its default, its variable, the flag over the
+// variable, and a budget smaller than --max-file-size refused as a usage
+// error naming both.
+func TestConfigMaxUploadMemory(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	cfg, err := parseConfig("serve", nil, env(nil), io.Discard)
+	if err != nil || cfg.MaxUploadMemory != 256<<20 {
+		t.Fatalf("default --max-upload-memory: %v, %v; want 256MiB", cfg, err)
+	}
+	cfg, err = parseConfig("serve", nil, env(map[string]string{"STORELINK_MAX_UPLOAD_MEMORY": "64MiB"}), io.Discard)
+	if err != nil || cfg.MaxUploadMemory != 64<<20 {
+		t.Fatalf("STORELINK_MAX_UPLOAD_MEMORY=64MiB: %v, %v", cfg, err)
+	}
+	cfg, err = parseConfig("serve", []string{"--max-upload-memory", "1GiB"},
+		env(map[string]string{"STORELINK_MAX_UPLOAD_MEMORY": "64MiB"}), io.Discard)
+	if err != nil || cfg.MaxUploadMemory != 1<<30 {
+		t.Fatalf("--max-upload-memory 1GiB over the variable: %v, %v", cfg, err)
+	}
+	for _, bad := range [][]string{
+		{"--max-upload-memory", "1MiB"},
+		{"--max-file-size", "512MiB"},
+		{"--max-upload-memory", "lots"},
+	} {
+		_, err := parseConfig("serve", bad, env(nil), io.Discard)
+		if err == nil || !isUsage(err) || !strings.Contains(err.Error(), strings.TrimLeft(bad[0], "-")) {
+			t.Errorf("%v: err = %v, want a usage error naming %s", bad, err, bad[0])
+		}
 	}
 }
