@@ -110,7 +110,7 @@ var problemDocs = map[string]string{
 	storelink.EBACKLOG:       "As many of the client's uploads are waiting to be processed as it may have (serve --max-waiting-uploads). Nothing was stored and no capacity was taken. Wait the number of seconds in Retry-After, an estimate from the recent processing rate, then send the same upload again.",
 	storelink.ENOSPACE:       "The server has no space left on its disk (or its database's). Nothing of the request was stored; what was stored before is intact. Try again later; /readyz answers 503 until writes succeed again.",
 	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
-	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached. Try again after the number of seconds in Retry-After.",
+	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached or it is busy receiving other files. Try again after the number of seconds in Retry-After.",
 	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
 	codeBodyTimeout:          "The request body did not arrive in full within the service's body timeout (--body-timeout). Nothing was kept; send the request again, faster or smaller.",
 	codeUploadsInFlight:      "The client already has as many uploads and validations in flight as allowed at once (--max-uploads-in-flight). Nothing was kept; send it again when one of them has been answered (Retry-After).",

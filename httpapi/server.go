@@ -60,6 +60,10 @@ type Deps struct {
 	// MaxUploadsInFlight bounds the uploads and validations of one client
 	// at once (DefaultMaxUploadsInFlight when 0).
 	MaxUploadsInFlight int
+	// MaxUploadMemory bounds the memory that the bodies of all uploads and
+	// validations being received take together (DefaultMaxUploadMemory
+	// when 0).
+	MaxUploadMemory int64
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
@@ -93,6 +97,8 @@ type Server struct {
 	health     health
 	inFlight   *inFlight
 	bodies     bodies
+
+	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
 
 // NewServer returns the API as one handler.
@@ -114,6 +120,10 @@ func NewServer(d Deps) *Server {
 		s.BodyTimeout = DefaultBodyTimeout
 	}
 	s.inFlight = newInFlight(s.MaxUploadsInFlight)
+	if s.MaxUploadMemory <= 0 {
+		s.MaxUploadMemory = DefaultMaxUploadMemory
+	}
+	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.authLimit = d.AuthLimit; s.authLimit == nil {

@@ -71,7 +71,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: while a large one is,
 	// garbage is collected eagerly (gcmode).
-	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC)
+	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -148,14 +148,23 @@ func checkContentType(r *http.Request) error {
 
 // readBody reads at most max bytes and hashes them on the way. Memory
 // follows the bytes that arrive, never the declared Content-Length: a
-// client can declare any length and send nothing. release ends the eager
-// collection (gc.HoldLarge) that starts once the body is large; it is to be
-// called when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64, gc *gcmode.Governor) (body []byte, sum string, release func(), err error) {
+// client can declare any length and send nothing. The memory is reserved
+// in mem as it grows (unbounded when mem is nil); a body that does not fit
+// is refused, before it is read when its declared length already cannot.
+// release gives the memory back and ends the eager collection
+// (gc.HoldLarge) that starts once the body is large; it is to be called
+// when the body is no longer in memory, and also after an error.
+func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory) (body []byte, sum string, release func(), err error) {
 	if r.ContentLength > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	buf := &largeBodyBuffer{gc: gc}
+	if mem != nil && r.ContentLength > 0 && !mem.fits(r.ContentLength) {
+		return nil, "", func() {}, mem.errFull()
+	}
+	buf := &bodyBuffer{limit: max, max: max, mem: mem, gc: gc}
+	if r.ContentLength > 0 {
+		buf.limit = r.ContentLength
+	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -171,29 +180,7 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor) (body []byte, sum
 	if n == 0 {
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
 	}
-	return buf.Bytes(), hex.EncodeToString(h.Sum(nil)), buf.done, nil
-}
-
-// largeBodyBuffer is a bytes.Buffer that tells gc it holds a large body
-// once it holds gc.LargeFrom bytes, by the bytes that arrived.
-type largeBodyBuffer struct {
-	bytes.Buffer
-	gc      *gcmode.Governor
-	release func()
-}
-
-func (b *largeBodyBuffer) Write(p []byte) (int, error) {
-	n, err := b.Buffer.Write(p)
-	if b.release == nil && b.gc != nil && int64(b.Len()) >= b.gc.LargeFrom {
-		b.release = b.gc.HoldLarge(int64(b.Len()))
-	}
-	return n, err
-}
-
-func (b *largeBodyBuffer) done() {
-	if b.release != nil {
-		b.release()
-	}
+	return buf.buf, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
 
 type validation struct {
@@ -211,7 +198,7 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
-	body, _, release, err := readBody(r, s.MaxFileSize, s.GC)
+	body, _, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)

@@ -22,7 +22,8 @@ import (
 // --max-uploads-in-flight); 1024 is far more than partners and operators
 // use at once, and keeps a flood of slow connections from taking all memory
 // or file descriptors (the database and webhook deliveries need theirs).
-// Connections beyond it wait in the listen queue until one closes.
+// Connections beyond it wait in the listen queue until one closes; an idle
+// keep-alive connection is closed to make room for them.
 const defaultMaxConnections = 1024
 
 // config is the configuration of serve and migrate: defaults, then
@@ -47,6 +48,7 @@ type config struct {
 	UploadLease        time.Duration
 	AuthFailures       int
 	MaxUploadsInFlight int
+	MaxUploadMemory    int64
 	BodyTimeout        time.Duration
 	MaxConnections     int
 	Demo               bool
@@ -142,7 +144,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		AuthFailures:       20,
-		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, BodyTimeout: httpapi.DefaultBodyTimeout, MaxConnections: defaultMaxConnections,
+		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, MaxConnections: defaultMaxConnections,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -164,8 +166,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
 	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
 	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
+	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
-	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; more wait to be accepted (STORELINK_MAX_CONNECTIONS)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; more wait to be accepted, and the longest-idle keep-alive connection is closed to make room (STORELINK_MAX_CONNECTIONS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
 	// Environment first, so that flags given on the command line win.
@@ -178,7 +181,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
-		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS",
+		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -227,6 +230,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--auth-failures-per-minute must be at least 1")}
 	case c.MaxUploadsInFlight < 1:
 		return nil, usageError{errors.New("--max-uploads-in-flight must be at least 1")}
+	case c.MaxUploadMemory < c.MaxFileSize:
+		return nil, usageError{fmt.Errorf("--max-upload-memory (%s) must be at least --max-file-size (%s), or a file of the largest size could never be received",
+			formatSize(c.MaxUploadMemory), formatSize(c.MaxFileSize))}
 	case c.BodyTimeout <= 0:
 		return nil, usageError{errors.New("--body-timeout must be positive")}
 	case c.MaxConnections < 1:

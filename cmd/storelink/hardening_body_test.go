@@ -398,39 +398,35 @@ func TestServeBodyTimeout(t *testing.T) {
 	}
 }
 
-// With --max-connections 3 and three connections open, a fourth waits
-// (no answer) while the three are still served; when one closes, the
-// fourth is answered.
+// With --max-connections 3 and three connections in the middle of a
+// request, a fourth waits (no answer) while the three are still served;
+// when one of them ends, the fourth is answered. (Idle keep-alive
+// connections make room at once: TestServeIdleConnectionsMakeRoom.)
 func TestServeMaxConnections(t *testing.T) {
-	p := startServe(t, t.TempDir(), "--max-connections", "3")
-	healthz := func(r *rawConn) {
-		t.Helper()
-		if err := r.send("GET /healthz HTTP/1.1\r\nHost: storelink\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		resp, body, err := r.answer(10 * time.Second)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("healthz on an open connection: %v %v %s", resp, err, body)
-		}
-	}
+	p := startServe(t, t.TempDir(), "--demo", "--max-connections", "3")
+	hdr := map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}
 	open := []*rawConn{dialRaw(t, p), dialRaw(t, p), dialRaw(t, p)}
-	for _, r := range open {
-		healthz(r) // each connection is accepted and stays open (keep-alive)
+	for i, r := range open { // each an upload whose body has only begun
+		r.head("PUT", fmt.Sprintf("/stock/%s/open-%d.csv", p.ClientID, i), len(bodyTestFeed), hdr, bodyTestFeed[:10])
 	}
-	fourth := dialRaw(t, p) // the kernel completes the handshake; serve does not accept it
+	fourth := dialRaw(t, p) // the kernel completes the handshake; serve does not serve it
 	if err := fourth.send("GET /healthz HTTP/1.1\r\nHost: storelink\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	if resp, _, err := fourth.answer(time.Second); err == nil {
-		t.Fatalf("a fourth connection was served (%d) with --max-connections 3", resp.StatusCode)
+		t.Fatalf("a fourth connection was served (%d) with --max-connections 3 in the middle of requests", resp.StatusCode)
 	}
-	for _, r := range open {
-		healthz(r)
+	for i, r := range open {
+		if err := r.send(bodyTestFeed[10:]); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body, err := r.answer(10 * time.Second); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("upload %d on an open connection: %v %v %s", i, resp, err, body)
+		}
 	}
-	open[1].c.Close()
 	resp, body, err := fourth.answer(10 * time.Second)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the waiting connection once another closed: %v %v %s", resp, err, body)
+		t.Fatalf("the waiting connection once the others ended their requests: %v %v %s", resp, err, body)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/net/netutil"
 
 	"storelink"
 	"storelink/dashboard"
@@ -205,6 +204,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
 		MaxUploadsInFlight:  c.MaxUploadsInFlight,
+		MaxUploadMemory:     c.MaxUploadMemory,
 		BodyTimeout:         c.BodyTimeout,
 		GC:                  gc,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
@@ -222,12 +222,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
 	}
-	// Connections beyond --max-connections wait in the listen queue; those
-	// open are served as usual. httpapi.Listener watches each for requests
-	// of ambiguous framing.
-	ln = httpapi.Listener(netutil.LimitListener(ln, c.MaxConnections))
+	// Connections beyond --max-connections wait in the listen queue, each
+	// making room by closing the longest-idle keep-alive connection when
+	// there is one; those open are served as usual. httpapi.Listener
+	// watches each for requests of ambiguous framing.
+	connLimit := httpapi.NewConnLimit(c.MaxConnections)
+	ln = httpapi.Listener(connLimit.Listener(ln))
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ConnContext: httpapi.ConnContext}
+		ConnContext: httpapi.ConnContext, ConnState: connLimit.ConnState}
 	fmt.Fprintf(stdout, "storelink: listening on http://%s\n", ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(c.Database))
 
