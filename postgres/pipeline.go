@@ -25,13 +25,14 @@ func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &uploadTx{db: d.db, conn: c, b: &pgx.Batch{}}
+	t := &pipelinedTx{db: d.db, conn: c, b: &pgx.Batch{}}
 	t.b.Queue(`BEGIN`)
 	return t, nil
 }
 
-// uploadTx is a transaction begun by Driver.BeginUpload.
-type uploadTx struct {
+// pipelinedTx is a transaction begun by Driver.BeginUpload: its statements
+// are queued in a batch until an answer or COMMIT is needed.
+type pipelinedTx struct {
 	db   *DB
 	conn *pgxpool.Conn
 	b    *pgx.Batch // queued and not yet sent
@@ -44,7 +45,7 @@ type uploadTx struct {
 }
 
 // send sends the statements queued, in one round trip.
-func (t *uploadTx) send(ctx context.Context) error {
+func (t *pipelinedTx) send(ctx context.Context) error {
 	b := t.b
 	t.b = &pgx.Batch{}
 	if b.Len() == 0 {
@@ -55,9 +56,9 @@ func (t *uploadTx) send(ctx context.Context) error {
 
 // Commit sends what is queued with COMMIT, and then wakes the processors
 // for an upload inserted (see wake).
-func (t *uploadTx) Commit(ctx context.Context) error {
+func (t *pipelinedTx) Commit(ctx context.Context) error {
 	if t.done {
-		return errors.New("commit of an ended transaction")
+		return errors.New("commit of a pipelined transaction that ended")
 	}
 	queueCommit(t.b)
 	if err := t.send(ctx); err != nil {
@@ -73,7 +74,7 @@ func (t *uploadTx) Commit(ctx context.Context) error {
 // Rollback rolls back what the transaction left open (an error, or a
 // refusal between two batches) and gives the connection back; after Commit
 // it does nothing.
-func (t *uploadTx) Rollback(ctx context.Context) error {
+func (t *pipelinedTx) Rollback(ctx context.Context) error {
 	if !t.done {
 		t.end(ctx)
 	}
@@ -83,7 +84,7 @@ func (t *uploadTx) Rollback(ctx context.Context) error {
 // end gives the connection back, rolling back first when it is still in a
 // transaction. Release closes a connection still in a transaction, so a
 // failed ROLLBACK costs a connection, never a leaked transaction.
-func (t *uploadTx) end(ctx context.Context) {
+func (t *pipelinedTx) end(ctx context.Context) {
 	t.done = true
 	if pc := t.conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
 		_, _ = t.conn.Exec(ctx, "ROLLBACK")

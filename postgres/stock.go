@@ -75,7 +75,7 @@ func (c *stockColumns) reset() {
 // StockWriter returns the put of a stockWriter on the transaction's
 // connection. LockUpload has sent everything queued before, so the rows
 // copied follow the upload's lock in the transaction.
-func (t *uploadTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
+func (t *pipelinedTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
 	t.w = &stockWriter{ctx: ctx, conn: t.conn.Conn(), client: clientID, upload: uploadID, now: now}
 	return t.w.put
 }

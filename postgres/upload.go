@@ -35,7 +35,7 @@ func notify(ctx context.Context, tx pgx.Tx, channel string) error {
 // row and read it: one round trip. The bucket arithmetic stays in the
 // service, between this round trip and the one of InsertUpload's statement
 // and COMMIT.
-func (t *uploadTx) LockBucket(ctx context.Context, clientID string, countWaiting bool) (*storelink.Bucket, int, int, error) {
+func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWaiting bool) (*storelink.Bucket, int, int, error) {
 	var (
 		found   bool
 		stores  int
@@ -99,7 +99,7 @@ INSERT INTO upload_bodies (upload_id, body) SELECT id, $10 FROM upload`
 // InsertUpload queues the one statement that writes the bucket, the upload
 // and its bytes, to go with COMMIT; the processes on the database are told
 // of the upload once it committed (wake).
-func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
+func (t *pipelinedTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
 	t.b.Queue(acceptWriteSQL, u.ClientID, next.Tokens, next.UpdatedAt, u.ID, u.FileName, u.SizeBytes, u.SHA256,
 		u.Status, u.ReceivedAt, body)
 	t.wake = true
@@ -136,7 +136,7 @@ func (db *DB) wake(channel string) {
 // row and read its lease owner and the client's stores: one round trip.
 // While the lock is held, no other process can claim the upload again, even
 // once the lease has run out.
-func (t *uploadTx) LockUpload(ctx context.Context, id, clientID string) (string, map[string]bool, error) {
+func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (string, map[string]bool, error) {
 	found := false
 	var owner *string
 	stores := map[string]bool{}
@@ -177,7 +177,7 @@ func (t *uploadTx) LockUpload(ctx context.Context, id, clientID string) (string,
 // service then reads for the upload's finish is when the rows were written.
 // A small file's is sent with the rest, at COMMIT: its round trip would
 // cost about what its upsert takes.
-func (t *uploadTx) ApplyStock(ctx context.Context) error {
+func (t *pipelinedTx) ApplyStock(ctx context.Context) error {
 	if t.w == nil {
 		return nil
 	}
@@ -194,13 +194,13 @@ func (t *uploadTx) ApplyStock(ctx context.Context) error {
 // only by ApplyStock, and a temporary table of them is dropped at the end
 // of the transaction. The upload's row stays locked, so its owner is as
 // LockUpload read it.
-func (t *uploadTx) DiscardStock(context.Context, string) (string, error) {
+func (t *pipelinedTx) DiscardStock(context.Context, string) (string, error) {
 	return t.owner, nil
 }
 
 // ReleaseFulfilled is queued, to go with the upload's finish; it looks only
 // at units still reserving.
-func (t *uploadTx) ReleaseFulfilled(_ context.Context, clientID, uploadID string) error {
+func (t *pipelinedTx) ReleaseFulfilled(_ context.Context, clientID, uploadID string) error {
 	t.b.Queue(`UPDATE order_items i SET reserving = false
 		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
 		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = i.client_id AND s.store_id = i.store_id
@@ -211,7 +211,7 @@ func (t *uploadTx) ReleaseFulfilled(_ context.Context, clientID, uploadID string
 // FinishUpload is queued, to go with COMMIT; its RETURNING reads the upload
 // as finished into *finished, so that no round trip reads it back. pgx
 // encodes the problems as the jsonb they are kept in.
-func (t *uploadTx) FinishUpload(_ context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error {
+func (t *pipelinedTx) FinishUpload(_ context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error {
 	t.b.Queue(`UPDATE uploads SET status = $1, finished_at = $2, rows_total = $3, rows_applied = $4,
 		rows_rejected = $5, errors = $6, warnings = $7, lease_owner = NULL, lease_until = NULL WHERE id = $8
 		RETURNING `+uploadColumns,

@@ -89,7 +89,7 @@ func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Durat
 	return c, nil
 }
 
-// ReleaseUpload knows the claim by its owner and start, both as written.
+// ReleaseUpload is one statement on the pool, which commits on its own.
 func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
 	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1, attempts = greatest(attempts - 1, 0)
 		WHERE id = $2 AND status = 'processing' AND lease_owner = $3 AND started_at = $4`,
@@ -120,7 +120,7 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 	return found(exists(ctx, d.db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
 }
 
-// ListUploads pages by the upload's seq, the order of acceptance.
+// ListUploads numbers its parameters as they are added (args).
 func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
 	var a args
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(clientID)

@@ -77,7 +77,8 @@ func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Durat
 	return c, nil
 }
 
-// ReleaseUpload knows the claim by its owner and start, both as written.
+// ReleaseUpload writes on the write pool, outside any transaction: one
+// statement is its own. Times are Unix milliseconds.
 func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
 	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?, attempts = max(attempts - 1, 0)
 		WHERE id = ? AND status = 'processing' AND lease_owner = ? AND started_at = ?`,
@@ -108,7 +109,7 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 	return err == nil, err
 }
 
-// ListUploads pages by the upload's seq, the order of acceptance.
+// ListUploads reads from the read pool, which never waits for the writer.
 func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
 	args := []any{clientID}

@@ -71,7 +71,7 @@ func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...s
 		e.t.Fatalf("DiscardStock = %q, %v; want %q", owner, err, c.Owner)
 	}
 	r := storelink.FeedReport{RowsTotal: len(rows) + 1, RowsRejected: 1, RowsApplied: len(rows),
-		Errors: []storelink.Problem{{Type: "bad_ean", Message: "EAN check digit.", LineNumbers: []storelink.LineRef{}, Count: 1}},
+		Errors:   []storelink.Problem{{Type: "bad_ean", Message: "EAN check digit.", LineNumbers: []storelink.LineRef{}, Count: 1}},
 		Warnings: []storelink.Problem{}}
 	at := e.tick()
 	var finished *storelink.Upload
