@@ -61,3 +61,57 @@ func (s *Service) Backlog(ctx context.Context, clientID string) (storelink.Backl
 	}
 	return b, nil
 }
+
+var _ storelink.StockService = (*Service)(nil)
+
+// StockReads are the reads of the stock listing.
+type StockReads interface {
+	// ClientExists tells whether a client of that id exists.
+	ClientExists(ctx context.Context, id string) (bool, error)
+	// ListStock returns up to q.Limit stock rows of a client, ordered by
+	// store and EAN, each with the units that order items hold reserved.
+	// Never nil.
+	ListStock(ctx context.Context, q StockQuery) ([]storelink.Stock, error)
+}
+
+// StockQuery selects a page of a client's stock.
+type StockQuery struct {
+	ClientID string
+	// StoreID and EAN, when not "", select one store and one EAN.
+	StoreID, EAN string
+	// After, when set, is the store and EAN of the row the page follows.
+	After *StockKey
+	Limit int
+}
+
+// StockKey is where a row of a client's stock is: its store and EAN.
+type StockKey struct{ StoreID, EAN string }
+
+// Stock lists the stock in force, by store and EAN, a page at a time. A row
+// shows the units free to order: its quantity less those reserved, never
+// below zero.
+func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
+	ok, err := s.d.ClientExists(ctx, clientID)
+	if err != nil {
+		return nil, "", err
+	} else if !ok {
+		return nil, "", storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	}
+	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, Limit: f.Limit + 1}
+	if f.After != "" {
+		store, ean, err := storelink.ParseStockCursor(f.After)
+		if err != nil {
+			return nil, "", err
+		}
+		q.After = &StockKey{StoreID: store, EAN: ean}
+	}
+	rows, err := s.d.ListStock(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	for i := range rows {
+		rows[i].Available = max(rows[i].Quantity-rows[i].Reserved, 0)
+	}
+	rows, next := storelink.StockPage(rows, f.Limit)
+	return rows, next, nil
+}
