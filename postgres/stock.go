@@ -15,14 +15,14 @@ import (
 
 // copyBatch is how many put rows are sent in one COPY. Larger batches save
 // round trips; this one keeps a batch to a few megabytes. A file of at most
-// this many rows is not copied at all (see stockWriter.apply).
+// this many rows is not copied at all (see stockWriter.queueApply).
 const copyBatch = 10000
 
 var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quantity", "price", "retail_price",
 	"article_location", "product_name", "product_number", "article_color", "article_size"}
 
 // stockWriter collects put rows and writes them to the stock with one
-// upsert when apply is called. A file of more than copyBatch rows is COPYed,
+// upsert when ApplyStock is called. A file of more than copyBatch rows is COPYed,
 // a batch at a time, into a temporary table that lives until the apply
 // transaction ends, and upserted from there: COPY is PostgreSQL's fastest
 // way in (SQLite, without it, takes multi-row INSERTs instead). A smaller
