@@ -32,7 +32,8 @@ import (
 type fixture struct {
 	t  *testing.T
 	db *sqlite.DB
-	// orders are the order services over db's driver, as serve has them.
+	// orders are the services of package service (orders, uploads, stock)
+	// over db's driver, as serve has them.
 	orders *service.Service
 	URL    string
 	// Token is the admin token.
@@ -74,7 +75,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db)), Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
-	f.proc = worker.NewProcessor(db, nil, "test", reg)
+	f.proc = worker.NewProcessor(f.orders, nil, "test", reg)
 	f.proc.Interval = 50 * time.Millisecond
 	wake := func() {}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -94,13 +95,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		webhooks = o.webhooks(db)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: db, Stock: db, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
+		Admin: db, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -266,7 +267,7 @@ func (f *fixture) seedData() seed {
 func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 	f.t.Helper()
 	sum := sha256.Sum256([]byte(body))
-	u, _, err := f.db.Accept(context.Background(), storelink.NewUpload{
+	u, _, err := f.orders.Accept(context.Background(), storelink.NewUpload{
 		ClientID: clientID, FileName: name, Body: []byte(body), SHA256: hex.EncodeToString(sum[:]),
 	}, capacity)
 	must(f.t, err)

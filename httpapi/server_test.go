@@ -27,9 +27,11 @@ const adminToken = "sla_httpapi_test_admin_token_0123456789"
 // api is a real server on a random port over a temp SQLite file, with the
 // processor running, and a demo client with stores S1 and S2.
 type api struct {
-	t        *testing.T
-	URL      string
-	db       *sqlite.DB
+	t   *testing.T
+	URL string
+	db  *sqlite.DB
+	// svc are the services of package service over db's driver.
+	svc      *service.Service
 	ClientID string
 	APIKey   string
 	// PartnerID is the demo client's partner.
@@ -65,9 +67,9 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		opt.maxFileSize = 10 << 20
 	}
 	reg := prometheus.NewRegistry()
-	proc := worker.NewProcessor(db, nil, "test", reg)
+	proc := worker.NewProcessor(orders, nil, "test", reg)
 	deps := httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
+		Admin: db, Auth: db, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
 	}
@@ -81,7 +83,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	go func() { _ = proc.Run(ctx); close(done) }()
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 
-	a := &api{t: t, URL: srv.URL, db: db, reg: reg}
+	a := &api{t: t, URL: srv.URL, db: db, svc: orders, reg: reg}
 	var p storelink.Partner
 	a.admin("POST", "/admin/partners", `{"name":"Acme"}`, 201, &p)
 	var c storelink.NewClient

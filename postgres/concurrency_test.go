@@ -28,7 +28,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*postgres.DB{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []store{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -43,7 +43,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	var done atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 6 {
-		db := []*postgres.DB{a, b}[w%2]
+		db := []store{a, b}[w%2]
 		wg.Go(func() {
 			for done.Load() < int32(len(clients)*perClient) {
 				c, err := db.Claim(ctx, fmt.Sprintf("w%d", w), time.Hour)
@@ -118,7 +118,7 @@ func TestSharedBucket(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for w := range 8 {
-		db := []*postgres.DB{a, b}[w%2]
+		db := []store{a, b}[w%2]
 		wg.Go(func() {
 			for range 5 {
 				_, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
@@ -166,11 +166,11 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 	writing.Store(writers)
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		db := []*postgres.DB{a, b}[w%2]
+		db := []store{a, b}[w%2]
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
-				_, err := withOrders(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
+				_, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
 					Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 				if err != nil {
 					errs <- err
@@ -186,7 +186,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		if len(cursors) > 0 {
 			after = fmt.Sprint(cursors[len(cursors)-1])
 		}
-		page, _, err := withOrders(b).Events(ctx, client, after, 7)
+		page, _, err := b.Events(ctx, client, after, 7)
 		if err != nil {
 			errs <- err
 			return
@@ -253,7 +253,7 @@ func TestListenWakes(t *testing.T) {
 	_, err = b.CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
 	must(t, err)
 	price := storelink.Money(100)
-	_, err = withOrders(b).CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
+	_, err = b.CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 	must(t, err)
 	wait(postgres.ChannelDeliveries)
@@ -289,12 +289,12 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	price := storelink.Money(100)
 	events := map[string][]string{} // order → its event ids, oldest first
 	for i := range 24 {
-		o, err := withOrders(a).CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
+		o, err := a.CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		must(t, err)
-		_, err = withOrders(b).FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+		_, err = b.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 		must(t, err)
-		recs, err := withOrders(a).OrderEvents(ctx, o.ID)
+		recs, err := a.OrderEvents(ctx, o.ID)
 		must(t, err)
 		for _, r := range recs {
 			events[o.ID] = append(events[o.ID], r.EventID)
@@ -317,7 +317,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	var delivered atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {
-		db := []*postgres.DB{a, b}[w%2]
+		db := []store{a, b}[w%2]
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {

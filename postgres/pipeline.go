@@ -8,43 +8,88 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"storelink/service"
 )
 
-// pipelined runs fn on a pooled connection for a transaction that fn sends
-// as pgx batches, BEGIN first in its first batch and queueCommit last in its
-// last. A batch is one round trip however many statements it holds, where a
-// pgx.Tx costs one per statement and one each for BEGIN and COMMIT; on a
-// hot path with a lock held meanwhile those round trips are most of the
-// cost. Whatever fn leaves open (an error, or a refusal between two
-// batches) is rolled back here. Like inTx, a transaction that PostgreSQL
-// ended as a deadlock victim or a serialization failure is run again, so fn
-// must set its results afresh on every run.
-func (db *DB) pipelined(ctx context.Context, fn func(conn *pgx.Conn) error) error {
-	for try := 1; ; try++ {
-		err := db.tryPipelined(ctx, fn)
-		if try < 4 && retryable(err) {
-			continue
-		}
-		return err
+// BeginUpload starts an upload transaction that is sent as pgx batches on a
+// pooled connection: BEGIN is queued, not sent, and every statement whose
+// answer is not needed yet waits for the next that is, or for COMMIT. A
+// batch is one round trip however many statements it holds, where a pgx.Tx
+// costs one per statement and one each for BEGIN and COMMIT; on the upload
+// calls' hot path, with a lock held meanwhile, those round trips were most
+// of what a call cost both storelink and PostgreSQL.
+func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
+	c, err := d.db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
+	t := &pipelinedTx{db: d.db, conn: c, b: &pgx.Batch{}}
+	t.b.Queue(`BEGIN`)
+	return t, nil
 }
 
-func (db *DB) tryPipelined(ctx context.Context, fn func(conn *pgx.Conn) error) error {
-	c, err := db.pool.Acquire(ctx)
-	if err != nil {
-		return err
+// pipelinedTx is a transaction begun by Driver.BeginUpload: its statements
+// are queued in a batch until an answer or COMMIT is needed.
+type pipelinedTx struct {
+	db   *DB
+	conn *pgxpool.Conn
+	b    *pgx.Batch // queued and not yet sent
+	// owner is the upload's lease owner as LockUpload read it with the row
+	// locked, which it stays until the transaction ends.
+	owner string
+	w     *stockWriter
+	wake  bool // an upload was inserted: the processors are told at commit
+	done  bool
+}
+
+// send sends the statements queued, in one round trip.
+func (t *pipelinedTx) send(ctx context.Context) error {
+	b := t.b
+	t.b = &pgx.Batch{}
+	if b.Len() == 0 {
+		return nil
 	}
-	// Release closes a connection still in a transaction, so a failed
-	// ROLLBACK costs a connection, never a leaked transaction.
-	defer c.Release()
-	err = fn(c.Conn())
-	if pc := c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
-		if err == nil {
-			err = errors.New("postgres: a pipelined transaction was left open")
-		}
-		_, _ = c.Exec(ctx, "ROLLBACK")
+	return t.conn.SendBatch(ctx, b).Close()
+}
+
+// Commit sends what is queued with COMMIT, and then wakes the processors
+// for an upload inserted (see wake).
+func (t *pipelinedTx) Commit(ctx context.Context) error {
+	if t.done {
+		return errors.New("commit of a pipelined transaction that ended")
 	}
-	return err
+	queueCommit(t.b)
+	if err := t.send(ctx); err != nil {
+		return err // Rollback ends it
+	}
+	t.end(ctx)
+	if t.wake {
+		t.db.wake(ChannelUploads)
+	}
+	return nil
+}
+
+// Rollback rolls back what the transaction left open (an error, or a
+// refusal between two batches) and gives the connection back; after Commit
+// it does nothing.
+func (t *pipelinedTx) Rollback(ctx context.Context) error {
+	if !t.done {
+		t.end(ctx)
+	}
+	return nil
+}
+
+// end gives the connection back, rolling back first when it is still in a
+// transaction. Release closes a connection still in a transaction, so a
+// failed ROLLBACK costs a connection, never a leaked transaction.
+func (t *pipelinedTx) end(ctx context.Context) {
+	t.done = true
+	if pc := t.conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+	}
+	t.conn.Release()
 }
 
 // queueCommit ends a pipelined transaction. PostgreSQL answers the COMMIT of

@@ -22,7 +22,7 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the order services of package service, over the database's
+// store joins the services of package service, over the database's
 // driver and on its clock, with the services the database implements
 // itself, as serve does.
 type store struct {
@@ -89,8 +89,8 @@ func withSearchPath(t testing.TB, base, schema string) string {
 }
 
 // openAt opens the store at url on the clock now, with a sealer, closed
-// when the test ends.
-func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
+// when the test ends, and joins it with the services of package service.
+func openAt(t testing.TB, dbURL string, now func() time.Time) store {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dbURL)
 	if err != nil {
@@ -103,13 +103,13 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return withOrders(db)
 }
 
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db := openAt(t, newSchema(t), now)
-	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
+	return db, func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
@@ -139,7 +139,7 @@ func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
 		db := openAt(t, newSchema(t), time.Now)
-		return postgres.NewDriver(db), db
+		return postgres.NewDriver(db.DB), db
 	})
 }
 
@@ -197,7 +197,7 @@ func TestConcurrentMigrations(t *testing.T) {
 }
 
 // setup makes a partner with n clients, each with store S1.
-func setup(t *testing.T, db *postgres.DB, n int) []string {
+func setup(t *testing.T, db store, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	p, err := db.CreatePartner(ctx, "Acme")

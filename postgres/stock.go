@@ -10,30 +10,32 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"storelink"
+	"storelink/service"
 )
-
-var _ storelink.StockService = (*DB)(nil)
 
 // copyBatch is how many put rows are sent in one COPY. Larger batches save
 // round trips; this one keeps a batch to a few megabytes. A file of at most
-// this many rows is not copied at all (see stockWriter.apply).
+// this many rows is not copied at all (see stockWriter.queueApply).
 const copyBatch = 10000
 
 var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quantity", "price", "retail_price",
 	"article_location", "product_name", "product_number", "article_color", "article_size"}
 
 // stockWriter collects put rows and writes them to the stock with one
-// upsert when apply is called. A file of more than copyBatch rows is COPYed,
+// upsert when ApplyStock is called. A file of more than copyBatch rows is COPYed,
 // a batch at a time, into a temporary table that lives until the apply
 // transaction ends, and upserted from there: COPY is PostgreSQL's fastest
 // way in (SQLite, without it, takes multi-row INSERTs instead). A smaller
 // file is upserted straight from arrays, without the table.
 type stockWriter struct {
 	ctx    context.Context
-	conn   *pgx.Conn    // in the apply transaction
-	rows   stockColumns // put since the last COPY
-	n      int64        // rows put so far: the file order
-	copied bool         // stock_in exists and holds the earlier rows
+	conn   *pgx.Conn // in the apply transaction
+	client string
+	upload string
+	now    func() time.Time // read when the rows are upserted
+	rows   stockColumns     // put since the last COPY
+	n      int64            // rows put so far: the file order
+	copied bool             // stock_in exists and holds the earlier rows
 }
 
 // stockColumns holds rows column by column, as the upsert's arrays take
@@ -70,8 +72,12 @@ func (c *stockColumns) reset() {
 	c.location, c.name, c.number, c.color, c.size = c.location[:0], c.name[:0], c.number[:0], c.color[:0], c.size[:0]
 }
 
-func newStockWriter(ctx context.Context, conn *pgx.Conn) *stockWriter {
-	return &stockWriter{ctx: ctx, conn: conn}
+// StockWriter returns the put of a stockWriter on the transaction's
+// connection. LockUpload has sent everything queued before, so the rows
+// copied follow the upload's lock in the transaction.
+func (t *pipelinedTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
+	t.w = &stockWriter{ctx: ctx, conn: t.conn.Conn(), client: clientID, upload: uploadID, now: now}
+	return t.w.put
 }
 
 func (w *stockWriter) put(r storelink.StockRow) error {
@@ -141,7 +147,7 @@ const upsertStockTail = `
 // catalogue invalidations that every connection of the server processes;
 // with many small uploads at once it took more of the database's time than
 // the upserts themselves.
-func (w *stockWriter) queueApply(b *pgx.Batch, clientID, uploadID string, now time.Time) error {
+func (w *stockWriter) queueApply(b *pgx.Batch) error {
 	if !w.copied {
 		if w.rows.len() == 0 {
 			return nil
@@ -152,7 +158,7 @@ func (w *stockWriter) queueApply(b *pgx.Batch, clientID, uploadID string, now ti
 		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
 		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
 		      article_location, product_name, product_number, article_color, article_size)`+upsertStockTail,
-			clientID, uploadID, now, c.ord, c.store, c.ean, c.article, c.quantity, c.price, c.retail,
+			w.client, w.upload, w.now(), c.ord, c.store, c.ean, c.article, c.quantity, c.price, c.retail,
 			c.location, c.name, c.number, c.color, c.size)
 		return nil
 	}
@@ -164,7 +170,7 @@ func (w *stockWriter) queueApply(b *pgx.Batch, clientID, uploadID string, now ti
 	// largest file fits in 64MB, for this transaction only.
 	b.Queue(`SET LOCAL work_mem = '64MB'`)
 	b.Queue(upsertStockHead+`
-	FROM stock_in`+upsertStockTail, clientID, uploadID, now)
+	FROM stock_in`+upsertStockTail, w.client, w.upload, w.now())
 	return nil
 }
 
@@ -177,55 +183,42 @@ func (a *args) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// Stock lists the stock in force, by store and EAN, a page at a time.
-func (db *DB) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
-	if err := exists(ctx, db.pool, `SELECT 1 FROM clients WHERE id = $1`, clientID); err != nil {
-		return nil, "", notFound(err, "client %q", clientID)
-	}
+// ClientExists tells an id that cannot be stored (not UTF-8) as no client.
+func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, d.db.pool, `SELECT 1 FROM clients WHERE id = $1`, id))
+}
+
+// ListStock reads a page, from the page's start on the primary key (a row
+// value comparison, which PostgreSQL walks the index from).
+func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
 	var a args
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
 		product_number, article_color, article_size, upload_id, updated_at,
 		(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
-		FROM stock s WHERE client_id = ` + a.add(clientID)
-	if f.StoreID != "" {
-		q += ` AND store_id = ` + a.add(f.StoreID)
+		FROM stock s WHERE client_id = ` + a.add(p.ClientID)
+	if p.StoreID != "" {
+		q += ` AND store_id = ` + a.add(p.StoreID)
 	}
-	if f.EAN != "" {
-		q += ` AND ean = ` + a.add(f.EAN)
+	if p.EAN != "" {
+		q += ` AND ean = ` + a.add(p.EAN)
 	}
-	if f.After != "" {
-		store, ean, err := storelink.ParseStockCursor(f.After)
-		if err != nil {
-			return nil, "", err
-		}
-		q += ` AND (store_id, ean) > (` + a.add(store) + `, ` + a.add(ean) + `)`
+	if p.After != nil {
+		q += ` AND (store_id, ean) > (` + a.add(p.After.StoreID) + `, ` + a.add(p.After.EAN) + `)`
 	}
-	q += ` ORDER BY store_id, ean LIMIT ` + a.add(f.Limit+1)
-	rows, err := db.pool.Query(ctx, q, a...)
+	q += ` ORDER BY store_id, ean LIMIT ` + a.add(p.Limit)
+	rows, err := d.db.pool.Query(ctx, q, a...)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer rows.Close()
-	out := []storelink.Stock{}
+	list := []storelink.Stock{}
 	for rows.Next() {
 		var s storelink.Stock
-		var price int64
-		var retail *int64
-		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &retail, &s.ArticleLocation,
+		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &s.Price, &s.RetailPrice, &s.ArticleLocation,
 			&s.ProductName, &s.ProductNumber, &s.ArticleColor, &s.ArticleSize, &s.UploadID, &s.UpdatedAt, &s.Reserved); err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		s.Price = storelink.Money(price)
-		if retail != nil {
-			m := storelink.Money(*retail)
-			s.RetailPrice = &m
-		}
-		s.Available = max(s.Quantity-s.Reserved, 0)
-		out = append(out, s)
+		list = append(list, s)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", err
-	}
-	out, next := storelink.StockPage(out, f.Limit)
-	return out, next, nil
+	return list, rows.Err()
 }

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
 	"storelink"
@@ -13,96 +11,162 @@ import (
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
 	rows_total, rows_applied, rows_rejected, errors, warnings`
 
+// scanUpload reads an upload row; pgx decodes the jsonb problems itself.
 func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) {
 	u := &storelink.Upload{}
-	var errs, warns []byte
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &u.ReceivedAt, &u.StartedAt, &u.FinishedAt,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &errs, &warns); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(errs, &u.Errors); err != nil {
-		return nil, fmt.Errorf("decode errors of upload %s: %w", u.ID, err)
-	}
-	if err := json.Unmarshal(warns, &u.Warnings); err != nil {
-		return nil, fmt.Errorf("decode warnings of upload %s: %w", u.ID, err)
-	}
 	return u, nil
 }
 
-// Upload returns one upload of a client.
-func (db *DB) Upload(ctx context.Context, clientID, uploadID string) (*storelink.Upload, error) {
-	u, err := scanUpload(db.pool.QueryRow(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, uploadID))
+// GetBucket reads a client's bucket and store count without locking it.
+func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
+	var stores int
+	var tokens *float64
+	var updated *time.Time
+	err := d.db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
+		FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = $1`, clientID).Scan(&stores, &tokens, &updated)
 	if err != nil {
-		return nil, notFound(err, "upload %q", uploadID)
+		return nil, 0, noRow(err)
 	}
-	return u, nil
+	if tokens == nil || updated == nil {
+		return nil, stores, nil
+	}
+	return &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}, stores, nil
 }
 
-// Uploads lists a client's uploads, newest first.
-func (db *DB) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
-	// An unknown cursor would find no seq and so an empty page, which
-	// reads as the end of the list: refuse it instead.
-	if f.Before != "" {
-		if err := exists(ctx, db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, f.Before); noRows(err) {
-			return nil, storelink.CursorError("before", f.Before)
-		} else if err != nil {
-			return nil, err
-		}
+// claimUploadSQL leases the oldest upload that is waiting, or whose lease
+// ran out, and whose client has no earlier unfinished upload: that NOT
+// EXISTS is what keeps a client's uploads in acceptance order. SKIP LOCKED
+// passes over uploads another process is claiming or applying right now
+// (an apply holds its upload's row lock), so two processes never claim the
+// same upload, and the lease-expiry condition is checked again on the row
+// as it is when locked.
+//
+// The NOT EXISTS looks at the client's previous upload only. That is the
+// same test, because a client's finished uploads are always a prefix of its
+// uploads: only the earliest unfinished one is ever claimed, and only a
+// claimed one is finished. Asking for any earlier unfinished upload would
+// walk the client's finished history (the index on (client_id, seq) does
+// not hold the status) for every waiting upload the claim passes over; this
+// way it is one index lookup per upload passed over.
+const claimUploadSQL = `
+WITH pick AS (
+	SELECT u.seq FROM uploads u
+	WHERE u.status IN ('accepted', 'processing')
+	  AND (u.status = 'accepted' OR u.lease_until < $2)
+	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
+	                                 ORDER BY o.seq DESC LIMIT 1) prev
+	                  WHERE prev.status IN ('accepted', 'processing'))
+	ORDER BY u.seq
+	LIMIT 1
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
+FROM pick WHERE uploads.seq = pick.seq
+RETURNING id, client_id, file_name, size_bytes, sha256, received_at, attempts,
+	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
+
+// ClaimUpload claims in one statement that commits on its own: one round
+// trip, its body included.
+func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error) {
+	at := now()
+	c := &storelink.Claim{}
+	err := d.db.pool.QueryRow(ctx, claimUploadSQL, owner, at, at.Add(lease)).
+		Scan(&c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Body)
+	if err != nil {
+		return nil, noRow(err)
 	}
+	if c.Body == nil {
+		return nil, fmt.Errorf("upload %s: its body is missing", c.ID)
+	}
+	c.StartedAt = &at
+	return c, nil
+}
+
+// ReleaseUpload is one statement on the pool, which commits on its own.
+func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
+	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1, attempts = greatest(attempts - 1, 0)
+		WHERE id = $2 AND status = 'processing' AND lease_owner = $3 AND started_at = $4`,
+		until, c.ID, c.Owner, *c.StartedAt)
+	return err
+}
+
+// ReleaseUploadLeases sets the leases to have ended before any clock
+// reading ('-infinity'), which keeps the uploads processing, as they were,
+// but claimable. There is no counterpart of SQLite's ReleaseLeases, which
+// frees every lease at start-up: a lease that is not this process's may be
+// a live one.
+func (d *Driver) ReleaseUploadLeases(ctx context.Context, owner string) error {
+	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_until = '-infinity', attempts = greatest(attempts - 1, 0)
+		WHERE status = 'processing' AND lease_owner = $1`, owner)
+	return err
+}
+
+// GetUpload reads one upload of a client.
+func (d *Driver) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
+	u, err := scanUpload(d.db.pool.QueryRow(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
+	return u, noRow(err)
+}
+
+// UploadExists tells an id that cannot be stored (not UTF-8) from a
+// failing database as no upload.
+func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
+	return found(exists(ctx, d.db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
+}
+
+// ListUploads numbers its parameters as they are added (args).
+func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
 	var a args
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(clientID)
-	if f.Before != "" {
-		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(f.Before) + `)`
+	if before != "" {
+		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(before) + `)`
 	}
-	q += ` ORDER BY seq DESC LIMIT ` + a.add(f.Limit)
-	rows, err := db.pool.Query(ctx, q, a...)
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(limit)
+	rows, err := d.db.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []storelink.Upload{}
+	list := []storelink.Upload{}
 	for rows.Next() {
 		u, err := scanUpload(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, *u)
+		list = append(list, *u)
 	}
-	return out, rows.Err()
+	return list, rows.Err()
 }
 
-// QueueDepth counts uploads not yet finished.
-func (db *DB) QueueDepth(ctx context.Context) (int, error) {
+// CountUnfinished counts with the small index of unfinished uploads.
+func (d *Driver) CountUnfinished(ctx context.Context) (int, error) {
 	var n int
-	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
 	return n, err
 }
 
-// Backlog tells how uploads wait, of one client or (clientID "") of all.
-func (db *DB) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
-	var b storelink.Backlog
-	var seq *int64
+// CountWaiting repeats the status term so that the planner uses the small
+// index of unfinished uploads.
+func (d *Driver) CountWaiting(ctx context.Context, clientID string) (int, int64, time.Time, error) {
+	var n int
+	var first *int64
 	var oldest *time.Time
-	err := db.pool.QueryRow(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads
 		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND ($1 = '' OR client_id = $1)`, clientID).
-		Scan(&b.Waiting, &seq, &oldest)
-	if err != nil {
-		return b, fmt.Errorf("count waiting uploads: %w", err)
+		Scan(&n, &first, &oldest)
+	if err != nil || first == nil || oldest == nil {
+		return n, 0, time.Time{}, err
 	}
-	if oldest != nil {
-		b.Oldest = oldest.UTC()
-	}
-	if clientID != "" && seq == nil {
-		return b, nil // nothing of the client waits, so nothing is ahead of it
-	}
-	bound := int64(math.MaxInt64)
-	if clientID != "" {
-		bound = *seq
-	}
-	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads
-		WHERE status IN ('accepted', 'processing') AND seq <= $1`, bound).Scan(&b.Ahead)
-	if err != nil {
-		return b, fmt.Errorf("count uploads ahead: %w", err)
-	}
-	return b, nil
+	return n, *first, oldest.UTC(), nil
+}
+
+// CountUnfinishedUpTo counts with the small index of unfinished uploads.
+func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error) {
+	var n int
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads
+		WHERE status IN ('accepted', 'processing') AND seq <= $1`, pos).Scan(&n)
+	return n, err
 }

@@ -23,6 +23,8 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
+	Uploads
+	StockReads
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it

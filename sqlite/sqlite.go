@@ -221,18 +221,6 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	return err
 }
 
-// ReleaseOwnLeases hands back, after an orderly stop, the uploads that
-// owner's processor was applying when it was stopped: their applies rolled
-// back, so they are claimable again at once, and the interrupted claim does
-// not count towards the attempts after which an upload is given up on, since
-// the stop was not the file's fault. Without this, a few restarts during one
-// long apply would set a valid file aside.
-func (db *DB) ReleaseOwnLeases(ctx context.Context, owner string) error {
-	_, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0, attempts = max(attempts - 1, 0)
-		WHERE status = 'processing' AND lease_owner = ?`, owner)
-	return err
-}
-
 // now is the clock truncated to what the database keeps, so that what an
 // answer shows equals what a later read shows.
 func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }

@@ -18,7 +18,7 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the order services of package service, over the database's
+// store joins the services of package service, over the database's
 // driver and on its clock, with the services the database implements
 // itself, as serve does.
 type store struct {
@@ -76,7 +76,7 @@ func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
 func TestDriver(t *testing.T) {
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
 		db, _ := openDB(t, time.Now)
-		return sqlite.NewDriver(db), db
+		return sqlite.NewDriver(db), withOrders(db)
 	})
 }
 

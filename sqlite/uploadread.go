@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"time"
 
 	"storelink"
 )
@@ -14,99 +14,152 @@ import (
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
 	rows_total, rows_applied, rows_rejected, errors, warnings`
 
+// scanUpload reads an upload row: times as Unix milliseconds, the problems
+// as JSON text.
 func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) {
 	u := &storelink.Upload{}
 	var received int64
 	var started, finished sql.NullInt64
-	var errs, warns string
+	var problems, warnings string
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &received, &started, &finished,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &errs, &warns); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &problems, &warnings); err != nil {
 		return nil, err
 	}
 	u.ReceivedAt, u.StartedAt, u.FinishedAt = fromMS(received), fromNullMS(started), fromNullMS(finished)
-	if err := json.Unmarshal([]byte(errs), &u.Errors); err != nil {
-		return nil, fmt.Errorf("decode errors of upload %s: %w", u.ID, err)
+	if err := json.Unmarshal([]byte(problems), &u.Errors); err != nil {
+		return nil, fmt.Errorf("decode the errors of upload %s: %w", u.ID, err)
 	}
-	if err := json.Unmarshal([]byte(warns), &u.Warnings); err != nil {
-		return nil, fmt.Errorf("decode warnings of upload %s: %w", u.ID, err)
+	if err := json.Unmarshal([]byte(warnings), &u.Warnings); err != nil {
+		return nil, fmt.Errorf("decode the warnings of upload %s: %w", u.ID, err)
 	}
 	return u, nil
 }
 
-// Upload returns one upload of a client.
-func (db *DB) Upload(ctx context.Context, clientID, uploadID string) (*storelink.Upload, error) {
-	u, err := scanUpload(db.read.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, clientID, uploadID))
+// GetBucket reads from the read pool, which never waits for the writer.
+func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
+	return loadBucket(ctx, d.db.read, clientID)
+}
+
+// ClaimUpload claims in a write transaction of its own, reading now once
+// it began: the write connection may have been waited for. The NOT EXISTS
+// is what keeps a client's uploads in acceptance order.
+func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, notFound(err, "upload %q", uploadID)
+		return nil, err
 	}
-	return u, nil
+	defer tx.Rollback()
+	at := now()
+	c := &storelink.Claim{}
+	var received int64
+	err = tx.QueryRowContext(ctx, `UPDATE uploads
+		SET status = 'processing', lease_owner = ?, lease_until = ?, started_at = ?, attempts = attempts + 1
+		WHERE seq = (
+			SELECT u.seq FROM uploads u
+			WHERE u.status IN ('accepted', 'processing')
+			  AND (u.status = 'accepted' OR u.lease_until < ?)
+			  AND NOT EXISTS (SELECT 1 FROM uploads o
+			                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing'))
+			ORDER BY u.seq LIMIT 1)
+		RETURNING id, client_id, file_name, size_bytes, sha256, received_at, attempts`,
+		owner, ms(at.Add(lease)), ms(at), ms(at)).
+		Scan(&c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &received, &c.Attempts)
+	if err != nil {
+		return nil, noRow(err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT body FROM upload_bodies WHERE upload_id = ?`, c.ID).Scan(&c.Body); err != nil {
+		return nil, fmt.Errorf("read upload body %s: %w", c.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	c.ReceivedAt, c.StartedAt = fromMS(received), &at
+	return c, nil
 }
 
-// Uploads lists a client's uploads, newest first.
-func (db *DB) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
-	// An unknown cursor would find no seq and so an empty page, which
-	// reads as the end of the list: refuse it instead.
-	if f.Before != "" {
-		if err := exists(ctx, db.read, `SELECT 1 FROM uploads WHERE client_id = ? AND id = ?`, clientID, f.Before); errors.Is(err, sql.ErrNoRows) {
-			return nil, storelink.CursorError("before", f.Before)
-		} else if err != nil {
-			return nil, err
-		}
+// ReleaseUpload writes on the write pool, outside any transaction: one
+// statement is its own. Times are Unix milliseconds.
+func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
+	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?, attempts = max(attempts - 1, 0)
+		WHERE id = ? AND status = 'processing' AND lease_owner = ? AND started_at = ?`,
+		ms(until), c.ID, c.Owner, ms(*c.StartedAt))
+	return err
+}
+
+// ReleaseUploadLeases sets the leases to have ended at 0 ms, before any
+// clock reading.
+func (d *Driver) ReleaseUploadLeases(ctx context.Context, owner string) error {
+	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0, attempts = max(attempts - 1, 0)
+		WHERE status = 'processing' AND lease_owner = ?`, owner)
+	return err
+}
+
+// GetUpload reads from the read pool.
+func (d *Driver) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
+	u, err := scanUpload(d.db.read.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, clientID, id))
+	return u, noRow(err)
+}
+
+// UploadExists reads from the read pool.
+func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
+	err := exists(ctx, d.db.read, `SELECT 1 FROM uploads WHERE client_id = ? AND id = ?`, clientID, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
+	return err == nil, err
+}
+
+// ListUploads reads from the read pool, which never waits for the writer.
+func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
 	args := []any{clientID}
-	if f.Before != "" {
+	if before != "" {
 		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = ? AND id = ?)`
-		args = append(args, clientID, f.Before)
+		args = append(args, clientID, before)
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
-	args = append(args, f.Limit)
-	rows, err := db.read.QueryContext(ctx, q, args...)
+	args = append(args, limit)
+	rows, err := d.db.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []storelink.Upload{}
+	list := []storelink.Upload{}
 	for rows.Next() {
 		u, err := scanUpload(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, *u)
+		list = append(list, *u)
 	}
-	return out, rows.Err()
+	return list, rows.Err()
 }
 
-// QueueDepth counts uploads not yet finished.
-func (db *DB) QueueDepth(ctx context.Context) (int, error) {
+// CountUnfinished reads from the read pool.
+func (d *Driver) CountUnfinished(ctx context.Context) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
 	return n, err
 }
 
-// Backlog tells how uploads wait, of one client or (clientID "") of all.
-func (db *DB) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
-	var b storelink.Backlog
-	var seq, oldest sql.NullInt64
-	err := db.read.QueryRowContext(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads INDEXED BY uploads_unfinished
+// CountWaiting goes through the partial index of unfinished uploads, named,
+// since SQLite would otherwise pick the client's index of every upload.
+func (d *Driver) CountWaiting(ctx context.Context, clientID string) (int, int64, time.Time, error) {
+	var n int
+	var first, oldest sql.NullInt64
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads INDEXED BY uploads_unfinished
 		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND (? = '' OR client_id = ?)`, clientID, clientID).
-		Scan(&b.Waiting, &seq, &oldest)
-	if err != nil {
-		return b, fmt.Errorf("count waiting uploads: %w", err)
+		Scan(&n, &first, &oldest)
+	if err != nil || !oldest.Valid {
+		return n, first.Int64, time.Time{}, err
 	}
-	if oldest.Valid {
-		b.Oldest = fromMS(oldest.Int64)
-	}
-	if clientID != "" && !seq.Valid {
-		return b, nil // nothing of the client waits, so nothing is ahead of it
-	}
-	if clientID == "" {
-		seq.Int64 = math.MaxInt64
-	}
-	err = db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
-		WHERE status IN ('accepted', 'processing') AND seq <= ?`, seq.Int64).Scan(&b.Ahead)
-	if err != nil {
-		return b, fmt.Errorf("count uploads ahead: %w", err)
-	}
-	return b, nil
+	return n, first.Int64, fromMS(oldest.Int64), nil
+}
+
+// CountUnfinishedUpTo goes through the partial index of unfinished uploads.
+func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error) {
+	var n int
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
+		WHERE status IN ('accepted', 'processing') AND seq <= ?`, pos).Scan(&n)
+	return n, err
 }

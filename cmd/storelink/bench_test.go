@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"storelink"
+	"storelink/service"
 	"storelink/sqlite" // also registers the "sqlite" driver the baseline uses
 	"storelink/worker"
 )
@@ -623,20 +624,21 @@ func BenchmarkStockApply(b *testing.B) {
 		}
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 40, PerStore: 0, Window: time.Hour}
-	p := worker.NewProcessor(db, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
+	svc := service.New(sqlite.NewDriver(db))
+	p := worker.NewProcessor(svc, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
 	feeds := [3]benchFeedData{}
 	for v := range feeds {
 		feeds[v] = benchFeed(benchFeedBytes, -1, uint64(v))
 	}
 	apply := func(f benchFeedData) {
-		u, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: f.csv}, policy)
+		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: f.csv}, policy)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if worked, err := p.RunOnce(ctx); !worked || err != nil {
 			b.Fatalf("process: %v %v", worked, err)
 		}
-		got, err := db.Upload(ctx, client.ID, u.ID)
+		got, err := svc.Upload(ctx, client.ID, u.ID)
 		if err != nil || got.Status != storelink.UploadApplied || got.RowsApplied != len(f.rows) {
 			b.Fatalf("upload: %v %+v", err, got)
 		}

@@ -55,8 +55,6 @@ type database interface {
 type opened interface {
 	storelink.AdminService
 	storelink.Authenticator
-	storelink.UploadService
-	storelink.StockService
 	storelink.WebhookService
 	storelink.SessionStore
 	Ping(ctx context.Context) error
@@ -276,15 +274,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	// Both stores hand back only this process's own leases, which is safe
 	// beside other processes on PostgreSQL too.
-	if r, ok := db.opened.(interface {
-		ReleaseOwnLeases(ctx context.Context, owner string) error
-	}); ok {
-		if rerr := r.ReleaseOwnLeases(relCtx, owner); rerr != nil {
-			// Not fatal: the lease runs out (PostgreSQL) or the next start
-			// releases it (SQLite), only with the interrupted attempt
-			// counted.
-			logger.Warn("release leases at stop", "error", rerr)
-		}
+	if rerr := db.ReleaseOwnLeases(relCtx, owner); rerr != nil {
+		// Not fatal: the lease runs out (PostgreSQL) or the next start
+		// releases it (SQLite), only with the interrupted attempt counted.
+		logger.Warn("release leases at stop", "error", rerr)
 	}
 	cancel()
 	if errors.Is(err, http.ErrServerClosed) {

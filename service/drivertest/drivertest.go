@@ -57,6 +57,10 @@ func Exercise(t *testing.T, open Opener) {
 		{"Endpoints and deliveries", testDeliveries},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
 		{"Locks: a second routing or key lock waits for the first", testLocks},
+		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
+		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
+		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
+		{"Stock: listing filters and pages by store and EAN", testStockListing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

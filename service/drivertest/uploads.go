@@ -1,0 +1,311 @@
+package drivertest
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// beginUpload starts an upload transaction that is rolled back when the
+// case ends, unless it ended before.
+func (e *env) beginUpload() service.UploadTx {
+	e.t.Helper()
+	tx, err := e.d.BeginUpload(e.ctx)
+	must(e.t, err)
+	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+// accept writes a waiting upload of the env's client, with its bytes, as
+// Accept does, and returns it.
+func (e *env) accept(body string) *storelink.Upload {
+	e.t.Helper()
+	now := e.tick()
+	u := &storelink.Upload{ID: storelink.NewID(now), ClientID: e.client.ID, FileName: "f.csv", SizeBytes: int64(len(body)),
+		SHA256: "00", Status: storelink.UploadAccepted, ReceivedAt: now, Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}
+	tx := e.beginUpload()
+	_, _, _, err := tx.LockBucket(e.ctx, e.client.ID, false)
+	must(e.t, err)
+	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
+	must(e.t, tx.Commit(e.ctx))
+	return u
+}
+
+// claim claims the next upload for owner, failing unless it is want.
+func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
+	e.t.Helper()
+	now := e.tick()
+	c, err := e.d.ClaimUpload(e.ctx, owner, time.Minute, func() time.Time { return now })
+	must(e.t, err)
+	if c.ID != want.ID || c.ClientID != want.ClientID || c.FileName != want.FileName || c.SizeBytes != want.SizeBytes ||
+		!c.ReceivedAt.Equal(want.ReceivedAt) || c.StartedAt == nil || !c.StartedAt.Equal(now) {
+		e.t.Fatalf("claimed %+v, want upload %s started at %v", c.Upload, want.ID, now)
+	}
+	c.Owner = owner
+	return c
+}
+
+// apply runs an apply of c's upload that puts rows and finishes it with
+// status, and returns the upload as stored afterwards.
+func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...storelink.StockRow) *storelink.Upload {
+	e.t.Helper()
+	tx := e.beginUpload()
+	owner, stores, err := tx.LockUpload(e.ctx, c.ID, c.ClientID)
+	must(e.t, err)
+	if owner != c.Owner || !reflect.DeepEqual(stores, map[string]bool{"S1": true, "S2": true}) {
+		e.t.Fatalf("LockUpload = %q, %v; want %q and the stores S1, S2", owner, stores, c.Owner)
+	}
+	put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+	for _, r := range rows {
+		must(e.t, put(r))
+	}
+	if status == storelink.UploadApplied {
+		must(e.t, tx.ApplyStock(e.ctx))
+		must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+	} else if owner, err := tx.DiscardStock(e.ctx, c.ID); err != nil || owner != c.Owner {
+		e.t.Fatalf("DiscardStock = %q, %v; want %q", owner, err, c.Owner)
+	}
+	r := storelink.FeedReport{RowsTotal: len(rows) + 1, RowsRejected: 1, RowsApplied: len(rows),
+		Errors:   []storelink.Problem{{Type: "bad_ean", Message: "EAN check digit.", LineNumbers: []storelink.LineRef{}, Count: 1}},
+		Warnings: []storelink.Problem{}}
+	at := e.tick()
+	var finished *storelink.Upload
+	must(e.t, tx.FinishUpload(e.ctx, c.ID, status, r, at, &finished))
+	must(e.t, tx.Commit(e.ctx))
+	got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+	must(e.t, err)
+	if finished != nil {
+		sameUpload(e.t, "upload as finished, and as read back", finished, got)
+	}
+	if got.Status != status || got.FinishedAt == nil || !got.FinishedAt.Equal(at) || got.RowsTotal != r.RowsTotal ||
+		got.RowsApplied != r.RowsApplied || got.RowsRejected != 1 || !reflect.DeepEqual(got.Errors, r.Errors) ||
+		got.Warnings == nil || len(got.Warnings) != 0 {
+		e.t.Fatalf("finished upload %+v, want %s at %v with the report %+v", got, status, at, r)
+	}
+	return got
+}
+
+func testUploadRows(e *env) {
+	tx := e.beginUpload()
+	_, _, _, err := tx.LockBucket(e.ctx, "no-such-client", true)
+	wantNotFound(e.t, "LockBucket of no client", err)
+	must(e.t, tx.Rollback(e.ctx))
+	_, _, err = e.d.GetBucket(e.ctx, "no-such-client")
+	wantNotFound(e.t, "GetBucket of no client", err)
+	if b, stores, err := e.d.GetBucket(e.ctx, e.client.ID); err != nil || b != nil || stores != 2 {
+		e.t.Fatalf("GetBucket of a new client = %v, %d, %v; want no bucket and 2 stores", b, stores, err)
+	}
+
+	u := e.accept("a;b\n1;2\n")
+	tx = e.beginUpload()
+	b, stores, waiting, err := tx.LockBucket(e.ctx, e.client.ID, true)
+	must(e.t, err)
+	if b == nil || b.Tokens != 100 || !b.UpdatedAt.Equal(u.ReceivedAt) || stores != 2 || waiting != 1 {
+		e.t.Fatalf("LockBucket = %v, %d, %d; want 100 tokens at %v, 2 stores, 1 waiting", b, stores, waiting, u.ReceivedAt)
+	}
+	must(e.t, tx.Rollback(e.ctx))
+	got, err := e.d.GetUpload(e.ctx, e.client.ID, u.ID)
+	must(e.t, err)
+	sameUpload(e.t, "upload read back", got, u)
+	_, err = e.d.GetUpload(e.ctx, "other-client", u.ID)
+	wantNotFound(e.t, "upload of another client", err)
+	if ok, err := e.d.UploadExists(e.ctx, e.client.ID, u.ID); err != nil || !ok {
+		e.t.Fatalf("UploadExists = %v, %v; want true", ok, err)
+	}
+	if ok, err := e.d.UploadExists(e.ctx, "other-client", u.ID); err != nil || ok {
+		e.t.Fatalf("UploadExists of another client = %v, %v; want false", ok, err)
+	}
+
+	// The queue: one waiting upload, then a second behind it.
+	second := e.accept("x")
+	for _, client := range []string{e.client.ID, ""} {
+		n, first, oldest, err := e.d.CountWaiting(e.ctx, client)
+		must(e.t, err)
+		if n != 2 || first <= 0 || !oldest.Equal(u.ReceivedAt) {
+			e.t.Fatalf("CountWaiting(%q) = %d, %d, %v; want 2 from %v", client, n, first, oldest, u.ReceivedAt)
+		}
+		if ahead, err := e.d.CountUnfinishedUpTo(e.ctx, first); err != nil || ahead != 1 {
+			e.t.Fatalf("CountUnfinishedUpTo(first) = %d, %v; want 1", ahead, err)
+		}
+	}
+	if n, _, oldest, err := e.d.CountWaiting(e.ctx, "other-client"); err != nil || n != 0 || !oldest.IsZero() {
+		e.t.Fatalf("CountWaiting of a client without uploads = %d, %v, %v", n, oldest, err)
+	}
+	if n, err := e.d.CountUnfinished(e.ctx); err != nil || n != 2 {
+		e.t.Fatalf("CountUnfinished = %d, %v; want 2", n, err)
+	}
+	list, err := e.d.ListUploads(e.ctx, e.client.ID, "", 10)
+	must(e.t, err)
+	if len(list) != 2 || list[0].ID != second.ID || list[1].ID != u.ID {
+		e.t.Fatalf("ListUploads = %v, want the second upload, then the first", ids(list))
+	}
+	if list, err = e.d.ListUploads(e.ctx, e.client.ID, second.ID, 10); err != nil || len(list) != 1 || list[0].ID != u.ID {
+		e.t.Fatalf("ListUploads before the second = %v, %v; want the first", ids(list), err)
+	}
+	if list, err = e.d.ListUploads(e.ctx, "other-client", "", 10); err != nil || list == nil || len(list) != 0 {
+		e.t.Fatalf("ListUploads of a client without uploads = %#v, %v; want an empty list", list, err)
+	}
+}
+
+func testUploadClaims(e *env) {
+	first, second := e.accept("first"), e.accept("second")
+	c := e.claim("w1", first)
+	if string(c.Body) != "first" || c.Attempts != 1 {
+		e.t.Fatalf("claim body %q, attempts %d; want first, 1", c.Body, c.Attempts)
+	}
+	// The client's second upload waits for its first to be finished.
+	_, err := e.d.ClaimUpload(e.ctx, "w2", time.Minute, e.tick)
+	wantNotFound(e.t, "claim behind the client's unfinished upload", err)
+
+	// Released, the claim no longer counts and the upload is claimable at
+	// the time given; a second release of the same claim changes nothing.
+	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
+	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour)))
+	again := e.claim("w2", first)
+	if again.Attempts != 1 {
+		e.t.Fatalf("attempts after a release = %d, want 1", again.Attempts)
+	}
+	// Handed back at a stop, the owner's uploads are claimable at once.
+	must(e.t, e.d.ReleaseUploadLeases(e.ctx, "w2"))
+	c = e.claim("w3", first)
+	if c.Attempts != 1 {
+		e.t.Fatalf("attempts after the leases were handed back = %d, want 1", c.Attempts)
+	}
+	// A lease that runs out makes the upload claimable again, counted.
+	e.at = e.at.Add(2 * time.Minute)
+	if c = e.claim("w4", first); c.Attempts != 2 {
+		e.t.Fatalf("attempts after a lease ran out = %d, want 2", c.Attempts)
+	}
+	e.apply(c, storelink.UploadRejected)
+	e.claim("w5", second)
+	_, err = e.d.ClaimUpload(e.ctx, "w6", time.Minute, e.tick)
+	wantNotFound(e.t, "claim with nothing waiting", err)
+}
+
+func testUploadApply(e *env) {
+	sold := e.order("S1", eanA)
+	sold.State, sold.Items[0].Status = storelink.StateFulfilled, storelink.ItemFulfilled
+	e.insert(sold)
+
+	// An upload of the same store and EAN makes its row the stock in force
+	// (the later of two rows for it), and ends the sold unit's reservation.
+	u := e.accept("x")
+	tx := e.beginUpload()
+	_, _, err := tx.LockUpload(e.ctx, "no-such-upload", e.client.ID)
+	wantNotFound(e.t, "LockUpload of no upload", err)
+	must(e.t, tx.Rollback(e.ctx))
+	c := e.claim("w1", u)
+	retail := storelink.Money(2499)
+	want := storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A-2", Quantity: 3, Price: 1999, RetailPrice: &retail,
+		ArticleLocation: "shelf", ProductName: "New", ProductNumber: "P", ArticleColor: "red", ArticleSize: "M"}
+	other := storelink.StockRow{StoreID: "S2", EAN: eanB, ArticleNumber: "B", Quantity: 1, Price: 500, ProductName: "B"}
+	before := want
+	before.Quantity = 99
+	e.apply(c, storelink.UploadApplied, before, other, want)
+	rows := e.stock(service.StockQuery{ClientID: e.client.ID, Limit: 10})
+	if len(rows) != 2 || !reflect.DeepEqual(rows[0].StockRow, want) || rows[0].Reserved != 0 || rows[0].UploadID != u.ID ||
+		!reflect.DeepEqual(rows[1].StockRow, other) {
+		e.t.Fatalf("stock after the apply = %+v, want %+v unreserved, then %+v", rows, want, other)
+	}
+	got, err := e.d.GetOrder(e.ctx, sold.ID)
+	must(e.t, err)
+	if got.Items[0].Reserving {
+		e.t.Fatal("the sold unit still reserves stock after an upload set its store and EAN")
+	}
+
+	// A rejected upload puts none of its rows in force.
+	r := e.accept("y")
+	c = e.claim("w1", r)
+	changed := want
+	changed.Quantity = 0
+	e.apply(c, storelink.UploadRejected, changed)
+	if after := e.stock(service.StockQuery{ClientID: e.client.ID, Limit: 10}); !reflect.DeepEqual(after, rows) {
+		e.t.Fatalf("stock after a rejected upload = %+v, want it as before %+v", after, rows)
+	}
+}
+
+func testStockListing(e *env) {
+	if ok, err := e.d.ClientExists(e.ctx, e.client.ID); err != nil || !ok {
+		e.t.Fatalf("ClientExists = %v, %v; want true", ok, err)
+	}
+	if ok, err := e.d.ClientExists(e.ctx, "no-such-client"); err != nil || ok {
+		e.t.Fatalf("ClientExists of no client = %v, %v; want false", ok, err)
+	}
+	var rows []storelink.StockRow
+	for _, store := range []string{"S2", "S1"} {
+		for _, ean := range []string{eanC, eanA, eanB} {
+			rows = append(rows, storelink.StockRow{StoreID: store, EAN: ean, ArticleNumber: "A", Quantity: 2, Price: 100, ProductName: "P"})
+		}
+	}
+	e.feed(rows...)
+	reserved := e.order("S1", eanB)
+	e.insert(reserved)
+	all := e.stock(service.StockQuery{ClientID: e.client.ID, Limit: 10})
+	want := []string{"S1/" + eanA, "S1/" + eanB, "S1/" + eanC, "S2/" + eanA, "S2/" + eanB, "S2/" + eanC}
+	if got := keys(all); !reflect.DeepEqual(got, want) {
+		e.t.Fatalf("stock = %v, want %v", got, want)
+	}
+	if all[1].Reserved != 1 || all[0].Reserved != 0 {
+		e.t.Fatalf("reserved = %d, %d; want 0, 1", all[0].Reserved, all[1].Reserved)
+	}
+	for _, c := range []struct {
+		q    service.StockQuery
+		want []string
+	}{
+		{service.StockQuery{Limit: 2}, want[:2]},
+		{service.StockQuery{After: &service.StockKey{StoreID: "S1", EAN: eanC}, Limit: 2}, want[3:5]},
+		{service.StockQuery{StoreID: "S1", After: &service.StockKey{StoreID: "S1", EAN: eanA}, Limit: 10}, want[1:3]},
+		{service.StockQuery{StoreID: "S2", After: &service.StockKey{StoreID: "S1", EAN: eanC}, Limit: 10}, want[3:]},
+		{service.StockQuery{EAN: eanB, Limit: 10}, []string{want[1], want[4]}},
+		{service.StockQuery{StoreID: "S2", EAN: eanA, Limit: 10}, want[3:4]},
+		{service.StockQuery{StoreID: "S3", Limit: 10}, []string{}},
+	} {
+		c.q.ClientID = e.client.ID
+		if got := keys(e.stock(c.q)); !reflect.DeepEqual(got, c.want) {
+			e.t.Errorf("ListStock(%+v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+// stock lists stock rows, failing on an error or a nil list.
+func (e *env) stock(q service.StockQuery) []storelink.Stock {
+	e.t.Helper()
+	rows, err := e.d.ListStock(e.ctx, q)
+	must(e.t, err)
+	if rows == nil {
+		e.t.Fatal("ListStock returned nil")
+	}
+	return rows
+}
+
+func keys(rows []storelink.Stock) []string {
+	out := []string{}
+	for _, r := range rows {
+		out = append(out, r.StoreID+"/"+r.EAN)
+	}
+	return out
+}
+
+func ids(list []storelink.Upload) []string {
+	out := []string{}
+	for _, u := range list {
+		out = append(out, u.ID)
+	}
+	return out
+}
+
+// sameUpload fails unless got is want, field by field as JSON shows them
+// (so a time in another location of the same instant is the same).
+func sameUpload(t *testing.T, what string, got, want *storelink.Upload) {
+	t.Helper()
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	if string(a) != string(b) {
+		t.Fatalf("%s:\n got  %s\n want %s", what, a, b)
+	}
+}

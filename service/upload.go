@@ -1,0 +1,303 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"storelink"
+)
+
+var _ storelink.UploadService = (*Service)(nil)
+
+// Uploads are the upload calls a driver runs outside a service
+// transaction: reads, the claim and the release, each one statement that
+// commits on its own, and BeginUpload for the calls that need a
+// transaction.
+type Uploads interface {
+	// BeginUpload starts a write transaction of the upload calls. They have
+	// transactions of their own kind so that a driver can send a
+	// transaction's statements in as few round trips as it likes and take
+	// the connection the upload work uses; the caller ends it with Commit or
+	// Rollback, and Rollback after Commit does nothing.
+	BeginUpload(ctx context.Context) (UploadTx, error)
+	// GetBucket returns a client's capacity bucket (nil when it never took
+	// from it) and its number of stores, or ErrNotFound for no client.
+	GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error)
+	// ClaimUpload leases, until lease after the time it reads from now, the
+	// oldest upload that is waiting or whose lease ran out and whose client
+	// has no earlier unfinished upload, counting the attempt; it returns the
+	// claim with its body and StartedAt, or ErrNotFound when there is none.
+	// The driver reads now when its claim can no longer wait for a lock.
+	ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error)
+	// ReleaseUpload clears the lease of c's upload and makes it claimable
+	// at until, uncounting the attempt, when c still holds it: the upload
+	// processing, with c's owner and start.
+	ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error
+	// ReleaseUploadLeases makes the uploads in processing under owner's
+	// lease claimable at once, uncounting their attempts.
+	ReleaseUploadLeases(ctx context.Context, owner string) error
+	// GetUpload returns one upload of a client, or ErrNotFound.
+	GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error)
+	// UploadExists tells whether the client has an upload of that id.
+	UploadExists(ctx context.Context, clientID, id string) (bool, error)
+	// ListUploads returns up to limit uploads of a client, newest first,
+	// those accepted before the upload before when it is not "". Never nil.
+	ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error)
+	// CountUnfinished counts the uploads accepted or processing.
+	CountUnfinished(ctx context.Context) (int, error)
+	// CountWaiting counts the uploads accepted and not yet claimed, of one
+	// client or ("") of all, and returns the queue position of the first of
+	// them (0 when none waits) and when it was accepted.
+	CountWaiting(ctx context.Context, clientID string) (n int, first int64, oldest time.Time, err error)
+	// CountUnfinishedUpTo counts the unfinished uploads at queue positions
+	// up to and including pos.
+	CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error)
+}
+
+// UploadTx is one write transaction of the upload calls. Its row methods
+// see what it wrote; nothing of it is seen by others before Commit. A
+// driver may hold a write back until a later call needs its answer, or
+// until Commit: the error of a write may therefore come from a later call.
+type UploadTx interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+
+	// LockBucket reads a client's bucket (nil when it never took from it)
+	// and number of stores, and keeps every other transaction that locks it
+	// waiting until this one ends; with countWaiting, it also counts the
+	// client's waiting uploads as committed once the lock is held.
+	// ErrNotFound for no client.
+	LockBucket(ctx context.Context, clientID string, countWaiting bool) (b *storelink.Bucket, stores, waiting int, err error)
+	// InsertUpload writes the client's bucket as next, and the upload row
+	// and its bytes, and lets the processors know there is work once the
+	// transaction commits.
+	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
+	// LockUpload keeps every other transaction from changing the upload
+	// until this one ends and returns the owner of its lease ("" for none),
+	// or ErrNotFound when it is not processing; with it, the ids of its
+	// client's stores. The two are one call so that a driver can send them
+	// to the database together.
+	LockUpload(ctx context.Context, id, clientID string) (owner string, stores map[string]bool, err error)
+	// StockWriter returns where the rows of an upload's file are put, in
+	// file order; a later row for the same store and EAN overrides an
+	// earlier one. The rows are stamped with a time read from now when the
+	// driver writes them. Per row it costs a call and no allocation.
+	StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) (put func(storelink.StockRow) error)
+	// ApplyStock makes the rows put the stock in force.
+	ApplyStock(ctx context.Context) error
+	// DiscardStock drops the rows put, so that none is ever in force, and
+	// returns the owner of the upload's lease ("" for none) as the
+	// transaction then sees it, or ErrNotFound when it is not processing: a
+	// driver that wrote the rows already may have to begin a transaction
+	// afresh to drop them.
+	DiscardStock(ctx context.Context, uploadID string) (owner string, err error)
+	// ReleaseFulfilled ends the reservations of the client's fulfilled and
+	// returned units whose store and EAN the upload has set.
+	ReleaseFulfilled(ctx context.Context, clientID, uploadID string) error
+	// FinishUpload writes the upload's final status, time and report, ends
+	// its lease and drops its bytes. A driver that reads the upload back as
+	// finished in the same statements sets *finished by Commit; otherwise
+	// it leaves it nil.
+	FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error
+}
+
+// inUploadTx runs fn in an upload transaction of its own and commits it,
+// running it again, as inTx does, when it ended for a transient reason.
+func (s *Service) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
+	for try := 1; ; try++ {
+		err := s.tryUploadTx(ctx, fn)
+		if try < maxTries && err != nil && s.d.Transient(err) {
+			continue
+		}
+		return err
+	}
+}
+
+func (s *Service) tryUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
+	tx, err := s.d.BeginUpload(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Accept takes the upload's size from the client's bucket and stores the
+// upload row and its bytes in one transaction, with the bucket locked until
+// it commits: the uploads of one client, from any process, take from it one
+// at a time. The client's waiting uploads are counted under the same lock,
+// so the limit on them holds however many accepts race.
+func (s *Service) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
+	var u *storelink.Upload
+	var capacity storelink.Capacity
+	err := s.inUploadTx(ctx, func(tx UploadTx) error {
+		u, capacity = nil, storelink.Capacity{} // inUploadTx may run this again
+		bucket, stores, waiting, err := tx.LockBucket(ctx, nu.ClientID, policy.MaxWaiting > 0)
+		if errors.Is(err, ErrNotFound) {
+			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", nu.ClientID)
+		} else if err != nil {
+			return fmt.Errorf("lock capacity: %w", err)
+		}
+		now := s.now() // after the lock: another upload may have been waited for
+		next, c, err := policy.Take(bucket, stores, int64(len(nu.Body)), now)
+		capacity = c
+		if err != nil {
+			return err
+		}
+		if policy.MaxWaiting > 0 && waiting >= policy.MaxWaiting {
+			return storelink.Errorf(storelink.EBACKLOG, "%d uploads of this client are waiting to be processed.", waiting)
+		}
+		up := &storelink.Upload{
+			ID: storelink.NewID(now), ClientID: nu.ClientID, FileName: nu.FileName, SizeBytes: int64(len(nu.Body)),
+			SHA256: nu.SHA256, Status: storelink.UploadAccepted, ReceivedAt: now,
+			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{},
+		}
+		if err := tx.InsertUpload(ctx, up, nu.Body, next); err != nil {
+			return fmt.Errorf("insert upload: %w", err)
+		}
+		u = up
+		return nil
+	})
+	if err != nil {
+		return nil, capacity, err
+	}
+	return u, capacity, nil
+}
+
+// Capacity reports the bucket of a client.
+func (s *Service) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {
+	bucket, stores, err := s.d.GetBucket(ctx, clientID)
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Capacity{}, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	} else if err != nil {
+		return storelink.Capacity{}, err
+	}
+	return policy.Peek(bucket, stores, s.now()), nil
+}
+
+// Claim leases the next upload to process. Which one is next (the oldest
+// claimable upload of a client with no earlier unfinished one) is the
+// driver's one statement, so that two processes never claim the same.
+func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) (*storelink.Claim, error) {
+	c, err := s.d.ClaimUpload(ctx, owner, lease, s.now)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("claim upload: %w", err)
+	}
+	c.Owner, c.Status = owner, storelink.UploadProcessing
+	return c, nil
+}
+
+// Apply runs fn inside one transaction that holds the upload's lock after
+// checking that the claim still holds its lease (ECONFLICT when another
+// processor took it over), and makes the rows it puts the stock in force. A
+// file-level problem, or a file without one valid row, applies nothing: the
+// upload is rejected, in the same transaction as far as the driver can.
+// Applied, the upload ends the reservations of fulfilled units whose store
+// and EAN it set: the partner's own count now reflects the sale (CONTRACT
+// 3.4).
+func (s *Service) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
+	var u *storelink.Upload
+	// Not run again on a transient end, as inUploadTx would: fn is run once.
+	err := s.tryUploadTx(ctx, func(tx UploadTx) error {
+		owner, stores, err := tx.LockUpload(ctx, c.ID, c.ClientID)
+		if err := held(c, owner, err); err != nil {
+			return err
+		}
+		report, err := fn(stores, tx.StockWriter(ctx, c.ClientID, c.ID, s.now))
+		if err != nil {
+			return fmt.Errorf("apply upload %s: %w", c.ID, err)
+		}
+		status := storelink.UploadApplied
+		if report.FileError || report.RowsApplied == 0 {
+			status, report.RowsApplied = storelink.UploadRejected, 0
+			owner, err := tx.DiscardStock(ctx, c.ID)
+			if err := held(c, owner, err); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.ApplyStock(ctx); err != nil {
+				return fmt.Errorf("apply upload %s: %w", c.ID, err)
+			}
+			if err := tx.ReleaseFulfilled(ctx, c.ClientID, c.ID); err != nil {
+				return fmt.Errorf("release fulfilled reservations: %w", err)
+			}
+		}
+		return finish(ctx, tx, c.ID, status, report, s.now(), &u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return s.Upload(ctx, c.ClientID, c.ID)
+	}
+	return u, nil
+}
+
+// held tells whether the claim still holds its upload's lease, from the
+// owner that the driver read with the upload locked: ECONFLICT when the
+// upload is no longer processing or another processor took it over.
+func held(c *storelink.Claim, owner string, err error) error {
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("lock upload %s: %w", c.ID, err)
+	}
+	if err != nil || owner == "" || owner != c.Owner {
+		return storelink.Errorf(storelink.ECONFLICT, "Upload %s is no longer held by this processor.", c.ID)
+	}
+	return nil
+}
+
+// Fail finishes an upload that could not be processed at all (it failed
+// every attempt), so that it stops blocking the client's later uploads.
+func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
+	return s.inUploadTx(ctx, func(tx UploadTx) error {
+		var u *storelink.Upload
+		r := storelink.FeedReport{FileError: true, Errors: []storelink.Problem{problem}}
+		return finish(ctx, tx, c.ID, storelink.UploadRejected, r, s.now(), &u)
+	})
+}
+
+// Release gives a claim back uncounted (UploadService.Release). The claim
+// is known by its owner and start, and the driver clears the owner, so that
+// only the first of repeated releases counts.
+func (s *Service) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after)); err != nil {
+		return fmt.Errorf("release upload %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// ReleaseOwnLeases hands back, after an orderly stop, the uploads that
+// owner's processor was applying when it was stopped: their applies rolled
+// back, so they are claimable again at once (instead of when the lease runs
+// out), and the interrupted claim does not count towards the attempts after
+// which an upload is given up on, since the stop was not the file's fault.
+// Only owner's leases are touched: other processes on the database hold
+// theirs.
+func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {
+	return s.d.ReleaseUploadLeases(ctx, owner)
+}
+
+// finish records the report with the final status, ends the lease and
+// drops the bytes, which are no longer needed once the upload is final.
+func finish(ctx context.Context, tx UploadTx, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, u **storelink.Upload) error {
+	r.Errors, r.Warnings = nonNil(r.Errors), nonNil(r.Warnings)
+	if err := tx.FinishUpload(ctx, id, status, r, at, u); err != nil {
+		return fmt.Errorf("finish upload %s: %w", id, err)
+	}
+	return nil
+}
+
+// nonNil makes no problems an empty list, which a report shows as [].
+func nonNil(p []storelink.Problem) []storelink.Problem {
+	if p == nil {
+		return []storelink.Problem{}
+	}
+	return p
+}

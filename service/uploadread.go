@@ -1,0 +1,117 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"storelink"
+)
+
+// Upload returns one upload of a client.
+func (s *Service) Upload(ctx context.Context, clientID, uploadID string) (*storelink.Upload, error) {
+	u, err := s.d.GetUpload(ctx, clientID, uploadID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
+	} else if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Uploads lists a client's uploads, newest first.
+func (s *Service) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
+	// An unknown cursor would find no upload to list from and so an empty
+	// page, which reads as the end of the list: refuse it instead.
+	if f.Before != "" {
+		ok, err := s.d.UploadExists(ctx, clientID, f.Before)
+		if err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, storelink.CursorError("before", f.Before)
+		}
+	}
+	return s.d.ListUploads(ctx, clientID, f.Before, f.Limit)
+}
+
+// QueueDepth counts uploads not yet finished.
+func (s *Service) QueueDepth(ctx context.Context) (int, error) {
+	return s.d.CountUnfinished(ctx)
+}
+
+// Backlog tells how uploads wait, of one client or (clientID "") of all:
+// for a client, how many unfinished uploads are ahead of its first waiting
+// one; for all, every unfinished upload.
+func (s *Service) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
+	var b storelink.Backlog
+	n, first, oldest, err := s.d.CountWaiting(ctx, clientID)
+	if err != nil {
+		return b, fmt.Errorf("count waiting uploads: %w", err)
+	}
+	b.Waiting, b.Oldest = n, oldest
+	if clientID != "" && n == 0 {
+		return b, nil // nothing of the client waits, so nothing is ahead of it
+	}
+	if clientID == "" {
+		first = math.MaxInt64
+	}
+	if b.Ahead, err = s.d.CountUnfinishedUpTo(ctx, first); err != nil {
+		return b, fmt.Errorf("count uploads ahead: %w", err)
+	}
+	return b, nil
+}
+
+var _ storelink.StockService = (*Service)(nil)
+
+// StockReads are the reads of the stock listing.
+type StockReads interface {
+	// ClientExists tells whether a client of that id exists.
+	ClientExists(ctx context.Context, id string) (bool, error)
+	// ListStock returns up to q.Limit stock rows of a client, ordered by
+	// store and EAN, each with the units that order items hold reserved.
+	// Never nil.
+	ListStock(ctx context.Context, q StockQuery) ([]storelink.Stock, error)
+}
+
+// StockQuery selects a page of a client's stock.
+type StockQuery struct {
+	ClientID string
+	// StoreID and EAN, when not "", select one store and one EAN.
+	StoreID, EAN string
+	// After, when set, is the store and EAN of the row the page follows.
+	After *StockKey
+	Limit int
+}
+
+// StockKey is where a row of a client's stock is: its store and EAN.
+type StockKey struct{ StoreID, EAN string }
+
+// Stock lists the stock in force, by store and EAN, a page at a time. A row
+// shows the units free to order: its quantity less those reserved, never
+// below zero.
+func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
+	ok, err := s.d.ClientExists(ctx, clientID)
+	if err != nil {
+		return nil, "", err
+	} else if !ok {
+		return nil, "", storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	}
+	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, Limit: f.Limit + 1}
+	if f.After != "" {
+		store, ean, err := storelink.ParseStockCursor(f.After)
+		if err != nil {
+			return nil, "", err
+		}
+		q.After = &StockKey{StoreID: store, EAN: ean}
+	}
+	rows, err := s.d.ListStock(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	for i := range rows {
+		rows[i].Available = max(rows[i].Quantity-rows[i].Reserved, 0)
+	}
+	rows, next := storelink.StockPage(rows, f.Limit)
+	return rows, next, nil
+}
