@@ -18,11 +18,11 @@ func BenchmarkApply(b *testing.B) {
 	dbURL := newSchema(b)
 	db := openAt(b, dbURL, time.Now)
 	ctx := context.Background()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := withOrders(db).CreatePartner(ctx, "Acme")
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := withOrders(db).CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		b.Fatal(err)
 	}

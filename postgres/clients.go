@@ -8,8 +8,8 @@ import (
 
 // Partners lists every partner by name. COLLATE "C" sorts by bytes, as
 // SQLite does, whatever the database's locale.
-func (db *DB) Partners(ctx context.Context) ([]storelink.Partner, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, name, created_at FROM partners ORDER BY name COLLATE "C", id COLLATE "C"`)
+func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT id, name, created_at FROM partners ORDER BY name COLLATE "C", id COLLATE "C"`)
 	if err != nil {
 		return nil, err
 	}
@@ -27,8 +27,8 @@ func (db *DB) Partners(ctx context.Context) ([]storelink.Partner, error) {
 }
 
 // Clients lists every client by partner and country, bytewise as above.
-func (db *DB) Clients(ctx context.Context) ([]storelink.Client, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, partner_id, country_code, currency, created_at
+func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT id, partner_id, country_code, currency, created_at
 		FROM clients ORDER BY partner_id COLLATE "C", country_code COLLATE "C"`)
 	if err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
 		db := openAt(t, newSchema(t), time.Now)
-		return postgres.NewDriver(db), db
+		return postgres.NewDriver(db), withOrders(db)
 	})
 }
 
@@ -190,16 +190,17 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)
 	}
 	for _, db := range dbs {
-		if _, err := db.PartnerCount(context.Background()); err != nil {
+		if _, err := withOrders(db).PartnerCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // setup makes a partner with n clients, each with store S1.
-func setup(t *testing.T, db *postgres.DB, n int) []string {
+func setup(t *testing.T, pg *postgres.DB, n int) []string {
 	t.Helper()
 	ctx := context.Background()
+	db := withOrders(pg)
 	p, err := db.CreatePartner(ctx, "Acme")
 	must(t, err)
 	var ids []string

@@ -22,11 +22,11 @@ func TestApplyPaths(t *testing.T) {
 	dbURL := newSchema(t)
 	db := openAt(t, dbURL, time.Now)
 	ctx := context.Background()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := withOrders(db).CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := withOrders(db).CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}

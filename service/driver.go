@@ -23,6 +23,7 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
+	AdminReads
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it
@@ -32,6 +33,7 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 
 	OrderRows
+	AdminRows
 }
 
 // ErrNotFound is what a driver's row method returns (wrapped or not) when
