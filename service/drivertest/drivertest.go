@@ -57,6 +57,11 @@ func Exercise(t *testing.T, open Opener) {
 		{"Endpoints and deliveries", testDeliveries},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
 		{"Locks: a second routing or key lock waits for the first", testLocks},
+		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
+		{"API keys: listed, found within the partner, deleted", testKeyRows},
+		{"Stores: put once, renamed, deleted with their stock", testStoreRows},
+		{"Dashboard sessions: active until they expire", testSessionRows},
+		{"Sealed values: check value recorded once, resealed in a transaction", testSealedRows},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
