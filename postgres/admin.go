@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"storelink"
 	"storelink/service"
 )
@@ -10,7 +12,7 @@ import (
 // The admin rows: partners, clients, API keys and stores, on the pool or
 // in the service's transaction.
 
-// PartnerCount counts partners.
+// PartnerCount counts partners on the pool.
 func (d *Driver) PartnerCount(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM partners`).Scan(&n)
@@ -33,40 +35,18 @@ func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
 	return found(exists(ctx, d.db.pool, `SELECT 1 FROM clients WHERE id = $1`, id))
 }
 
-// Stores reads a client's stores on the pool.
+// Stores reads a client's stores on the pool (an error of Query comes back
+// from CollectRows, as pgx means it to); pgx scans the columns into
+// the fields in their order.
 func (d *Driver) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT id, name, created_at FROM stores WHERE client_id = $1 ORDER BY id`, clientID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	stores := []storelink.Store{}
-	for rows.Next() {
-		s := storelink.Store{ClientID: clientID}
-		if err := rows.Scan(&s.ID, &s.Name, &s.CreatedAt); err != nil {
-			return nil, err
-		}
-		stores = append(stores, s)
-	}
-	return stores, rows.Err()
+	rows, _ := d.db.pool.Query(ctx, `SELECT client_id, id, name, created_at FROM stores WHERE client_id = $1 ORDER BY id`, clientID)
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.Store])
 }
 
-// APIKeys reads a client's keys on the pool.
+// APIKeys reads a client's keys on the pool, scanned as Stores are.
 func (d *Driver) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT id, prefix, created_at FROM api_keys WHERE client_id = $1 ORDER BY created_at, id`, clientID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	keys := []storelink.APIKey{}
-	for rows.Next() {
-		k := storelink.APIKey{ClientID: clientID}
-		if err := rows.Scan(&k.ID, &k.Prefix, &k.CreatedAt); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	rows, _ := d.db.pool.Query(ctx, `SELECT id, client_id, prefix, created_at FROM api_keys WHERE client_id = $1 ORDER BY created_at, id`, clientID)
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.APIKey])
 }
 
 // KeyClient reads the client and its partner's key in one round trip.
@@ -133,14 +113,14 @@ func (t *pgTx) InsertClient(ctx context.Context, c *storelink.Client) (bool, err
 	return tag.RowsAffected() > 0, nil
 }
 
-// InsertAPIKey writes a key's row.
+// InsertAPIKey writes a key's row; the hash is unique.
 func (t *pgTx) InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO api_keys (id, client_id, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		k.ID, k.ClientID, hash, k.Prefix, k.CreatedAt)
 	return err
 }
 
-// DeleteStore deletes a store's row.
+// DeleteStore deletes a store's row and tells by the command tag.
 func (t *pgTx) DeleteStore(ctx context.Context, clientID, storeID string) (bool, error) {
 	tag, err := t.tx.Exec(ctx, `DELETE FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID)
 	if err != nil {
@@ -149,7 +129,7 @@ func (t *pgTx) DeleteStore(ctx context.Context, clientID, storeID string) (bool,
 	return tag.RowsAffected() > 0, nil
 }
 
-// DeleteStoreStock deletes a store's stock rows.
+// DeleteStoreStock deletes the rows committed when it runs.
 func (t *pgTx) DeleteStoreStock(ctx context.Context, clientID, storeID string) error {
 	_, err := t.tx.Exec(ctx, `DELETE FROM stock WHERE client_id = $1 AND store_id = $2`, clientID, storeID)
 	return err

@@ -11,7 +11,8 @@ import (
 	"storelink/service"
 )
 
-// settingKeyCheck is the settings row of the secret key's check value.
+// settingKeyCheck is the settings row of the secret key's check value,
+// which the delivery claims read too.
 const settingKeyCheck = "secret_key_check"
 
 // SecretKeyCheck reads the check value on the pool.
@@ -63,10 +64,10 @@ func (t *pgTx) LockSealed(ctx context.Context) error {
 	return err
 }
 
-// SecretKeyCheck reads the check value in the transaction.
+// SecretKeyCheck reads the check value as committed when it runs.
 func (t *pgTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, t.tx) }
 
-// SealedEndpoints reads in the transaction.
+// SealedEndpoints reads the endpoints as LockSealed left them.
 func (t *pgTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
 	return sealedEndpoints(ctx, t.tx)
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The dashboard sessions' rows.
+// The dashboard sessions' rows; expiry times are timestamptz.
 
 // SessionActive reads on the pool.
 func (d *Driver) SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error) {
@@ -21,13 +21,13 @@ func (d *Driver) DeleteSession(ctx context.Context, idHash []byte) error {
 	return err
 }
 
-// DeleteExpiredSessions deletes in the transaction.
+// DeleteExpiredSessions deletes the rows committed when it runs.
 func (t *pgTx) DeleteExpiredSessions(ctx context.Context, now time.Time) error {
 	_, err := t.tx.Exec(ctx, `DELETE FROM dashboard_sessions WHERE expires_at <= $1`, now)
 	return err
 }
 
-// InsertSession inserts in the transaction.
+// InsertSession inserts; the id hash is the primary key.
 func (t *pgTx) InsertSession(ctx context.Context, idHash []byte, expires time.Time) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO dashboard_sessions (id_hash, expires_at) VALUES ($1, $2)`, idHash, expires)
 	return err

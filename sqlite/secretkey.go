@@ -10,9 +10,6 @@ import (
 	"storelink/service"
 )
 
-// settingKeyCheck is the settings row of the secret key's check value.
-const settingKeyCheck = "secret_key_check"
-
 // SecretKeyCheck reads the check value from the read pool.
 func (d *Driver) SecretKeyCheck(ctx context.Context) (string, error) {
 	return keyCheck(ctx, d.db.read)
@@ -20,7 +17,7 @@ func (d *Driver) SecretKeyCheck(ctx context.Context) (string, error) {
 
 func keyCheck(ctx context.Context, q querier) (string, error) {
 	var v string
-	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, settingKeyCheck).Scan(&v)
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'secret_key_check'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -29,8 +26,8 @@ func keyCheck(ctx context.Context, q querier) (string, error) {
 
 // RecordSecretKeyCheck inserts and reads back on the write pool.
 func (d *Driver) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
-	if _, err := d.db.write.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
-		settingKeyCheck, check); err != nil {
+	if _, err := d.db.write.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('secret_key_check', ?) ON CONFLICT (name) DO NOTHING`,
+		check); err != nil {
 		return "", err
 	}
 	return keyCheck(ctx, d.db.write)
@@ -71,10 +68,10 @@ func sealedEndpoints(ctx context.Context, q querier) ([]service.SealedEndpoint, 
 // so nobody else writes until it ends.
 func (tx *writeTx) LockSealed(context.Context) error { return nil }
 
-// SecretKeyCheck reads the check value in the transaction.
+// SecretKeyCheck reads the check value on the write connection.
 func (tx *writeTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, tx) }
 
-// SealedEndpoints reads in the transaction.
+// SealedEndpoints reads on the write connection.
 func (tx *writeTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
 	return sealedEndpoints(ctx, tx)
 }
@@ -88,8 +85,8 @@ func (tx *writeTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndp
 			return fmt.Errorf("seal the secrets of endpoint %s again: %w", e.ID, err)
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-		settingKeyCheck, check)
+	_, err := tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('secret_key_check', ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, check)
 	return err
 }
 

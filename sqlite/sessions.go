@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The dashboard sessions' rows.
+// The dashboard sessions' rows; expiry times are kept in milliseconds.
 
 // SessionActive reads from the read pool.
 func (d *Driver) SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error) {
@@ -21,13 +21,13 @@ func (d *Driver) DeleteSession(ctx context.Context, idHash []byte) error {
 	return err
 }
 
-// DeleteExpiredSessions deletes in the transaction.
+// DeleteExpiredSessions deletes on the write connection.
 func (tx *writeTx) DeleteExpiredSessions(ctx context.Context, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE expires_at <= ?`, ms(now))
 	return err
 }
 
-// InsertSession inserts in the transaction.
+// InsertSession inserts on the write connection.
 func (tx *writeTx) InsertSession(ctx context.Context, idHash []byte, expires time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO dashboard_sessions (id_hash, expires_at) VALUES (?, ?)`, idHash, ms(expires))
 	return err
