@@ -293,6 +293,7 @@ func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*s
 	}
 	return c, nil
 }
+
 // CreateSession records a dashboard session and deletes the expired ones,
 // in one transaction: the calls that add sessions keep the table to the
 // live ones.
