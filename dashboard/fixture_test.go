@@ -95,13 +95,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		webhooks = o.webhooks(db)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
+		Admin: f.orders, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Webhooks: webhooks, Sessions: f.orders, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
+		Admin: f.orders, Auth: f.orders, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -196,22 +196,22 @@ var (
 func (f *fixture) seedData() seed {
 	t, ctx, db := f.t, context.Background(), f.db
 	var s seed
-	p, err := db.CreatePartner(ctx, "Acme Retail")
+	p, err := f.orders.CreatePartner(ctx, "Acme Retail")
 	must(t, err)
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := f.orders.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 	f.keep(c.APIKey)
 	s.ClientID = c.ID
-	k2, err := db.CreateAPIKey(ctx, c.ID)
+	k2, err := f.orders.CreateAPIKey(ctx, c.ID)
 	must(t, err)
 	f.keep(k2.APIKey)
 	for _, id := range []string{"S1", "S2"} {
-		_, _, err := db.PutStore(ctx, c.ID, id, "Store "+id)
+		_, _, err := f.orders.PutStore(ctx, c.ID, id, "Store "+id)
 		must(t, err)
 	}
-	p2, err := db.CreatePartner(ctx, "Beta Shoes")
+	p2, err := f.orders.CreatePartner(ctx, "Beta Shoes")
 	must(t, err)
-	c2, err := db.CreateClient(ctx, p2.ID, "AT", "EUR")
+	c2, err := f.orders.CreateClient(ctx, p2.ID, "AT", "EUR")
 	must(t, err)
 	f.keep(c2.APIKey)
 	s.OtherClientID = c2.ID

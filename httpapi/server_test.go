@@ -69,7 +69,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	reg := prometheus.NewRegistry()
 	proc := worker.NewProcessor(orders, nil, "test", reg)
 	deps := httpapi.Deps{
-		Admin: db, Auth: db, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
+		Admin: orders, Auth: orders, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
 	}

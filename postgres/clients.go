@@ -3,45 +3,23 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"storelink"
 )
 
-// Partners lists every partner by name. COLLATE "C" sorts by bytes, as
-// SQLite does, whatever the database's locale.
-func (db *DB) Partners(ctx context.Context) ([]storelink.Partner, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, name, created_at FROM partners ORDER BY name COLLATE "C", id COLLATE "C"`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []storelink.Partner{}
-	for rows.Next() {
-		var p storelink.Partner
-		if err := rows.Scan(&p.ID, &p.Name, &p.CreatedAt); err != nil {
-			return nil, err
-		}
-		p.CreatedAt = p.CreatedAt.UTC()
-		out = append(out, p)
-	}
-	return out, rows.Err()
+// Partners reads every partner on the pool. COLLATE "C" sorts by bytes, as
+// SQLite does, whatever the database's locale; pgx scans the columns into
+// the fields in their order.
+func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
+	rows, _ := d.db.pool.Query(ctx, `SELECT id, name, created_at FROM partners ORDER BY name COLLATE "C", id COLLATE "C"`)
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.Partner])
 }
 
-// Clients lists every client by partner and country, bytewise as above.
-func (db *DB) Clients(ctx context.Context) ([]storelink.Client, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, partner_id, country_code, currency, created_at
+// Clients reads every client on the pool, sorted bytewise and scanned as
+// Partners are.
+func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
+	rows, _ := d.db.pool.Query(ctx, `SELECT id, partner_id, country_code, currency, created_at
 		FROM clients ORDER BY partner_id COLLATE "C", country_code COLLATE "C"`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []storelink.Client{}
-	for rows.Next() {
-		var c storelink.Client
-		if err := rows.Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt); err != nil {
-			return nil, err
-		}
-		c.CreatedAt = c.CreatedAt.UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.Client])
 }

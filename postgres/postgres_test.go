@@ -190,7 +190,7 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)
 	}
 	for _, db := range dbs {
-		if _, err := db.PartnerCount(context.Background()); err != nil {
+		if _, err := withOrders(db).PartnerCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,22 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/service"
 )
 
-var _ storelink.SecretKeyStore = (*DB)(nil)
-
-// settingKeyCheck is the settings row of the secret key's check value.
+// settingKeyCheck is the settings row of the secret key's check value,
+// which the delivery claims read too.
 const settingKeyCheck = "secret_key_check"
 
-// SecretKeyCheck returns the recorded check value of the secret key, "" for
-// none.
-func (db *DB) SecretKeyCheck(ctx context.Context) (string, error) {
-	return keyCheck(ctx, db.pool)
+// SecretKeyCheck reads the check value on the pool.
+func (d *Driver) SecretKeyCheck(ctx context.Context) (string, error) {
+	return keyCheck(ctx, d.db.pool)
 }
 
 func keyCheck(ctx context.Context, q querier) (string, error) {
@@ -31,110 +29,63 @@ func keyCheck(ctx context.Context, q querier) (string, error) {
 	return v, err
 }
 
-// RecordSecretKeyCheck records check unless one is recorded, and returns the
-// one recorded: of processes starting at once with different keys, the
-// first to insert wins and the others see its value.
-func (db *DB) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
-	if _, err := db.pool.Exec(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+// RecordSecretKeyCheck inserts and reads back on the pool: of processes
+// starting at once with different keys, the first to insert wins and the
+// others read its value.
+func (d *Driver) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
+	if _, err := d.db.pool.Exec(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
 		settingKeyCheck, check); err != nil {
 		return "", err
 	}
-	return keyCheck(ctx, db.pool)
+	return keyCheck(ctx, d.db.pool)
 }
 
-// sealedEndpoint is one endpoint's sealed values.
-type sealedEndpoint struct {
-	id                       string
-	apiKey, secret, previous string
-	previousUntil            *time.Time
+// SealedEndpoints reads on the pool.
+func (d *Driver) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
+	return sealedEndpoints(ctx, d.db.pool)
 }
 
-func (e sealedEndpoint) values(now time.Time) []storelink.SealedValue {
-	var out []storelink.SealedValue
-	for _, v := range []storelink.SealedValue{
-		{EndpointID: e.id, Field: storelink.SealedAPIKey, Value: e.apiKey, Live: true},
-		{EndpointID: e.id, Field: storelink.SealedSecret, Value: e.secret, Live: true},
-		{EndpointID: e.id, Field: storelink.SealedPreviousSecret, Value: e.previous, Live: e.previousUntil != nil && e.previousUntil.After(now)},
-	} {
-		if v.Value != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func sealedEndpoints(ctx context.Context, q querier) ([]sealedEndpoint, error) {
+func sealedEndpoints(ctx context.Context, q querier) ([]service.SealedEndpoint, error) {
 	rows, err := q.Query(ctx, `SELECT id, api_key, secret, previous_secret, previous_secret_until FROM endpoints ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (sealedEndpoint, error) {
-		var e sealedEndpoint
-		err := row.Scan(&e.id, &e.apiKey, &e.secret, &e.previous, &e.previousUntil)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (service.SealedEndpoint, error) {
+		var e service.SealedEndpoint
+		err := row.Scan(&e.ID, &e.APIKey, &e.Secret, &e.PreviousSecret, &e.PreviousUntil)
 		return e, err
 	})
 }
 
-// SealedValues lists every sealed value.
-func (db *DB) SealedValues(ctx context.Context) ([]storelink.SealedValue, error) {
-	eps, err := sealedEndpoints(ctx, db.pool)
-	if err != nil {
-		return nil, err
-	}
-	now := db.now()
-	var out []storelink.SealedValue
-	for _, e := range eps {
-		out = append(out, e.values(now)...)
-	}
-	return out, nil
+// LockSealed locks the check value and the endpoints against writes until
+// the transaction ends, since other processes write them too; reads go on.
+func (t *pgTx) LockSealed(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, `LOCK TABLE settings, endpoints IN EXCLUSIVE MODE`)
+	return err
 }
 
-// ResealSecrets seals every value again, in one transaction, and records
-// newCheck. The endpoints table is locked against writes meanwhile, so that
-// no endpoint is made or changed with the old key while the others move to
-// the new one; reads go on.
-func (db *DB) ResealSecrets(ctx context.Context, oldCheck, newCheck string, reseal func(storelink.SealedValue) (string, error)) (int, error) {
-	n := 0
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		n = 0
-		if _, err := tx.Exec(ctx, `LOCK TABLE settings, endpoints IN EXCLUSIVE MODE`); err != nil {
-			return err
-		}
-		if recorded, err := keyCheck(ctx, tx); err != nil {
-			return err
-		} else if recorded != oldCheck {
-			return storelink.Errorf(storelink.ECONFLICT, "the database's secret key changed meanwhile (fingerprint %s)", storelink.KeyFingerprint(recorded))
-		}
-		eps, err := sealedEndpoints(ctx, tx)
-		if err != nil {
-			return err
-		}
-		now := db.now()
-		b := &pgx.Batch{}
-		for _, e := range eps {
-			next := map[string]string{storelink.SealedAPIKey: e.apiKey, storelink.SealedSecret: e.secret, storelink.SealedPreviousSecret: e.previous}
-			for _, v := range e.values(now) {
-				if next[v.Field], err = reseal(v); err != nil {
-					return err
-				}
-				if v.Live {
-					n++
-				}
-			}
-			b.Queue(`UPDATE endpoints SET api_key = $1, secret = $2, previous_secret = $3 WHERE id = $4`,
-				next[storelink.SealedAPIKey], next[storelink.SealedSecret], next[storelink.SealedPreviousSecret], e.id)
-		}
-		b.Queue(`INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-			settingKeyCheck, newCheck)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("seal the secrets again: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
+// SecretKeyCheck reads the check value as committed when it runs.
+func (t *pgTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, t.tx) }
+
+// SealedEndpoints reads the endpoints as LockSealed left them.
+func (t *pgTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
+	return sealedEndpoints(ctx, t.tx)
+}
+
+// ResealEndpoints sends the updates and the check value in one batch: one
+// round trip however many endpoints there are.
+func (t *pgTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint, check string) error {
+	b := &pgx.Batch{}
+	for _, e := range eps {
+		b.Queue(`UPDATE endpoints SET api_key = $1, secret = $2, previous_secret = $3 WHERE id = $4`,
+			e.APIKey, e.Secret, e.PreviousSecret, e.ID)
 	}
-	return n, nil
+	b.Queue(`INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+		settingKeyCheck, check)
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("seal the secrets again: %w", err)
+	}
+	return nil
 }
 
 // SetSealer gives the database the sealer of webhook secrets, before it

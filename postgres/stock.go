@@ -183,11 +183,6 @@ func (a *args) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// ClientExists tells an id that cannot be stored (not UTF-8) as no client.
-func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, d.db.pool, `SELECT 1 FROM clients WHERE id = $1`, id))
-}
-
 // ListStock reads a page, from the page's start on the primary key (a row
 // value comparison, which PostgreSQL walks the index from).
 func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {

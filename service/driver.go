@@ -25,6 +25,7 @@ type Driver interface {
 	OrderReads
 	Uploads
 	StockReads
+	AdminReads
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it
@@ -34,6 +35,7 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 
 	OrderRows
+	AdminRows
 }
 
 // ErrNotFound is what a driver's row method returns (wrapped or not) when

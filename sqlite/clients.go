@@ -7,8 +7,8 @@ import (
 )
 
 // Partners lists every partner by name.
-func (db *DB) Partners(ctx context.Context) ([]storelink.Partner, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, name, created_at FROM partners ORDER BY name, id`)
+func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT id, name, created_at FROM partners ORDER BY name, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -27,8 +27,8 @@ func (db *DB) Partners(ctx context.Context) ([]storelink.Partner, error) {
 }
 
 // Clients lists every client by partner and country.
-func (db *DB) Clients(ctx context.Context) ([]storelink.Client, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, partner_id, country_code, currency, created_at
+func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT id, partner_id, country_code, currency, created_at
 		FROM clients ORDER BY partner_id, country_code`)
 	if err != nil {
 		return nil, err

@@ -26,11 +26,11 @@ func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := orderService(db).CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := orderService(db).CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}

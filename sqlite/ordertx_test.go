@@ -28,17 +28,18 @@ func orderDB(t *testing.T) (store, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	p, err := db.CreatePartner(ctx, "P")
+	s := withOrders(db)
+	p, err := s.CreatePartner(ctx, "P")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := s.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const ean = "4006381333931"
 	for _, s := range []string{"S1", "S2"} {
-		if _, _, err := db.PutStore(ctx, c.ID, s, "Store "+s); err != nil {
+		if _, _, err := withOrders(db).PutStore(ctx, c.ID, s, "Store "+s); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
@@ -46,7 +47,7 @@ func orderDB(t *testing.T) (store, string, string) {
 			t.Fatal(err)
 		}
 	}
-	return withOrders(db), c.ID, ean
+	return s, c.ID, ean
 }
 
 // lifecycle creates an order, fulfils it and returns its item.

@@ -136,9 +136,9 @@ func newQueueHarness(t *testing.T, seed uint64) *queueHarness {
 		t.Fatal(err)
 	}
 	h.db.Sealer, h.db.Now = h.sealer, h.clock
-	p, err := h.db.CreatePartner(h.ctx, "Acme")
+	p, err := orderService(h.db).CreatePartner(h.ctx, "Acme")
 	h.must(err, "create partner")
-	c, err := h.db.CreateClient(h.ctx, p.ID, "DE", "EUR")
+	c, err := orderService(h.db).CreateClient(h.ctx, p.ID, "DE", "EUR")
 	h.must(err, "create client")
 	h.client = c.ID
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -3,40 +3,32 @@ package sqlite
 import (
 	"context"
 	"time"
-
-	"storelink"
 )
 
-var _ storelink.SessionStore = (*DB)(nil)
+// The dashboard sessions' rows; expiry times are kept in milliseconds.
 
-// CreateSession records a dashboard session and deletes the expired ones,
-// in one transaction.
-func (db *DB) CreateSession(ctx context.Context, idHash []byte, expires time.Time) error {
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE expires_at <= ?`, ms(db.now())); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO dashboard_sessions (id_hash, expires_at) VALUES (?, ?)`,
-		idHash, ms(expires)); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-// SessionActive tells whether a dashboard session exists and has not expired.
-func (db *DB) SessionActive(ctx context.Context, idHash []byte) (bool, error) {
+// SessionActive reads from the read pool.
+func (d *Driver) SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error) {
 	var active bool
-	err := db.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM dashboard_sessions WHERE id_hash = ? AND expires_at > ?)`,
-		idHash, ms(db.now())).Scan(&active)
+	err := d.db.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM dashboard_sessions WHERE id_hash = ? AND expires_at > ?)`,
+		idHash, ms(now)).Scan(&active)
 	return active, err
 }
 
-// DeleteSession ends a dashboard session.
-func (db *DB) DeleteSession(ctx context.Context, idHash []byte) error {
-	_, err := db.write.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE id_hash = ?`, idHash)
+// DeleteSession deletes on the write pool.
+func (d *Driver) DeleteSession(ctx context.Context, idHash []byte) error {
+	_, err := d.db.write.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE id_hash = ?`, idHash)
+	return err
+}
+
+// DeleteExpiredSessions deletes on the write connection.
+func (tx *writeTx) DeleteExpiredSessions(ctx context.Context, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM dashboard_sessions WHERE expires_at <= ?`, ms(now))
+	return err
+}
+
+// InsertSession inserts on the write connection.
+func (tx *writeTx) InsertSession(ctx context.Context, idHash []byte, expires time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO dashboard_sessions (id_hash, expires_at) VALUES (?, ?)`, idHash, ms(expires))
 	return err
 }

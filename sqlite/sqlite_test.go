@@ -86,11 +86,11 @@ func TestDriver(t *testing.T) {
 func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	db, path := openDB(t, func() time.Time { return time.Now().UTC() })
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := withOrders(db).CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := withOrders(db).CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -71,15 +70,6 @@ func (w *stockWriter) close() {
 	if w.stmt != nil {
 		w.stmt.Close()
 	}
-}
-
-// ClientExists reads from the read pool.
-func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
-	err := exists(ctx, d.db.read, `SELECT 1 FROM clients WHERE id = ?`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // ListStock reads a page from the read pool, walking the primary key from

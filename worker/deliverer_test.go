@@ -89,15 +89,16 @@ func newFixture(t *testing.T) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.CreatePartner(ctx, "Acme")
+	svc := service.New(sqlite.NewDriver(db))
+	p, err := svc.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: db, service: service.New(sqlite.NewDriver(db)), clientID: c.ID}
+	return &fixture{t: t, db: db, service: svc, clientID: c.ID}
 }
 
 func (f *fixture) endpoint(url string) *storelink.Endpoint {

@@ -610,16 +610,17 @@ func BenchmarkStockApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	partner, err := db.CreatePartner(ctx, "Bench")
+	admin := service.New(sqlite.NewDriver(db))
+	partner, err := admin.CreatePartner(ctx, "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := db.CreateClient(ctx, partner.ID, "DE", "EUR")
+	client, err := admin.CreateClient(ctx, partner.ID, "DE", "EUR")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 1; i <= benchStores; i++ {
-		if _, _, err := db.PutStore(ctx, client.ID, fmt.Sprintf("S%02d", i), "Bench store"); err != nil {
+		if _, _, err := admin.PutStore(ctx, client.ID, fmt.Sprintf("S%02d", i), "Bench store"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -63,31 +63,12 @@ func parseSecretKey(hexKey, from string) (*storelink.Sealer, error) {
 	return storelink.NewSealer(key)
 }
 
-// keyStore is the database as the secret key's check and rotation see it.
-func keyStore(db opened) (interface {
-	storelink.SecretKeyStore
-	SetSealer(*storelink.Sealer)
-}, error) {
-	ks, ok := db.(interface {
-		storelink.SecretKeyStore
-		SetSealer(*storelink.Sealer)
-	})
-	if !ok {
-		return nil, errors.New("the database cannot check secret keys")
-	}
-	return ks, nil
-}
-
 // useSecretKey gives the database the sealer of webhook secrets: from the
 // configured key, or the one kept in the data folder, generated on first
 // use if the database has no key yet. A key that is not the one the
 // database's secrets are sealed with is refused (exit 2) before anything is
 // served: several processes on one PostgreSQL database must share one key.
-func useSecretKey(ctx context.Context, c *config, db opened, stdout io.Writer) error {
-	ks, err := keyStore(db)
-	if err != nil {
-		return err
-	}
+func useSecretKey(ctx context.Context, c *config, ks *store, stdout io.Writer) error {
 	hexKey, from, err := findSecretKey(c)
 	if err != nil {
 		return err
@@ -186,10 +167,6 @@ func secretKeyCommand(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	defer db.Close()
-	ks, err := keyStore(db.opened)
-	if err != nil {
-		return err
-	}
 	hexKey, from, err := findSecretKey(c)
 	if err != nil {
 		return err
@@ -203,9 +180,9 @@ func secretKeyCommand(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	if args[0] == "check" {
-		return checkKey(ctx, ks, current, from, c, stdout)
+		return checkKey(ctx, db, current, from, c, stdout)
 	}
-	return rotateKey(ctx, ks, current, from, newKey, c, stdout)
+	return rotateKey(ctx, db, current, from, newKey, c, stdout)
 }
 
 // parseKeyConfig reads the flags of secret-key rotate and check: where the

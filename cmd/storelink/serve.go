@@ -53,10 +53,10 @@ type database interface {
 // the services whose rules still live in that package, and the checks. The
 // others come from package service, over the package's driver.
 type opened interface {
-	storelink.AdminService
-	storelink.Authenticator
 	storelink.WebhookService
-	storelink.SessionStore
+	// SetSealer gives it the sealer of webhook secrets once the secret key
+	// is checked against the database.
+	SetSealer(*storelink.Sealer)
 	Ping(ctx context.Context) error
 	ProbeWrite(ctx context.Context) error
 	Close() error
@@ -171,7 +171,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if err := useSecretKey(ctx, c, db.opened, stdout); err != nil {
+	if err := useSecretKey(ctx, c, db, stdout); err != nil {
 		return err
 	}
 	if c.Demo {

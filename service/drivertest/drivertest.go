@@ -61,6 +61,11 @@ func Exercise(t *testing.T, open Opener) {
 		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
+		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
+		{"API keys: listed, found within the partner, deleted", testKeyRows},
+		{"Stores: put once, renamed, deleted with their stock", testStoreRows},
+		{"Dashboard sessions: active until they expire", testSessionRows},
+		{"Sealed values: check value recorded once, resealed in a transaction", testSealedRows},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

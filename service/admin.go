@@ -1,0 +1,317 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"storelink"
+)
+
+var (
+	_ storelink.AdminService   = (*Service)(nil)
+	_ storelink.Authenticator  = (*Service)(nil)
+	_ storelink.SessionStore   = (*Service)(nil)
+	_ storelink.SecretKeyStore = (*Service)(nil)
+)
+
+// AdminReads are the rows of the admin calls (partners, clients, keys,
+// stores, dashboard sessions, the secret key's check value and sealed
+// values) that need no transaction of the service's: reads, and writes of
+// one row that stand alone. A driver may still run one of them as a
+// transaction of its own when its database needs that to keep it whole.
+type AdminReads interface {
+	// PartnerCount counts the partners.
+	PartnerCount(ctx context.Context) (int, error)
+	// Partners returns every partner ordered by name, then id, bytewise.
+	Partners(ctx context.Context) ([]storelink.Partner, error)
+	// Clients returns every client ordered by partner id, then country
+	// code, bytewise.
+	Clients(ctx context.Context) ([]storelink.Client, error)
+	// GetClient returns a client, or ErrNotFound.
+	GetClient(ctx context.Context, id string) (*storelink.Client, error)
+	// ClientExists tells whether a client of that id exists.
+	ClientExists(ctx context.Context, id string) (bool, error)
+	// Stores returns a client's stores ordered by id, never nil.
+	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
+	// APIKeys returns a client's keys, oldest first, never nil.
+	APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error)
+	// KeyClient returns the client clientID and the id of the client that
+	// holds the API key of hash keyHash, looked for among the clients of
+	// the same partner only. It returns ErrNotFound when there is no
+	// client clientID or no such key of its partner, without telling which.
+	KeyClient(ctx context.Context, clientID, keyHash string) (c *storelink.Client, keyClientID string, err error)
+
+	// InsertPartner writes a new partner.
+	InsertPartner(ctx context.Context, p *storelink.Partner) error
+	// DeleteAPIKey deletes a client's key and tells whether there was one.
+	DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error)
+	// PutStore writes a store of an existing client: a new one made at
+	// s.CreatedAt, or a new name for the one of that id, whose creation
+	// time it then sets in s. created tells which. Two calls for one new
+	// store at once make it once.
+	PutStore(ctx context.Context, s *storelink.Store) (created bool, err error)
+
+	// SessionActive tells whether a dashboard session of that id hash
+	// expires after now.
+	SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error)
+	// DeleteSession deletes a dashboard session, if there is one.
+	DeleteSession(ctx context.Context, idHash []byte) error
+
+	// SecretKeyCheck returns the recorded check value of the secret key,
+	// "" when none is recorded.
+	SecretKeyCheck(ctx context.Context) (string, error)
+	// RecordSecretKeyCheck writes check unless a check value is recorded,
+	// and returns the one recorded afterwards: of processes recording at
+	// once, the first wins and the others see its value.
+	RecordSecretKeyCheck(ctx context.Context, check string) (string, error)
+	// SealedEndpoints returns every endpoint's sealed values, by id.
+	SealedEndpoints(ctx context.Context) ([]SealedEndpoint, error)
+}
+
+// AdminRows are the rows the admin calls read and write inside their
+// transaction.
+type AdminRows interface {
+	// PartnerExists tells whether a partner of that id exists.
+	PartnerExists(ctx context.Context, id string) (bool, error)
+	// ClientExists tells whether a client of that id exists.
+	ClientExists(ctx context.Context, id string) (bool, error)
+	// InsertClient writes a new client, unless its partner has a client
+	// for its country already: then it writes nothing and returns false.
+	InsertClient(ctx context.Context, c *storelink.Client) (inserted bool, err error)
+	// InsertAPIKey writes a client's key: its hash, never the key.
+	InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error
+	// DeleteStore deletes a client's store and tells whether there was
+	// one; its stock is DeleteStoreStock's.
+	DeleteStore(ctx context.Context, clientID, storeID string) (bool, error)
+	// DeleteStoreStock deletes the stock rows of a client's store.
+	DeleteStoreStock(ctx context.Context, clientID, storeID string) error
+
+	// DeleteExpiredSessions deletes the dashboard sessions that expire at
+	// or before now.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) error
+	// InsertSession writes a dashboard session.
+	InsertSession(ctx context.Context, idHash []byte, expires time.Time) error
+
+	// LockSealed keeps every other transaction from writing the check
+	// value or an endpoint until this one ends; reads go on.
+	LockSealed(ctx context.Context) error
+	// SecretKeyCheck returns the check value as the transaction sees it,
+	// "" when none is recorded.
+	SecretKeyCheck(ctx context.Context) (string, error)
+	// SealedEndpoints returns every endpoint's sealed values, by id, as
+	// the transaction sees them.
+	SealedEndpoints(ctx context.Context) ([]SealedEndpoint, error)
+	// ResealEndpoints writes the sealed values of each endpoint in eps
+	// (PreviousUntil is not written) and records check as the secret key's
+	// check value, in place of any.
+	ResealEndpoints(ctx context.Context, eps []SealedEndpoint, check string) error
+}
+
+// CreatePartner adds a partner.
+func (s *Service) CreatePartner(ctx context.Context, name string) (*storelink.Partner, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, storelink.Errorf(storelink.EINVALID, "name is required.")
+	}
+	if err := storelink.CheckText("name", name); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	p := &storelink.Partner{ID: storelink.NewID(now), Name: name, CreatedAt: now}
+	if err := s.d.InsertPartner(ctx, p); err != nil {
+		return nil, fmt.Errorf("insert partner: %w", err)
+	}
+	return p, nil
+}
+
+// PartnerCount counts partners.
+func (s *Service) PartnerCount(ctx context.Context) (int, error) { return s.d.PartnerCount(ctx) }
+
+// Partners lists every partner by name.
+func (s *Service) Partners(ctx context.Context) ([]storelink.Partner, error) {
+	return s.d.Partners(ctx)
+}
+
+// Clients lists every client by partner and country.
+func (s *Service) Clients(ctx context.Context) ([]storelink.Client, error) { return s.d.Clients(ctx) }
+
+// CreateClient adds a client for one country with its first API key.
+func (s *Service) CreateClient(ctx context.Context, partnerID, country, currency string) (*storelink.NewClient, error) {
+	country, currency = strings.ToUpper(strings.TrimSpace(country)), strings.ToUpper(strings.TrimSpace(currency))
+	if !storelink.ValidCountryCode(country) {
+		return nil, storelink.Errorf(storelink.EINVALID, "country_code must be an ISO 3166-1 alpha-2 code such as DE.")
+	}
+	if !storelink.ValidCurrency(currency) {
+		return nil, storelink.Errorf(storelink.EINVALID, "currency must be an ISO 4217 code such as EUR.")
+	}
+	var c *storelink.NewClient
+	err := s.inTx(ctx, func(tx Tx) error {
+		if ok, err := tx.PartnerExists(ctx, partnerID); err != nil {
+			return err
+		} else if !ok {
+			return storelink.Errorf(storelink.ENOTFOUND, "Partner %q not found.", partnerID)
+		}
+		now := s.now()
+		c = &storelink.NewClient{Client: storelink.Client{
+			ID: storelink.NewID(now), PartnerID: partnerID, CountryCode: country, Currency: currency, CreatedAt: now,
+		}}
+		if ok, err := tx.InsertClient(ctx, &c.Client); err != nil {
+			return fmt.Errorf("insert client: %w", err)
+		} else if !ok {
+			return storelink.Errorf(storelink.ECONFLICT, "partner %s already has a client for country %s.", partnerID, country)
+		}
+		key, err := insertKey(ctx, tx, c.ID, now)
+		if err != nil {
+			return err
+		}
+		c.APIKey = key.APIKey
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Client returns a client with its stores and keys; the HTTP API adds its
+// capacity, which is the uploads' to tell.
+func (s *Service) Client(ctx context.Context, clientID string) (*storelink.ClientDetail, error) {
+	c, err := s.d.GetClient(ctx, clientID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	} else if err != nil {
+		return nil, err
+	}
+	d := &storelink.ClientDetail{Client: *c}
+	if d.Stores, err = s.d.Stores(ctx, clientID); err != nil {
+		return nil, err
+	}
+	if d.APIKeys, err = s.d.APIKeys(ctx, clientID); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// CreateAPIKey adds a further key; earlier keys stay valid.
+func (s *Service) CreateAPIKey(ctx context.Context, clientID string) (*storelink.NewAPIKey, error) {
+	var k *storelink.NewAPIKey
+	err := s.inTx(ctx, func(tx Tx) error {
+		if ok, err := tx.ClientExists(ctx, clientID); err != nil {
+			return err
+		} else if !ok {
+			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+		}
+		var err error
+		k, err = insertKey(ctx, tx, clientID, s.now())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// insertKey makes a new key of a client and writes its hash.
+func insertKey(ctx context.Context, tx Tx, clientID string, now time.Time) (*storelink.NewAPIKey, error) {
+	secret := storelink.NewAPIKeySecret()
+	k := &storelink.NewAPIKey{KeyID: storelink.NewID(now), APIKey: secret}
+	row := storelink.APIKey{ID: k.KeyID, ClientID: clientID, Prefix: storelink.KeyPrefix(secret), CreatedAt: now}
+	if err := tx.InsertAPIKey(ctx, row, storelink.HashAPIKey(secret)); err != nil {
+		return nil, fmt.Errorf("insert api key: %w", err)
+	}
+	return k, nil
+}
+
+// DeleteAPIKey revokes a key at once.
+func (s *Service) DeleteAPIKey(ctx context.Context, clientID, keyID string) error {
+	ok, err := s.d.DeleteAPIKey(ctx, clientID, keyID)
+	if err != nil {
+		return err
+	} else if !ok {
+		return storelink.Errorf(storelink.ENOTFOUND, "API key %q of client %q not found.", keyID, clientID)
+	}
+	return nil
+}
+
+// PutStore creates a store or renames it.
+func (s *Service) PutStore(ctx context.Context, clientID, storeID, name string) (*storelink.Store, bool, error) {
+	if err := storelink.ValidateStoreID(storeID); err != nil {
+		return nil, false, err
+	}
+	if err := storelink.CheckText("name", name); err != nil {
+		return nil, false, err
+	}
+	if ok, err := s.d.ClientExists(ctx, clientID); err != nil {
+		return nil, false, err
+	} else if !ok {
+		return nil, false, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	}
+	st := &storelink.Store{ClientID: clientID, ID: storeID, Name: strings.TrimSpace(name), CreatedAt: s.now()}
+	created, err := s.d.PutStore(ctx, st)
+	if err != nil {
+		return nil, false, fmt.Errorf("put store: %w", err)
+	}
+	return st, created, nil
+}
+
+// DeleteStore removes a store and its stock.
+func (s *Service) DeleteStore(ctx context.Context, clientID, storeID string) error {
+	return s.inTx(ctx, func(tx Tx) error {
+		if ok, err := tx.DeleteStore(ctx, clientID, storeID); err != nil {
+			return err
+		} else if !ok {
+			return storelink.Errorf(storelink.ENOTFOUND, "store %q of client %q not found.", storeID, clientID)
+		}
+		return tx.DeleteStoreStock(ctx, clientID, storeID)
+	})
+}
+
+// Stores lists a client's stores by id.
+func (s *Service) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+	return s.d.Stores(ctx, clientID)
+}
+
+// Authenticate resolves an API key for a client id. A key of another
+// partner is as good as none: only the partner's own key for another of its
+// clients is told apart (EFORBIDDEN).
+func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*storelink.Client, error) {
+	unauthorized := storelink.Errorf(storelink.EUNAUTHORIZED, "A valid x-api-key header for this client is required.")
+	if apiKey == "" {
+		return nil, unauthorized
+	}
+	c, keyClient, err := s.d.KeyClient(ctx, clientID, storelink.HashAPIKey(apiKey))
+	if errors.Is(err, ErrNotFound) {
+		return nil, unauthorized
+	} else if err != nil {
+		return nil, err
+	}
+	if keyClient != clientID {
+		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")
+	}
+	return c, nil
+}
+
+// CreateSession records a dashboard session and deletes the expired ones,
+// in one transaction: the calls that add sessions keep the table to the
+// live ones.
+func (s *Service) CreateSession(ctx context.Context, idHash []byte, expires time.Time) error {
+	return s.inTx(ctx, func(tx Tx) error {
+		if err := tx.DeleteExpiredSessions(ctx, s.now()); err != nil {
+			return err
+		}
+		return tx.InsertSession(ctx, idHash, expires)
+	})
+}
+
+// SessionActive tells whether a dashboard session exists and has not expired.
+func (s *Service) SessionActive(ctx context.Context, idHash []byte) (bool, error) {
+	return s.d.SessionActive(ctx, idHash, s.now())
+}
+
+// DeleteSession ends a dashboard session.
+func (s *Service) DeleteSession(ctx context.Context, idHash []byte) error {
+	return s.d.DeleteSession(ctx, idHash)
+}

@@ -1,0 +1,234 @@
+package drivertest
+
+import (
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+func testPartnerAndClientRows(e *env) {
+	made := e.tick()
+	for _, name := range []string{"b", "B", "a"} {
+		must(e.t, e.d.InsertPartner(e.ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: made}))
+	}
+	n, err := e.d.PartnerCount(e.ctx)
+	must(e.t, err)
+	ps, err := e.d.Partners(e.ctx)
+	must(e.t, err)
+	if n != 4 || len(ps) != 4 || ps[0].Name != "Acme" || ps[1].Name != "B" || ps[2].Name != "a" || ps[3].Name != "b" {
+		e.t.Fatalf("PartnerCount = %d, Partners = %+v, want 4 by name bytewise", n, ps)
+	}
+	if !ps[3].CreatedAt.Equal(made) {
+		e.t.Fatalf("partner created at %s, want %s", ps[3].CreatedAt, made)
+	}
+	partner := ps[1].ID
+	c := &storelink.Client{ID: storelink.NewID(e.tick()), PartnerID: partner, CountryCode: "AT", Currency: "EUR", CreatedAt: e.at}
+	e.inTx(func(tx service.Tx) {
+		ok, err := tx.PartnerExists(e.ctx, partner)
+		must(e.t, err)
+		missing, err := tx.PartnerExists(e.ctx, "nope")
+		must(e.t, err)
+		if !ok || missing {
+			e.t.Fatalf("PartnerExists = %v, %v for a partner and none, want true, false", ok, missing)
+		}
+		inserted, err := tx.InsertClient(e.ctx, c)
+		must(e.t, err)
+		again := *c
+		again.ID = storelink.NewID(e.tick())
+		second, err := tx.InsertClient(e.ctx, &again)
+		must(e.t, err)
+		if !inserted || second {
+			e.t.Fatalf("InsertClient = %v, then %v for the same partner and country, want true, false", inserted, second)
+		}
+		ok, err = tx.ClientExists(e.ctx, c.ID)
+		must(e.t, err)
+		if !ok {
+			e.t.Fatal("ClientExists in the transaction that wrote it = false")
+		}
+	})
+	got, err := e.d.GetClient(e.ctx, c.ID)
+	must(e.t, err)
+	if *got != *c {
+		e.t.Fatalf("GetClient = %+v, want %+v", got, c)
+	}
+	_, err = e.d.GetClient(e.ctx, "nope")
+	wantNotFound(e.t, "GetClient of no client", err)
+	if ok, err := e.d.ClientExists(e.ctx, "nope"); err != nil || ok {
+		e.t.Fatalf("ClientExists of no client = %v, %v", ok, err)
+	}
+	cs, err := e.d.Clients(e.ctx)
+	must(e.t, err)
+	if len(cs) != 2 || cs[0].PartnerID > cs[1].PartnerID {
+		e.t.Fatalf("Clients = %+v, want both by partner", cs)
+	}
+}
+
+func testKeyRows(e *env) {
+	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	must(e.t, err)
+	stranger, err := e.seed.CreateClient(e.ctx, p.ID, "DE", "EUR")
+	must(e.t, err)
+	sibling, err := e.seed.CreateClient(e.ctx, e.client.PartnerID, "AT", "EUR")
+	must(e.t, err)
+	at := e.tick()
+	key := func(id, clientID, hash string) storelink.APIKey {
+		k := storelink.APIKey{ID: id, ClientID: clientID, Prefix: "sl_" + id[:4], CreatedAt: at}
+		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertAPIKey(e.ctx, k, hash)) })
+		return k
+	}
+	k2 := key("k2-"+storelink.NewID(at), e.client.ID, "hash-own")
+	k1 := key("k1-"+storelink.NewID(at), e.client.ID, "hash-own-2")
+	key("k3-"+storelink.NewID(at), sibling.ID, "hash-sibling")
+	key("k4-"+storelink.NewID(at), stranger.ID, "hash-stranger")
+
+	keys, err := e.d.APIKeys(e.ctx, e.client.ID)
+	must(e.t, err)
+	// The client's first key, made with it on the seeder's clock, is
+	// younger than both.
+	if len(keys) != 3 || keys[0] != k1 || keys[1] != k2 {
+		e.t.Fatalf("APIKeys = %+v, want %+v and %+v by time and id, then the first key", keys, k1, k2)
+	}
+	for _, c := range []struct {
+		hash, want string
+	}{{"hash-own", e.client.ID}, {"hash-sibling", sibling.ID}} {
+		got, keyClient, err := e.d.KeyClient(e.ctx, e.client.ID, c.hash)
+		must(e.t, err)
+		if keyClient != c.want || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID || !got.CreatedAt.Equal(e.client.CreatedAt) {
+			e.t.Fatalf("KeyClient(%s) = %+v, %q, want the client and %s", c.hash, got, keyClient, c.want)
+		}
+	}
+	for _, c := range []struct{ client, hash string }{{e.client.ID, "hash-stranger"}, {e.client.ID, "hash-none"}, {"nope", "hash-own"}} {
+		_, _, err := e.d.KeyClient(e.ctx, c.client, c.hash)
+		wantNotFound(e.t, "KeyClient("+c.client+", "+c.hash+")", err)
+	}
+	ok, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
+	must(e.t, err)
+	again, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
+	must(e.t, err)
+	if !ok || again {
+		e.t.Fatalf("DeleteAPIKey = %v, then %v, want true, false", ok, again)
+	}
+	if _, _, err := e.d.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
+		e.t.Fatal("a deleted key still finds its client")
+	}
+}
+
+func testStoreRows(e *env) {
+	first := e.tick()
+	s := &storelink.Store{ClientID: e.client.ID, ID: "S0", Name: "New", CreatedAt: first}
+	created, err := e.d.PutStore(e.ctx, s)
+	must(e.t, err)
+	renamed := &storelink.Store{ClientID: e.client.ID, ID: "S0", Name: "Renamed", CreatedAt: e.tick()}
+	again, err := e.d.PutStore(e.ctx, renamed)
+	must(e.t, err)
+	if !created || again || !renamed.CreatedAt.Equal(first) {
+		e.t.Fatalf("PutStore = %v, then %v at %s, want true, then false with the first creation time %s", created, again, renamed.CreatedAt, first)
+	}
+	stores, err := e.d.Stores(e.ctx, e.client.ID)
+	must(e.t, err)
+	if len(stores) != 3 || stores[0] != *renamed || stores[1].ID != "S1" {
+		e.t.Fatalf("Stores = %+v, want %+v first, by id", stores, renamed)
+	}
+	e.feed(storelink.StockRow{StoreID: "S1", EAN: eanA, Quantity: 3, ArticleNumber: "A-1", Price: 1999})
+	e.inTx(func(tx service.Tx) {
+		ok, err := tx.DeleteStore(e.ctx, e.client.ID, "S1")
+		must(e.t, err)
+		missing, err := tx.DeleteStore(e.ctx, e.client.ID, "S9")
+		must(e.t, err)
+		if !ok || missing {
+			e.t.Fatalf("DeleteStore = %v, %v for a store and none, want true, false", ok, missing)
+		}
+		must(e.t, tx.DeleteStoreStock(e.ctx, e.client.ID, "S1"))
+		stock, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA})
+		must(e.t, err)
+		if len(stock["S1"]) != 0 {
+			e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
+		}
+	})
+}
+
+func testSessionRows(e *env) {
+	idA, idB := []byte("session a"), []byte("session b")
+	t0 := e.tick()
+	e.inTx(func(tx service.Tx) {
+		must(e.t, tx.InsertSession(e.ctx, idA, t0.Add(time.Hour)))
+		must(e.t, tx.InsertSession(e.ctx, idB, t0.Add(2*time.Hour)))
+	})
+	active := func(id []byte, at time.Time) bool {
+		e.t.Helper()
+		ok, err := e.d.SessionActive(e.ctx, id, at)
+		must(e.t, err)
+		return ok
+	}
+	if !active(idA, t0) || active(idA, t0.Add(time.Hour)) || active([]byte("none"), t0) {
+		e.t.Fatal("SessionActive: want a session active before its expiry only, and no unknown one")
+	}
+	e.inTx(func(tx service.Tx) { must(e.t, tx.DeleteExpiredSessions(e.ctx, t0.Add(time.Hour))) })
+	if active(idA, t0) || !active(idB, t0) {
+		e.t.Fatal("DeleteExpiredSessions: want the session expired at that time gone, the other kept")
+	}
+	must(e.t, e.d.DeleteSession(e.ctx, idB))
+	must(e.t, e.d.DeleteSession(e.ctx, idB))
+	if active(idB, t0) {
+		e.t.Fatal("DeleteSession kept the session")
+	}
+}
+
+func testSealedRows(e *env) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, secret)
+	must(e.t, err)
+	_, err = e.seed.RotateSecret(e.ctx, ep.ID, "whsec_"+"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", time.Hour)
+	must(e.t, err)
+	bare, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
+	must(e.t, err)
+	// The seeder seals only while no other key's check value is recorded.
+	check, err := e.d.SecretKeyCheck(e.ctx)
+	must(e.t, err)
+	first, err := e.d.RecordSecretKeyCheck(e.ctx, "check-a")
+	must(e.t, err)
+	second, err := e.d.RecordSecretKeyCheck(e.ctx, "check-b")
+	must(e.t, err)
+	if check != "" || first != "check-a" || second != "check-a" {
+		e.t.Fatalf("check values %q, %q, %q, want none, then the first recorded twice", check, first, second)
+	}
+	eps, err := e.d.SealedEndpoints(e.ctx)
+	must(e.t, err)
+	if len(eps) != 2 || eps[0].ID > eps[1].ID {
+		e.t.Fatalf("SealedEndpoints = %+v, want both endpoints by id", eps)
+	}
+	for _, s := range eps {
+		withKey := s.ID == ep.ID
+		if s.Secret == "" || (s.APIKey != "") != withKey || (s.PreviousSecret != "") != withKey || (s.PreviousUntil != nil) != withKey {
+			e.t.Fatalf("sealed values %+v, want a secret, and an api key and previous secret with its end only for %s (not %s)", s, ep.ID, bare.ID)
+		}
+	}
+	resealed := make([]service.SealedEndpoint, len(eps))
+	for i, s := range eps {
+		resealed[i] = service.SealedEndpoint{ID: s.ID, APIKey: s.APIKey + "!", Secret: s.Secret + "!", PreviousUntil: s.PreviousUntil}
+	}
+	e.inTx(func(tx service.Tx) {
+		must(e.t, tx.LockSealed(e.ctx))
+		got, err := tx.SealedEndpoints(e.ctx)
+		must(e.t, err)
+		check, err := tx.SecretKeyCheck(e.ctx)
+		must(e.t, err)
+		if len(got) != 2 || check != "check-a" {
+			e.t.Fatalf("in the transaction: %d endpoints, check %q", len(got), check)
+		}
+		must(e.t, tx.ResealEndpoints(e.ctx, resealed, "check-c"))
+	})
+	after, err := e.d.SealedEndpoints(e.ctx)
+	must(e.t, err)
+	for i, s := range after {
+		w := resealed[i]
+		if s.ID != w.ID || s.APIKey != w.APIKey || s.Secret != w.Secret || s.PreviousSecret != "" ||
+			(s.PreviousUntil == nil) != (w.PreviousUntil == nil) {
+			e.t.Fatalf("after ResealEndpoints %+v, want %+v", s, w)
+		}
+	}
+	if check, err := e.d.SecretKeyCheck(e.ctx); err != nil || check != "check-c" {
+		e.t.Fatalf("check value after ResealEndpoints = %q, %v, want check-c", check, err)
+	}
+}
