@@ -32,9 +32,11 @@ import (
 type fixture struct {
 	t  *testing.T
 	db *sqlite.DB
-	// orders are the order services over db's driver, as serve has them.
-	orders *service.Service
-	URL    string
+	// services are the services of package service over db's driver,
+	// with its sealer; store joins them with db's own, as serve does.
+	services *service.Service
+	store    store
+	URL      string
 	// Token is the admin token.
 	Token string
 	proc  *worker.Processor
@@ -59,6 +61,13 @@ type fixtureOptions struct {
 	webhooks func(storelink.WebhookService) storelink.WebhookService
 }
 
+// store joins the services of package service with the SQLite store's
+// own, as serve composes them.
+type store struct {
+	*service.Service
+	*sqlite.DB
+}
+
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
@@ -71,7 +80,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db)), Token: "sla_" + hex.EncodeToString(key)}
+	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
+	f := &fixture{t: t, db: db, services: svc, store: store{svc, db}, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
 	f.proc = worker.NewProcessor(db, nil, "test", reg)
@@ -81,7 +91,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	var wg sync.WaitGroup
 	if o.deliver {
 		client := webhook.NewClient(2*time.Second, true)
-		d := worker.NewDeliverer(db, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+		d := worker.NewDeliverer(f.store, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
 			2*time.Second, nil, "test", reg)
 		d.Interval = 20 * time.Millisecond
 		wake = d.Wake
@@ -89,18 +99,18 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Cleanup(client.CloseIdleConnections)
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
-	var webhooks storelink.WebhookService = db
+	var webhooks storelink.WebhookService = f.store
 	if o.webhooks != nil {
-		webhooks = o.webhooks(db)
+		webhooks = o.webhooks(f.store)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: db, Uploads: db, Stock: db, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
+		Admin: db, Uploads: db, Stock: db, Orders: f.services, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.services, Events: f.services, Webhooks: f.store, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -222,14 +232,14 @@ func (f *fixture) seedData() seed {
 	} {
 		secret := webhook.NewSecret()
 		f.keep(secret)
-		e, err := db.CreateEndpoint(ctx, c.ID, n, secret)
+		e, err := f.services.CreateEndpoint(ctx, c.ID, n, secret)
 		must(t, err)
 		switch i {
 		case 0:
 			s.EndpointID = e.ID
 		case 2:
 			off := false
-			_, err := db.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
+			_, err := f.services.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
 			must(t, err)
 			s.OffEndpointID = e.ID
 		}
@@ -252,7 +262,7 @@ func (f *fixture) seedData() seed {
 	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")
 
 	s.OrderNumber = "MP-1001"
-	o, err := f.orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
+	o, err := f.services.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MA-1"}, {EAN: ean1, MarketplaceArticleNumber: "MA-1"}},
 		CustomerBillingAddress: &storelink.Address{FirstName: "Erika", LastName: "Mustermann", AddressLine1: "Hauptstr. 1",
 			ZipCode: "10115", City: "Berlin", CountryCode: "DE"}})

@@ -170,7 +170,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
-				_, err := withOrders(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
+				_, err := withServices(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
 					Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 				if err != nil {
 					errs <- err
@@ -186,7 +186,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		if len(cursors) > 0 {
 			after = fmt.Sprint(cursors[len(cursors)-1])
 		}
-		page, _, err := withOrders(b).Events(ctx, client, after, 7)
+		page, _, err := withServices(b).Events(ctx, client, after, 7)
 		if err != nil {
 			errs <- err
 			return
@@ -250,10 +250,10 @@ func TestListenWakes(t *testing.T) {
 	must(t, err)
 	wait(postgres.ChannelUploads)
 
-	_, err = b.CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
+	_, err = withServices(b).CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
 	must(t, err)
 	price := storelink.Money(100)
-	_, err = withOrders(b).CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
+	_, err = withServices(b).CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 	must(t, err)
 	wait(postgres.ChannelDeliveries)
@@ -282,19 +282,19 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	client := setup(t, a, 1)[0]
 	var endpoints []string
 	for _, u := range []string{"https://a.test", "https://b.test"} {
-		ep, err := a.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: u}, "whsec_AAAA")
+		ep, err := withServices(a).CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: u}, "whsec_AAAA")
 		must(t, err)
 		endpoints = append(endpoints, ep.ID)
 	}
 	price := storelink.Money(100)
 	events := map[string][]string{} // order → its event ids, oldest first
 	for i := range 24 {
-		o, err := withOrders(a).CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
+		o, err := withServices(a).CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		must(t, err)
-		_, err = withOrders(b).FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+		_, err = withServices(b).FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 		must(t, err)
-		recs, err := withOrders(a).OrderEvents(ctx, o.ID)
+		recs, err := withServices(a).OrderEvents(ctx, o.ID)
 		must(t, err)
 		for _, r := range recs {
 			events[o.ID] = append(events[o.ID], r.EventID)
@@ -377,7 +377,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatal(strings.Join(failures, "\n"))
 	}
-	n, _, err := a.PendingDeliveries(ctx)
+	n, _, err := withServices(a).PendingDeliveries(ctx)
 	must(t, err)
 	if n != 0 || int(delivered.Load()) != total {
 		t.Fatalf("%d delivered, %d pending; want %d and 0", delivered.Load(), n, total)

@@ -22,7 +22,7 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the order services of package service, over the database's
+// store joins the services of package service, over the database's
 // driver and on its clock, with the services the database implements
 // itself, as serve does.
 type store struct {
@@ -30,8 +30,19 @@ type store struct {
 	*postgres.DB
 }
 
-func withOrders(db *postgres.DB) store {
-	return store{service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+// withServices composes db's store with the sealer db has.
+func withServices(db *postgres.DB) *store {
+	s := &store{DB: db}
+	s.SetSealer(db.Sealer)
+	return s
+}
+
+// SetSealer gives the services, and the delivery bookkeeping that the
+// database still does itself, the sealer of webhook secrets, as serve does
+// once the key is known: the services are made again with it.
+func (s *store) SetSealer(sealer *storelink.Sealer) {
+	s.DB.SetSealer(sealer)
+	s.Service = service.New(postgres.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
 }
 
 // baseURL is the test database, or a skip when there is none.
@@ -109,7 +120,7 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db := openAt(t, newSchema(t), now)
-	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
+	return withServices(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
@@ -139,7 +150,7 @@ func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
 		db := openAt(t, newSchema(t), time.Now)
-		return postgres.NewDriver(db), db
+		return postgres.NewDriver(db), withServices(db)
 	})
 }
 
@@ -259,9 +270,10 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	client := setup(t, db, 1)[0]
 	first, second := "whsec_"+strings.Repeat("QUJD", 11), "whsec_"+strings.Repeat("REVG", 11)
-	ep, err := db.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	webhooks := withServices(db)
+	ep, err := webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	must(t, err)
-	_, err = db.RotateSecret(ctx, ep.ID, second, time.Hour)
+	_, err = webhooks.RotateSecret(ctx, ep.ID, second, time.Hour)
 	must(t, err)
 	clear := []string{first, second, strings.TrimPrefix(first, "whsec_"), strings.TrimPrefix(second, "whsec_"), "partner-key-one-0123456789"}
 	conn, err := pgx.Connect(ctx, dbURL)

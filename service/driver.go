@@ -23,6 +23,7 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
+	EndpointCalls
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it
@@ -32,6 +33,7 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 
 	OrderRows
+	EndpointRows
 }
 
 // ErrNotFound is what a driver's row method returns (wrapped or not) when

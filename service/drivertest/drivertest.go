@@ -57,6 +57,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Endpoints and deliveries", testDeliveries},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
 		{"Locks: a second routing or key lock waits for the first", testLocks},
+		{"Endpoints: insert, list, rotate and update read back as written", testEndpointRows},
+		{"Deliveries: listing, attempts, pending counts and redelivery", testDeliveryListing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// statesColumn is the states filter as stored: a comma-separated string,
+// empty for every state.
+func statesColumn(states []storelink.OrderState) string {
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseStates reads the states column; never nil.
+func parseStates(col string) []storelink.OrderState {
+	out := []storelink.OrderState{}
+	if col == "" {
+		return out
+	}
+	for _, s := range strings.Split(col, ",") {
+		out = append(out, storelink.OrderState(s))
+	}
+	return out
+}
+
+// endpointColumns are what an endpoint shows of its row: whether it has a
+// key, not the key.
+const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key != '', previous_secret_until, created_at, updated_at`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (*storelink.Endpoint, error) {
+	e := &storelink.Endpoint{}
+	var states string
+	var until sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &states, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &until, &created, &updated); err != nil {
+		return nil, noRow(err)
+	}
+	e.States, e.PreviousSecretUntil = parseStates(states), fromNullMS(until)
+	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	return e, nil
+}
+
+// loadEndpoint reads an endpoint, or service.ErrNotFound.
+func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoint, error) {
+	return scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
+}
+
+// ClientExists looks the client up on the read pool.
+func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
+	err := exists(ctx, d.db.read, `SELECT 1 FROM clients WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// SealingKeyCheck is always "": one process holds the file (its lock), and
+// storelink secret-key rotate must hold it too, so the key cannot change
+// under a running process and nothing is read.
+func (d *Driver) SealingKeyCheck(context.Context) (string, error) { return "", nil }
+
+// InsertEndpoint inserts on the write connection, outside a transaction
+// (the insert is one), and reads the endpoint back on the read pool.
+func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
+	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, ms(n.At), ms(n.At))
+	if err != nil {
+		return nil, err
+	}
+	return loadEndpoint(ctx, d.db.read, n.ID)
+}
+
+// RotateSecret looks the endpoint up, updates it and reads it back in one
+// write transaction: SQLite's UPDATE here says nothing of a missing row.
+func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?
+		WHERE id = ?`, ms(until), sealed, ms(at), id)
+	if err != nil {
+		return nil, fmt.Errorf("rotate secret of endpoint %s: %w", id, err)
+	}
+	e, err := loadEndpoint(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e, tx.Commit()
+}
+
+// ListEndpoints reads a client's endpoints on the read pool.
+func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? ORDER BY created_at, id`, clientID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.Endpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+	return out, rows.Err()
+}
+
+// UpdateEndpoint looks the endpoint up first, as SQLite's UPDATE here says
+// nothing of a missing row, then writes the fields c sets and reads it
+// back. A change of the enabled flag has the deliverer's queue read again
+// which endpoints are disabled: at its next round, which cannot run before
+// this transaction ends, as it needs the one write connection.
+func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	sets, args := []string{"updated_at = ?"}, []any{ms(c.At)}
+	if c.URL != nil {
+		sets, args = append(sets, "url = ?"), append(args, *c.URL)
+	}
+	if c.States != nil {
+		sets, args = append(sets, "states = ?"), append(args, statesColumn(*c.States))
+	}
+	if c.APIKey != nil {
+		sets, args = append(sets, "api_key = ?"), append(args, *c.APIKey)
+	}
+	if c.Enabled != nil {
+		sets, args = append(sets, "enabled = ?"), append(args, *c.Enabled)
+	}
+	if c.DisabledReason != nil {
+		sets, args = append(sets, "disabled_reason = ?"), append(args, *c.DisabledReason)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
+	}
+	e, err := loadEndpoint(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Enabled != nil {
+		tx.db.queue.endpointsChanged.Store(true)
+	}
+	return e, nil
+}
