@@ -159,3 +159,127 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 	}
 	return e, nil
 }
+
+// Redeliver updates the delivery on the write connection, held, which keeps
+// claims out between the look at its lease and the update. The leases are
+// held in memory here (leaseBook), so the lease is looked at there, and
+// the deliverer's in-memory queue (deliveryQueue) is told of the delivery
+// at once: it is a cache of the file's pending deliveries that only the
+// holder of the write connection changes, dropped when the update fails.
+func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
+	db := d.db
+	var seq, eventSeq int64
+	var endpointID, orderID string
+	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
+		Scan(&seq, &eventSeq, &endpointID, &orderID); err != nil {
+		return noRow(err)
+	}
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	now := ms(at)
+	if !db.leases.redeliverable(id, now) {
+		return nil
+	}
+	if _, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+		WHERE seq = ?`, now, now, seq); err != nil {
+		db.queue.reset()
+		return err
+	}
+	db.queue.redeliver(endpointID, orderID, queued{seq: seq, eventSeq: eventSeq, next: now})
+	return nil
+}
+
+// deliveriesQuery is the query of a listing of deliveries.
+//
+// A listing by state reads that state's own rows: the pending ones in
+// deliveries_pending, the failed ones in deliveries_failed (the + keeps a
+// client's filter from taking deliveries_client, every delivery of the
+// client, instead). The state is written out rather than bound, since a
+// partial index is only used for a literal. Without a state, or for
+// succeeded, most rows match: the table is read newest first, or the
+// client's rows are.
+func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
+	from, client := `deliveries`, ` AND client_id = ?`
+	var where string
+	switch f.State {
+	case storelink.DeliverySucceeded:
+		where = ` AND state = 'succeeded'`
+	case storelink.DeliveryPending:
+		from, where = `deliveries INDEXED BY deliveries_pending`, ` AND state = 'pending'`
+	case storelink.DeliveryFailed:
+		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
+	}
+	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
+		FROM ` + from + ` WHERE 1 = 1` + where
+	var args []any
+	if f.ClientID != "" {
+		q, args = q+client, append(args, f.ClientID)
+	}
+	if f.Before != "" {
+		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)
+	}
+	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)
+}
+
+// ListDeliveries reads the page on the read pool, then each delivery's
+// attempts by its index.
+func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	q, args := deliveriesQuery(f)
+	rows, err := d.db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []storelink.Delivery{}
+	for rows.Next() {
+		var dl storelink.Delivery
+		var next sql.NullInt64
+		var created, updated int64
+		if err := rows.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &next, &created, &updated); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		dl.NextAttemptAt, dl.CreatedAt, dl.UpdatedAt = fromNullMS(next), fromMS(created), fromMS(updated)
+		out = append(out, dl)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Attempts, err = d.attempts(ctx, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response
+		FROM delivery_attempts WHERE delivery_id = ? ORDER BY number`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.Attempt{}
+	for rows.Next() {
+		var a storelink.Attempt
+		var at int64
+		if err := rows.Scan(&a.Number, &at, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// PendingDeliveries counts on the read pool.
+func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+	var n int
+	var oldest sql.NullInt64
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
+	return n, fromNullMS(oldest), err
+}
