@@ -191,11 +191,20 @@ func (p RetryPolicy) Next(n int, retryAfter time.Duration, now time.Time) (time.
 	return now.Add(max(d, retryAfter)), true
 }
 
-// WebhookService keeps endpoints and deliveries.
+// WebhookService keeps endpoints and deliveries: the calls that manage and
+// show them, and the deliverers' queue.
+type WebhookService interface {
+	EndpointService
+	DeliveryQueue
+}
+
+// EndpointService keeps a client's endpoints and shows their deliveries.
+// It is apart from DeliveryQueue because its rules are written once in
+// package service while the queue's claims are the database's own work.
 //
 // Errors: ENOTFOUND for an unknown client, endpoint or delivery;
 // EUNPROCESSABLE for a state filter outside the six states.
-type WebhookService interface {
+type EndpointService interface {
 	// CreateEndpoint registers an endpoint with its signing secret (made by
 	// the caller, kept sealed).
 	CreateEndpoint(ctx context.Context, clientID string, n NewEndpoint, secret string) (*Endpoint, error)
@@ -207,6 +216,13 @@ type WebhookService interface {
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// Redeliver makes a delivery pending again, due now.
 	Redeliver(ctx context.Context, deliveryID string) error
+	// PendingDeliveries counts pending deliveries and the age of the oldest.
+	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+}
+
+// DeliveryQueue is the deliverers' side of deliveries: they claim due
+// ones and record how their attempts went.
+type DeliveryQueue interface {
 	// ClaimDeliveries leases up to limit due deliveries: for each order and
 	// endpoint only the oldest pending one, and at most perEndpoint in
 	// flight per endpoint, so one slow endpoint cannot take every worker.
@@ -215,6 +231,4 @@ type WebhookService interface {
 	// result whose lease was lost is recorded as an attempt but changes
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
-	// PendingDeliveries counts pending deliveries and the age of the oldest.
-	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
 }

@@ -495,7 +495,7 @@ func (f *fixture) waitDeliveries(clientID string, ok func([]storelink.Delivery) 
 	f.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		ds, err := f.db.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: clientID, Limit: 100})
+		ds, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: clientID, Limit: 100})
 		must(f.t, err)
 		if ok(ds) {
 			return ds

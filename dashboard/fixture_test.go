@@ -32,10 +32,11 @@ import (
 type fixture struct {
 	t  *testing.T
 	db *sqlite.DB
-	// orders are the services of package service (orders, uploads, stock)
-	// over db's driver, as serve has them.
-	orders *service.Service
-	URL    string
+	// services are the services of package service over db's driver,
+	// with its sealer; store joins them with db's own, as serve does.
+	services *service.Service
+	store    store
+	URL      string
 	// Token is the admin token.
 	Token string
 	proc  *worker.Processor
@@ -60,6 +61,13 @@ type fixtureOptions struct {
 	webhooks func(storelink.WebhookService) storelink.WebhookService
 }
 
+// store joins the services of package service with the SQLite store's
+// own, as serve composes them.
+type store struct {
+	*service.Service
+	*sqlite.DB
+}
+
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
@@ -72,17 +80,18 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db)), Token: "sla_" + hex.EncodeToString(key)}
+	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
+	f := &fixture{t: t, db: db, services: svc, store: store{svc, db}, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
-	f.proc = worker.NewProcessor(f.orders, nil, "test", reg)
+	f.proc = worker.NewProcessor(f.services, nil, "test", reg)
 	f.proc.Interval = 50 * time.Millisecond
 	wake := func() {}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	if o.deliver {
 		client := webhook.NewClient(2*time.Second, true)
-		d := worker.NewDeliverer(db, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+		d := worker.NewDeliverer(f.store, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
 			2*time.Second, nil, "test", reg)
 		d.Interval = 20 * time.Millisecond
 		wake = d.Wake
@@ -90,18 +99,18 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Cleanup(client.CloseIdleConnections)
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
-	var webhooks storelink.WebhookService = db
+	var webhooks storelink.WebhookService = f.store
 	if o.webhooks != nil {
-		webhooks = o.webhooks(db)
+		webhooks = o.webhooks(f.store)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: f.orders, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Webhooks: webhooks, Sessions: f.orders, LoginLimit: limit,
+		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: f.orders, Auth: f.orders, Uploads: f.orders, Stock: f.orders, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
+		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.store, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -194,24 +203,24 @@ var (
 // disabled), an applied upload, a rejected-rows upload, one still waiting,
 // an order and a failed delivery.
 func (f *fixture) seedData() seed {
-	t, ctx, db := f.t, context.Background(), f.db
+	t, ctx := f.t, context.Background()
 	var s seed
-	p, err := f.orders.CreatePartner(ctx, "Acme Retail")
+	p, err := f.services.CreatePartner(ctx, "Acme Retail")
 	must(t, err)
-	c, err := f.orders.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := f.services.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 	f.keep(c.APIKey)
 	s.ClientID = c.ID
-	k2, err := f.orders.CreateAPIKey(ctx, c.ID)
+	k2, err := f.services.CreateAPIKey(ctx, c.ID)
 	must(t, err)
 	f.keep(k2.APIKey)
 	for _, id := range []string{"S1", "S2"} {
-		_, _, err := f.orders.PutStore(ctx, c.ID, id, "Store "+id)
+		_, _, err := f.services.PutStore(ctx, c.ID, id, "Store "+id)
 		must(t, err)
 	}
-	p2, err := f.orders.CreatePartner(ctx, "Beta Shoes")
+	p2, err := f.services.CreatePartner(ctx, "Beta Shoes")
 	must(t, err)
-	c2, err := f.orders.CreateClient(ctx, p2.ID, "AT", "EUR")
+	c2, err := f.services.CreateClient(ctx, p2.ID, "AT", "EUR")
 	must(t, err)
 	f.keep(c2.APIKey)
 	s.OtherClientID = c2.ID
@@ -223,14 +232,14 @@ func (f *fixture) seedData() seed {
 	} {
 		secret := webhook.NewSecret()
 		f.keep(secret)
-		e, err := db.CreateEndpoint(ctx, c.ID, n, secret)
+		e, err := f.services.CreateEndpoint(ctx, c.ID, n, secret)
 		must(t, err)
 		switch i {
 		case 0:
 			s.EndpointID = e.ID
 		case 2:
 			off := false
-			_, err := db.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
+			_, err := f.services.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
 			must(t, err)
 			s.OffEndpointID = e.ID
 		}
@@ -253,7 +262,7 @@ func (f *fixture) seedData() seed {
 	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")
 
 	s.OrderNumber = "MP-1001"
-	o, err := f.orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
+	o, err := f.services.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MA-1"}, {EAN: ean1, MarketplaceArticleNumber: "MA-1"}},
 		CustomerBillingAddress: &storelink.Address{FirstName: "Erika", LastName: "Mustermann", AddressLine1: "Hauptstr. 1",
 			ZipCode: "10115", City: "Berlin", CountryCode: "DE"}})
@@ -267,7 +276,7 @@ func (f *fixture) seedData() seed {
 func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 	f.t.Helper()
 	sum := sha256.Sum256([]byte(body))
-	u, _, err := f.orders.Accept(context.Background(), storelink.NewUpload{
+	u, _, err := f.services.Accept(context.Background(), storelink.NewUpload{
 		ClientID: clientID, FileName: name, Body: []byte(body), SHA256: hex.EncodeToString(sum[:]),
 	}, capacity)
 	must(f.t, err)

@@ -171,7 +171,7 @@ func waitDeliveriesFinal(t *testing.T, a *api, n int) []storelink.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		list, err := a.db.Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
+		list, err := services(a.db).Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []store{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*store{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -43,7 +43,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	var done atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 6 {
-		db := []store{a, b}[w%2]
+		db := []*store{a, b}[w%2]
 		wg.Go(func() {
 			for done.Load() < int32(len(clients)*perClient) {
 				c, err := db.Claim(ctx, fmt.Sprintf("w%d", w), time.Hour)
@@ -118,7 +118,7 @@ func TestSharedBucket(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for w := range 8 {
-		db := []store{a, b}[w%2]
+		db := []*store{a, b}[w%2]
 		wg.Go(func() {
 			for range 5 {
 				_, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
@@ -166,7 +166,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 	writing.Store(writers)
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		db := []store{a, b}[w%2]
+		db := []*store{a, b}[w%2]
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
@@ -317,7 +317,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	var delivered atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {
-		db := []store{a, b}[w%2]
+		db := []*store{a, b}[w%2]
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {

@@ -14,7 +14,7 @@ import (
 var _ service.Driver = (*Driver)(nil)
 
 // Driver is package service's row-level driver on PostgreSQL, where the
-// order rules run. Reads and transactions share the pool.
+// services' rules run. Reads and transactions share the pool.
 type Driver struct{ db *DB }
 
 // NewDriver returns the driver of an open database, on its pool.

@@ -142,9 +142,7 @@ func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storeli
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
 		e := storelink.Endpoint{ClientID: clientID, Enabled: true}
-		var states []string
-		err := row.Scan(&e.ID, &states)
-		e.States = parseStates(states)
+		err := row.Scan(&e.ID, &e.States)
 		return e, err
 	})
 }

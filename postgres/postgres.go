@@ -1,6 +1,6 @@
 // Package postgres implements the storelink services on PostgreSQL (pgx), for
 // running several storelink processes on one database, and the row-level
-// Driver that package service runs the order rules on. The services behave
+// Driver that package service runs its rules on. The services behave
 // as the SQLite store's do (one conformance suite, storetest, judges both);
 // what differs is how they stay correct with many writers at once:
 //
@@ -52,8 +52,9 @@ type DB struct {
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Sealer encrypts webhook secrets and endpoint keys at rest; endpoint
-	// calls fail without one.
+	// Sealer opens the webhook secrets and endpoint keys of the deliveries
+	// claimed here; claims fail without one. Package service seals them
+	// with its own (service.WithSealer).
 	Sealer *storelink.Sealer
 
 	// notifiers coalesce the wake-ups sent after commits, by channel.

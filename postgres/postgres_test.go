@@ -30,8 +30,19 @@ type store struct {
 	*postgres.DB
 }
 
-func withOrders(db *postgres.DB) store {
-	return store{service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+// withServices composes db's store with the sealer db has.
+func withServices(db *postgres.DB) *store {
+	s := &store{DB: db}
+	s.SetSealer(db.Sealer)
+	return s
+}
+
+// SetSealer gives the services, and the delivery bookkeeping that the
+// database still does itself, the sealer of webhook secrets, as serve does
+// once the key is known: the services are made again with it.
+func (s *store) SetSealer(sealer *storelink.Sealer) {
+	s.DB.SetSealer(sealer)
+	s.Service = service.New(postgres.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
 }
 
 // baseURL is the test database, or a skip when there is none.
@@ -90,7 +101,7 @@ func withSearchPath(t testing.TB, base, schema string) string {
 
 // openAt opens the store at url on the clock now, with a sealer, closed
 // when the test ends, and joins it with the services of package service.
-func openAt(t testing.TB, dbURL string, now func() time.Time) store {
+func openAt(t testing.TB, dbURL string, now func() time.Time) *store {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dbURL)
 	if err != nil {
@@ -103,7 +114,7 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) store {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	return withOrders(db)
+	return withServices(db)
 }
 
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
@@ -190,14 +201,14 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)
 	}
 	for _, db := range dbs {
-		if _, err := withOrders(db).PartnerCount(context.Background()); err != nil {
+		if _, err := withServices(db).PartnerCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // setup makes a partner with n clients, each with store S1.
-func setup(t *testing.T, db store, n int) []string {
+func setup(t *testing.T, db *store, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	p, err := db.CreatePartner(ctx, "Acme")
@@ -259,9 +270,10 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	client := setup(t, db, 1)[0]
 	first, second := "whsec_"+strings.Repeat("QUJD", 11), "whsec_"+strings.Repeat("REVG", 11)
-	ep, err := db.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	webhooks := db
+	ep, err := webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	must(t, err)
-	_, err = db.RotateSecret(ctx, ep.ID, second, time.Hour)
+	_, err = webhooks.RotateSecret(ctx, ep.ID, second, time.Hour)
 	must(t, err)
 	clear := []string{first, second, strings.TrimPrefix(first, "whsec_"), strings.TrimPrefix(second, "whsec_"), "partner-key-one-0123456789"}
 	conn, err := pgx.Connect(ctx, dbURL)

@@ -26,6 +26,7 @@ type Driver interface {
 	Uploads
 	StockReads
 	AdminReads
+	EndpointCalls
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it
@@ -36,6 +37,7 @@ type Tx interface {
 
 	OrderRows
 	AdminRows
+	EndpointRows
 }
 
 // ErrNotFound is what a driver's row method returns (wrapped or not) when

@@ -25,10 +25,7 @@ func TestDeliveriesListingPlans(t *testing.T) {
 		{storelink.DeliveryFilter{State: storelink.DeliveryFailed, ClientID: "c", Limit: 10}, "deliveries_failed"},
 		{storelink.DeliveryFilter{ClientID: "c", Limit: 10}, "deliveries_client"},
 	} {
-		q, args, ok := deliveriesQuery(c.f)
-		if !ok {
-			t.Fatalf("%+v: no query", c.f)
-		}
+		q, args := deliveriesQuery(c.f)
 		rows, err := db.QueryForTest(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
@@ -42,8 +39,5 @@ func TestDeliveriesListingPlans(t *testing.T) {
 		if len(plan) == 0 || !strings.Contains(plan[0], c.want) && !strings.Contains(strings.Join(plan, "; "), "USING INDEX "+c.want) {
 			t.Errorf("%+v: plan %q, want it to read %s", c.f, plan, c.want)
 		}
-	}
-	if _, _, ok := deliveriesQuery(storelink.DeliveryFilter{State: "lost"}); ok {
-		t.Error("a state no delivery has gave a query")
 	}
 }

@@ -26,21 +26,21 @@ func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	p, err := orderService(db).CreatePartner(ctx, "Acme")
+	p, err := services(db).CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := orderService(db).CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := services(db).CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := services(db).CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	price := storelink.Money(1999)
 	for i := range n {
-		if _, err := orderService(db).CreateWarehouseOrder(ctx, storelink.NewOrder{
+		if _, err := services(db).CreateWarehouseOrder(ctx, storelink.NewOrder{
 			OrderNumber: fmt.Sprintf("W-%d", i), ClientID: c.ID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
 		}); err != nil {
@@ -86,7 +86,7 @@ func TestRecordAttemptsBatches(t *testing.T) {
 	if err := db.RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	list, err := db.Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
+	list, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func pipelineFixture(t testing.TB, orders int) (*DB, int) {
 		t.Fatalf("clients: %v %v", rows, err)
 	}
 	price := storelink.Money(1999)
-	o, err := orderService(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
+	o, err := services(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}})
 	if err != nil {
 		t.Fatal(err)

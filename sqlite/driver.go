@@ -12,9 +12,9 @@ import (
 
 var _ service.Driver = (*Driver)(nil)
 
-// Driver is package service's row-level driver on SQLite, where the order
-// rules run. Reads go to the read pool, which never waits for the writer
-// (WAL); transactions go to the one write connection.
+// Driver is package service's row-level driver on SQLite, where the
+// services' rules run. Reads go to the read pool, which never waits for
+// the writer (WAL); transactions go to the one write connection.
 type Driver struct{ db *DB }
 
 // NewDriver returns the driver of an open database; it shares the

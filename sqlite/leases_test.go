@@ -88,14 +88,14 @@ func TestRedeliverInFlight(t *testing.T) {
 	if err != nil || len(second) != 1 || second[0].Attempt != 2 || second[0].Try != 2 {
 		t.Fatalf("second claim: %+v, %v; want attempt 2, try 2", second, err)
 	}
-	if err := db.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
+	if err := services(db).Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := db.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
 		t.Fatalf("claim after redelivering a delivery in flight: %+v, %v; want none", again, err)
 	}
 	now = now.Add(time.Minute + time.Millisecond)
-	if err := db.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
+	if err := services(db).Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
 	third, err := db.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
@@ -110,7 +110,7 @@ func TestRedeliverInFlight(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := db.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
+	ds, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %+v, %v", ds, err)
 	}
@@ -139,7 +139,7 @@ func claimUpTo(t *testing.T, db *DB, owner string, limit int) storelink.Delivery
 // onlyDelivery returns the one delivery of a fixture.
 func onlyDelivery(t *testing.T, db *DB) storelink.Delivery {
 	t.Helper()
-	ds, err := db.Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 10})
+	ds, err := services(db).Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %+v, %v", ds, err)
 	}
@@ -192,7 +192,7 @@ func TestRedeliverThenLostResult(t *testing.T) {
 		db.Now = func() time.Time { return now }
 		lost := claimOne(t, db, "w1")
 		now = now.Add(time.Minute + time.Millisecond)
-		if err := db.Redeliver(ctx, lost.DeliveryID); err != nil {
+		if err := services(db).Redeliver(ctx, lost.DeliveryID); err != nil {
 			t.Fatal(err)
 		}
 		recordOne(t, db, lost, outcome, 500, now)

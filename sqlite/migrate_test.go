@@ -37,7 +37,7 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	}
 	list := func(state storelink.DeliveryState) map[string][]storelink.Attempt {
 		t.Helper()
-		ds, err := db.Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
+		ds, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

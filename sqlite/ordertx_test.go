@@ -20,7 +20,7 @@ import (
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
-func orderDB(t *testing.T) (store, string, string) {
+func orderDB(t *testing.T) (*store, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
@@ -28,7 +28,7 @@ func orderDB(t *testing.T) (store, string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := withOrders(db)
+	s := withServices(db)
 	p, err := s.CreatePartner(ctx, "P")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func orderDB(t *testing.T) (store, string, string) {
 	}
 	const ean = "4006381333931"
 	for _, s := range []string{"S1", "S2"} {
-		if _, _, err := withOrders(db).PutStore(ctx, c.ID, s, "Store "+s); err != nil {
+		if _, _, err := withServices(db).PutStore(ctx, c.ID, s, "Store "+s); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
@@ -51,7 +51,7 @@ func orderDB(t *testing.T) (store, string, string) {
 }
 
 // lifecycle creates an order, fulfils it and returns its item.
-func lifecycle(ctx context.Context, db store, clientID, ean, number string) error {
+func lifecycle(ctx context.Context, db *store, clientID, ean, number string) error {
 	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {

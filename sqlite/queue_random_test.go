@@ -136,15 +136,15 @@ func newQueueHarness(t *testing.T, seed uint64) *queueHarness {
 		t.Fatal(err)
 	}
 	h.db.Sealer, h.db.Now = h.sealer, h.clock
-	p, err := orderService(h.db).CreatePartner(h.ctx, "Acme")
+	p, err := services(h.db).CreatePartner(h.ctx, "Acme")
 	h.must(err, "create partner")
-	c, err := orderService(h.db).CreateClient(h.ctx, p.ID, "DE", "EUR")
+	c, err := services(h.db).CreateClient(h.ctx, p.ID, "DE", "EUR")
 	h.must(err, "create client")
 	h.client = c.ID
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	all, err := h.db.CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
+	all, err := services(h.db).CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
 	h.must(err, "create endpoint")
-	returns, err := h.db.CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
+	returns, err := services(h.db).CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
 		States: []storelink.OrderState{storelink.StateWarehouseReturned}}, secret)
 	h.must(err, "create endpoint")
 	h.endpoints = []string{all.ID, returns.ID}
@@ -212,7 +212,7 @@ func (h *queueHarness) createOrder() {
 	for range 1 + h.rng.IntN(3) {
 		n.Items = append(n.Items, storelink.NewItem{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price})
 	}
-	o, err := orderService(h.db).CreateWarehouseOrder(h.ctx, n)
+	o, err := services(h.db).CreateWarehouseOrder(h.ctx, n)
 	h.must(err, "create warehouse order")
 	qo := &queueOrder{id: o.ID}
 	for _, it := range o.Items {
@@ -236,7 +236,7 @@ func (h *queueHarness) returnItem() {
 		return
 	}
 	o := open[h.rng.IntN(len(open))]
-	_, err := orderService(h.db).WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
+	_, err := services(h.db).WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
 		Items: []storelink.WarehouseReturnItem{{ItemID: o.items[o.returned]}}})
 	h.must(err, "warehouse return")
 	o.returned++
@@ -327,14 +327,14 @@ func (h *queueHarness) redeliver() {
 		return
 	}
 	id := rows[h.rng.IntN(len(rows))]["id"]
-	h.must(h.db.Redeliver(h.ctx, id), "Redeliver "+id)
+	h.must(services(h.db).Redeliver(h.ctx, id), "Redeliver "+id)
 	h.stats["redelivered"]++
 }
 
 // toggleEndpoint enables or disables a random endpoint.
 func (h *queueHarness) toggleEndpoint() {
 	on := h.rng.IntN(4) > 0
-	_, err := h.db.UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
+	_, err := services(h.db).UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
 	h.must(err, "UpdateEndpoint")
 	h.stats["endpoint toggles"]++
 }
@@ -516,7 +516,7 @@ func (h *queueHarness) drain() {
 	h.held = nil // their results never come
 	on := true
 	for _, id := range h.endpoints {
-		_, err := h.db.UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
+		_, err := services(h.db).UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
 		h.must(err, "enable endpoint")
 	}
 	h.now = h.now.Add(time.Hour)

@@ -13,10 +13,11 @@ import (
 	"storelink/service"
 )
 
-// orderService returns the order services over db's driver, on db's clock, as
-// serve composes them.
-func orderService(db *DB) *service.Service {
-	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }))
+// services returns the services of package service over db's driver, on
+// db's clock and with its sealer, as serve composes them. Made at each
+// use, it takes the sealer db has then.
+func services(db *DB) *service.Service {
+	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(db.Sealer))
 }
 
 // A round that fails after the queue gave out its deliveries loses none of
@@ -64,7 +65,7 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 		t.Fatalf("claim: %d jobs, %v", len(first), err)
 	}
 	claimed := first[0]
-	all, err := db.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
+	all, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("deliveries: %d, %v", len(all), err)
 	}
@@ -138,7 +139,7 @@ func claimOneOf(t *testing.T, db *DB, limit int) storelink.DeliveryJob {
 
 func deliveryByID(t *testing.T, db *DB, id string) storelink.Delivery {
 	t.Helper()
-	ds, err := db.Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 100})
+	ds, err := services(db).Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,18 +250,18 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	order := func(n string) {
 		t.Helper()
 		price := storelink.Money(1999)
-		if _, err := orderService(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
+		if _, err := services(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	recordOne(t, db, first, storelink.OutcomeSucceeded, 204, time.Now())
 	order("W-x") // queued, not read yet
-	ds, err := db.Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
+	ds, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %v %v", ds, err)
 	}
-	if err := db.Redeliver(ctx, ds[0].ID); err != nil {
+	if err := services(db).Redeliver(ctx, ds[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	second := claimOne(t, db, "w")
@@ -272,7 +273,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
 		t.Fatalf("claim with nothing pending: %d jobs, %v", len(jobs), err)
 	}
-	if err := db.Redeliver(ctx, second.DeliveryID); err != nil {
+	if err := services(db).Redeliver(ctx, second.DeliveryID); err != nil {
 		t.Fatal(err)
 	}
 	third := claimOne(t, db, "w")

@@ -1,6 +1,6 @@
 // Package sqlite implements the storelink services on an embedded SQLite
 // database (modernc.org/sqlite, no cgo), and the row-level Driver that
-// package service runs the order rules on. It is the default store: one file
+// package service runs its rules on. It is the default store: one file
 // in the data folder, owned by one storelink process at a time.
 package sqlite
 
@@ -59,8 +59,9 @@ type DB struct {
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Sealer encrypts webhook secrets and endpoint keys at rest; endpoint
-	// calls fail without one.
+	// Sealer opens the webhook secrets and endpoint keys of the deliveries
+	// claimed here; claims fail without one. Package service seals them
+	// with its own (service.WithSealer).
 	Sealer *storelink.Sealer
 }
 

@@ -26,8 +26,19 @@ type store struct {
 	*sqlite.DB
 }
 
-func withOrders(db *sqlite.DB) store {
-	return store{service.New(sqlite.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+// withServices composes db's store with the sealer db has.
+func withServices(db *sqlite.DB) *store {
+	s := &store{DB: db}
+	s.SetSealer(db.Sealer)
+	return s
+}
+
+// SetSealer gives the services, and the delivery bookkeeping that the
+// database still does itself, the sealer of webhook secrets, as serve does
+// once the key is known: the services are made again with it.
+func (s *store) SetSealer(sealer *storelink.Sealer) {
+	s.DB.SetSealer(sealer)
+	s.Service = service.New(sqlite.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
 }
 
 // openDB opens a fresh database in a temp folder, with a sealer of a random
@@ -52,7 +63,7 @@ func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db, _ := openDB(t, now)
-	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
+	return withServices(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()
@@ -76,7 +87,7 @@ func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
 func TestDriver(t *testing.T) {
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
 		db, _ := openDB(t, time.Now)
-		return sqlite.NewDriver(db), withOrders(db)
+		return sqlite.NewDriver(db), withServices(db)
 	})
 }
 
@@ -86,11 +97,12 @@ func TestDriver(t *testing.T) {
 func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	db, path := openDB(t, func() time.Time { return time.Now().UTC() })
-	p, err := withOrders(db).CreatePartner(ctx, "Acme")
+	webhooks := withServices(db)
+	p, err := webhooks.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := withOrders(db).CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := webhooks.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,19 +114,19 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	}
 	first, firstKey := secret()
 	second, secondKey := secret()
-	ep, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	ep, err := webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
+	if _, err := webhooks.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// A second endpoint keeps the first key; the first gets a new one.
-	if _, err := db.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test", APIKey: "partner-key-one-0123456789"}, first); err != nil {
+	if _, err := webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test", APIKey: "partner-key-one-0123456789"}, first); err != nil {
 		t.Fatal(err)
 	}
 	newKey := "partner-key-two-0123456789"
-	if _, err := db.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
+	if _, err := webhooks.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
 		t.Fatal(err)
 	}
 	clear := []string{first, firstKey, second, secondKey, "partner-key-one-0123456789", newKey}

@@ -72,8 +72,17 @@ type fixture struct {
 	t        *testing.T
 	db       *sqlite.DB
 	service  *service.Service
+	store    sqliteStore
 	clientID string
 	orders   atomic.Int64
+}
+
+// sqliteStore joins the services of package service with the delivery
+// claims of the SQLite store, as serve composes them; its RecordAndClaim
+// and ReleaseClaims show through.
+type sqliteStore struct {
+	*service.Service
+	*sqlite.DB
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -89,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db))
+	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
 	p, err := svc.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -98,12 +107,12 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: db, service: svc, clientID: c.ID}
+	return &fixture{t: t, db: db, service: svc, store: sqliteStore{svc, db}, clientID: c.ID}
 }
 
 func (f *fixture) endpoint(url string) *storelink.Endpoint {
 	f.t.Helper()
-	e, err := f.db.CreateEndpoint(context.Background(), f.clientID, storelink.NewEndpoint{URL: url}, webhook.NewSecret())
+	e, err := f.service.CreateEndpoint(context.Background(), f.clientID, storelink.NewEndpoint{URL: url}, webhook.NewSecret())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -131,7 +140,7 @@ func (f *fixture) event() string {
 
 // deliverer returns a deliverer with a short schedule that polls often.
 func (f *fixture) deliverer(owner string, timeout time.Duration) *Deliverer {
-	d := NewDeliverer(f.db, webhook.NewClient(timeout, true),
+	d := NewDeliverer(f.store, webhook.NewClient(timeout, true),
 		storelink.RetryPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, Jitter: 0.2},
 		timeout, nil, owner, prometheus.NewRegistry())
 	d.Interval = 10 * time.Millisecond
@@ -151,7 +160,7 @@ func run(t *testing.T, d *Deliverer) (stop func()) {
 
 func (f *fixture) delivery(eventID, endpointID string) storelink.Delivery {
 	f.t.Helper()
-	list, err := f.db.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: f.clientID, Limit: 1000})
+	list, err := f.service.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: f.clientID, Limit: 1000})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -29,10 +29,10 @@ type plainStore struct{ storelink.WebhookService }
 func TestDelivererRoundsWithoutPolling(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		store func(*sqlite.DB) storelink.WebhookService
+		store func(*fixture) storelink.WebhookService
 	}{
-		{"record and claim at once", func(db *sqlite.DB) storelink.WebhookService { return db }},
-		{"record then claim", func(db *sqlite.DB) storelink.WebhookService { return plainStore{db} }},
+		{"record and claim at once", func(f *fixture) storelink.WebhookService { return f.store }},
+		{"record then claim", func(f *fixture) storelink.WebhookService { return plainStore{f.store} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -43,7 +43,7 @@ func TestDelivererRoundsWithoutPolling(t *testing.T) {
 			for range 60 {
 				ids = append(ids, f.event())
 			}
-			d := NewDeliverer(tc.store(f.db), webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
+			d := NewDeliverer(tc.store(f), webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
 				5*time.Second, nil, "test", prometheus.NewRegistry())
 			d.Workers, d.PerEndpoint, d.Interval = 4, 2, time.Hour
 			run(t, d)
@@ -77,11 +77,11 @@ func TestDelivererRoundsWithoutPolling(t *testing.T) {
 func TestDelivererStopClaimedAhead(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		store   func(*sqlite.DB) storelink.WebhookService
+		store   func(*fixture) storelink.WebhookService
 		release bool
 	}{
-		{"given back", func(db *sqlite.DB) storelink.WebhookService { return db }, true},
-		{"sent", func(db *sqlite.DB) storelink.WebhookService { return plainStore{db} }, false},
+		{"given back", func(f *fixture) storelink.WebhookService { return f.store }, true},
+		{"sent", func(f *fixture) storelink.WebhookService { return plainStore{f.store} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,7 +92,7 @@ func TestDelivererStopClaimedAhead(t *testing.T) {
 			for range 8 {
 				ids = append(ids, f.event())
 			}
-			d := NewDeliverer(tc.store(f.db), webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
+			d := NewDeliverer(tc.store(f), webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
 				5*time.Second, nil, "test", prometheus.NewRegistry())
 			d.Workers, d.PerEndpoint = 4, 1
 			stop := run(t, d)

@@ -68,14 +68,14 @@ func parseSecretKey(hexKey, from string) (*storelink.Sealer, error) {
 // use if the database has no key yet. A key that is not the one the
 // database's secrets are sealed with is refused (exit 2) before anything is
 // served: several processes on one PostgreSQL database must share one key.
-func useSecretKey(ctx context.Context, c *config, ks *store, stdout io.Writer) error {
+func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) error {
 	hexKey, from, err := findSecretKey(c)
 	if err != nil {
 		return err
 	}
 	generated := ""
 	if hexKey == "" {
-		recorded, err := ks.SecretKeyCheck(ctx)
+		recorded, err := db.SecretKeyCheck(ctx)
 		if err != nil {
 			return fmt.Errorf("read the secret key's check value: %w", err)
 		}
@@ -93,7 +93,7 @@ func useSecretKey(ctx context.Context, c *config, ks *store, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	closed, err := storelink.VerifySecretKey(ctx, ks, sealer)
+	closed, err := storelink.VerifySecretKey(ctx, db, sealer)
 	if err != nil {
 		if generated != "" {
 			// A key that sealed nothing is not left to be found next time.
@@ -109,7 +109,8 @@ func useSecretKey(ctx context.Context, c *config, ks *store, stdout io.Writer) e
 		fmt.Fprintf(stdout, "storelink: the secret key cannot open the stored secrets of %s: their deliveries fail until each endpoint's "+
 			"secret is rotated (and its api_key set again)\n", describeSealed(closed))
 	}
-	ks.SetSealer(sealer)
+	db.SetSealer(sealer) // the delivery claims, which the opened store makes, open secrets with it
+	db.useSealer(sealer)
 	return nil
 }
 

@@ -53,9 +53,9 @@ type database interface {
 // the services whose rules still live in that package, and the checks. The
 // others come from package service, over the package's driver.
 type opened interface {
-	storelink.WebhookService
+	storelink.DeliveryQueue
 	// SetSealer gives it the sealer of webhook secrets once the secret key
-	// is checked against the database.
+	// is checked against the database: its delivery claims open them.
 	SetSealer(*storelink.Sealer)
 	Ping(ctx context.Context) error
 	ProbeWrite(ctx context.Context) error
@@ -67,6 +67,21 @@ type opened interface {
 type store struct {
 	*service.Service
 	opened
+	// driver is the opened store's driver, which the services run on.
+	driver service.Driver
+}
+
+// newStore composes the opened store db with the services over its driver
+// d. They seal no secret until useSealer gives them the sealer.
+func newStore(db opened, d service.Driver) *store {
+	return &store{service.New(d), db, d}
+}
+
+// useSealer gives the services the sealer of webhook secrets, known only
+// once the database is open and its key checked (useSecretKey): they are
+// made again over the driver with it.
+func (db *store) useSealer(sealer *storelink.Sealer) {
+	db.Service = service.New(db.driver, service.WithSealer(sealer))
 }
 
 var _ database = (*store)(nil)
@@ -83,14 +98,14 @@ func openDB(ctx context.Context, c *config) (*store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &store{service.New(sqlite.NewDriver(db)), db}, nil
+		return newStore(db, sqlite.NewDriver(db)), nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
 			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return &store{service.New(postgres.NewDriver(db)), db}, nil
+		return newStore(db, postgres.NewDriver(db)), nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }

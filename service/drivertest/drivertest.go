@@ -66,6 +66,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Stores: put once, renamed, deleted with their stock", testStoreRows},
 		{"Dashboard sessions: active until they expire", testSessionRows},
 		{"Sealed values: check value recorded once, resealed in a transaction", testSealedRows},
+		{"Endpoints: insert, list, rotate and update read back as written", testEndpointRows},
+		{"Deliveries: listing, attempts, pending counts and redelivery", testDeliveryListing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

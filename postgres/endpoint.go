@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+	"storelink/service"
+)
+
+// endpointColumns show whether the endpoint has a key, never the key. The
+// states are a text array, which pgx reads into the state type itself.
+const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key <> '', previous_secret_until, created_at, updated_at`
+
+func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
+	var e storelink.Endpoint
+	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &e.States, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &e.PreviousSecretUntil,
+		&e.CreatedAt, &e.UpdatedAt); err != nil {
+		return nil, noRow(err)
+	}
+	if e.States == nil {
+		e.States = []storelink.OrderState{}
+	}
+	return &e, nil
+}
+
+// SealingKeyCheck reads the recorded check value: another process may have
+// moved the database to a new key (storelink secret-key rotate) while this
+// one ran.
+func (d *Driver) SealingKeyCheck(ctx context.Context) (string, error) {
+	return keyCheck(ctx, d.db.pool)
+}
+
+// InsertEndpoint inserts and reads the endpoint back in one statement.
+func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
+	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+endpointColumns,
+		n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At))
+}
+
+// RotateSecret is one statement, outside a transaction: the secret it moves
+// aside is the one it replaces, whatever another process does meanwhile.
+func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+	return scanEndpoint(d.db.pool.QueryRow(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = $1,
+		secret = $2, updated_at = $3 WHERE id = $4 RETURNING `+endpointColumns, until, sealed, at, id))
+}
+
+// ListEndpoints reads a client's endpoints on the pool.
+func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = $1 ORDER BY created_at, id`, clientID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
+		e, err := scanEndpoint(row)
+		if err != nil {
+			return storelink.Endpoint{}, err
+		}
+		return *e, nil
+	})
+}
+
+// UpdateEndpoint writes the fields c sets and reads the endpoint back in
+// one statement, which finds no row for an unknown id: a field left nil is
+// NULL, which keeps the column as it is. An endpoint enabled wakes the
+// deliverers of every process (NOTIFY, sent at commit) for its parked
+// deliveries.
+func (t *pgTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+	e, err := scanEndpoint(t.tx.QueryRow(ctx, `UPDATE endpoints SET url = coalesce($2, url), states = coalesce($3, states),
+		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason), updated_at = $7
+		WHERE id = $1 RETURNING `+endpointColumns, id, c.URL, statesArg(c.States), c.APIKey, c.Enabled, c.DisabledReason, c.At))
+	if err != nil {
+		return nil, err
+	}
+	if c.Enabled != nil && *c.Enabled {
+		return e, notify(ctx, t.tx, ChannelDeliveries)
+	}
+	return e, nil
+}
+
+// statesArg is a states filter as a parameter: NULL for none (a nil
+// pointer), else a text array, empty (not NULL) for every state.
+func statesArg(states *[]storelink.OrderState) any {
+	switch {
+	case states == nil:
+		return nil
+	case *states == nil:
+		return []storelink.OrderState{}
+	}
+	return *states
+}
+
+// Redeliver looks the delivery up and updates it in one transaction, the
+// lease looked at in the UPDATE's own WHERE (leases are columns here), and
+// wakes the deliverers of every process (NOTIFY, sent at commit) when it
+// changed it.
+func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
+	return d.db.inTx(ctx, func(tx pgx.Tx) error {
+		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
+			return noRow(err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $1,
+			lease_owner = NULL, lease_until = NULL, updated_at = $1
+			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)`, at, id)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return notify(ctx, tx, ChannelDeliveries)
+	})
+}
+
+// ListDeliveries reads the page, then the attempts of the whole page in
+// one query.
+func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	var a args
+	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
+		FROM deliveries WHERE true`
+	if f.ClientID != "" {
+		q += ` AND client_id = ` + a.add(f.ClientID)
+	}
+	if f.State != "" {
+		q += ` AND state = ` + a.add(f.State)
+	}
+	if f.Before != "" {
+		q += ` AND seq < (SELECT seq FROM deliveries WHERE id = ` + a.add(f.Before) + `)`
+	}
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(f.Limit)
+	rows, err := d.db.pool.Query(ctx, q, a...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Delivery, error) {
+		dl := storelink.Delivery{Attempts: []storelink.Attempt{}}
+		err := row.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &dl.NextAttemptAt,
+			&dl.CreatedAt, &dl.UpdatedAt)
+		return dl, err
+	})
+	if err != nil || len(out) == 0 {
+		return []storelink.Delivery{}, err
+	}
+	ids := make([]string, len(out))
+	index := make(map[string]int, len(out))
+	for i, dl := range out {
+		ids[i], index[dl.ID] = dl.ID, i
+	}
+	rows, err = d.db.pool.Query(ctx, `SELECT delivery_id, number, at, duration_ms, coalesce(status_code, 0), error, response
+		FROM delivery_attempts WHERE delivery_id = ANY ($1) ORDER BY delivery_id, number`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at storelink.Attempt
+		if err := rows.Scan(&id, &at.Number, &at.At, &at.DurationMS, &at.StatusCode, &at.Error, &at.Response); err != nil {
+			return nil, err
+		}
+		dl := &out[index[id]]
+		dl.Attempts = append(dl.Attempts, at)
+	}
+	return out, rows.Err()
+}
+
+// PendingDeliveries counts on the pool.
+func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+	var n int
+	var oldest *time.Time
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
+	return n, oldest, err
+}

@@ -1,0 +1,211 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"storelink"
+)
+
+var _ storelink.EndpointService = (*Service)(nil)
+
+// EndpointCalls are what the endpoint calls ask of a driver outside a
+// transaction of theirs: reads, and the writes that are one step each
+// (one statement, or one turn of the writer), which the database makes
+// atomic on its own, so that they cost no more round trips than the step.
+type EndpointCalls interface {
+	// ClientExists tells whether a client of that id exists.
+	ClientExists(ctx context.Context, id string) (bool, error)
+	// SealingKeyCheck returns the check value of the key that the
+	// database's secrets are sealed with as the database has it now, ""
+	// when none is recorded or when no other process can change it (a
+	// database one process holds).
+	SealingKeyCheck(ctx context.Context) (string, error)
+	// InsertEndpoint writes a new endpoint, enabled, with its sealed key
+	// and secret, and returns it as stored.
+	InsertEndpoint(ctx context.Context, e NewEndpoint) (*storelink.Endpoint, error)
+	// RotateSecret moves the endpoint's secret aside as its previous one,
+	// signing until until, and makes sealed its secret, in one step: the
+	// secret moved aside is the one replaced, whatever runs meanwhile. It
+	// returns the endpoint as stored, or ErrNotFound.
+	RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error)
+	// ListEndpoints returns a client's endpoints, oldest first, never nil.
+	ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
+	// ListDeliveries returns the deliveries f selects, newest first, at most
+	// f.Limit, each with its attempts in their order; never nil. f.State is
+	// empty or one of the three delivery states.
+	ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error)
+	// PendingDeliveries counts the pending deliveries and returns when the
+	// oldest was made, nil for none.
+	PendingDeliveries(ctx context.Context) (int, *time.Time, error)
+	// Redeliver makes a delivery pending again, due at at, its tries
+	// counted afresh, and lets the deliverers know; a delivery whose lease
+	// is live is left to that attempt, as sending it again meanwhile would
+	// send the event twice at once. ErrNotFound when there is none.
+	Redeliver(ctx context.Context, id string, at time.Time) error
+}
+
+// EndpointRows are the endpoint rows that the endpoint calls change inside
+// their transaction.
+type EndpointRows interface {
+	// UpdateEndpoint writes the fields c sets and returns the endpoint as
+	// the transaction sees it, or ErrNotFound. When c enables or disables
+	// the endpoint, the deliverers are told: its parked deliveries resume,
+	// or wait.
+	UpdateEndpoint(ctx context.Context, id string, c EndpointChange) (*storelink.Endpoint, error)
+}
+
+// NewEndpoint is an endpoint as CreateEndpoint writes it: its key and
+// secret sealed.
+type NewEndpoint struct {
+	ID, ClientID, URL string
+	States            []storelink.OrderState
+	APIKey, Secret    string // sealed; APIKey "" for none
+	At                time.Time
+}
+
+// EndpointChange is what UpdateEndpoint writes; nil fields stay as they
+// are.
+type EndpointChange struct {
+	URL            *string
+	States         *[]storelink.OrderState
+	APIKey         *string // sealed
+	Enabled        *bool
+	DisabledReason *string
+	At             time.Time
+}
+
+// CreateEndpoint registers an endpoint; its secret and key are sealed.
+func (s *Service) CreateEndpoint(ctx context.Context, clientID string, n storelink.NewEndpoint, secret string) (*storelink.Endpoint, error) {
+	sealer, err := s.writeSealer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := storelink.CheckStates(n.States); err != nil {
+		return nil, err
+	}
+	if ok, err := s.d.ClientExists(ctx, clientID); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+	}
+	now := s.now()
+	e, err := s.d.InsertEndpoint(ctx, NewEndpoint{ID: storelink.NewID(now), ClientID: clientID, URL: n.URL, States: n.States,
+		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), At: now})
+	if err != nil {
+		return nil, fmt.Errorf("insert endpoint: %w", err)
+	}
+	return e, nil
+}
+
+// UpdateEndpoint changes URL, states, key or the enabled flag. Enabling or
+// disabling an endpoint by hand clears the reason it was disabled (a 410
+// Gone); an endpoint enabled again sends its parked deliveries.
+func (s *Service) UpdateEndpoint(ctx context.Context, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
+	sealer, err := s.writeSealer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.States != nil {
+		if err := storelink.CheckStates(*p.States); err != nil {
+			return nil, err
+		}
+	}
+	c := EndpointChange{URL: p.URL, States: p.States, Enabled: p.Enabled, At: s.now()}
+	if p.APIKey != nil {
+		sealed := sealer.Seal(*p.APIKey)
+		c.APIKey = &sealed
+	}
+	if p.Enabled != nil {
+		none := ""
+		c.DisabledReason = &none
+	}
+	var e *storelink.Endpoint
+	err = s.inTx(ctx, func(tx Tx) error {
+		var err error
+		e, err = tx.UpdateEndpoint(ctx, id, c)
+		return err
+	})
+	if err != nil {
+		return nil, endpointNotFound(err, id)
+	}
+	return e, nil
+}
+
+// RotateSecret makes secret current and keeps the old one signing until the
+// overlap ends.
+func (s *Service) RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
+	sealer, err := s.writeSealer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	e, err := s.d.RotateSecret(ctx, id, sealer.Seal(secret), now.Add(overlap), now)
+	if err != nil {
+		return nil, endpointNotFound(err, id)
+	}
+	return e, nil
+}
+
+// Endpoints lists a client's endpoints, oldest first.
+func (s *Service) Endpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	return s.d.ListEndpoints(ctx, clientID)
+}
+
+// Deliveries lists deliveries, newest first, each with its attempts. A
+// state no delivery has lists none.
+func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	switch f.State {
+	case "", storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
+		return s.d.ListDeliveries(ctx, f)
+	}
+	return []storelink.Delivery{}, nil
+}
+
+// Redeliver makes a delivery pending again, due now, with a fresh
+// schedule. A delivery being attempted right now is left to that attempt.
+func (s *Service) Redeliver(ctx context.Context, id string) error {
+	err := s.d.Redeliver(ctx, id, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
+	}
+	return err
+}
+
+// PendingDeliveries counts pending deliveries and the age of the oldest.
+func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
+	n, oldest, err := s.d.PendingDeliveries(ctx)
+	if err != nil || oldest == nil {
+		return n, 0, err
+	}
+	return n, s.now().Sub(*oldest), nil
+}
+
+// writeSealer is the sealer of a call that seals a secret into the
+// database: refused when the database has moved to another key since this
+// process started (storelink secret-key rotate while it ran), since what it
+// sealed could not be opened by the processes on the new key.
+func (s *Service) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
+	if s.sealer == nil {
+		return nil, errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
+	}
+	check, err := s.d.SealingKeyCheck(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if check != "" && check != s.sealer.Check() {
+		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
+			"nothing is sealed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
+	}
+	return s.sealer, nil
+}
+
+// endpointNotFound turns ErrNotFound into ENOTFOUND for the endpoint id.
+func endpointNotFound(err error, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Webhook endpoint %q not found.", id)
+	}
+	return err
+}

@@ -1,0 +1,275 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// statesColumn is the states filter as stored: a comma-separated string,
+// empty for every state.
+func statesColumn(states []storelink.OrderState) string {
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseStates reads the states column; never nil.
+func parseStates(col string) []storelink.OrderState {
+	out := []storelink.OrderState{}
+	if col == "" {
+		return out
+	}
+	for _, s := range strings.Split(col, ",") {
+		out = append(out, storelink.OrderState(s))
+	}
+	return out
+}
+
+// endpointColumns are what an endpoint shows of its row: whether it has a
+// key, not the key.
+const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key != '', previous_secret_until, created_at, updated_at`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (*storelink.Endpoint, error) {
+	e := &storelink.Endpoint{}
+	var states string
+	var until sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &states, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &until, &created, &updated); err != nil {
+		return nil, noRow(err)
+	}
+	e.States, e.PreviousSecretUntil = parseStates(states), fromNullMS(until)
+	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	return e, nil
+}
+
+// loadEndpoint reads an endpoint, or service.ErrNotFound.
+func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoint, error) {
+	return scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
+}
+
+// SealingKeyCheck is always "": one process holds the file (its lock), and
+// storelink secret-key rotate must hold it too, so the key cannot change
+// under a running process and nothing is read.
+func (d *Driver) SealingKeyCheck(context.Context) (string, error) { return "", nil }
+
+// InsertEndpoint inserts on the write connection, outside a transaction
+// (the insert is one), and reads the endpoint back on the read pool.
+func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
+	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, ms(n.At), ms(n.At))
+	if err != nil {
+		return nil, err
+	}
+	return loadEndpoint(ctx, d.db.read, n.ID)
+}
+
+// RotateSecret looks the endpoint up, updates it and reads it back in one
+// write transaction: SQLite's UPDATE here says nothing of a missing row.
+func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?
+		WHERE id = ?`, ms(until), sealed, ms(at), id)
+	if err != nil {
+		return nil, fmt.Errorf("rotate secret of endpoint %s: %w", id, err)
+	}
+	e, err := loadEndpoint(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e, tx.Commit()
+}
+
+// ListEndpoints reads a client's endpoints on the read pool.
+func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? ORDER BY created_at, id`, clientID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.Endpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+	return out, rows.Err()
+}
+
+// UpdateEndpoint looks the endpoint up first, as SQLite's UPDATE here says
+// nothing of a missing row, then writes the fields c sets and reads it
+// back. A change of the enabled flag has the deliverer's queue read again
+// which endpoints are disabled: at its next round, which cannot run before
+// this transaction ends, as it needs the one write connection.
+func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+		return nil, err
+	}
+	sets, args := []string{"updated_at = ?"}, []any{ms(c.At)}
+	if c.URL != nil {
+		sets, args = append(sets, "url = ?"), append(args, *c.URL)
+	}
+	if c.States != nil {
+		sets, args = append(sets, "states = ?"), append(args, statesColumn(*c.States))
+	}
+	if c.APIKey != nil {
+		sets, args = append(sets, "api_key = ?"), append(args, *c.APIKey)
+	}
+	if c.Enabled != nil {
+		sets, args = append(sets, "enabled = ?"), append(args, *c.Enabled)
+	}
+	if c.DisabledReason != nil {
+		sets, args = append(sets, "disabled_reason = ?"), append(args, *c.DisabledReason)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
+	}
+	e, err := loadEndpoint(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Enabled != nil {
+		tx.db.queue.endpointsChanged.Store(true)
+	}
+	return e, nil
+}
+
+// Redeliver updates the delivery on the write connection, held, which keeps
+// claims out between the look at its lease and the update. The leases are
+// held in memory here (leaseBook), so the lease is looked at there, and
+// the deliverer's in-memory queue (deliveryQueue) is told of the delivery
+// at once: it is a cache of the file's pending deliveries that only the
+// holder of the write connection changes, dropped when the update fails.
+func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
+	db := d.db
+	var seq, eventSeq int64
+	var endpointID, orderID string
+	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
+		Scan(&seq, &eventSeq, &endpointID, &orderID); err != nil {
+		return noRow(err)
+	}
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	now := ms(at)
+	if !db.leases.redeliverable(id, now) {
+		return nil
+	}
+	if _, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+		WHERE seq = ?`, now, now, seq); err != nil {
+		db.queue.reset()
+		return err
+	}
+	db.queue.redeliver(endpointID, orderID, queued{seq: seq, eventSeq: eventSeq, next: now})
+	return nil
+}
+
+// deliveriesQuery is the query of a listing of deliveries.
+//
+// A listing by state reads that state's own rows: the pending ones in
+// deliveries_pending, the failed ones in deliveries_failed (the + keeps a
+// client's filter from taking deliveries_client, every delivery of the
+// client, instead). The state is written out rather than bound, since a
+// partial index is only used for a literal. Without a state, or for
+// succeeded, most rows match: the table is read newest first, or the
+// client's rows are.
+func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
+	from, client := `deliveries`, ` AND client_id = ?`
+	var where string
+	switch f.State {
+	case storelink.DeliverySucceeded:
+		where = ` AND state = 'succeeded'`
+	case storelink.DeliveryPending:
+		from, where = `deliveries INDEXED BY deliveries_pending`, ` AND state = 'pending'`
+	case storelink.DeliveryFailed:
+		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
+	}
+	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
+		FROM ` + from + ` WHERE 1 = 1` + where
+	var args []any
+	if f.ClientID != "" {
+		q, args = q+client, append(args, f.ClientID)
+	}
+	if f.Before != "" {
+		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)
+	}
+	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)
+}
+
+// ListDeliveries reads the page on the read pool, then each delivery's
+// attempts by its index.
+func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	q, args := deliveriesQuery(f)
+	rows, err := d.db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []storelink.Delivery{}
+	for rows.Next() {
+		var dl storelink.Delivery
+		var next sql.NullInt64
+		var created, updated int64
+		if err := rows.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &next, &created, &updated); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		dl.NextAttemptAt, dl.CreatedAt, dl.UpdatedAt = fromNullMS(next), fromMS(created), fromMS(updated)
+		out = append(out, dl)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Attempts, err = d.attempts(ctx, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response
+		FROM delivery_attempts WHERE delivery_id = ? ORDER BY number`, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.Attempt{}
+	for rows.Next() {
+		var a storelink.Attempt
+		var at int64
+		if err := rows.Scan(&a.Number, &at, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response); err != nil {
+			return nil, err
+		}
+		a.At = fromMS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// PendingDeliveries counts on the read pool.
+func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+	var n int
+	var oldest sql.NullInt64
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
+	return n, fromNullMS(oldest), err
+}
