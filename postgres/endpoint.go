@@ -170,3 +170,8 @@ func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error)
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
 	return n, oldest, err
 }
+
+// DeliveryExists looks the delivery up on the pool.
+func (d *Driver) DeliveryExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, d.db.pool, `SELECT 1 FROM deliveries WHERE id = $1`, id))
+}

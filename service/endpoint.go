@@ -37,6 +37,8 @@ type EndpointCalls interface {
 	// f.Limit, each with its attempts in their order; never nil. f.State is
 	// empty or one of the three delivery states.
 	ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error)
+	// DeliveryExists tells whether a delivery of that id exists.
+	DeliveryExists(ctx context.Context, id string) (bool, error)
 	// PendingDeliveries counts the pending deliveries and returns when the
 	// oldest was made, nil for none.
 	PendingDeliveries(ctx context.Context) (int, *time.Time, error)
@@ -157,6 +159,15 @@ func (s *Service) Endpoints(ctx context.Context, clientID string) ([]storelink.E
 // Deliveries lists deliveries, newest first, each with its attempts. A
 // state no delivery has lists none.
 func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+	if f.Before != "" {
+		// A before that is no delivery would give an empty page, which
+		// reads as the end of the list.
+		if ok, err := s.d.DeliveryExists(ctx, f.Before); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, storelink.CursorError("before", f.Before)
+		}
+	}
 	switch f.State {
 	case "", storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
 		return s.d.ListDeliveries(ctx, f)

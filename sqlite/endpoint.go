@@ -273,3 +273,8 @@ func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error)
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
 	return n, fromNullMS(oldest), err
 }
+
+// DeliveryExists looks the delivery up in the read pool.
+func (d *Driver) DeliveryExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, d.db.read, `SELECT 1 FROM deliveries WHERE id = ?`, id))
+}

@@ -255,6 +255,11 @@ func testDeliveryListing(e *env) {
 			t.Fatalf("Deliveries(%+v) = %v, want %v", c.f, got, c.want)
 		}
 	}
+	// A before that is no delivery is refused rather than read as the end.
+	for _, before := range []string{"garbage", "-1", storelink.NewID(time.Now())} {
+		_, err := s.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10, Before: before})
+		wantCode(t, err, storelink.EINVALID)
+	}
 	e.wantDelivery(d4, storelink.DeliveryPending, e.delivery(d4).NextAttemptAt)
 	d := e.wantDelivery(d2, storelink.DeliveryFailed, nil, 1, 2)
 	if d.Attempts[0].StatusCode != 500 || !d.Attempts[1].At.After(d.Attempts[0].At) {

@@ -41,6 +41,7 @@ var inputProbes = []inputProbe{
 	{"orders state NUL", "GET", "/orders?state=%00", "", nil, 400, `Query parameter "state"`},
 	{"orders before FF", "GET", "/orders?before=%FF", "", nil, 400, `Query parameter "before" is not valid UTF-8`},
 	{"orders before garbage", "GET", "/orders?before=garbage", "", nil, 400, `before "garbage" is not a cursor returned by this call.`},
+	{"deliveries before garbage", "GET", "/admin/deliveries?before=garbage", "", nil, 400, `before "garbage" is not a cursor returned by this call.`},
 	{"orders before C1", "GET", "/orders?before=%C2%85", "", nil, 400, `control character U+0085`},
 	{"orders bad escape", "GET", "/orders?client_id=%zz", "", nil, 400, `The query string cannot be parsed`},
 	{"orders parameter name NUL", "GET", "/orders?%00=1", "", nil, 400, `The query parameter name "\x00"`},
