@@ -62,6 +62,11 @@ type Deps struct {
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
+	// DatabaseTimeout is how long a request (API or dashboard) may wait
+	// for the database, not counting the time its body takes to arrive;
+	// then it is answered 503 with a Retry-After
+	// (DefaultDatabaseTimeout when 0).
+	DatabaseTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
 	// Delivering is called after events or deliveries are committed (order
@@ -109,6 +114,9 @@ func NewServer(d Deps) *Server {
 	if s.BodyTimeout <= 0 {
 		s.BodyTimeout = DefaultBodyTimeout
 	}
+	if s.DatabaseTimeout <= 0 {
+		s.DatabaseTimeout = DefaultDatabaseTimeout
+	}
 	s.inFlight = newInFlight(s.MaxUploadsInFlight)
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
@@ -135,7 +143,8 @@ func NewServer(d Deps) *Server {
 // error answered before it was read closes the connection at once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	r, body := s.track(w, r, start)
+	r, clock := withDBClock(r, s.DatabaseTimeout)
+	r, body := s.track(w, r, start, clock)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
 	defer func() {
 		s.untrack(body, rw.closing)
@@ -145,7 +154,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeProblem(rw, r, storelink.EINTERNAL, "Internal error.")
 			}
 		}
-		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
+		status := rw.status
+		if _, gone := ended(r); gone && !rw.wrote {
+			status = StatusClientGone
+		}
+		clock.stop()
+		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()

@@ -48,6 +48,7 @@ type config struct {
 	AuthFailures       int
 	MaxUploadsInFlight int
 	BodyTimeout        time.Duration
+	DatabaseTimeout    time.Duration
 	MaxConnections     int
 	Demo               bool
 }
@@ -142,7 +143,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		AuthFailures:       20,
-		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, BodyTimeout: httpapi.DefaultBodyTimeout, MaxConnections: defaultMaxConnections,
+		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -165,6 +166,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
 	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
+	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; more wait to be accepted (STORELINK_MAX_CONNECTIONS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
@@ -179,6 +181,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
 		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS",
+		"database-timeout": "STORELINK_DATABASE_TIMEOUT",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -229,6 +232,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--max-uploads-in-flight must be at least 1")}
 	case c.BodyTimeout <= 0:
 		return nil, usageError{errors.New("--body-timeout must be positive")}
+	case c.DatabaseTimeout <= 0:
+		return nil, usageError{errors.New("--database-timeout must be positive")}
 	case c.MaxConnections < 1:
 		return nil, usageError{errors.New("--max-connections must be at least 1")}
 	}

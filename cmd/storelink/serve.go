@@ -205,6 +205,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxFileSize:         c.MaxFileSize,
 		MaxUploadsInFlight:  c.MaxUploadsInFlight,
 		BodyTimeout:         c.BodyTimeout,
+		DatabaseTimeout:     c.DatabaseTimeout,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            proc.Wake,
 		Delivering:          deliverer.Wake,
@@ -269,7 +270,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	stopWork() // an apply in progress rolls back and is resumed at the next start
 	wg.Wait()
-	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Bounded so that a database that hangs cannot hold the stop.
+	relCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	// Both stores hand back only this process's own leases, which is safe
 	// beside other processes on PostgreSQL too.
 	if r, ok := db.opened.(interface {
