@@ -255,10 +255,17 @@ func checkAdminToken(token string) error {
 	if token == "" {
 		return nil
 	}
-	if n := utf8.RuneCountInString(token); n < minAdminToken || strings.IndexFunc(token, unicode.IsSpace) >= 0 {
+	if n, ok := adminTokenOK(token); !ok {
 		return fmt.Errorf("--admin-token (STORELINK_ADMIN_TOKEN) must be at least %d characters with no white space "+
 			"(the one given has %d characters); leave it unset to have one generated, or make one with `openssl rand -hex 32`",
 			minAdminToken, n)
 	}
 	return nil
+}
+
+// adminTokenOK applies the rule for admin tokens, wherever they come from,
+// and returns the token's length in characters.
+func adminTokenOK(token string) (int, bool) {
+	n := utf8.RuneCountInString(token)
+	return n, n >= minAdminToken && strings.IndexFunc(token, unicode.IsSpace) < 0
 }

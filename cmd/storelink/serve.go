@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -292,15 +293,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // adminToken returns the configured token, or the one kept in the data
-// folder, generating it on first use. Only its path is printed.
+// folder, generating it on first use. Only its path is printed. A token
+// in the file is held to the rule of --admin-token: a file someone wrote a
+// weak token into, or that was left empty, stops serve (exit 2) saying so.
 func adminToken(c *config, stdout io.Writer) (string, error) {
 	if c.AdminToken != "" {
 		return c.AdminToken, nil
 	}
 	path := filepath.Join(c.Data, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return "", usageError{fmt.Errorf("the admin token file %s is empty: delete it to have a token generated, "+
+				"or write a token of at least %d characters with no white space into it (e.g. `openssl rand -hex 32`)", path, minAdminToken)}
+		}
+		if n, ok := adminTokenOK(token); !ok {
+			return "", usageError{fmt.Errorf("the admin token in %s must be at least %d characters with no white space "+
+				"(it has %d characters): delete the file to have one generated, or write such a token into it "+
+				"(e.g. `openssl rand -hex 32`)", path, minAdminToken, n)}
+		}
 		fmt.Fprintf(stdout, "storelink: admin token in %s\n", path)
-		return strings.TrimSpace(string(b)), nil
+		return token, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("read the admin token: %w", err)
 	}
 	token := "sla_" + randomHex(32)
 	if err := writeSecretFile(c.Data, path, token); err != nil {
