@@ -36,6 +36,10 @@ type Deps struct {
 	WebhookAllowPrivate bool
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
+	// Ready, when set, is a further check of /readyz once the database
+	// answers: its error makes /readyz 503, with the message of a
+	// storelink.Error as the reason. Optional.
+	Ready func(ctx context.Context) error
 	// Fault turns a database's error for a full disk or an unreachable
 	// database into the storelink.Error that says so (ENOSPACE,
 	// EUNAVAILABLE); other errors it returns as they are. Optional.
@@ -368,6 +372,17 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.logger.Warn("not ready", "error", err)
 		writeProblem(w, r, storelink.EUNAVAILABLE, storelink.ErrorMessage(err))
 		return
+	}
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			s.logger.Warn("not ready", "error", err)
+			msg := "The database does not answer."
+			if storelink.ErrorCode(err) != storelink.EINTERNAL {
+				msg = storelink.ErrorMessage(err)
+			}
+			writeProblem(w, r, storelink.EUNAVAILABLE, msg)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

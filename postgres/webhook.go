@@ -30,15 +30,43 @@ func (db *DB) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	check, err := keyCheck(ctx, db.pool)
-	if err != nil {
+	if err := db.keyCurrent(ctx, sealer); err != nil {
 		return nil, err
 	}
-	if check != "" && check != sealer.Check() {
-		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
-			"nothing is sealed; restart it with the database's key", sealer.Fingerprint(), storelink.KeyFingerprint(check))
-	}
 	return sealer, nil
+}
+
+// staleKeyRetry is the Retry-After, in seconds, of a call refused because
+// this process's secret key is no longer the database's: another process,
+// on the new key, can take it.
+const staleKeyRetry = 5
+
+// keyCurrent returns EUNAVAILABLE when the database's secret key is no
+// longer sealer's: the process is to be restarted with the new key, and
+// meanwhile another process can take the call.
+func (db *DB) keyCurrent(ctx context.Context, sealer *storelink.Sealer) error {
+	check, err := keyCheck(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	if check != "" && check != sealer.Check() {
+		e := storelink.Errorf(storelink.EUNAVAILABLE, "This service's secret key (fingerprint %s) is no longer the database's "+
+			"(fingerprint %s): nothing was stored. The service must be restarted with the database's key; "+
+			"retry after %d seconds.", sealer.Fingerprint(), storelink.KeyFingerprint(check), staleKeyRetry)
+		e.RetryAfter = staleKeyRetry
+		return e
+	}
+	return nil
+}
+
+// SecretKeyCurrent tells whether this process's secret key is still the
+// database's (for /readyz): EUNAVAILABLE, saying so, once the database
+// moved to another key (storelink secret-key rotate) while it ran.
+func (db *DB) SecretKeyCurrent(ctx context.Context) error {
+	if db.Sealer == nil {
+		return nil
+	}
+	return db.keyCurrent(ctx, db.Sealer)
 }
 
 // statesColumn is the states filter as stored: a text array (SQLite keeps a

@@ -197,8 +197,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// One limiter for the API and the dashboard's login: guesses at the
 	// admin token count together whichever way they come.
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
+	var ready func(ctx context.Context) error
+	if k, ok := db.opened.(interface{ SecretKeyCurrent(context.Context) error }); ok {
+		// On PostgreSQL the key can be rotated while this process runs;
+		// it is then not ready until restarted with the new key.
+		ready = k.SecretKeyCurrent
+	}
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping, Ready: ready,
 		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
