@@ -152,7 +152,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token, at least 32 characters with no white space (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
-	fs.StringVar(&c.SecretKey, "secret-key", "", "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
+	key := secretKeyFlag(fs, c, "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
@@ -193,6 +193,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			}
 		}
 	}
+	key.source = "--secret-key"
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
@@ -201,7 +202,6 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			c.webhookAllowPrivOK = true
 		}
 	})
-	c.secretKeyFrom = keyFrom(fs, getenv)
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
