@@ -139,11 +139,14 @@ func TestDatabaseTimeoutSparesSlowBody(t *testing.T) {
 	feed := sizedFeed(400, 4)
 	r, w := io.Pipe()
 	go func() {
-		for i := 0; i < len(feed); i += 100 {
-			if _, err := w.Write(feed[i:min(i+100, len(feed))]); err != nil {
+		// The last bytes go 2.4 s after the first.
+		for i := 0; i < len(feed); i += 80 {
+			if i > 0 {
+				time.Sleep(600 * time.Millisecond)
+			}
+			if _, err := w.Write(feed[i:min(i+80, len(feed))]); err != nil {
 				return
 			}
-			time.Sleep(600 * time.Millisecond)
 		}
 		w.Close()
 	}()
