@@ -12,6 +12,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -244,9 +245,22 @@ var statusOf = map[string]int{
 }
 
 // fault returns err as the fault it is (a full disk, an unreachable
-// database), or nil when it is none.
-func (h *Handler) fault(err error) error {
-	if h.Fault == nil || storelink.ErrorCode(err) != storelink.EINTERNAL {
+// database, a database that did not answer within the request's time), or
+// nil when it is none. The error of a request whose client went away is
+// context.Canceled: no fault, and nothing to answer.
+func (h *Handler) fault(r *http.Request, err error) error {
+	if storelink.ErrorCode(err) != storelink.EINTERNAL {
+		return nil
+	}
+	if ctx := r.Context(); ctx.Err() != nil {
+		// The API's database timeout ends the context with the
+		// storelink.Error that says so; anything else is the client.
+		if cause := context.Cause(ctx); storelink.ErrorCode(cause) == storelink.EUNAVAILABLE {
+			return cause
+		}
+		return context.Canceled
+	}
+	if h.Fault == nil {
 		return nil
 	}
 	if f := h.Fault(err); storelink.ErrorCode(f) != storelink.EINTERNAL {
@@ -255,11 +269,17 @@ func (h *Handler) fault(err error) error {
 	return nil
 }
 
-// renderError shows an error page. Only internal errors and faults are
-// logged, and their text is never shown: a fault is shown as what it is,
-// with its status (507, or 503 and a Retry-After).
+// renderError shows an error page, or nothing when the client went away.
+// Only internal errors and faults are logged, and their text is never
+// shown: a fault is shown as what it is, with its status (507, or 503 and a
+// Retry-After).
 func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error) {
-	if f := h.fault(err); f != nil {
+	f := h.fault(r, err)
+	if errors.Is(f, context.Canceled) {
+		h.logger.Info("dashboard: client went away", "method", r.Method, "path", r.URL.Path, "error", err)
+		return
+	}
+	if f != nil {
 		h.logger.Warn("dashboard: database fault", "method", r.Method, "path", r.URL.Path, "code", storelink.ErrorCode(f), "error", err)
 		err = f
 	}

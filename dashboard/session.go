@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -89,9 +91,12 @@ func (h *Handler) checkSession(r *http.Request) (string, bool, error) {
 	}
 	active, err := h.Sessions.SessionActive(r.Context(), sessionHash(id))
 	if err != nil {
-		if f := h.fault(err); f != nil {
+		switch f := h.fault(r, err); {
+		case errors.Is(f, context.Canceled):
+			// The client went away; renderError says so if it is called.
+		case f != nil:
 			h.logger.Warn("dashboard: look up session", "code", storelink.ErrorCode(f), "error", err)
-		} else {
+		default:
 			h.logger.Error("dashboard: look up session", "error", err)
 		}
 		return "", false, err
@@ -104,7 +109,7 @@ func (h *Handler) checkSession(r *http.Request) (string, bool, error) {
 // said plainly, rather than sending the browser to a login that cannot
 // work either. Other lookup errors count as no session.
 func (h *Handler) sessionFault(w http.ResponseWriter, r *http.Request, err error) bool {
-	if err == nil || h.fault(err) == nil {
+	if err == nil || h.fault(r, err) == nil {
 		return false
 	}
 	h.renderError(w, r, err)

@@ -35,6 +35,7 @@ type trackedBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
 	timeout time.Duration
+	clock   *dbClock // stands still while the handler waits for body bytes
 	n       atomic.Int64
 	// mu orders the deadline changes of reaching the end and of a cut: a
 	// body read to its end keeps no deadline.
@@ -44,7 +45,9 @@ type trackedBody struct {
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
+	b.clock.pause()
 	n, err := b.ReadCloser.Read(p)
+	b.clock.resume()
 	b.n.Add(int64(n))
 	switch {
 	case err == io.EOF:
@@ -83,11 +86,11 @@ type bodies struct {
 // track replaces r's body with a trackedBody whose read deadline is the
 // body timeout. It returns the request to hand on and the body (nil when
 // the request has none); untrack must be called before the handler returns.
-func (s *Server) track(w http.ResponseWriter, r *http.Request, start time.Time) (*http.Request, *trackedBody) {
+func (s *Server) track(w http.ResponseWriter, r *http.Request, start time.Time, clock *dbClock) (*http.Request, *trackedBody) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return r, nil
 	}
-	b := &trackedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.BodyTimeout}
+	b := &trackedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.BodyTimeout, clock: clock}
 	deadline := start.Add(s.BodyTimeout)
 	s.bodies.mu.Lock()
 	if !s.bodies.cutAt.IsZero() {

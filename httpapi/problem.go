@@ -44,10 +44,26 @@ type Problem struct {
 // writeError answers with the problem for err. Only internal errors are
 // logged, with their full text; the caller sees a fixed message.
 //
+// A request whose client went away is not answered (the request log says
+// StatusClientGone); one that waited the database timeout is answered 503.
+//
 // A database's error for a full disk or a lost connection is first made the
 // error that says so (Deps.Fault); those are logged too, as warnings, with
 // the database's own text, since they need an operator.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if storelink.ErrorCode(err) == storelink.EINTERNAL {
+		// An error that came of the request's context ending is the
+		// database timeout or a client that went away, not a fault of
+		// the service.
+		switch timeout, gone := ended(r); {
+		case gone:
+			s.logger.Info("client went away", "method", r.Method, "path", r.URL.Path, "error", err)
+			return
+		case timeout != nil:
+			s.logger.Warn("database timeout", "method", r.Method, "path", r.URL.Path, "error", err)
+			err = timeout
+		}
+	}
 	if s.Fault != nil && storelink.ErrorCode(err) == storelink.EINTERNAL {
 		if f := s.Fault(err); storelink.ErrorCode(f) != storelink.EINTERNAL {
 			s.logger.Warn("database fault", "method", r.Method, "path", r.URL.Path, "code", storelink.ErrorCode(f), "error", err)

@@ -37,6 +37,10 @@ type Deps struct {
 	WebhookAllowPrivate bool
 	// Ping tells whether the database answers (for /readyz).
 	Ping func(ctx context.Context) error
+	// Ready, when set, is a further check of /readyz once the database
+	// answers: its error makes /readyz 503, with the message of a
+	// storelink.Error as the reason. Optional.
+	Ready func(ctx context.Context) error
 	// Fault turns a database's error for a full disk or an unreachable
 	// database into the storelink.Error that says so (ENOSPACE,
 	// EUNAVAILABLE); other errors it returns as they are. Optional.
@@ -67,6 +71,11 @@ type Deps struct {
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
+	// DatabaseTimeout is how long a request (API or dashboard) may wait
+	// for the database, not counting the time its body takes to arrive;
+	// then it is answered 503 with a Retry-After
+	// (DefaultDatabaseTimeout when 0).
+	DatabaseTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
 	// GC lowers the GC percent while a large stock file is in memory;
@@ -119,6 +128,9 @@ func NewServer(d Deps) *Server {
 	if s.BodyTimeout <= 0 {
 		s.BodyTimeout = DefaultBodyTimeout
 	}
+	if s.DatabaseTimeout <= 0 {
+		s.DatabaseTimeout = DefaultDatabaseTimeout
+	}
 	s.inFlight = newInFlight(s.MaxUploadsInFlight)
 	if s.MaxUploadMemory <= 0 {
 		s.MaxUploadMemory = DefaultMaxUploadMemory
@@ -149,7 +161,8 @@ func NewServer(d Deps) *Server {
 // error answered before it was read closes the connection at once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	r, body := s.track(w, r, start)
+	r, clock := withDBClock(r, s.DatabaseTimeout)
+	r, body := s.track(w, r, start, clock)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
 	defer func() {
 		s.untrack(body, rw.closing)
@@ -159,7 +172,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeProblem(rw, r, storelink.EINTERNAL, "Internal error.")
 			}
 		}
-		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
+		status := rw.status
+		if _, gone := ended(r); gone && !rw.wrote {
+			status = StatusClientGone
+		}
+		clock.stop()
+		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
 	}()
@@ -368,6 +386,17 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.logger.Warn("not ready", "error", err)
 		writeProblem(w, r, storelink.EUNAVAILABLE, storelink.ErrorMessage(err))
 		return
+	}
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			s.logger.Warn("not ready", "error", err)
+			msg := "The database does not answer."
+			if storelink.ErrorCode(err) != storelink.EINTERNAL {
+				msg = storelink.ErrorMessage(err)
+			}
+			writeProblem(w, r, storelink.EUNAVAILABLE, msg)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

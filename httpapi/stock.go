@@ -24,7 +24,11 @@ func (s *Server) countUpload(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h(rw, r)
-		s.uploadReqs.WithLabelValues(strconv.Itoa(rw.status)).Inc()
+		status := rw.status
+		if _, gone := ended(r); gone && !rw.wrote {
+			status = StatusClientGone
+		}
+		s.uploadReqs.WithLabelValues(strconv.Itoa(status)).Inc()
 	}
 }
 

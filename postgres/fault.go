@@ -45,7 +45,10 @@ func Fault(err error) error {
 	switch {
 	case errors.As(err, &connect), errors.As(err, &op), pgconn.SafeToRetry(err),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, pgconn.ErrConnClosed):
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, pgconn.ErrConnClosed),
+		// A deadline that ran out while waiting for the database: one
+		// that hangs (connections accepted, nothing answered).
+		errors.Is(err, context.DeadlineExceeded):
 		return unreachable()
 	}
 	return err

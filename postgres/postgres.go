@@ -61,6 +61,10 @@ type DB struct {
 	notifiers map[string]*notifier
 }
 
+// defaultConnectTimeout bounds connecting to the database, the answer to
+// the start-up message included.
+const defaultConnectTimeout = 5 * time.Second
+
 // Open connects to the database at url (postgres://…; a search_path
 // parameter selects the schema, pool_max_conns the pool's size) and applies
 // the migrations. Several
@@ -77,6 +81,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		// HTTP requests, an apply or two holding theirs for seconds, the
 		// deliverer and its recorder; a pool_max_conns parameter wins.
 		cfg.MaxConns = 16
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// pgx connects in the background of the request that asked, and
+		// without a limit a database that accepts connections and never
+		// answers would keep every connection of the pool connecting; a
+		// connect_timeout parameter wins.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		// Times come back in UTC, as the domain keeps them, not in the
@@ -125,9 +136,26 @@ func (db *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the pool.
+// closeWait bounds how long Close waits for the pool's connections to be
+// closed.
+const closeWait = 2 * time.Second
+
+// Close closes the pool. It waits at most closeWait: a connection whose
+// query was canceled is closed only after pgx has sent the server a cancel
+// request and had its answer, for up to 15 s, which a database that hangs
+// never gives. Whoever closes the pool is done with it; the rest of the
+// closing goes on in the background, and the server ends connections whose
+// client is gone.
 func (db *DB) Close() error {
-	db.pool.Close()
+	done := make(chan struct{})
+	go func() {
+		db.pool.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
 	return nil
 }
 

@@ -202,15 +202,38 @@ func (s *Service) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
 	if s.sealer == nil {
 		return nil, errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
 	}
-	check, err := s.d.SealingKeyCheck(ctx)
-	if err != nil {
+	if err := s.SecretKeyCurrent(ctx); err != nil {
 		return nil, err
 	}
-	if check != "" && check != s.sealer.Check() {
-		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
-			"nothing is sealed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
-	}
 	return s.sealer, nil
+}
+
+// staleKeyRetry is the Retry-After, in seconds, of a call refused because
+// this process's secret key is no longer the database's: another process,
+// on the new key, can take it.
+const staleKeyRetry = 5
+
+// SecretKeyCurrent tells whether this process's secret key is still the
+// database's (for /readyz and before sealing): EUNAVAILABLE, saying so,
+// once the database moved to another key (storelink secret-key rotate)
+// while the process ran; it is to be restarted with the new key, and
+// meanwhile another process can take the call.
+func (s *Service) SecretKeyCurrent(ctx context.Context) error {
+	if s.sealer == nil {
+		return nil
+	}
+	check, err := s.d.SealingKeyCheck(ctx)
+	if err != nil {
+		return err
+	}
+	if check != "" && check != s.sealer.Check() {
+		e := storelink.Errorf(storelink.EUNAVAILABLE, "This service's secret key (fingerprint %s) is no longer the database's "+
+			"(fingerprint %s): nothing was stored. The service must be restarted with the database's key; "+
+			"retry after %d seconds.", s.sealer.Fingerprint(), storelink.KeyFingerprint(check), staleKeyRetry)
+		e.RetryAfter = staleKeyRetry
+		return e
+	}
+	return nil
 }
 
 // endpointNotFound turns ErrNotFound into ENOTFOUND for the endpoint id.

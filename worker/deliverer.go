@@ -292,7 +292,8 @@ func (d *Deliverer) release(s *sending) {
 	}
 	s.claimed = nil
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Only at a stop: bounded as the rest of a stop is.
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
 	if err := rc.ReleaseClaims(ctx, jobs); err != nil {
 		// Their leases run out and they go again: at least once.
@@ -401,6 +402,12 @@ func (s *sending) startable() int {
 	return 0
 }
 
+// stopBound is how long the bookkeeping of a stop (recording the attempts
+// made, giving back claimed deliveries) may wait for the database: what it
+// cannot do by then is left to the leases, which run out, and the
+// deliveries go again, at least once.
+const stopBound = 3 * time.Second
+
 // recordAndClaim records batch and claims up to limit deliveries. A record
 // that fails is logged: the leases run out and the deliveries are tried
 // again, at least once, never lost. The store caps the deliveries leased
@@ -408,9 +415,11 @@ func (s *sending) startable() int {
 // attempts in flight are capped at PerEndpoint as they start.
 func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.AttemptResult, limit int) []storelink.DeliveryJob {
 	// Not the loop's context: a stop must not cut off the record of the
-	// attempts made.
+	// attempts made. Still, once the loop stops, a database that does not
+	// answer gets stopBound, not the whole time.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopBound, cancel) })()
 	if rc, ok := d.Store.(RecordClaimer); ok {
 		jobs, err := rc.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
 		if err != nil {

@@ -50,6 +50,7 @@ type config struct {
 	MaxUploadsInFlight int
 	MaxUploadMemory    int64
 	BodyTimeout        time.Duration
+	DatabaseTimeout    time.Duration
 	MaxConnections     int
 	Demo               bool
 }
@@ -144,7 +145,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		AuthFailures:       20,
-		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, MaxConnections: defaultMaxConnections,
+		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -153,7 +154,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token, at least 32 characters with no white space (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
-	fs.StringVar(&c.SecretKey, "secret-key", "", "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
+	key := secretKeyFlag(fs, c, "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
@@ -168,6 +169,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
 	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
+	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; more wait to be accepted, and the longest-idle keep-alive connection is closed to make room (STORELINK_MAX_CONNECTIONS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
@@ -182,6 +184,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
 		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
+		"database-timeout": "STORELINK_DATABASE_TIMEOUT",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -193,6 +196,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			}
 		}
 	}
+	key.source = "--secret-key"
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
@@ -201,7 +205,6 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			c.webhookAllowPrivOK = true
 		}
 	})
-	c.secretKeyFrom = keyFrom(fs, getenv)
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
@@ -235,6 +238,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			formatSize(c.MaxUploadMemory), formatSize(c.MaxFileSize))}
 	case c.BodyTimeout <= 0:
 		return nil, usageError{errors.New("--body-timeout must be positive")}
+	case c.DatabaseTimeout <= 0:
+		return nil, usageError{errors.New("--database-timeout must be positive")}
 	case c.MaxConnections < 1:
 		return nil, usageError{errors.New("--max-connections must be at least 1")}
 	}
@@ -256,10 +261,17 @@ func checkAdminToken(token string) error {
 	if token == "" {
 		return nil
 	}
-	if n := utf8.RuneCountInString(token); n < minAdminToken || strings.IndexFunc(token, unicode.IsSpace) >= 0 {
+	if n, ok := adminTokenOK(token); !ok {
 		return fmt.Errorf("--admin-token (STORELINK_ADMIN_TOKEN) must be at least %d characters with no white space "+
 			"(the one given has %d characters); leave it unset to have one generated, or make one with `openssl rand -hex 32`",
 			minAdminToken, n)
 	}
 	return nil
+}
+
+// adminTokenOK applies the rule for admin tokens, wherever they come from,
+// and returns the token's length in characters.
+func adminTokenOK(token string) (int, bool) {
+	n := utf8.RuneCountInString(token)
+	return n, n >= minAdminToken && strings.IndexFunc(token, unicode.IsSpace) < 0
 }

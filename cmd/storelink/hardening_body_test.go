@@ -211,7 +211,12 @@ func TestServeUploadsInFlightLimit(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("validation with 4 bodies in flight: %d %s, want 429", resp.StatusCode, body)
+		for i, h := range held { // what became of the held requests
+			if r, b, err := h.answer(100 * time.Millisecond); err == nil {
+				t.Logf("held request %d was answered: %d %s", i, r.StatusCode, b)
+			}
+		}
+		t.Fatalf("validation with 4 bodies in flight: %d %s, want 429\n%s", resp.StatusCode, body, p.stderr)
 	}
 	if got := problemType(t, resp, body); got != "/problems/uploads_in_flight" {
 		t.Fatalf("429 type %q, want /problems/uploads_in_flight: %s", got, body)

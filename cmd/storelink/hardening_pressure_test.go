@@ -275,13 +275,16 @@ func fill(tb testing.TB, name string) {
 
 // pgProxy forwards loopback TCP connections to a PostgreSQL server and can
 // cut them: while cut it closes every connection, the ones open and the new
-// ones, as a database that went away would.
+// ones, as a database that went away would. It can also be a black hole
+// (setHole): connections stay open and new ones are accepted, but nothing
+// is forwarded either way, as a database that hangs.
 type pgProxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
 	cut    bool
 	conns  map[net.Conn]bool
+	hole   chan struct{} // while a black hole: closed when it ends
 }
 
 func startProxy(tb testing.TB, target string) *pgProxy {
@@ -291,7 +294,7 @@ func startProxy(tb testing.TB, target string) *pgProxy {
 		tb.Fatal(err)
 	}
 	p := &pgProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	tb.Cleanup(func() { ln.Close(); p.setCut(true) })
+	tb.Cleanup(func() { ln.Close(); p.setCut(true); p.setHole(false) })
 	go p.serve()
 	return p
 }
@@ -322,14 +325,56 @@ func (p *pgProxy) forward(c net.Conn) {
 	if !p.track(c) {
 		return
 	}
+	p.waitHole()
 	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil || !p.track(s) {
 		c.Close()
 		return
 	}
-	go func() { _, _ = io.Copy(s, c); s.Close() }()
-	_, _ = io.Copy(c, s)
+	go func() { p.pump(s, c); s.Close() }()
+	p.pump(c, s)
 	c.Close()
+}
+
+// pump copies from src to dst, holding what it read while the proxy is a
+// black hole.
+func (p *pgProxy) pump(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.waitHole()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// setHole makes the proxy a black hole, or ends it: what was held is
+// forwarded then.
+func (p *pgProxy) setHole(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.hole == nil:
+		p.hole = make(chan struct{})
+	case !on && p.hole != nil:
+		close(p.hole)
+		p.hole = nil
+	}
+}
+
+func (p *pgProxy) waitHole() {
+	p.mu.Lock()
+	hole := p.hole
+	p.mu.Unlock()
+	if hole != nil {
+		<-hole
+	}
 }
 
 func (p *pgProxy) setCut(cut bool) {

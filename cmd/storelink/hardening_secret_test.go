@@ -359,7 +359,7 @@ func TestSecretKeyPostgres(t *testing.T) {
 		t.Fatalf("secret-key rotate = %d:\n%s%s", code, out, stderr)
 	}
 	secretOrder(t, a, "PG-2")
-	if err := crashCall(a, "POST", "/admin/clients/"+a.ClientID+"/webhooks", map[string]any{"url": rec.URL + "/late"}, 500, nil); err != nil {
+	if err := crashCall(a, "POST", "/admin/clients/"+a.ClientID+"/webhooks", map[string]any{"url": rec.URL + "/late"}, 503, nil); err != nil {
 		t.Fatalf("registering an endpoint on the old key: %v", err)
 	}
 	time.Sleep(2 * time.Second) // both deliverers poll every second

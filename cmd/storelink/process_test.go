@@ -94,9 +94,16 @@ func (s *syncBuffer) String() string {
 // when they are printed. The process is killed when the test ends.
 func startServe(tb testing.TB, data string, args ...string) *proc {
 	tb.Helper()
+	return startServeEnv(tb, data, nil, args...)
+}
+
+// startServeEnv is startServe with variables (NAME=value) added to its
+// environment.
+func startServeEnv(tb testing.TB, data string, env []string, args ...string) *proc {
+	tb.Helper()
 	bin := storelinkBinary(tb)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
-	cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=")
+	cmd.Env = append(append(os.Environ(), "STORELINK_ADMIN_TOKEN="), env...)
 	p := &proc{cmd: cmd, Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()

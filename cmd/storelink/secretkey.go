@@ -14,19 +14,33 @@ import (
 	"storelink"
 )
 
-// keyFrom names where the configured secret key came from: the flag wins
-// over the variable, as in parseConfig.
-func keyFrom(fs *flag.FlagSet, getenv func(string) string) string {
-	from := ""
-	if getenv("STORELINK_SECRET_KEY") != "" {
-		from = "STORELINK_SECRET_KEY"
+// fromValue is a string flag that records where its value came from: the
+// variable while the environment is applied, the flag itself while the
+// command line is parsed. (fs.Visit cannot tell the two apart: fs.Set,
+// which applies the environment, marks a flag as set too.)
+type fromValue struct {
+	p, from *string
+	source  string
+}
+
+func (v *fromValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "secret-key" {
-			from = "--secret-key"
-		}
-	})
-	return from
+	return *v.p
+}
+
+func (v *fromValue) Set(s string) error {
+	*v.p, *v.from = s, v.source
+	return nil
+}
+
+// secretKeyFlag defines --secret-key on fs; its source is the variable
+// until the caller sets it to the flag before parsing the command line.
+func secretKeyFlag(fs *flag.FlagSet, c *config, usage string) *fromValue {
+	v := &fromValue{p: &c.SecretKey, from: &c.secretKeyFrom, source: "STORELINK_SECRET_KEY"}
+	fs.Var(v, "secret-key", usage)
+	return v
 }
 
 // secretKeyPath is where serve keeps the key it generates.
@@ -195,7 +209,7 @@ func parseKeyConfig(name string, args []string, getenv func(string) string, stde
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Data, "data", c.Data, "data folder, where serve keeps <data>/secret-key (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
-	fs.StringVar(&c.SecretKey, "secret-key", "", "the database's current key, 64 hex digits (STORELINK_SECRET_KEY; default <data>/secret-key)")
+	key := secretKeyFlag(fs, c, "the database's current key, 64 hex digits (STORELINK_SECRET_KEY; default <data>/secret-key)")
 	if name == "rotate" {
 		fs.StringVar(&newKey, "new-key", "", "the new key, 64 hex digits (STORELINK_NEW_SECRET_KEY; default generated, and written where the current key was read from, or to <data>/secret-key.new)")
 	}
@@ -210,13 +224,13 @@ func parseKeyConfig(name string, args []string, getenv func(string) string, stde
 			}
 		}
 	}
+	key.source = "--secret-key"
 	if err := fs.Parse(args); err != nil {
 		return nil, "", usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return nil, "", usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	c.secretKeyFrom = keyFrom(fs, getenv)
 	if c.Database == "" {
 		c.Database = "sqlite:" + filepath.Join(c.Data, "storelink.db")
 	}

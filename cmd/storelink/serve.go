@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -211,6 +212,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		// On PostgreSQL the key can be rotated while this process runs; it
+		// is then not ready until restarted with the new key.
+		Ready: db.SecretKeyCurrent,
 		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
@@ -220,6 +224,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxUploadMemory:     c.MaxUploadMemory,
 		BodyTimeout:         c.BodyTimeout,
 		GC:                  gc,
+		DatabaseTimeout:     c.DatabaseTimeout,
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            proc.Wake,
 		Delivering:          deliverer.Wake,
@@ -286,7 +291,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	stopWork() // an apply in progress rolls back and is resumed at the next start
 	wg.Wait()
-	relCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Bounded so that a database that hangs cannot hold the stop.
+	relCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	// Both stores hand back only this process's own leases, which is safe
 	// beside other processes on PostgreSQL too.
 	if rerr := db.ReleaseOwnLeases(relCtx, owner); rerr != nil {
@@ -302,15 +308,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // adminToken returns the configured token, or the one kept in the data
-// folder, generating it on first use. Only its path is printed.
+// folder, generating it on first use. Only its path is printed. A token
+// in the file is held to the rule of --admin-token: a file someone wrote a
+// weak token into, or that was left empty, stops serve (exit 2) saying so.
 func adminToken(c *config, stdout io.Writer) (string, error) {
 	if c.AdminToken != "" {
 		return c.AdminToken, nil
 	}
 	path := filepath.Join(c.Data, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return "", usageError{fmt.Errorf("the admin token file %s is empty: delete it to have a token generated, "+
+				"or write a token of at least %d characters with no white space into it (e.g. `openssl rand -hex 32`)", path, minAdminToken)}
+		}
+		if n, ok := adminTokenOK(token); !ok {
+			return "", usageError{fmt.Errorf("the admin token in %s must be at least %d characters with no white space "+
+				"(it has %d characters): delete the file to have one generated, or write such a token into it "+
+				"(e.g. `openssl rand -hex 32`)", path, minAdminToken, n)}
+		}
 		fmt.Fprintf(stdout, "storelink: admin token in %s\n", path)
-		return strings.TrimSpace(string(b)), nil
+		return token, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("read the admin token: %w", err)
 	}
 	token := "sla_" + randomHex(32)
 	if err := writeSecretFile(c.Data, path, token); err != nil {

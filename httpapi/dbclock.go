@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"storelink"
+)
+
+// DefaultDatabaseTimeout is how long a request may wait for the database
+// when Deps does not say.
+const DefaultDatabaseTimeout = 10 * time.Second
+
+// dbTimeoutRetry is the Retry-After, in seconds, of a request whose
+// database did not answer in time.
+const dbTimeoutRetry = 5
+
+// dbClock bounds the time a request waits for the database: the request's
+// context ends with the clock's cause once the request has spent the
+// database timeout outside reading its body. Reading the body is bounded
+// by the body timeout instead, so the clock stands still while a handler
+// waits for body bytes; everything else a handler does is work on the
+// database or quick. A database that accepts connections and never
+// answers thus costs a request the timeout, not the driver's own limits.
+type dbClock struct {
+	mu     sync.Mutex
+	limit  time.Duration
+	spent  time.Duration // outside body reads, up to since
+	since  time.Time     // start of the current run; zero while a body read stands it still
+	idle   bool          // the timer went off while the clock stood still
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+	cause  error
+}
+
+// withDBClock returns r with a context that the clock ends, and the clock;
+// its stop must be called when the request is answered.
+func withDBClock(r *http.Request, limit time.Duration) (*http.Request, *dbClock) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	e := storelink.Errorf(storelink.EUNAVAILABLE,
+		"The database did not answer within %s. Retry after %d seconds.", limit, dbTimeoutRetry)
+	e.RetryAfter = dbTimeoutRetry
+	c := &dbClock{limit: limit, since: time.Now(), cancel: cancel, cause: e}
+	c.timer = time.AfterFunc(limit, c.fire)
+	return r.WithContext(ctx), c
+}
+
+func (c *dbClock) fire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.since.IsZero() {
+		c.idle = true
+		return
+	}
+	if left := c.limit - c.spent - time.Since(c.since); left > 0 {
+		c.timer.Reset(left)
+		return
+	}
+	c.cancel(c.cause)
+}
+
+// pause stands the clock still while the body is read.
+func (c *dbClock) pause() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.since.IsZero() {
+		c.spent += time.Since(c.since)
+		c.since = time.Time{}
+	}
+}
+
+// resume starts the clock again after a body read.
+func (c *dbClock) resume() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.since.IsZero() {
+		return
+	}
+	c.since = time.Now()
+	if c.idle {
+		c.idle = false
+		if left := c.limit - c.spent; left > 0 {
+			c.timer.Reset(left)
+		} else {
+			c.cancel(c.cause)
+		}
+	}
+}
+
+func (c *dbClock) stop() {
+	c.timer.Stop()
+	c.cancel(nil)
+}
+
+// ended tells why the request's context ended, for an error that came of
+// it: the database timeout (the storelink.Error that says so), or nil with
+// gone set when the client went away (or its connection was closed). A
+// context that has not ended gives (nil, false).
+func ended(r *http.Request) (timeout error, gone bool) {
+	ctx := r.Context()
+	if ctx.Err() == nil {
+		return nil, false
+	}
+	if cause := context.Cause(ctx); storelink.ErrorCode(cause) == storelink.EUNAVAILABLE {
+		return cause, false
+	}
+	return nil, true
+}
+
+// StatusClientGone is the status the request log records for a request
+// whose client went away before it was answered (nginx's convention); no
+// answer is written, and it is no server error.
+const StatusClientGone = 499
