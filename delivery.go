@@ -191,11 +191,18 @@ func (p RetryPolicy) Next(n int, retryAfter time.Duration, now time.Time) (time.
 	return now.Add(max(d, retryAfter)), true
 }
 
-// WebhookService keeps endpoints and deliveries.
+// WebhookService keeps endpoints and deliveries: the calls that manage and
+// show them, and the deliverers' queue.
+type WebhookService interface {
+	EndpointService
+	DeliveryQueue
+}
+
+// EndpointService keeps a client's endpoints and shows their deliveries.
 //
 // Errors: ENOTFOUND for an unknown client, endpoint or delivery;
 // EUNPROCESSABLE for a state filter outside the six states.
-type WebhookService interface {
+type EndpointService interface {
 	// CreateEndpoint registers an endpoint with its signing secret (made by
 	// the caller, kept sealed).
 	CreateEndpoint(ctx context.Context, clientID string, n NewEndpoint, secret string) (*Endpoint, error)
@@ -207,6 +214,15 @@ type WebhookService interface {
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// Redeliver makes a delivery pending again, due now.
 	Redeliver(ctx context.Context, deliveryID string) error
+	// PendingDeliveries counts pending deliveries and the age of the oldest.
+	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+}
+
+// DeliveryQueue is the deliverers' side of deliveries: they claim due ones
+// with a lease, record how their attempts went, and give back what they
+// claimed and did not attempt. Every store offers all of it, so that a
+// deliverer has one way of working whatever the database.
+type DeliveryQueue interface {
 	// ClaimDeliveries leases up to limit due deliveries: for each order and
 	// endpoint only the oldest pending one, and at most perEndpoint in
 	// flight per endpoint, so one slow endpoint cannot take every worker.
@@ -215,6 +231,16 @@ type WebhookService interface {
 	// result whose lease was lost is recorded as an attempt but changes
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
-	// PendingDeliveries counts pending deliveries and the age of the oldest.
-	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+	// RecordAndClaim records results, as RecordAttempts, then claims up to
+	// limit deliveries, as ClaimDeliveries, in one transaction: the claim
+	// sees what was recorded (the next events of these orders, the places
+	// freed under the endpoints' caps), and a deliverer's round costs one
+	// commit. When the claim fails after the record, the record is kept and
+	// the claim's error returned, with no jobs.
+	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// ReleaseClaims gives back claimed deliveries that were not attempted,
+	// as a deliverer that stops does with those it claimed ahead: each is
+	// claimable again at once, as it was before its claim, its attempt and
+	// try not counted. A job whose lease was lost changes nothing.
+	ReleaseClaims(ctx context.Context, jobs []DeliveryJob) error
 }

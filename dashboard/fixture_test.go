@@ -59,6 +59,13 @@ type fixtureOptions struct {
 	webhooks func(storelink.WebhookService) storelink.WebhookService
 }
 
+// webhookStore joins the deliverers' queue of package service with the
+// endpoint calls the SQLite store implements itself, as serve composes them.
+type webhookStore struct {
+	*service.Service
+	*sqlite.DB
+}
+
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
@@ -71,7 +78,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if db.Sealer, err = storelink.NewSealer(key); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db)), Token: "sla_" + hex.EncodeToString(key)}
+	f := &fixture{t: t, db: db, orders: service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer)), Token: "sla_" + hex.EncodeToString(key)}
+	store := webhookStore{f.orders, db}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
 	f.proc = worker.NewProcessor(db, nil, "test", reg)
@@ -81,7 +89,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	var wg sync.WaitGroup
 	if o.deliver {
 		client := webhook.NewClient(2*time.Second, true)
-		d := worker.NewDeliverer(db, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+		d := worker.NewDeliverer(store, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
 			2*time.Second, nil, "test", reg)
 		d.Interval = 20 * time.Millisecond
 		wake = d.Wake
@@ -89,9 +97,9 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Cleanup(client.CloseIdleConnections)
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
-	var webhooks storelink.WebhookService = db
+	var webhooks storelink.WebhookService = store
 	if o.webhooks != nil {
-		webhooks = o.webhooks(db)
+		webhooks = o.webhooks(store)
 	}
 	dash := dashboard.New(dashboard.Deps{
 		Admin: db, Uploads: db, Stock: db, Orders: f.orders, Webhooks: webhooks, Sessions: db, LoginLimit: limit,
@@ -100,7 +108,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.orders, Events: f.orders, Webhooks: db, Ping: db.Ping,
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: f.orders, Events: f.orders, Webhooks: store, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -279,7 +287,7 @@ func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 func (f *fixture) failDeliveries() string {
 	f.t.Helper()
 	ctx := context.Background()
-	jobs, err := f.db.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
+	jobs, err := f.orders.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
 	must(f.t, err)
 	if len(jobs) == 0 {
 		f.t.Fatal("no delivery to fail")
@@ -289,7 +297,7 @@ func (f *fixture) failDeliveries() string {
 		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeFailed,
 			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), DurationMS: 42, StatusCode: 503, Response: "upstream unavailable"}})
 	}
-	must(f.t, f.db.RecordAttempts(ctx, results))
+	must(f.t, f.orders.RecordAttempts(ctx, results))
 	return jobs[0].DeliveryID
 }
 

@@ -40,7 +40,7 @@ func sessionCookie(t *testing.T, b *browser) string {
 func TestLogoutEndsSessionEverywhere(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	second := httptest.NewServer(dashboard.New(dashboard.Deps{
-		Admin: f.db, Uploads: f.db, Stock: f.db, Orders: f.orders, Webhooks: f.db, Sessions: f.db,
+		Admin: f.db, Uploads: f.db, Stock: f.db, Orders: f.orders, Webhooks: webhookStore{f.orders, f.db}, Sessions: f.db,
 		AdminToken: f.Token, Capacity: capacity,
 	}))
 	t.Cleanup(second.Close)

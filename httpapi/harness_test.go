@@ -19,6 +19,7 @@ import (
 
 	"storelink"
 	"storelink/httpapi"
+	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
 	"storelink/worker"
@@ -33,6 +34,13 @@ type webhookOptions struct {
 	// --webhook-allow-private; the tests' receivers are on loopback, so the
 	// default allows them.
 	denyPrivate bool
+}
+
+// webhookStore joins the deliverers' queue of package service with the
+// endpoint calls the SQLite store implements itself, as serve composes them.
+type webhookStore struct {
+	*service.Service
+	*sqlite.DB
 }
 
 // wireWebhooks gives the API its webhook store (a Sealer on db) and runs a
@@ -53,10 +61,11 @@ func wireWebhooks(t *testing.T, db *sqlite.DB, reg *prometheus.Registry, deps *h
 		t.Fatal(err)
 	}
 	db.Sealer = sealer
-	deps.Webhooks, deps.WebhookAllowPrivate = db, !o.denyPrivate
+	store := webhookStore{service.New(sqlite.NewDriver(db), service.WithSealer(sealer)), db}
+	deps.Webhooks, deps.WebhookAllowPrivate = store, !o.denyPrivate
 
 	client := webhook.NewClient(o.timeout, !o.denyPrivate)
-	d := worker.NewDeliverer(db, client, storelink.RetryPolicy{Schedule: o.schedule, Jitter: 0.2}, o.timeout, nil, "test", reg)
+	d := worker.NewDeliverer(store, client, storelink.RetryPolicy{Schedule: o.schedule, Jitter: 0.2}, o.timeout, nil, "test", reg)
 	// Retries come due every few tens of milliseconds here; serve's 1s
 	// poll would dominate every timing the tests look at.
 	d.Interval = 10 * time.Millisecond

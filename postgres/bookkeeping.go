@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/service"
 )
 
 // claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
@@ -19,9 +19,10 @@ import (
 // row as locked that it is still pending and not leased, leases it, and
 // returns what the attempt needs, all in one statement.
 //
-// The caller holds the delivery-claim advisory lock: the in-flight count
-// is exact only if no other claim runs between counting and leasing, which
-// SQLite's single writer gives for free and PostgreSQL needs a lock for.
+// The caller holds the delivery-claim advisory lock (LockClaims): the
+// in-flight count is exact only if no other claim runs between counting and
+// leasing, which SQLite's single writer gives for free and PostgreSQL needs
+// a lock for.
 const claimDeliveriesSQL = `
 WITH due AS (
 	SELECT d.id, d.endpoint_id, d.next_attempt_at, d.event_seq,
@@ -48,135 +49,129 @@ WHERE d.id = locked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
 	e.url, e.api_key, e.secret, e.previous_secret, e.previous_secret_until, d.next_attempt_at, d.event_seq`
 
-// ClaimDeliveries leases due deliveries and reads what their attempts need.
-func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
-	sealer, err := db.sealer()
+// BeginRound starts a transaction of the deliverer's bookkeeping: on
+// PostgreSQL an ordinary one, as the leases are columns of the rows and
+// every process claims from them.
+func (d *Driver) BeginRound(ctx context.Context) (service.RoundTx, error) {
+	tx, err := d.db.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		return nil, nil
-	}
-	type claimed struct {
-		job   storelink.DeliveryJob
+	return &pgTx{tx: tx}, nil
+}
+
+// LockClaims takes the delivery-claim advisory lock until the transaction
+// ends and reads the secret key's check value under it, in one round trip:
+// another process may have moved the database to a new key (storelink
+// secret-key rotate) while this one ran.
+func (t *pgTx) LockClaims(ctx context.Context) (string, error) {
+	var check string
+	err := t.tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
+		FROM (SELECT pg_advisory_xact_lock($1, 0)) AS l`, lockDeliveryClaims, settingKeyCheck).Scan(&check)
+	return check, err
+}
+
+// ClaimDue leases due deliveries in one statement (claimDeliveriesSQL) and
+// returns them oldest due first.
+func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
+	limit, perEndpoint int) ([]service.Claimed, error) {
+	type row struct {
+		service.Claimed
 		due   time.Time
 		seq   int64
-		keys  [3]string // api key, secret, previous secret (sealed)
 		until *time.Time
 	}
-	var list []claimed
-	now := db.now()
-	err = db.inTx(ctx, func(tx pgx.Tx) error {
-		list = list[:0]
-		// The key is checked again under the lock, in the same round trip:
-		// a process left running with the old key after the database moved
-		// to a new one (storelink secret-key rotate) claims nothing, rather
-		// than count attempts it cannot make.
-		var check string
-		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
-			FROM (SELECT pg_advisory_xact_lock($1, 0)) AS l`, lockDeliveryClaims, settingKeyCheck).Scan(&check); err != nil {
-			return fmt.Errorf("take delivery claim lock: %w", err)
-		}
-		if check != "" && check != sealer.Check() {
-			return fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
-				"no delivery is claimed; restart it with the database's key", sealer.Fingerprint(), storelink.KeyFingerprint(check))
-		}
-		rows, err := tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
-		if err != nil {
-			return fmt.Errorf("claim deliveries: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			c := claimed{job: storelink.DeliveryJob{Owner: owner}}
-			var payload string
-			if err := rows.Scan(&c.job.DeliveryID, &c.job.EventID, &c.job.EndpointID, &c.job.Attempt, &c.job.Try, &payload,
-				&c.job.URL, &c.keys[0], &c.keys[1], &c.keys[2], &c.until, &c.due, &c.seq); err != nil {
-				return err
-			}
-			c.job.Body = []byte(payload)
-			list = append(list, c)
-		}
-		return rows.Err()
-	})
+	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
 	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []row
+	for rows.Next() {
+		c := row{Claimed: service.Claimed{Job: storelink.DeliveryJob{Owner: owner}}}
+		j, k := &c.Job, &c.Keys
+		var payload string
+		if err := rows.Scan(&j.DeliveryID, &j.EventID, &j.EndpointID, &j.Attempt, &j.Try, &payload,
+			&j.URL, &k.APIKey, &k.Secret, &k.Previous, &c.until, &c.due, &c.seq); err != nil {
+			return nil, err
+		}
+		j.Body = []byte(payload)
+		if c.until != nil {
+			k.PreviousUntil = *c.until
+		}
+		list = append(list, c)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	// RETURNING has no order: the oldest due first, as SQLite gives them.
-	slices.SortFunc(list, func(a, b claimed) int {
+	slices.SortFunc(list, func(a, b row) int {
 		if c := a.due.Compare(b.due); c != 0 {
 			return c
 		}
 		return int(a.seq - b.seq)
 	})
-	// Each endpoint's secrets are opened on their own: one that cannot be
-	// opened holds up only its own deliveries, which go to the deliverer
-	// to be recorded as attempts that failed for that reason (the claim
-	// counted them).
-	jobs := make([]storelink.DeliveryJob, 0, len(list))
-	for _, c := range list {
-		j := c.job
-		previous := c.keys[2]
-		if c.until == nil || !c.until.After(now) {
-			previous = ""
-		}
-		var ok bool
-		if j.APIKey, j.Secrets, ok = sealer.OpenEndpoint(c.keys[0], c.keys[1], previous); !ok {
-			j.Unsealable = storelink.UnsealableReason
-		}
-		jobs = append(jobs, j)
+	out := make([]service.Claimed, len(list))
+	for i := range list {
+		out[i] = list[i].Claimed
 	}
-	return jobs, nil
+	return out, nil
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on,
-// all in one transaction sent as one batch.
-func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
-	if len(results) == 0 {
-		return nil
+// all sent as one batch.
+func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+	b := &pgx.Batch{}
+	for i := range results {
+		r, m := &results[i], &moves[i]
+		a := r.Attempt
+		var code any
+		if a.StatusCode != 0 {
+			code = a.StatusCode
+		}
+		// A result recorded twice (a retried batch) is one attempt.
+		b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (delivery_id, number) DO NOTHING`,
+			r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response)
+		// Only the lease holder moves the delivery on: the same owner and
+		// the same attempt, since a lease that ran out may have been taken
+		// again, even by this owner.
+		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
+		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
+		switch {
+		case m.Disable != "":
+			// Parked, its try not counted; the endpoint is disabled only
+			// when the lease holder's delivery was parked.
+			b.Queue(`WITH parked AS (
+					UPDATE deliveries SET next_attempt_at = $6, tries = greatest(tries - 1, 0), lease_owner = NULL,
+						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
+				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
+				WHERE id IN (SELECT endpoint_id FROM parked)`, append(job, m.Disable, m.NextAt)...)
+		case m.State == storelink.DeliverySucceeded:
+			b.Queue(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+				lease_until = NULL, updated_at = $4`+held, job...)
+		case m.State == storelink.DeliveryFailed:
+			b.Queue(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+				lease_until = NULL, updated_at = $4`+held, job...)
+		default:
+			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
+				updated_at = $4`+held, append(job, m.NextAt)...)
+		}
 	}
-	return db.inTx(ctx, func(tx pgx.Tx) error {
-		now := db.now()
-		b := &pgx.Batch{}
-		for _, r := range results {
-			a := r.Attempt
-			var code any
-			if a.StatusCode != 0 {
-				code = a.StatusCode
-			}
-			// A result recorded twice (a retried batch) is one attempt.
-			b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
-				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (delivery_id, number) DO NOTHING`,
-				r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response)
-			// Only the lease holder moves the delivery on: the same owner
-			// and the same attempt, since a lease that ran out may have
-			// been taken again, even by this owner.
-			const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
-			job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
-			switch r.Outcome {
-			case storelink.OutcomeSucceeded:
-				b.Queue(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-					lease_until = NULL, updated_at = $4`+held, job...)
-			case storelink.OutcomeRetry:
-				b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
-					updated_at = $4`+held, append(job, r.NextAt.UTC().Truncate(time.Millisecond))...)
-			case storelink.OutcomeFailed:
-				b.Queue(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-					lease_until = NULL, updated_at = $4`+held, job...)
-			case storelink.OutcomeGone:
-				// Parked, not failed: the try does not count, and the
-				// delivery goes out again as soon as the endpoint is
-				// enabled. Only the lease holder's 410 disables it.
-				b.Queue(`WITH parked AS (
-						UPDATE deliveries SET next_attempt_at = $4, tries = greatest(tries - 1, 0), lease_owner = NULL,
-							lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
-					UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
-					WHERE id IN (SELECT endpoint_id FROM parked)`,
-					append(job, "The endpoint answered 410 Gone at "+a.At.UTC().Format(time.RFC3339)+".")...)
-			}
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("record delivery attempts: %w", err)
-		}
-		return nil
-	})
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+// ReleaseClaims ends the leases that jobs still hold, in one statement:
+// the claim's attempt and try are taken back and the delivery is due as
+// it was, so any process claims it again at once.
+func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	ids, owners, attempts := make([]string, len(jobs)), make([]string, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], owners[i], attempts[i] = j.DeliveryID, j.Owner, int32(j.Attempt)
+	}
+	_, err := d.db.pool.Exec(ctx, `UPDATE deliveries d SET lease_owner = NULL, lease_until = NULL,
+		attempts = d.attempts - 1, tries = greatest(d.tries - 1, 0)
+		FROM unnest($1::text[], $2::text[], $3::int[]) AS r(id, owner, attempt)
+		WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = 'pending'`, ids, owners, attempts)
+	return err
 }

@@ -170,7 +170,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
-				_, err := withOrders(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
+				_, err := withServices(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
 					Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 				if err != nil {
 					errs <- err
@@ -186,7 +186,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		if len(cursors) > 0 {
 			after = fmt.Sprint(cursors[len(cursors)-1])
 		}
-		page, _, err := withOrders(b).Events(ctx, client, after, 7)
+		page, _, err := withServices(b).Events(ctx, client, after, 7)
 		if err != nil {
 			errs <- err
 			return
@@ -253,7 +253,7 @@ func TestListenWakes(t *testing.T) {
 	_, err = b.CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
 	must(t, err)
 	price := storelink.Money(100)
-	_, err = withOrders(b).CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
+	_, err = withServices(b).CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 	must(t, err)
 	wait(postgres.ChannelDeliveries)
@@ -289,12 +289,12 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	price := storelink.Money(100)
 	events := map[string][]string{} // order → its event ids, oldest first
 	for i := range 24 {
-		o, err := withOrders(a).CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
+		o, err := withServices(a).CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		must(t, err)
-		_, err = withOrders(b).FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+		_, err = withServices(b).FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 		must(t, err)
-		recs, err := withOrders(a).OrderEvents(ctx, o.ID)
+		recs, err := withServices(a).OrderEvents(ctx, o.ID)
 		must(t, err)
 		for _, r := range recs {
 			events[o.ID] = append(events[o.ID], r.EventID)
@@ -317,7 +317,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	var delivered atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {
-		db := []*postgres.DB{a, b}[w%2]
+		db := withServices([]*postgres.DB{a, b}[w%2])
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {

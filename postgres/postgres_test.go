@@ -22,7 +22,7 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the order services of package service, over the database's
+// store joins the services of package service, over the database's
 // driver and on its clock, with the services the database implements
 // itself, as serve does.
 type store struct {
@@ -30,8 +30,19 @@ type store struct {
 	*postgres.DB
 }
 
-func withOrders(db *postgres.DB) store {
-	return store{service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+// withServices composes db's store with the sealer db has.
+func withServices(db *postgres.DB) *store {
+	s := &store{DB: db}
+	s.SetSealer(db.Sealer)
+	return s
+}
+
+// SetSealer gives the services, and the delivery bookkeeping that the
+// database still does itself, the sealer of webhook secrets, as serve does
+// once the key is known: the services are made again with it.
+func (s *store) SetSealer(sealer *storelink.Sealer) {
+	s.DB.SetSealer(sealer)
+	s.Service = service.New(postgres.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
 }
 
 // baseURL is the test database, or a skip when there is none.
@@ -109,7 +120,7 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db := openAt(t, newSchema(t), now)
-	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
+	return withServices(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()

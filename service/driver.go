@@ -23,6 +23,7 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
+	Bookkeeping
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it

@@ -24,8 +24,9 @@ var (
 // Service implements the storelink services whose rules live here, over a
 // Driver. It is safe for concurrent use.
 type Service struct {
-	d     Driver
-	clock func() time.Time
+	d      Driver
+	clock  func() time.Time
+	sealer *storelink.Sealer
 }
 
 // Option configures a Service.
@@ -35,6 +36,12 @@ type Option func(*Service)
 // control time. The default is the system clock.
 func WithClock(now func() time.Time) Option {
 	return func(s *Service) { s.clock = now }
+}
+
+// WithSealer sets the sealer that keeps webhook secrets and endpoint keys
+// encrypted at rest. Without one the endpoint calls that seal fail.
+func WithSealer(sealer *storelink.Sealer) Option {
+	return func(s *Service) { s.sealer = sealer }
 }
 
 // New returns the services over d.

@@ -3,15 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"storelink"
+	"storelink/service"
 )
 
 // The statements of the deliverer's transactions, each of which records
@@ -40,7 +39,7 @@ const (
 	// it), and the delivery goes out again as soon as the endpoint is
 	// enabled. One at a time, as 410s are rare and each may disable its
 	// endpoint.
-	goneSQL = `UPDATE deliveries SET next_attempt_at = ?1, attempts = ?3, tries = ?4, updated_at = ?1
+	goneSQL = `UPDATE deliveries SET next_attempt_at = ?5, attempts = ?3, tries = ?4, updated_at = ?1
 		WHERE seq = ?2 AND state = 'pending'`
 	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3`
 )
@@ -88,7 +87,7 @@ var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, lastSQL, 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
 // as few statements as add up to their number. args are the first
 // parameters of each statement, before the rows'.
-func execBatch(ctx context.Context, tx *bookTx, statements []string, args []any, rows [][]any) error {
+func execBatch(ctx context.Context, tx *unsyncedTx, statements []string, args []any, rows [][]any) error {
 	for len(rows) > 0 {
 		i := 0
 		for batchSizes[i] > len(rows) {
@@ -107,11 +106,13 @@ func execBatch(ctx context.Context, tx *bookTx, statements []string, args []any,
 	return nil
 }
 
-// ReleaseClaims gives back claimed deliveries that were not attempted, as a
-// deliverer that stops does with those it claimed ahead: their leases end,
-// and each is claimed again at once as it was before its claim, its
-// attempt and try not counted. A claim whose lease was lost is left alone.
-func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+// ReleaseClaims gives back claimed deliveries that were not attempted: their
+// leases end, and each is claimed again at once as it was before its claim,
+// its attempt and try not counted. Nothing is written: the leases are held
+// in memory (leaseBook), and the write connection is held only to keep the
+// rounds out meanwhile.
+func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	db := d.db
 	conn, err := db.write.Conn(ctx) // see leaseBook
 	if err != nil {
 		return err
@@ -123,218 +124,92 @@ func (db *DB) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) e
 	return nil
 }
 
-// ClaimDeliveries leases due deliveries and reads what their attempts need.
-func (db *DB) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
-	return db.RecordAndClaim(ctx, nil, owner, lease, limit, perEndpoint)
+// BeginRound starts a round of the deliverer's bookkeeping on the write
+// connection, committed without fsync (unsyncedTx). The leases are held in
+// memory (leaseBook) and the pending deliveries are queued in memory
+// (deliveryQueue): the round's claim only reads the file, and the book
+// and the queue follow the round as it commits.
+func (d *Driver) BeginRound(ctx context.Context) (service.RoundTx, error) {
+	tx, err := d.db.beginUnsynced(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &roundTx{db: d.db, tx: tx}, nil
 }
 
-// RecordAttempts records finished attempts and moves their deliveries on.
-func (db *DB) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
-	_, err := db.RecordAndClaim(ctx, results, "", 0, 0, 0)
+// roundTx is a round of the deliverer's bookkeeping. The queue changes as
+// the round goes (the claim sees the record's outcomes); should the round
+// not commit, or its claim fail, the queue is dropped, and read again from
+// the file by the next round. The leases the round ends and takes are
+// applied to the book after the commit and before the write connection
+// goes back, so that no other writer sees the file and the book disagree.
+type roundTx struct {
+	db          *DB
+	tx          *unsyncedTx
+	ended       []*deliveryLease          // by the record
+	taken       map[string]*deliveryLease // by the claim
+	claimFailed bool
+	done        bool
+}
+
+// RecordAttempts records finished attempts and moves their deliveries on
+// (record).
+func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+	// As in beginUnsynced: the write connection is ours.
+	ended, err := record(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, results, moves, ms(now))
+	r.ended = ended
 	return err
 }
 
-// RecordAndClaim records finished attempts, as RecordAttempts, then claims
-// up to limit due deliveries for owner, as ClaimDeliveries, in one
-// transaction: the claim sees what was recorded (the next events of these
-// orders, the places freed under the endpoints' caps), and a round of
-// deliveries costs one commit. The leases are held in memory (leaseBook):
-// the claim only reads. When the claim fails after the record succeeded,
-// the record is committed all the same and the claim's error returned,
-// with no jobs: a failed claim leases nothing.
-func (db *DB) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
-	if len(results) == 0 && limit <= 0 {
-		return nil, nil
-	}
-	var sealErr error
-	if limit > 0 {
-		if _, sealErr = db.sealer(); sealErr != nil && len(results) == 0 {
-			return nil, sealErr
-		}
-	}
-	tx, err := db.beginBookkeeping(ctx)
+// LockClaims takes no lock and reads no key: the round holds the one write
+// connection, which keeps every other claim out, and only this process,
+// which checked its key against the file before it was given it, can
+// change the file's key.
+func (r *roundTx) LockClaims(context.Context) (string, error) { return "", nil }
+
+// ClaimDue picks due deliveries from the queue and leases them in the book
+// once the round commits (claim).
+func (r *roundTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
+	limit, perEndpoint int) ([]service.Claimed, error) {
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, perEndpoint)
 	if err != nil {
+		r.claimFailed = true
 		return nil, err
 	}
-	defer tx.Rollback()
-	// As in beginBookkeeping: the write connection is ours.
-	sctx := context.WithoutCancel(ctx)
-	now := db.now()
-	// The queue changes as the round goes (the claim sees the record's
-	// outcomes); should the round fail, it is dropped, and read again from
-	// the file by the next.
-	settled := false
-	defer func() {
-		if !settled {
-			db.queue.reset()
-		}
-	}()
-	ended, err := record(sctx, tx, &db.leases, &db.queue, results, ms(now))
-	if err != nil {
-		return nil, err
+	r.taken = taken
+	return claimed, nil
+}
+
+// Commit commits, applies the round to the lease book and gives the write
+// connection back.
+func (r *roundTx) Commit(context.Context) error {
+	if r.done {
+		return errors.New("commit of an ended transaction")
 	}
-	var jobs []storelink.DeliveryJob
-	var taken map[string]*deliveryLease
-	var claimErr error
-	if limit > 0 {
-		if claimErr = sealErr; claimErr == nil {
-			jobs, taken, claimErr = claim(sctx, tx, db.Sealer, &db.leases, &db.queue, ended, owner, now, lease, limit, perEndpoint)
-		}
-	}
-	// The book follows the commit before the write connection goes back
-	// (the deferred Rollback gives it back after an error).
-	if err := tx.Tx.Commit(); err != nil {
-		return nil, err
-	}
-	db.leases.settle(ended, taken)
-	if claimErr != nil {
+	r.done = true
+	db := r.db
+	if err := r.tx.Tx.Commit(); err != nil {
 		db.queue.reset()
-	}
-	settled = true // and the connection is given back: the queue is not ours
-	tx.release()
-	if claimErr != nil {
-		return nil, claimErr
-	}
-	return jobs, nil
-}
-
-// claim picks up to limit due deliveries for owner from the queue, at
-// most perEndpoint in flight per endpoint, and returns their jobs and the
-// leases to take for them once the transaction commits. It reads only: the
-// picked rows, their endpoints, and the rows queued since the last claim.
-// The leases ending, those of the results recorded in the same
-// transaction, count as ended.
-func claim(ctx context.Context, tx *bookTx, sealer *storelink.Sealer, book *leaseBook, q *deliveryQueue, ending []*deliveryLease, owner string,
-	now time.Time, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, map[string]*deliveryLease, error) {
-	nowMS := ms(now)
-	if err := q.sync(ctx, tx, book, ending, nowMS); err != nil {
-		return nil, nil, err
-	}
-	lines := q.pick(nowMS, limit, perEndpoint)
-	if len(lines) == 0 {
-		return nil, nil, nil
-	}
-	seqs := make([]int64, len(lines))
-	for i, l := range lines {
-		seqs[i] = l.entries[0].seq
-	}
-	rows := make(map[int64]*claimed, len(lines))
-	if err := eachRow(ctx, tx, pickedSQL, jsonInts(seqs), func(r *sql.Rows) error {
-		var c claimed
-		if err := r.Scan(&c.seq, &c.id, &c.eventID, &c.attempts, &c.tries, &c.state, &c.next, &c.payload); err != nil {
-			return err
-		}
-		rows[c.seq] = &c
-		return nil
-	}); err != nil {
-		return nil, nil, fmt.Errorf("claim deliveries: %w", err)
-	}
-	endpoints := make([]string, 0, 1)
-	for _, l := range lines {
-		if id := l.key.endpoint.id; !slices.Contains(endpoints, id) {
-			endpoints = append(endpoints, id)
-		}
-	}
-	targets := make(map[string]*target, len(endpoints))
-	if err := eachRow(ctx, tx, endpointsSQL, jsonList(endpoints), func(rows *sql.Rows) error {
-		var id, url, apiKey, secret, previous string
-		var enabled bool
-		var until int64
-		if err := rows.Scan(&id, &enabled, &url, &apiKey, &secret, &previous, &until); err != nil {
-			return err
-		}
-		if enabled {
-			targets[id] = unseal(sealer, url, apiKey, secret, previous, until > nowMS)
-		}
-		return nil
-	}); err != nil {
-		return nil, nil, fmt.Errorf("read claimed endpoints: %w", err)
-	}
-	jobs := make([]storelink.DeliveryJob, 0, len(lines))
-	taken := make(map[string]*deliveryLease, len(lines))
-	until := ms(now.Add(lease))
-	for _, l := range lines {
-		e, d := l.key.endpoint, &l.entries[0]
-		p, t := rows[d.seq], targets[e.id]
-		switch {
-		case p == nil || p.state != string(storelink.DeliveryPending):
-			// Not pending (or gone) in the file: out of the queue.
-			l.entries = slices.Delete(l.entries, 0, 1)
-			q.fix(l)
-			continue
-		case p.next > nowMS:
-			d.next = p.next
-			q.fix(l)
-			continue
-		case t == nil:
-			// Disabled (or gone): its deliveries wait, parked.
-			e.disabled = true
-			q.fix(l)
-			continue
-		}
-		// A lease that ran out on this delivery was an attempt and a try,
-		// whether or not its result came in.
-		attempts, tries, lostAttempt, lostTry := p.attempts, p.tries, 0, 0
-		if a, t := book.previous(p.id); a > 0 {
-			attempts, tries = max(attempts, a), max(tries, t)
-			lostAttempt, lostTry = attempts, tries
-		}
-		jobs = append(jobs, storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: e.id,
-			Attempt: attempts + 1, Try: tries + 1, URL: t.url, APIKey: t.apiKey, Secrets: t.secrets, Body: p.payload, Owner: owner,
-			Unsealable: t.unsealable})
-		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
-			attempt: attempts + 1, try: tries + 1, lostAttempt: lostAttempt, lostTry: lostTry}
-		d.leased = true
-		e.leased++
-	}
-	return jobs, taken, nil
-}
-
-// target is where a claimed delivery goes and what it is signed with;
-// unsealable is set when its key or secret cannot be opened
-// (Sealer.OpenEndpoint): the job goes to the deliverer all the same, to be
-// recorded as an attempt that failed for this reason, so that the other
-// endpoints' deliveries in the claim go out.
-type target struct {
-	url, apiKey string
-	secrets     []string
-	unsealable  string
-}
-
-func unseal(sealer *storelink.Sealer, url, apiKey, secret, previous string, previousLive bool) *target {
-	if !previousLive {
-		previous = ""
-	}
-	key, secrets, ok := sealer.OpenEndpoint(apiKey, secret, previous)
-	if !ok {
-		return &target{url: url, unsealable: storelink.UnsealableReason}
-	}
-	return &target{url: url, apiKey: key, secrets: secrets}
-}
-
-// eachRow runs a prepared query with one argument and calls fn on each row.
-func eachRow(ctx context.Context, tx *bookTx, query, arg string, fn func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, query, arg)
-	if err != nil {
+		r.tx.release()
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
+	db.leases.settle(r.ended, r.taken)
+	if r.claimFailed {
+		db.queue.reset()
 	}
-	return rows.Err()
+	r.tx.release()
+	return nil
 }
 
-// claimed is a delivery picked by a claim, as the file has it.
-type claimed struct {
-	seq                int64
-	id, eventID, state string
-	attempts, tries    int
-	next               int64
-	payload            []byte
+// Rollback rolls back, unless the round ended already, drops the queue and
+// gives the write connection back.
+func (r *roundTx) Rollback(context.Context) error {
+	if r.done {
+		return nil
+	}
+	r.done = true
+	r.db.queue.reset()
+	return r.tx.Rollback()
 }
 
 // rowsAffected reads a result's count, or 0 after an error.
@@ -345,26 +220,37 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-// record records finished attempts and moves their deliveries on: a
-// statement for the attempts and one per outcome, but for 410s. Every
-// attempt is recorded; only those whose lease is still theirs
-// (leaseBook.holder) move their delivery on. It returns those leases, to
-// end once the transaction commits.
-func record(ctx context.Context, tx *bookTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult, now int64) ([]*deliveryLease, error) {
+// The batched statements of a record, by what the move does.
+const (
+	movedSucceeded = iota
+	movedRetry
+	movedFailed
+	movedKinds
+)
+
+// record records finished attempts and moves their deliveries on as moves
+// say: a statement for the attempts and one per kind of move, but for
+// those that disable their endpoint. Every attempt is recorded; only those
+// whose lease is still theirs (leaseBook.holder) move their delivery on. It
+// returns those leases, to end once the transaction commits.
+func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult,
+	moves []service.Move, now int64) ([]*deliveryLease, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
 	attempts := make([][]any, len(results))
-	var held [storelink.OutcomeGone][][]any           // succeeded, retry, failed
-	var moved [storelink.OutcomeGone][]*deliveryLease // the leases of held's rows
-	var retryAt []int64                               // of moved[OutcomeRetry]
+	var held [movedKinds][][]any           // the rows of each kind's statements
+	var moved [movedKinds][]*deliveryLease // the leases of held's rows
+	var retryAt []int64                    // of moved[movedRetry]
 	ended := make([]*deliveryLease, 0, len(results))
-	type goneResult struct {
-		r storelink.AttemptResult
+	type parkedResult struct {
+		r *storelink.AttemptResult
+		m *service.Move
 		l *deliveryLease
 	}
-	var gone []goneResult
-	for i, r := range results {
+	var parked []parkedResult
+	for i := range results {
+		r := &results[i]
 		a := r.Attempt
 		var code any
 		if a.StatusCode != 0 {
@@ -377,177 +263,55 @@ func record(ctx context.Context, tx *bookTx, book *leaseBook, q *deliveryQueue, 
 			continue
 		}
 		ended = append(ended, l)
-		if r.Outcome != storelink.OutcomeGone {
-			moved[r.Outcome] = append(moved[r.Outcome], l)
-		}
-		switch r.Outcome {
-		case storelink.OutcomeSucceeded, storelink.OutcomeFailed:
-			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try})
-		case storelink.OutcomeRetry:
-			held[r.Outcome] = append(held[r.Outcome], []any{l.seq, l.attempt, l.try, ms(r.NextAt)})
-			retryAt = append(retryAt, ms(r.NextAt))
-		case storelink.OutcomeGone:
-			gone = append(gone, goneResult{r, l})
+		m := &moves[i]
+		switch {
+		case m.Disable != "":
+			parked = append(parked, parkedResult{r, m, l})
+		case m.State == storelink.DeliverySucceeded:
+			held[movedSucceeded] = append(held[movedSucceeded], []any{l.seq, l.attempt, l.try})
+			moved[movedSucceeded] = append(moved[movedSucceeded], l)
+		case m.State == storelink.DeliveryFailed:
+			held[movedFailed] = append(held[movedFailed], []any{l.seq, l.attempt, l.try})
+			moved[movedFailed] = append(moved[movedFailed], l)
+		default:
+			held[movedRetry] = append(held[movedRetry], []any{l.seq, l.attempt, l.try, ms(m.NextAt)})
+			moved[movedRetry] = append(moved[movedRetry], l)
+			retryAt = append(retryAt, ms(m.NextAt))
 		}
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
-		return nil, fmt.Errorf("record attempts: %w", err)
+		return nil, fmt.Errorf("insert attempts: %w", err)
 	}
-	for o, statements := range [...][]string{succeededSQL, retrySQL, failedSQL} {
-		if err := execBatch(ctx, tx, statements, []any{now}, held[o]); err != nil {
-			return nil, fmt.Errorf("record outcomes of %d deliveries: %w", len(held[o]), err)
+	for kind, statements := range [movedKinds][]string{succeededSQL, retrySQL, failedSQL} {
+		if err := execBatch(ctx, tx, statements, []any{now}, held[kind]); err != nil {
+			return nil, fmt.Errorf("move %d deliveries on: %w", len(held[kind]), err)
 		}
 	}
-	for _, g := range gone {
-		r, l := g.r, g.l
-		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, max(l.try-1, 0))
+	for _, p := range parked {
+		l := p.l
+		// Parked, its try not counted: the one before it.
+		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, max(l.try-1, 0), ms(p.m.NextAt))
 		if n, _ := rowsAffected(res, err); n > 0 {
-			_, err = tx.ExecContext(ctx, disableSQL,
-				"The endpoint answered 410 Gone at "+r.Attempt.At.UTC().Format(time.RFC3339)+".", now, r.Job.EndpointID)
+			_, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID)
 			if e := q.endpoints[l.endpointID]; e != nil {
 				e.disabled = true
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("record outcome of delivery %s: %w", r.Job.DeliveryID, err)
+			return nil, fmt.Errorf("park delivery %s: %w", p.r.Job.DeliveryID, err)
 		}
-		q.unlease(l, func(d *queued) { d.next = now })
+		q.unlease(l, func(d *queued) { d.next = ms(p.m.NextAt) })
 	}
-	// The queue follows: a round that fails drops it (see RecordAndClaim).
+	// The queue follows: a round that fails drops it (roundTx).
 	if q.loaded {
-		for i, l := range moved[storelink.OutcomeRetry] {
+		for i, l := range moved[movedRetry] {
 			q.unlease(l, func(d *queued) { d.next = retryAt[i] })
 		}
-		for _, o := range [...]storelink.Outcome{storelink.OutcomeSucceeded, storelink.OutcomeFailed} {
-			for _, l := range moved[o] {
+		for _, kind := range [...]int{movedSucceeded, movedFailed} {
+			for _, l := range moved[kind] {
 				q.done(l)
 			}
 		}
 	}
 	return ended, nil
-}
-
-// jsonList is a JSON array of strings.
-func jsonList(list []string) string {
-	b := []byte{'['}
-	for i, s := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
-	}
-	return string(append(b, ']'))
-}
-
-// jsonInts is a JSON array of integers.
-func jsonInts(list []int64) string {
-	b := []byte{'['}
-	for i, n := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, n, 10)
-	}
-	return string(append(b, ']'))
-}
-
-// appendJSONString appends s as a JSON string, as encoding/json writes it
-// but for HTML characters, which it leaves alone: invalid UTF-8 becomes
-// U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, "\\ufffd"...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}
-
-// bookTx is a write transaction for delivery bookkeeping (claims and attempt
-// records) whose commit is not fsynced: synchronous=NORMAL on a connection
-// pinned for it. In WAL mode a crash of the process loses none of it; a power
-// cut may lose the last few, and then an event is sent again, which
-// at-least-once delivery allows. Everything that must survive a power cut
-// (uploads, orders, events and the deliveries queued with them) commits with
-// synchronous=FULL, as the connection is set back before it is released.
-// Its statement journals stay in memory (temp_store=MEMORY, set back too): a
-// statement that writes a batch of rows journals the pages it changes, and
-// past 64 KiB SQLite moved the journal to a file it made for each statement.
-type bookTx struct {
-	orderTx
-	conn *sql.Conn
-}
-
-func (db *DB) beginBookkeeping(ctx context.Context) (*bookTx, error) {
-	conn, err := db.write.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The wait is over once the connection is ours: what follows takes
-	// microseconds, and a context that can be cancelled costs the driver a
-	// goroutine for each statement.
-	ctx = context.WithoutCancel(ctx)
-	b := &bookTx{conn: conn}
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY`); err != nil {
-		b.release() // the first may have taken
-		return nil, err
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		b.release()
-		return nil, err
-	}
-	b.orderTx = orderTx{Tx: tx, prepared: db.prepared}
-	return b, nil
-}
-
-// release sets the connection back to synchronous=FULL (and temp_store to
-// its default) and returns it to the pool, or, should that fail, has the
-// pool throw it away: a connection that commits without fsync must never
-// serve a durable write.
-func (b *bookTx) release() {
-	if b.conn == nil {
-		return
-	}
-	if _, err := b.conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL; PRAGMA temp_store = DEFAULT`); err != nil {
-		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
-	b.conn.Close()
-	b.conn = nil
-}
-
-// Commit commits and releases the connection.
-func (b *bookTx) Commit() error {
-	err := b.Tx.Commit()
-	b.release()
-	return err
-}
-
-// Rollback rolls back (if not yet committed) and releases the connection.
-func (b *bookTx) Rollback() error {
-	var err error
-	if b.Tx != nil {
-		err = b.Tx.Rollback()
-	}
-	b.release()
-	return err
 }

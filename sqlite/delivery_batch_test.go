@@ -56,7 +56,7 @@ func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 func TestRecordAttemptsBatches(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 43)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
 	if err != nil || len(jobs) != 43 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -83,7 +83,7 @@ func TestRecordAttemptsBatches(t *testing.T) {
 		}
 		results[i] = r
 	}
-	if err := db.RecordAttempts(ctx, results); err != nil {
+	if err := bookkeeping(db).RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
 	list, err := db.Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
@@ -116,11 +116,11 @@ func TestRecordAttemptsBatches(t *testing.T) {
 func TestRecordAndClaimSeesTheRecord(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 5)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 2)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, 10, 2)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
-	if more, err := db.RecordAndClaim(ctx, nil, "w1", time.Minute, 10, 2); err != nil || len(more) != 0 {
+	if more, err := bookkeeping(db).RecordAndClaim(ctx, nil, "w1", time.Minute, 10, 2); err != nil || len(more) != 0 {
 		t.Fatalf("claim at the cap: %d jobs, %v", len(more), err)
 	}
 	var results []storelink.AttemptResult
@@ -128,7 +128,7 @@ func TestRecordAndClaimSeesTheRecord(t *testing.T) {
 		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
 			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), StatusCode: 204}})
 	}
-	next, err := db.RecordAndClaim(ctx, results, "w1", time.Minute, 10, 2)
+	next, err := bookkeeping(db).RecordAndClaim(ctx, results, "w1", time.Minute, 10, 2)
 	if err != nil || len(next) != 2 {
 		t.Fatalf("record and claim: %d jobs, %v; want the 2 places freed", len(next), err)
 	}
@@ -159,16 +159,16 @@ func TestAppendJSONString(t *testing.T) {
 func TestReleaseClaims(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 3)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	stale := jobs[2]
 	stale.Attempt++ // not the attempt that holds the lease
-	if err := db.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}); err != nil {
+	if err := bookkeeping(db).ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := db.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
+	again, err := bookkeeping(db).ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
 	if err != nil || len(again) != 2 {
 		t.Fatalf("claim after the release: %d jobs, %v; want the 2 released", len(again), err)
 	}
@@ -193,7 +193,7 @@ func TestBookkeepingRestoresTempStore(t *testing.T) {
 		return n
 	}
 	before := level()
-	tx, err := db.beginBookkeeping(ctx)
+	tx, err := db.beginUnsynced(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

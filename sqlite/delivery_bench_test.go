@@ -37,7 +37,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		}
 		commits := 0
 		start, cpu0 := time.Now(), cpuTime()
-		jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
+		jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, round, round)
 		done := 0
 		for err == nil && len(jobs) > 0 {
 			results := make([]storelink.AttemptResult, len(jobs))
@@ -48,7 +48,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			}
 			done += len(jobs)
 			commits++
-			jobs, err = db.RecordAndClaim(ctx, results, "w1", time.Minute, round, round)
+			jobs, err = bookkeeping(db).RecordAndClaim(ctx, results, "w1", time.Minute, round, round)
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -83,7 +83,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 				results[i] = storelink.AttemptResult{Job: &held[i], Outcome: storelink.OutcomeSucceeded,
 					Attempt: storelink.Attempt{Number: held[i].Attempt, At: now, DurationMS: 1, StatusCode: 204}}
 			}
-			jobs, err := db.RecordAndClaim(ctx, results, "w1", time.Minute, 256, leased)
+			jobs, err := bookkeeping(db).RecordAndClaim(ctx, results, "w1", time.Minute, 256, leased)
 			if err != nil {
 				b.Fatal(err)
 			}

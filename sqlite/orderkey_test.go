@@ -16,7 +16,7 @@ func TestOrderKeysSwept(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	lite, _ := openDB(t, func() time.Time { return now })
-	db := withOrders(lite)
+	db := withServices(lite)
 	p, err := db.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
-func orderDB(t *testing.T) (store, string, string) {
+func orderDB(t *testing.T) (*store, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
@@ -46,11 +46,11 @@ func orderDB(t *testing.T) (store, string, string) {
 			t.Fatal(err)
 		}
 	}
-	return withOrders(db), c.ID, ean
+	return withServices(db), c.ID, ean
 }
 
 // lifecycle creates an order, fulfils it and returns its item.
-func lifecycle(ctx context.Context, db store, clientID, ean, number string) error {
+func lifecycle(ctx context.Context, db *store, clientID, ean, number string) error {
 	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the order services of package service, over the database's
+// store joins the services of package service, over the database's
 // driver and on its clock, with the services the database implements
 // itself, as serve does.
 type store struct {
@@ -26,8 +26,19 @@ type store struct {
 	*sqlite.DB
 }
 
-func withOrders(db *sqlite.DB) store {
-	return store{service.New(sqlite.NewDriver(db), service.WithClock(func() time.Time { return db.Now() })), db}
+// withServices composes db's store with the sealer db has.
+func withServices(db *sqlite.DB) *store {
+	s := &store{DB: db}
+	s.SetSealer(db.Sealer)
+	return s
+}
+
+// SetSealer gives the services, and the delivery bookkeeping that the
+// database still does itself, the sealer of webhook secrets, as serve does
+// once the key is known: the services are made again with it.
+func (s *store) SetSealer(sealer *storelink.Sealer) {
+	s.DB.SetSealer(sealer)
+	s.Service = service.New(sqlite.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
 }
 
 // openDB opens a fresh database in a temp folder, with a sealer of a random
@@ -52,7 +63,7 @@ func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
 func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
 	t.Helper()
 	db, _ := openDB(t, now)
-	return withOrders(db), func(t *testing.T, state storelink.OrderState) func() {
+	return withServices(db), func(t *testing.T, state storelink.OrderState) func() {
 		t.Helper()
 		exec := func(query string) {
 			t.Helper()

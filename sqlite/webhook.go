@@ -11,7 +11,7 @@ import (
 	"storelink"
 )
 
-var _ storelink.WebhookService = (*DB)(nil)
+var _ storelink.EndpointService = (*DB)(nil)
 
 func (db *DB) sealer() (*storelink.Sealer, error) {
 	if db.Sealer == nil {

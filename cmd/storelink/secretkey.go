@@ -83,8 +83,8 @@ func keyStore(db opened) (interface {
 // use if the database has no key yet. A key that is not the one the
 // database's secrets are sealed with is refused (exit 2) before anything is
 // served: several processes on one PostgreSQL database must share one key.
-func useSecretKey(ctx context.Context, c *config, db opened, stdout io.Writer) error {
-	ks, err := keyStore(db)
+func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) error {
+	ks, err := keyStore(db.opened)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,8 @@ func useSecretKey(ctx context.Context, c *config, db opened, stdout io.Writer) e
 		fmt.Fprintf(stdout, "storelink: the secret key cannot open the stored secrets of %s: their deliveries fail until each endpoint's "+
 			"secret is rotated (and its api_key set again)\n", describeSealed(closed))
 	}
-	ks.SetSealer(sealer)
+	ks.SetSealer(sealer) // the endpoint calls, which the opened store makes, seal with it
+	db.useSealer(sealer)
 	return nil
 }
 

@@ -58,7 +58,7 @@ type opened interface {
 	storelink.Authenticator
 	storelink.UploadService
 	storelink.StockService
-	storelink.WebhookService
+	storelink.EndpointService
 	storelink.SessionStore
 	Ping(ctx context.Context) error
 	ProbeWrite(ctx context.Context) error
@@ -70,6 +70,21 @@ type opened interface {
 type store struct {
 	*service.Service
 	opened
+	// driver is the opened store's driver, which the services run on.
+	driver service.Driver
+}
+
+// newStore composes the opened store db with the services over its driver
+// d. They seal no secret until useSealer gives them the sealer.
+func newStore(db opened, d service.Driver) *store {
+	return &store{service.New(d), db, d}
+}
+
+// useSealer gives the services the sealer of webhook secrets, known only
+// once the database is open and its key checked (useSecretKey): they are
+// made again over the driver with it.
+func (db *store) useSealer(sealer *storelink.Sealer) {
+	db.Service = service.New(db.driver, service.WithSealer(sealer))
 }
 
 var _ database = (*store)(nil)
@@ -86,14 +101,14 @@ func openDB(ctx context.Context, c *config) (*store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &store{service.New(sqlite.NewDriver(db)), db}, nil
+		return newStore(db, sqlite.NewDriver(db)), nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
 			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return &store{service.New(postgres.NewDriver(db)), db}, nil
+		return newStore(db, postgres.NewDriver(db)), nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
@@ -173,7 +188,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if err := useSecretKey(ctx, c, db.opened, stdout); err != nil {
+	if err := useSecretKey(ctx, c, db, stdout); err != nil {
 		return err
 	}
 	if c.Demo {

@@ -23,7 +23,7 @@ import (
 type Seeder interface {
 	storelink.AdminService
 	storelink.UploadService
-	storelink.WebhookService
+	storelink.EndpointService
 }
 
 // Opener opens a new, empty database and returns its driver and the store
