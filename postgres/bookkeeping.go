@@ -118,6 +118,14 @@ func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease 
 	return out, nil
 }
 
+// endedSQL ends a delivery as succeeded or failed, by the kind of its move.
+var endedSQL = [...]string{
+	service.MoveSucceeded: `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`,
+	service.MoveFailed: `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`,
+}
+
 // RecordAttempts records finished attempts and moves their deliveries on,
 // all sent as one batch.
 func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
@@ -138,24 +146,20 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 		// again, even by this owner.
 		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
 		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
-		switch {
-		case m.Disable != "":
-			// Parked, its try not counted; the endpoint is disabled only
-			// when the lease holder's delivery was parked.
+		switch m.Kind {
+		case service.MovePark:
+			// The endpoint is disabled only when the lease holder's
+			// delivery was parked.
 			b.Queue(`WITH parked AS (
 					UPDATE deliveries SET next_attempt_at = $6, tries = greatest(tries - 1, 0), lease_owner = NULL,
 						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
 				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
 				WHERE id IN (SELECT endpoint_id FROM parked)`, append(job, m.Disable, m.NextAt)...)
-		case m.State == storelink.DeliverySucceeded:
-			b.Queue(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = $4`+held, job...)
-		case m.State == storelink.DeliveryFailed:
-			b.Queue(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-				lease_until = NULL, updated_at = $4`+held, job...)
-		default:
+		case service.MoveRetry:
 			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)
+		default:
+			b.Queue(endedSQL[m.Kind]+held, job...)
 		}
 	}
 	return t.tx.SendBatch(ctx, b).Close()

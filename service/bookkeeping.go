@@ -61,15 +61,27 @@ type RoundTx interface {
 // Move is what a recorded attempt does to its delivery, decided once here
 // (moves) and written by the driver.
 type Move struct {
-	// State is the delivery's state after the attempt: pending to go again
-	// at NextAt, succeeded or failed.
-	State  storelink.DeliveryState
+	Kind MoveKind
+	// NextAt is when a delivery that stays pending is due again.
 	NextAt time.Time
-	// Disable, when set, is the reason the endpoint is disabled for: the
-	// delivery is parked, pending, its try not counted, until the endpoint
-	// is enabled again.
+	// Disable is the reason its endpoint is disabled for, by MovePark.
 	Disable string
 }
+
+// MoveKind is the kind of a Move; drivers keep a statement for each.
+type MoveKind int
+
+const (
+	// MoveSucceeded ends the delivery, succeeded.
+	MoveSucceeded MoveKind = iota
+	// MoveRetry keeps it pending, due again at NextAt.
+	MoveRetry
+	// MoveFailed ends it, failed: its schedule is spent.
+	MoveFailed
+	// MovePark keeps it pending, due at NextAt, its try not counted, and
+	// disables its endpoint: it goes again once the endpoint is enabled.
+	MovePark
+)
 
 // Claimed is a delivery a claim leased, with what its attempt needs as the
 // database keeps it: Job has everything but the endpoint's key and secrets,
@@ -194,13 +206,13 @@ func moves(results []storelink.AttemptResult, now time.Time) []Move {
 		r := &results[i]
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded:
-			out[i].State = storelink.DeliverySucceeded
+			out[i].Kind = MoveSucceeded
 		case storelink.OutcomeRetry:
-			out[i] = Move{State: storelink.DeliveryPending, NextAt: r.NextAt.UTC().Truncate(time.Millisecond)}
+			out[i] = Move{Kind: MoveRetry, NextAt: r.NextAt.UTC().Truncate(time.Millisecond)}
 		case storelink.OutcomeFailed:
-			out[i].State = storelink.DeliveryFailed
+			out[i].Kind = MoveFailed
 		case storelink.OutcomeGone:
-			out[i] = Move{State: storelink.DeliveryPending, NextAt: now,
+			out[i] = Move{Kind: MovePark, NextAt: now,
 				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}
 		}
 	}

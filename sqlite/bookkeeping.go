@@ -220,17 +220,9 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-// The batched statements of a record, by what the move does.
-const (
-	movedSucceeded = iota
-	movedRetry
-	movedFailed
-	movedKinds
-)
-
 // record records finished attempts and moves their deliveries on as moves
 // say: a statement for the attempts and one per kind of move, but for
-// those that disable their endpoint. Every attempt is recorded; only those
+// parking, which disables an endpoint: one at a time, as 410s are rare. Every attempt is recorded; only those
 // whose lease is still theirs (leaseBook.holder) move their delivery on. It
 // returns those leases, to end once the transaction commits.
 func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult,
@@ -239,9 +231,9 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		return nil, nil
 	}
 	attempts := make([][]any, len(results))
-	var held [movedKinds][][]any           // the rows of each kind's statements
-	var moved [movedKinds][]*deliveryLease // the leases of held's rows
-	var retryAt []int64                    // of moved[movedRetry]
+	var held [service.MovePark][][]any           // the rows of each kind's statements
+	var moved [service.MovePark][]*deliveryLease // the leases of held's rows
+	var retryAt []int64                          // of moved[service.MoveRetry]
 	ended := make([]*deliveryLease, 0, len(results))
 	type parkedResult struct {
 		r *storelink.AttemptResult
@@ -264,25 +256,24 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		}
 		ended = append(ended, l)
 		m := &moves[i]
-		switch {
-		case m.Disable != "":
+		var row []any
+		switch m.Kind {
+		case service.MovePark:
 			parked = append(parked, parkedResult{r, m, l})
-		case m.State == storelink.DeliverySucceeded:
-			held[movedSucceeded] = append(held[movedSucceeded], []any{l.seq, l.attempt, l.try})
-			moved[movedSucceeded] = append(moved[movedSucceeded], l)
-		case m.State == storelink.DeliveryFailed:
-			held[movedFailed] = append(held[movedFailed], []any{l.seq, l.attempt, l.try})
-			moved[movedFailed] = append(moved[movedFailed], l)
-		default:
-			held[movedRetry] = append(held[movedRetry], []any{l.seq, l.attempt, l.try, ms(m.NextAt)})
-			moved[movedRetry] = append(moved[movedRetry], l)
+			continue
+		case service.MoveRetry:
+			row = []any{l.seq, l.attempt, l.try, ms(m.NextAt)}
 			retryAt = append(retryAt, ms(m.NextAt))
+		default:
+			row = []any{l.seq, l.attempt, l.try}
 		}
+		held[m.Kind] = append(held[m.Kind], row)
+		moved[m.Kind] = append(moved[m.Kind], l)
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
 		return nil, fmt.Errorf("insert attempts: %w", err)
 	}
-	for kind, statements := range [movedKinds][]string{succeededSQL, retrySQL, failedSQL} {
+	for kind, statements := range [service.MovePark][]string{succeededSQL, retrySQL, failedSQL} {
 		if err := execBatch(ctx, tx, statements, []any{now}, held[kind]); err != nil {
 			return nil, fmt.Errorf("move %d deliveries on: %w", len(held[kind]), err)
 		}
@@ -304,10 +295,10 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 	}
 	// The queue follows: a round that fails drops it (roundTx).
 	if q.loaded {
-		for i, l := range moved[movedRetry] {
+		for i, l := range moved[service.MoveRetry] {
 			q.unlease(l, func(d *queued) { d.next = retryAt[i] })
 		}
-		for _, kind := range [...]int{movedSucceeded, movedFailed} {
+		for _, kind := range [...]service.MoveKind{service.MoveSucceeded, service.MoveFailed} {
 			for _, l := range moved[kind] {
 				q.done(l)
 			}
