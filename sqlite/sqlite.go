@@ -2,6 +2,15 @@
 // database (modernc.org/sqlite, no cgo), and the row-level Driver that
 // package service runs the order rules on. It is the default store: one file
 // in the data folder, owned by one storelink process at a time.
+//
+// The file is the only truth. Because one process owns it, the deliverer's
+// bookkeeping keeps two things in memory behind the driver: the queue of
+// pending deliveries (deliveryQueue), a cache of the file's pending rows
+// that is read from the file at the first round and dropped and read again
+// whenever a round fails, so that a claim need not walk an index of the
+// file; and the leases of the attempts in flight (leaseBook), which only
+// this process could ever read and which die with it, so that a claim
+// writes nothing. Everything a restart needs is in the file.
 package sqlite
 
 import (
