@@ -166,16 +166,19 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 }
 
 // ReleaseClaims ends the leases that jobs still hold, in one statement:
-// the claim's attempt and try are taken back and the delivery is due as
-// it was, so any process claims it again at once.
+// the claim's attempt and try are taken back and the delivery is due as it
+// was, and the deliverers of every process are woken to claim it again.
 func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
 	ids, owners, attempts := make([]string, len(jobs)), make([]string, len(jobs)), make([]int32, len(jobs))
 	for i, j := range jobs {
 		ids[i], owners[i], attempts[i] = j.DeliveryID, j.Owner, int32(j.Attempt)
 	}
-	_, err := d.db.pool.Exec(ctx, `UPDATE deliveries d SET lease_owner = NULL, lease_until = NULL,
-		attempts = d.attempts - 1, tries = greatest(d.tries - 1, 0)
-		FROM unnest($1::text[], $2::text[], $3::int[]) AS r(id, owner, attempt)
-		WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = 'pending'`, ids, owners, attempts)
+	_, err := d.db.pool.Exec(ctx, `WITH released AS (
+			UPDATE deliveries d SET lease_owner = NULL, lease_until = NULL,
+				attempts = d.attempts - 1, tries = greatest(d.tries - 1, 0)
+			FROM unnest($1::text[], $2::text[], $3::int[]) AS r(id, owner, attempt)
+			WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = 'pending'
+			RETURNING d.id)
+		SELECT pg_notify($4, current_schema()) WHERE EXISTS (SELECT 1 FROM released)`, ids, owners, attempts, ChannelDeliveries)
 	return err
 }

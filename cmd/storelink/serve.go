@@ -177,13 +177,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer db.Close()
-	// Only one process can hold a SQLite file, so at start-up every lease
-	// in it is a dead one. On PostgreSQL other processes hold theirs.
-	if lite, ok := db.opened.(*sqlite.DB); ok {
-		if err := lite.ReleaseLeases(ctx); err != nil {
-			return fmt.Errorf("release leases: %w", err)
-		}
-	}
 	token, err := adminToken(c, stdout)
 	if err != nil {
 		return err
