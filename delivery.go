@@ -199,8 +199,6 @@ type WebhookService interface {
 }
 
 // EndpointService keeps a client's endpoints and shows their deliveries.
-// It is apart from DeliveryQueue because its rules are written once in
-// package service while the queue's claims are the database's own work.
 //
 // Errors: ENOTFOUND for an unknown client, endpoint or delivery;
 // EUNPROCESSABLE for a state filter outside the six states.
@@ -220,8 +218,10 @@ type EndpointService interface {
 	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
 }
 
-// DeliveryQueue is the deliverers' side of deliveries: they claim due
-// ones and record how their attempts went.
+// DeliveryQueue is the deliverers' side of deliveries: they claim due ones
+// with a lease, record how their attempts went, and give back what they
+// claimed and did not attempt. Every store offers all of it, so that a
+// deliverer has one way of working whatever the database.
 type DeliveryQueue interface {
 	// ClaimDeliveries leases up to limit due deliveries: for each order and
 	// endpoint only the oldest pending one, and at most perEndpoint in
@@ -231,4 +231,16 @@ type DeliveryQueue interface {
 	// result whose lease was lost is recorded as an attempt but changes
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
+	// RecordAndClaim records results, as RecordAttempts, then claims up to
+	// limit deliveries, as ClaimDeliveries, in one transaction: the claim
+	// sees what was recorded (the next events of these orders, the places
+	// freed under the endpoints' caps), and a deliverer's round costs one
+	// commit. When the claim fails after the record, the record is kept and
+	// the claim's error returned, with no jobs.
+	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// ReleaseClaims gives back claimed deliveries that were not attempted,
+	// as a deliverer that stops does with those it claimed ahead: each is
+	// claimable again at once, as it was before its claim, its attempt and
+	// try not counted. A job whose lease was lost changes nothing.
+	ReleaseClaims(ctx context.Context, jobs []DeliveryJob) error
 }

@@ -33,9 +33,8 @@ type fixture struct {
 	t  *testing.T
 	db *sqlite.DB
 	// services are the services of package service over db's driver,
-	// with its sealer; store joins them with db's own, as serve does.
+	// with its sealer, as serve has them.
 	services *service.Service
-	store    store
 	URL      string
 	// Token is the admin token.
 	Token string
@@ -61,13 +60,6 @@ type fixtureOptions struct {
 	webhooks func(storelink.WebhookService) storelink.WebhookService
 }
 
-// store joins the services of package service with the SQLite store's
-// own, as serve composes them.
-type store struct {
-	*service.Service
-	*sqlite.DB
-}
-
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
@@ -81,7 +73,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
-	f := &fixture{t: t, db: db, services: svc, store: store{svc, db}, Token: "sla_" + hex.EncodeToString(key)}
+	f := &fixture{t: t, db: db, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
 	f.proc = worker.NewProcessor(f.services, nil, "test", reg)
@@ -91,7 +83,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	var wg sync.WaitGroup
 	if o.deliver {
 		client := webhook.NewClient(2*time.Second, true)
-		d := worker.NewDeliverer(f.store, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+		d := worker.NewDeliverer(f.services, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
 			2*time.Second, nil, "test", reg)
 		d.Interval = 20 * time.Millisecond
 		wake = d.Wake
@@ -99,9 +91,9 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Cleanup(client.CloseIdleConnections)
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
-	var webhooks storelink.WebhookService = f.store
+	var webhooks storelink.WebhookService = f.services
 	if o.webhooks != nil {
-		webhooks = o.webhooks(f.store)
+		webhooks = o.webhooks(f.services)
 	}
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
@@ -110,7 +102,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.store, Ping: db.Ping,
+		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -289,7 +281,7 @@ func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 func (f *fixture) failDeliveries() string {
 	f.t.Helper()
 	ctx := context.Background()
-	jobs, err := f.db.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
+	jobs, err := f.services.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
 	must(f.t, err)
 	if len(jobs) == 0 {
 		f.t.Fatal("no delivery to fail")
@@ -299,7 +291,7 @@ func (f *fixture) failDeliveries() string {
 		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeFailed,
 			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), DurationMS: 42, StatusCode: 503, Response: "upstream unavailable"}})
 	}
-	must(f.t, f.db.RecordAttempts(ctx, results))
+	must(f.t, f.services.RecordAttempts(ctx, results))
 	return jobs[0].DeliveryID
 }
 

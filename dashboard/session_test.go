@@ -40,7 +40,7 @@ func sessionCookie(t *testing.T, b *browser) string {
 func TestLogoutEndsSessionEverywhere(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	second := httptest.NewServer(dashboard.New(dashboard.Deps{
-		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: f.store, Sessions: f.services,
+		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: f.services, Sessions: f.services,
 		AdminToken: f.Token, Capacity: capacity,
 	}))
 	t.Cleanup(second.Close)

@@ -36,13 +36,6 @@ type webhookOptions struct {
 	denyPrivate bool
 }
 
-// webhookStore joins the services of package service with the SQLite
-// store's delivery claims, as serve composes them.
-type webhookStore struct {
-	*service.Service
-	*sqlite.DB
-}
-
 // services returns the services of package service over db's driver, with
 // the sealer db has.
 func services(db *sqlite.DB) *service.Service {
@@ -67,7 +60,7 @@ func wireWebhooks(t *testing.T, db *sqlite.DB, reg *prometheus.Registry, deps *h
 		t.Fatal(err)
 	}
 	db.Sealer = sealer
-	store := webhookStore{services(db), db}
+	store := services(db)
 	deps.Webhooks, deps.WebhookAllowPrivate = store, !o.denyPrivate
 
 	client := webhook.NewClient(o.timeout, !o.denyPrivate)

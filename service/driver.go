@@ -27,6 +27,7 @@ type Driver interface {
 	StockReads
 	AdminReads
 	EndpointCalls
+	Bookkeeping
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it

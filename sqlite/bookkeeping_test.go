@@ -28,7 +28,7 @@ func TestBookkeepingRestoresFullSync(t *testing.T) {
 		t.Fatalf("synchronous = %d at start, want 2 (FULL)", got)
 	}
 	for _, commit := range []bool{true, false} {
-		tx, err := db.beginBookkeeping(ctx)
+		tx, err := db.beginUnsynced(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

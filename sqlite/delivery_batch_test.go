@@ -56,7 +56,7 @@ func batchFixture(t testing.TB, n int) (*DB, *storelink.Endpoint) {
 func TestRecordAttemptsBatches(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 43)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
 	if err != nil || len(jobs) != 43 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -83,7 +83,7 @@ func TestRecordAttemptsBatches(t *testing.T) {
 		}
 		results[i] = r
 	}
-	if err := db.RecordAttempts(ctx, results); err != nil {
+	if err := bookkeeping(db).RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
 	list, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
@@ -111,34 +111,6 @@ func TestRecordAttemptsBatches(t *testing.T) {
 	}
 }
 
-// RecordAndClaim's claim sees its record: the places the results free under
-// the endpoint's cap are taken in the same transaction.
-func TestRecordAndClaimSeesTheRecord(t *testing.T) {
-	ctx := context.Background()
-	db, _ := batchFixture(t, 5)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 2)
-	if err != nil || len(jobs) != 2 {
-		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
-	}
-	if more, err := db.RecordAndClaim(ctx, nil, "w1", time.Minute, 10, 2); err != nil || len(more) != 0 {
-		t.Fatalf("claim at the cap: %d jobs, %v", len(more), err)
-	}
-	var results []storelink.AttemptResult
-	for i := range jobs {
-		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
-			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), StatusCode: 204}})
-	}
-	next, err := db.RecordAndClaim(ctx, results, "w1", time.Minute, 10, 2)
-	if err != nil || len(next) != 2 {
-		t.Fatalf("record and claim: %d jobs, %v; want the 2 places freed", len(next), err)
-	}
-	for _, j := range next {
-		if j.DeliveryID == jobs[0].DeliveryID || j.DeliveryID == jobs[1].DeliveryID || j.Attempt != 1 || string(j.Body) == "" {
-			t.Errorf("claimed %+v", j)
-		}
-	}
-}
-
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", `q"uote\\back`, "ctl\x00\x1f\n\t", "é€😀", "bad\xffutf8\xc3", "<html>&"} {
 		var got string
@@ -150,31 +122,6 @@ func TestAppendJSONString(t *testing.T) {
 		_ = json.Unmarshal(want, &wantS)
 		if got != wantS {
 			t.Errorf("%q: decoded %q, want %q", s, got, wantS)
-		}
-	}
-}
-
-// ReleaseClaims puts claimed deliveries back as they were before the claim;
-// one whose lease another claim holds is left alone.
-func TestReleaseClaims(t *testing.T) {
-	ctx := context.Background()
-	db, _ := batchFixture(t, 3)
-	jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
-	if err != nil || len(jobs) != 3 {
-		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
-	}
-	stale := jobs[2]
-	stale.Attempt++ // not the attempt that holds the lease
-	if err := db.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}); err != nil {
-		t.Fatal(err)
-	}
-	again, err := db.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
-	if err != nil || len(again) != 2 {
-		t.Fatalf("claim after the release: %d jobs, %v; want the 2 released", len(again), err)
-	}
-	for _, j := range again {
-		if j.DeliveryID == jobs[2].DeliveryID || j.Attempt != 1 || j.Try != 1 {
-			t.Errorf("claimed after the release: delivery %s, attempt %d, try %d", j.DeliveryID, j.Attempt, j.Try)
 		}
 	}
 }
@@ -193,7 +140,7 @@ func TestBookkeepingRestoresTempStore(t *testing.T) {
 		return n
 	}
 	before := level()
-	tx, err := db.beginBookkeeping(ctx)
+	tx, err := db.beginUnsynced(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

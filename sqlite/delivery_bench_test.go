@@ -36,8 +36,9 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 		commits := 0
+		q := bookkeeping(db)
 		start, cpu0 := time.Now(), cpuTime()
-		jobs, err := db.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
+		jobs, err := q.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
 		done := 0
 		for err == nil && len(jobs) > 0 {
 			results := make([]storelink.AttemptResult, len(jobs))
@@ -48,7 +49,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			}
 			done += len(jobs)
 			commits++
-			jobs, err = db.RecordAndClaim(ctx, results, "w1", time.Minute, round, round)
+			jobs, err = q.RecordAndClaim(ctx, results, "w1", time.Minute, round, round)
 		}
 		if err != nil {
 			b.Fatal(err)

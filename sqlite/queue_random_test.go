@@ -257,7 +257,7 @@ func (h *queueHarness) owner() string { return []string{"w1", "w2"}[h.rng.IntN(2
 // claim claims due deliveries and checks what came.
 func (h *queueHarness) claim() {
 	limit, per := h.limits()
-	jobs, err := h.db.ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
+	jobs, err := bookkeeping(h.db).ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
 	h.must(err, "ClaimDeliveries")
 	h.checkClaim(jobs, limit, per)
 }
@@ -293,11 +293,11 @@ func (h *queueHarness) recordAndClaim(claim bool) {
 	}
 	h.held = kept
 	if !claim {
-		h.must(h.db.RecordAttempts(h.ctx, results), "RecordAttempts")
+		h.must(bookkeeping(h.db).RecordAttempts(h.ctx, results), "RecordAttempts")
 		return
 	}
 	limit, per := h.limits()
-	jobs, err := h.db.RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, per)
+	jobs, err := bookkeeping(h.db).RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, per)
 	h.must(err, "RecordAndClaim")
 	h.checkClaim(jobs, limit, per)
 }
@@ -314,7 +314,7 @@ func (h *queueHarness) releaseClaims() {
 		}
 	}
 	h.held = kept
-	h.must(h.db.ReleaseClaims(h.ctx, back), "ReleaseClaims")
+	h.must(bookkeeping(h.db).ReleaseClaims(h.ctx, back), "ReleaseClaims")
 	h.stats["released"] += len(back)
 }
 
@@ -534,7 +534,7 @@ func (h *queueHarness) drain() {
 		if h.step > rounds {
 			h.fatalf("still %d pending after %d rounds of claims that all succeeded", len(h.snapshot().pending), rounds)
 		}
-		jobs, err := h.db.RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, 1000)
+		jobs, err := bookkeeping(h.db).RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, 1000)
 		h.must(err, "RecordAndClaim")
 		h.checkClaim(jobs, 1000, 1000)
 		if len(jobs) == 0 {

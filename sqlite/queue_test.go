@@ -20,6 +20,12 @@ func services(db *DB) *service.Service {
 	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(db.Sealer))
 }
 
+// bookkeeping returns the deliverer's services over db's driver, on db's
+// clock and with its sealer as they are now.
+func bookkeeping(db *DB) *service.Service {
+	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(db.Sealer))
+}
+
 // A round that fails after the queue gave out its deliveries loses none of
 // them: the queue is read again from the file, and the next claim hands
 // out what the failed one could not, while what the round recorded stays
@@ -33,14 +39,14 @@ func TestFailedRoundLosesNothing(t *testing.T) {
 	breakEndpointRow(t, db, true)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
 		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
-	if jobs, err := db.RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
+	if jobs, err := bookkeeping(db).RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
 		t.Fatalf("round with a claim that cannot read the endpoint: %d jobs, %v; want an error", len(jobs), err)
 	}
 	breakEndpointRow(t, db, false)
 	if d := deliveryByID(t, db, first.DeliveryID); d.State != storelink.DeliverySucceeded {
 		t.Fatalf("the round's result after its claim failed: %s, want succeeded", d.State)
 	}
-	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim after the failed round: %d jobs, %v; want the other two", len(jobs), err)
 	}
@@ -60,7 +66,7 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	db.Now = func() time.Time { return now }
 	// The queue is read; leases last longer than the test.
-	first, err := db.ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
+	first, err := bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(first), err)
 	}
@@ -82,12 +88,12 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ? WHERE id = ?`, ms(now.Add(time.Hour)), ds[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := db.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[2].ID {
 		t.Fatalf("claim: %s, %v; want only %s", ids(jobs), err, ds[2].ID)
 	}
 	now = now.Add(time.Hour)
-	jobs, err = db.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err = bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[1].ID {
 		t.Fatalf("claim an hour later: %s, %v; want only %s", ids(jobs), err, ds[1].ID)
 	}
@@ -103,7 +109,7 @@ func TestQueueReadAtStartUp(t *testing.T) {
 	first := claimOneOf(t, db, 1)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeRetry, NextAt: now.Add(time.Minute),
 		Attempt: storelink.Attempt{Number: 1, At: now, StatusCode: 503}}}
-	if err := db.RecordAttempts(ctx, res); err != nil {
+	if err := bookkeeping(db).RecordAttempts(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	second := claimOneOf(t, db, 1) // in flight when the process goes
@@ -121,7 +127,7 @@ func TestQueueReadAtStartUp(t *testing.T) {
 	if err := db.ReleaseLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 2 || jobs[0].DeliveryID != second.DeliveryID || jobs[1].DeliveryID == first.DeliveryID {
 		t.Fatalf("claim after reopening: %s, %v; want the one in flight first, then the third, not the retry", ids(jobs), err)
 	}
@@ -226,7 +232,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for range 20 {
-				if _, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
+				if _, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
 					t.Error("a claim that cannot read the endpoint succeeded")
 					return
 				}
@@ -235,7 +241,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	}
 	wg.Wait()
 	breakEndpointRow(t, db, false)
-	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
+	if jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
 		t.Fatalf("claim after the failed ones: %d jobs, %v; want 3", len(jobs), err)
 	}
 }
@@ -270,7 +276,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	if err := db.ExecForTest(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
+	if jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
 		t.Fatalf("claim with nothing pending: %d jobs, %v", len(jobs), err)
 	}
 	if err := services(db).Redeliver(ctx, second.DeliveryID); err != nil {
@@ -279,7 +285,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	third := claimOne(t, db, "w")
 	recordOne(t, db, third, storelink.OutcomeSucceeded, 204, time.Now())
 	order("W-y")
-	jobs, err := db.ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
+	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID == second.DeliveryID {
 		t.Fatalf("claim of one with W-y's delivery due: %s, %v; want W-y's", ids(jobs), err)
 	}
@@ -323,7 +329,7 @@ func BenchmarkQueueRead(b *testing.B) {
 		}
 		b.StartTimer()
 		t1 := time.Now()
-		if _, err := db.RecordAndClaim(ctx, nil, "w", time.Minute, 1, 32); err != nil {
+		if _, err := bookkeeping(db).RecordAndClaim(ctx, nil, "w", time.Minute, 1, 32); err != nil {
 			b.Fatal(err)
 		}
 		read += time.Since(t1)

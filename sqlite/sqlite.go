@@ -2,6 +2,15 @@
 // database (modernc.org/sqlite, no cgo), and the row-level Driver that
 // package service runs its rules on. It is the default store: one file
 // in the data folder, owned by one storelink process at a time.
+//
+// The file is the only truth. Because one process owns it, the deliverer's
+// bookkeeping keeps two things in memory behind the driver: the queue of
+// pending deliveries (deliveryQueue), a cache of the file's pending rows
+// that is read from the file at the first round and dropped and read again
+// whenever a round fails, so that a claim need not walk an index of the
+// file; and the leases of the attempts in flight (leaseBook), which only
+// this process could ever read and which die with it, so that a claim
+// writes nothing. Everything a restart needs is in the file.
 package sqlite
 
 import (
@@ -115,6 +124,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := db.ReleaseLeases(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("release leases: %w", err)
+	}
 	return db, nil
 }
 
@@ -199,8 +212,8 @@ func (db *DB) Ping(ctx context.Context) error {
 }
 
 // ReleaseLeases makes every upload in processing, and every delivery in
-// flight, claimable again. Only one process can hold the file, so at
-// start-up every lease is a dead one.
+// flight, claimable again. Only one process can hold the file, so once Open
+// has its lock every lease in it is a dead one: Open calls this.
 func (db *DB) ReleaseLeases(ctx context.Context) error {
 	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0 WHERE status = 'processing'`); err != nil {
 		return err
@@ -208,8 +221,9 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	// A delivery a killed process was sending may or may not have arrived;
 	// it goes out again now (receivers deduplicate by webhook-id) rather
 	// than when its lease, the webhook timeout and 30s, runs out.
-	// Leases are held in memory now (leaseBook); a file written before
-	// that may still hold some, which are cleared too.
+	// Leases of deliveries are held in memory (leaseBook); a file written
+	// by a version that kept them in its rows may still hold some, which
+	// are cleared too.
 	conn, err := db.write.Conn(ctx) // see leaseBook
 	if err != nil {
 		return err

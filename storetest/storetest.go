@@ -120,6 +120,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: per order and endpoint, in order", testDeliveryOrder},
 		{"Webhooks: in flight per endpoint is capped", testDeliveryCap},
 		{"Webhooks: recording attempts", testRecordAttempts},
+		{"Webhooks: one round records and claims", testRecordAndClaim},
+		{"Webhooks: claims given back", testReleaseClaims},
 		{"Webhooks: redeliver", testRedeliver},
 		{"Webhooks: a redelivered event goes before later ones", testRedeliverInOrder},
 		{"Webhooks: delivery listing", testDeliveryListing},

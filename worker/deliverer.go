@@ -152,23 +152,6 @@ func (d *Deliverer) Wake() {
 	}
 }
 
-// RecordClaimer is a store that records finished attempts and claims the
-// next deliveries in one transaction (the SQLite store): a round of
-// deliveries then costs one commit on the one writer, and the claim sees
-// what was just recorded. Other stores record, then claim.
-type RecordClaimer interface {
-	RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-		limit, perEndpoint int) ([]storelink.DeliveryJob, error)
-}
-
-// ClaimReleaser is a store that gives back claimed deliveries that were not
-// attempted (the SQLite store): a deliverer that stops gives back those it
-// claimed ahead rather than send them. With other stores, they are sent
-// before Run returns.
-type ClaimReleaser interface {
-	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
-}
-
 // claimAhead is how many rounds of attempts are claimed ahead of those in
 // flight, per endpoint (of PerEndpoint each) and in all (of Workers). With
 // one, an endpoint that answered a round faster than the transaction that
@@ -186,8 +169,7 @@ const (
 
 // Run delivers until ctx is done, then lets the attempts in flight finish
 // (each is bounded by the webhook timeout) and records them; the
-// deliveries claimed ahead are given back (or, if the store cannot, sent
-// too).
+// deliveries claimed ahead are given back.
 //
 // One loop does all the bookkeeping, each round in one transaction: it
 // records the results in and, in the same transaction, claims deliveries
@@ -278,13 +260,8 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-// release gives back the deliveries claimed and not yet started, if the
-// store can; what it cannot give back goes out as usual.
+// release gives back the deliveries claimed and not yet started.
 func (d *Deliverer) release(s *sending) {
-	rc, ok := d.Store.(ClaimReleaser)
-	if !ok {
-		return
-	}
 	s.mu.Lock()
 	jobs := make([]storelink.DeliveryJob, len(s.claimed))
 	for i, j := range s.claimed {
@@ -295,7 +272,7 @@ func (d *Deliverer) release(s *sending) {
 	// Only at a stop: bounded as the rest of a stop is.
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
-	if err := rc.ReleaseClaims(ctx, jobs); err != nil {
+	if err := d.Store.ReleaseClaims(ctx, jobs); err != nil {
 		// Their leases run out and they go again: at least once.
 		d.Logger.Error("release claimed deliveries", "error", err, "count", len(jobs))
 	}
@@ -420,24 +397,9 @@ func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.Attemp
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopBound, cancel) })()
-	if rc, ok := d.Store.(RecordClaimer); ok {
-		jobs, err := rc.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
-		if err != nil {
-			d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
-		}
-		return jobs
-	}
-	if len(batch) > 0 {
-		if err := d.Store.RecordAttempts(tctx, batch); err != nil {
-			d.Logger.Error("record delivery attempts", "error", err, "count", len(batch))
-		}
-	}
-	if limit <= 0 {
-		return nil
-	}
-	jobs, err := d.Store.ClaimDeliveries(tctx, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
+	jobs, err := d.Store.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
 	if err != nil {
-		d.Logger.Error("claim deliveries", "error", err)
+		d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
 	}
 	return jobs
 }

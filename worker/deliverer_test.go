@@ -72,17 +72,8 @@ type fixture struct {
 	t        *testing.T
 	db       *sqlite.DB
 	service  *service.Service
-	store    sqliteStore
 	clientID string
 	orders   atomic.Int64
-}
-
-// sqliteStore joins the services of package service with the delivery
-// claims of the SQLite store, as serve composes them; its RecordAndClaim
-// and ReleaseClaims show through.
-type sqliteStore struct {
-	*service.Service
-	*sqlite.DB
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -107,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, db: db, service: svc, store: sqliteStore{svc, db}, clientID: c.ID}
+	return &fixture{t: t, db: db, service: svc, clientID: c.ID}
 }
 
 func (f *fixture) endpoint(url string) *storelink.Endpoint {
@@ -140,7 +131,7 @@ func (f *fixture) event() string {
 
 // deliverer returns a deliverer with a short schedule that polls often.
 func (f *fixture) deliverer(owner string, timeout time.Duration) *Deliverer {
-	d := NewDeliverer(f.store, webhook.NewClient(timeout, true),
+	d := NewDeliverer(f.service, webhook.NewClient(timeout, true),
 		storelink.RetryPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, Jitter: 0.2},
 		timeout, nil, owner, prometheus.NewRegistry())
 	d.Interval = 10 * time.Millisecond
@@ -290,7 +281,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
 	claimed := time.Now()
-	jobs, err := f.db.ClaimDeliveries(ctx, "crashed", lease, 10, 10)
+	jobs, err := f.service.ClaimDeliveries(ctx, "crashed", lease, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].EventID != id {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
@@ -306,7 +297,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 	// attempt, and the delivery stays succeeded.
 	late := storelink.AttemptResult{Job: &jobs[0], Outcome: storelink.OutcomeFailed,
 		Attempt: storelink.Attempt{Number: jobs[0].Attempt, At: claimed.UTC(), Error: "timeout after 10s"}}
-	if err := f.db.RecordAttempts(ctx, []storelink.AttemptResult{late}); err != nil {
+	if err := f.service.RecordAttempts(ctx, []storelink.AttemptResult{late}); err != nil {
 		t.Fatal(err)
 	}
 	d := f.delivery(id, ep.ID)
@@ -328,7 +319,7 @@ func TestDelivererReleaseLeasesAtStart(t *testing.T) {
 	ep := f.endpoint(rec.URL)
 	id := f.event()
 	ctx := context.Background()
-	if jobs, err := f.db.ClaimDeliveries(ctx, "killed", time.Hour, 10, 10); err != nil || len(jobs) != 1 {
+	if jobs, err := f.service.ClaimDeliveries(ctx, "killed", time.Hour, 10, 10); err != nil || len(jobs) != 1 {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
 	if err := f.db.ReleaseLeases(ctx); err != nil {

@@ -40,7 +40,10 @@ func TestPostgresCapacityShared(t *testing.T) {
 	const base = 10_000
 	// A window so long that the refill during the test is a fraction of a
 	// byte: the bucket is what decides, not the clock.
-	capArgs := []string{"--capacity-base", strconv.Itoa(base) + "B", "--capacity-per-store", "0", "--capacity-window", "100000h"}
+	// The limits of uploads in flight and waiting are raised so that the
+	// burst below meets only the bucket.
+	capArgs := []string{"--capacity-base", strconv.Itoa(base) + "B", "--capacity-per-store", "0", "--capacity-window", "100000h",
+		"--max-uploads-in-flight", "100", "--max-waiting-uploads", "100"}
 	sizes := make([]int, 30)
 	for i := range sizes {
 		sizes[i] = 400 + (i*337)%1100

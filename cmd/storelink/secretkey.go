@@ -123,7 +123,6 @@ func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) e
 		fmt.Fprintf(stdout, "storelink: the secret key cannot open the stored secrets of %s: their deliveries fail until each endpoint's "+
 			"secret is rotated (and its api_key set again)\n", describeSealed(closed))
 	}
-	db.SetSealer(sealer) // the delivery claims, which the opened store makes, open secrets with it
 	db.useSealer(sealer)
 	return nil
 }

@@ -51,20 +51,16 @@ type database interface {
 }
 
 // opened is a store as its package opens it (*sqlite.DB, *postgres.DB):
-// the services whose rules still live in that package, and the checks. The
-// others come from package service, over the package's driver.
+// what is the database's own (its checks, closing it); the services come
+// from package service, over the package's driver.
 type opened interface {
-	storelink.DeliveryQueue
-	// SetSealer gives it the sealer of webhook secrets once the secret key
-	// is checked against the database: its delivery claims open them.
-	SetSealer(*storelink.Sealer)
 	Ping(ctx context.Context) error
 	ProbeWrite(ctx context.Context) error
 	Close() error
 }
 
 // store is a database: the services of package service over the driver of
-// the opened store, and the opened store's own services.
+// the opened store, and the opened store's own checks.
 type store struct {
 	*service.Service
 	opened
@@ -176,13 +172,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer db.Close()
-	// Only one process can hold a SQLite file, so at start-up every lease
-	// in it is a dead one. On PostgreSQL other processes hold theirs.
-	if lite, ok := db.opened.(*sqlite.DB); ok {
-		if err := lite.ReleaseLeases(ctx); err != nil {
-			return fmt.Errorf("release leases: %w", err)
-		}
-	}
 	token, err := adminToken(c, stdout)
 	if err != nil {
 		return err

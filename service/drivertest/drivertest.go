@@ -55,6 +55,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Stock in force counts the units reserving items hold", testStockInForce},
 		{"Events are numbered per client and read by number", testEvents},
 		{"Endpoints and deliveries", testDeliveries},
+		{"Bookkeeping: claim, record, park", testBookkeeping},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
 		{"Locks: a second routing or key lock waits for the first", testLocks},
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},

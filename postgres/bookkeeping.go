@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+	"storelink/service"
+)
+
+// claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
+// enabled endpoint; per order and endpoint only the oldest pending event (so
+// events of one order arrive in order); per endpoint no more than a cap in
+// flight, counting those already leased (so a slow endpoint holds few
+// workers). It locks what it picked with SKIP LOCKED, checking again on the
+// row as locked that it is still pending and not leased, leases it, and
+// returns what the attempt needs, all in one statement.
+//
+// The caller holds the delivery-claim advisory lock (LockClaims): the
+// in-flight count is exact only if no other claim runs between counting and
+// leasing, which SQLite's single writer gives for free and PostgreSQL needs
+// a lock for.
+const claimDeliveriesSQL = `
+WITH due AS (
+	SELECT d.id, d.endpoint_id, d.next_attempt_at, d.event_seq,
+	       row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.event_seq) AS rn
+	FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+	WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
+	  AND e.enabled
+	  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
+	                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+), inflight AS (
+	SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
+), pick AS (
+	SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
+	WHERE due.rn + coalesce(inflight.n, 0) <= $4
+	ORDER BY due.next_attempt_at, due.event_seq LIMIT $5
+), locked AS (
+	SELECT d.id FROM deliveries d
+	WHERE d.id IN (SELECT id FROM pick) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE deliveries d SET lease_owner = $2, lease_until = $3, attempts = d.attempts + 1, tries = d.tries + 1
+FROM locked, events ev, endpoints e
+WHERE d.id = locked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
+RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
+	e.url, e.api_key, e.secret, e.previous_secret, e.previous_secret_until, d.next_attempt_at, d.event_seq`
+
+// BeginRound starts a transaction of the deliverer's bookkeeping: on
+// PostgreSQL an ordinary one, as the leases are columns of the rows and
+// every process claims from them.
+func (d *Driver) BeginRound(ctx context.Context) (service.RoundTx, error) {
+	tx, err := d.db.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTx{tx: tx}, nil
+}
+
+// LockClaims takes the delivery-claim advisory lock until the transaction
+// ends and reads the secret key's check value under it, in one round trip:
+// another process may have moved the database to a new key (storelink
+// secret-key rotate) while this one ran.
+func (t *pgTx) LockClaims(ctx context.Context) (string, error) {
+	var check string
+	err := t.tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
+		FROM (SELECT pg_advisory_xact_lock($1, 0)) AS l`, lockDeliveryClaims, settingKeyCheck).Scan(&check)
+	return check, err
+}
+
+// ClaimDue leases due deliveries in one statement (claimDeliveriesSQL) and
+// returns them oldest due first.
+func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
+	limit, perEndpoint int) ([]service.Claimed, error) {
+	type row struct {
+		service.Claimed
+		due   time.Time
+		seq   int64
+		until *time.Time
+	}
+	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []row
+	for rows.Next() {
+		c := row{Claimed: service.Claimed{Job: storelink.DeliveryJob{Owner: owner}}}
+		j, k := &c.Job, &c.Keys
+		var payload string
+		if err := rows.Scan(&j.DeliveryID, &j.EventID, &j.EndpointID, &j.Attempt, &j.Try, &payload,
+			&j.URL, &k.APIKey, &k.Secret, &k.Previous, &c.until, &c.due, &c.seq); err != nil {
+			return nil, err
+		}
+		j.Body = []byte(payload)
+		if c.until != nil {
+			k.PreviousUntil = *c.until
+		}
+		list = append(list, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING has no order: the oldest due first, as SQLite gives them.
+	slices.SortFunc(list, func(a, b row) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return int(a.seq - b.seq)
+	})
+	out := make([]service.Claimed, len(list))
+	for i := range list {
+		out[i] = list[i].Claimed
+	}
+	return out, nil
+}
+
+// endedSQL ends a delivery as succeeded or failed, by the kind of its move.
+var endedSQL = [...]string{
+	service.MoveSucceeded: `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`,
+	service.MoveFailed: `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`,
+}
+
+// RecordAttempts records finished attempts and moves their deliveries on,
+// all sent as one batch.
+func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+	b := &pgx.Batch{}
+	for i := range results {
+		r, m := &results[i], &moves[i]
+		a := r.Attempt
+		var code any
+		if a.StatusCode != 0 {
+			code = a.StatusCode
+		}
+		// A result recorded twice (a retried batch) is one attempt.
+		b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (delivery_id, number) DO NOTHING`,
+			r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response)
+		// Only the lease holder moves the delivery on: the same owner and
+		// the same attempt, since a lease that ran out may have been taken
+		// again, even by this owner.
+		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
+		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
+		switch m.Kind {
+		case service.MovePark:
+			// The endpoint is disabled only when the lease holder's
+			// delivery was parked.
+			b.Queue(`WITH parked AS (
+					UPDATE deliveries SET next_attempt_at = $6, tries = greatest(tries - 1, 0), lease_owner = NULL,
+						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
+				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
+				WHERE id IN (SELECT endpoint_id FROM parked)`, append(job, m.Disable, m.NextAt)...)
+		case service.MoveRetry:
+			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
+				updated_at = $4`+held, append(job, m.NextAt)...)
+		default:
+			b.Queue(endedSQL[m.Kind]+held, job...)
+		}
+	}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+// ReleaseClaims ends the leases that jobs still hold, in one statement:
+// the claim's attempt and try are taken back and the delivery is due as it
+// was, and the deliverers of every process are woken to claim it again.
+func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	ids, owners, attempts := make([]string, len(jobs)), make([]string, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		ids[i], owners[i], attempts[i] = j.DeliveryID, j.Owner, int32(j.Attempt)
+	}
+	_, err := d.db.pool.Exec(ctx, `WITH released AS (
+			UPDATE deliveries d SET lease_owner = NULL, lease_until = NULL,
+				attempts = d.attempts - 1, tries = greatest(d.tries - 1, 0)
+			FROM unnest($1::text[], $2::text[], $3::int[]) AS r(id, owner, attempt)
+			WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = 'pending'
+			RETURNING d.id)
+		SELECT pg_notify($4, current_schema()) WHERE EXISTS (SELECT 1 FROM released)`, ids, owners, attempts, ChannelDeliveries)
+	return err
+}

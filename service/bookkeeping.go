@@ -1,0 +1,266 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"storelink"
+)
+
+var _ storelink.DeliveryQueue = (*Service)(nil)
+
+// Bookkeeping is the deliverer's side of a Driver: the transactions in which
+// it records attempts and claims deliveries, and the return of claims it
+// did not attempt. Its rounds are transactions of their own, apart from
+// Begin's, because a driver may commit them with less care than an order
+// (a lost round only sends an event again, which at-least-once delivery
+// allows) and runs them hundreds of times a second.
+type Bookkeeping interface {
+	// BeginRound starts a transaction of the deliverer's bookkeeping. The
+	// caller ends it with Commit or Rollback; Rollback after Commit does
+	// nothing.
+	BeginRound(ctx context.Context) (RoundTx, error)
+	// ReleaseClaims ends the leases that jobs still hold, on deliveries
+	// that were not attempted: each is claimable again at once, as it was
+	// before its claim, its attempt and try not counted. A job whose lease
+	// was lost changes nothing.
+	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
+}
+
+// RoundTx is one transaction of the deliverer's bookkeeping. Its claim sees
+// what its record wrote; nothing of either is seen by others before Commit.
+type RoundTx interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+
+	// RecordAttempts writes the attempt of every result (one attempt, should
+	// the same come twice) and, for each result whose job still holds its
+	// delivery's lease (the same owner and attempt: a lease that ran out may
+	// have been taken again, even by the same owner), ends the lease and
+	// makes the change moves[i] says; the others change nothing but their
+	// attempt. now stamps the rows.
+	RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []Move, now time.Time) error
+	// LockClaims keeps the other claims waiting until this transaction
+	// ends, so that each counts the deliveries in flight per endpoint as the
+	// one before left them, and returns the check value of the secret key
+	// that the database's secrets are sealed with, as the database has it
+	// now, or "" when nothing but this process can change it.
+	LockClaims(ctx context.Context) (keyCheck string, err error)
+	// ClaimDue leases up to limit deliveries for owner until now+lease,
+	// each counted as an attempt and a try: pending ones, due at now, not
+	// in flight, to enabled endpoints; of the pending deliveries of one
+	// order to one endpoint only the one of the oldest event (so that an
+	// order's events arrive in order, CONTRACT 6.3); no more than
+	// perEndpoint in flight per endpoint, counting those leased before. The
+	// oldest due go first, in that order.
+	ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration, limit, perEndpoint int) ([]Claimed, error)
+}
+
+// Move is what a recorded attempt does to its delivery, decided once here
+// (moves) and written by the driver.
+type Move struct {
+	Kind MoveKind
+	// NextAt is when a delivery that stays pending is due again.
+	NextAt time.Time
+	// Disable is the reason its endpoint is disabled for, by MovePark.
+	Disable string
+}
+
+// MoveKind is the kind of a Move; drivers keep a statement for each.
+type MoveKind int
+
+const (
+	// MoveSucceeded ends the delivery, succeeded.
+	MoveSucceeded MoveKind = iota
+	// MoveRetry keeps it pending, due again at NextAt.
+	MoveRetry
+	// MoveFailed ends it, failed: its schedule is spent.
+	MoveFailed
+	// MovePark keeps it pending, due at NextAt, its try not counted, and
+	// disables its endpoint: it goes again once the endpoint is enabled.
+	MovePark
+)
+
+// Claimed is a delivery a claim leased, with what its attempt needs as the
+// database keeps it: Job has everything but the endpoint's key and secrets,
+// which are still sealed in Keys.
+type Claimed struct {
+	Job  storelink.DeliveryJob
+	Keys SealedKeys
+}
+
+// SealedKeys is an endpoint's API key and signing secrets, sealed as they
+// are kept. The previous secret signs beside the current one until
+// PreviousUntil.
+type SealedKeys struct {
+	APIKey, Secret, Previous string
+	PreviousUntil            time.Time
+}
+
+// errNoSealer is what a claim answers when the service was given no sealer:
+// nothing it claimed could be signed.
+var errNoSealer = errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
+
+// ClaimDeliveries leases due deliveries and reads what their attempts need.
+func (s *Service) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	if s.sealer == nil {
+		return nil, errNoSealer
+	}
+	return s.RecordAndClaim(ctx, nil, owner, lease, limit, perEndpoint)
+}
+
+// RecordAttempts records finished attempts and moves their deliveries on.
+func (s *Service) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
+	_, err := s.RecordAndClaim(ctx, results, "", 0, 0, 0)
+	return err
+}
+
+// RecordAndClaim records results and claims up to limit deliveries for
+// owner in one transaction (storelink.DeliveryQueue). A transaction that the
+// driver says ended for a transient reason is run again, as inTx does.
+func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	if len(results) == 0 && limit <= 0 {
+		return nil, nil
+	}
+	var refused error // the claim's, when there can be none
+	if limit > 0 && s.sealer == nil {
+		if len(results) == 0 {
+			return nil, errNoSealer
+		}
+		refused, limit = errNoSealer, 0
+	}
+	for try := 1; ; try++ {
+		jobs, err := s.round(ctx, results, owner, lease, limit, perEndpoint)
+		if try < maxTries && err != nil && s.d.Transient(err) {
+			continue
+		}
+		if err == nil {
+			err = refused
+		}
+		return jobs, err
+	}
+}
+
+// round is one try of RecordAndClaim. A claim that fails leaves the record
+// to commit all the same: the attempts were made.
+func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	now := s.now()
+	tx, err := s.d.BeginRound(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	if len(results) > 0 {
+		if err := tx.RecordAttempts(ctx, results, moves(results, now), now); err != nil {
+			return nil, fmt.Errorf("record delivery attempts: %w", err)
+		}
+	}
+	var claimed []Claimed
+	var claimErr error
+	if limit > 0 {
+		claimed, claimErr = s.claim(ctx, tx, owner, now, lease, limit, perEndpoint)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if claimErr != nil {
+			return nil, claimErr // what made the commit fail
+		}
+		return nil, err
+	}
+	if claimErr != nil {
+		return nil, claimErr
+	}
+	return s.open(claimed, now), nil
+}
+
+// claim leases due deliveries in tx. A process whose key is no longer the
+// database's (storelink secret-key rotate while it ran) claims nothing,
+// rather than count attempts it cannot make.
+func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
+	limit, perEndpoint int) ([]Claimed, error) {
+	check, err := tx.LockClaims(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take delivery claim lock: %w", err)
+	}
+	if check != "" && check != s.sealer.Check() {
+		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
+			"no delivery is claimed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
+	}
+	claimed, err := tx.ClaimDue(ctx, owner, now, lease, limit, perEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return claimed, nil
+}
+
+// moves decides what each result does to its delivery: a success ends it,
+// a retry makes it due again when the deliverer's policy said, a spent
+// schedule fails it, and a 410 parks it, disabling its endpoint, so that it
+// goes again, its try not counted, once the endpoint is enabled.
+func moves(results []storelink.AttemptResult, now time.Time) []Move {
+	out := make([]Move, len(results))
+	for i := range results {
+		r := &results[i]
+		switch r.Outcome {
+		case storelink.OutcomeSucceeded:
+			out[i].Kind = MoveSucceeded
+		case storelink.OutcomeRetry:
+			out[i] = Move{Kind: MoveRetry, NextAt: r.NextAt.UTC().Truncate(time.Millisecond)}
+		case storelink.OutcomeFailed:
+			out[i].Kind = MoveFailed
+		case storelink.OutcomeGone:
+			out[i] = Move{Kind: MovePark, NextAt: now,
+				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}
+		}
+	}
+	return out
+}
+
+// opened is an endpoint's key and secrets as its jobs carry them.
+type opened struct {
+	apiKey, unsealable string
+	secrets            []string
+}
+
+// open makes the jobs of what a claim leased, opening each endpoint's key
+// and secrets once. An endpoint whose secrets cannot be opened holds up
+// only its own deliveries, which go to the deliverer all the same, to be
+// recorded as attempts that failed for that reason (the claim counted
+// them), so that the other endpoints' deliveries in the claim go out.
+func (s *Service) open(claimed []Claimed, now time.Time) []storelink.DeliveryJob {
+	if len(claimed) == 0 {
+		return nil
+	}
+	jobs := make([]storelink.DeliveryJob, len(claimed))
+	endpoints := make(map[string]opened, 1)
+	for i := range claimed {
+		c := &claimed[i]
+		o, ok := endpoints[c.Job.EndpointID]
+		if !ok {
+			previous := c.Keys.Previous
+			if !c.Keys.PreviousUntil.After(now) {
+				previous = ""
+			}
+			var sealed bool
+			if o.apiKey, o.secrets, sealed = s.sealer.OpenEndpoint(c.Keys.APIKey, c.Keys.Secret, previous); !sealed {
+				o = opened{unsealable: storelink.UnsealableReason}
+			}
+			endpoints[c.Job.EndpointID] = o
+		}
+		jobs[i] = c.Job
+		jobs[i].APIKey, jobs[i].Secrets, jobs[i].Unsealable = o.apiKey, o.secrets, o.unsealable
+	}
+	return jobs
+}
+
+// ReleaseClaims gives back claimed deliveries that were not attempted
+// (storelink.DeliveryQueue).
+func (s *Service) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	return s.d.ReleaseClaims(ctx, jobs)
+}

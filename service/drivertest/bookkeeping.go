@@ -1,0 +1,162 @@
+package drivertest
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// round runs fn in a round of the deliverer's bookkeeping and commits it.
+func (e *env) round(fn func(tx service.RoundTx)) {
+	e.t.Helper()
+	tx, err := e.d.BeginRound(e.ctx)
+	must(e.t, err)
+	defer tx.Rollback(e.ctx)
+	fn(tx)
+	must(e.t, tx.Commit(e.ctx))
+}
+
+// claimDue locks the claims and claims in tx.
+func (e *env) claimDue(tx service.RoundTx, owner string, now time.Time, limit, perEndpoint int) []service.Claimed {
+	e.t.Helper()
+	_, err := tx.LockClaims(e.ctx)
+	must(e.t, err)
+	got, err := tx.ClaimDue(e.ctx, owner, now, time.Minute, limit, perEndpoint)
+	must(e.t, err)
+	return got
+}
+
+// queue writes an event of o, made at at, and its delivery to endpoint.
+func (e *env) queue(o *storelink.Order, endpoint string, at time.Time) *storelink.Event {
+	e.t.Helper()
+	ev := event(o)
+	e.inTx(func(tx service.Tx) {
+		seq, err := tx.InsertEvent(e.ctx, e.client.ID, ev, at)
+		must(e.t, err)
+		must(e.t, tx.InsertDeliveries(e.ctx, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint,
+			ClientID: e.client.ID, OrderID: o.ID, EventID: ev.EventID, EventSeq: seq, EventState: ev.State, At: at}}))
+	})
+	return ev
+}
+
+// events lists the event ids of claimed deliveries, in their order.
+func events(claimed []service.Claimed) string {
+	ids := make([]string, len(claimed))
+	for i, c := range claimed {
+		ids[i] = c.Job.EventID
+	}
+	return strings.Join(ids, " ")
+}
+
+// testBookkeeping: a claim leases what is due, one event per order and
+// endpoint, the oldest first, with what the attempt needs and the
+// endpoint's keys sealed; a rolled back round leases nothing; a record moves
+// on only the deliveries whose lease the result holds, and the claim in the
+// same round sees it; a park disables the endpoint.
+func testBookkeeping(e *env) {
+	t := e.t
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key-a"}, secret)
+	must(t, err)
+	o1, o2 := e.order("S1", eanA), e.order("S1", eanA)
+	e.insert(o1)
+	e.insert(o2)
+	first := e.queue(o1, ep.ID, e.tick())
+	other := e.queue(o2, ep.ID, e.tick())
+	o1.State = storelink.StateFulfilled
+	second := e.queue(o1, ep.ID, e.tick())
+	now := e.tick()
+
+	// Rolled back: nothing leased.
+	tx, err := e.d.BeginRound(e.ctx)
+	must(t, err)
+	if got := e.claimDue(tx, "w0", now, 10, 10); len(got) != 2 {
+		t.Fatalf("claimed %s, want two", events(got))
+	}
+	must(t, tx.Rollback(e.ctx))
+
+	var claimed []service.Claimed
+	e.round(func(tx service.RoundTx) { claimed = e.claimDue(tx, "w1", now, 10, 10) })
+	if got, want := events(claimed), first.EventID+" "+other.EventID; got != want {
+		t.Fatalf("claimed events %s, want %s: the oldest due first, one per order and endpoint", got, want)
+	}
+	for _, c := range claimed {
+		j, k := c.Job, c.Keys
+		var body storelink.Event
+		if err := json.Unmarshal(j.Body, &body); err != nil || body.EventID != j.EventID {
+			t.Fatalf("job body %s (%v), want the event %s", j.Body, err, j.EventID)
+		}
+		if j.EndpointID != ep.ID || j.URL != ep.URL || j.Attempt != 1 || j.Try != 1 || j.Owner != "w1" || j.DeliveryID == "" ||
+			j.APIKey != "" || j.Secrets != nil {
+			t.Fatalf("claimed job %+v", j)
+		}
+		if k.Secret == "" || strings.Contains(k.Secret, secret[6:]) || k.APIKey == "" || k.APIKey == "key-a" || k.Previous != "" {
+			t.Fatalf("claimed keys %+v, want the endpoint's, sealed", k)
+		}
+	}
+	e.round(func(tx service.RoundTx) {
+		if got := e.claimDue(tx, "w2", now, 10, 10); len(got) != 0 {
+			t.Fatalf("claimed %s while leased", events(got))
+		}
+	})
+
+	// One success, one retry and a result of a lost lease in one record;
+	// the claim of the same round sees the success.
+	at := e.tick()
+	retryAt := at.Add(time.Hour)
+	result := func(c service.Claimed, attempt int) storelink.AttemptResult {
+		j := c.Job
+		j.Attempt = attempt
+		return storelink.AttemptResult{Job: &j, Attempt: storelink.Attempt{Number: attempt, At: at, StatusCode: 200}}
+	}
+	var next []service.Claimed
+	e.round(func(tx service.RoundTx) {
+		results := []storelink.AttemptResult{result(claimed[0], 1), result(claimed[1], 1), result(claimed[1], 7)}
+		moves := []service.Move{{Kind: service.MoveSucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed}}
+		must(t, tx.RecordAttempts(e.ctx, results, moves, at))
+		next = e.claimDue(tx, "w1", at, 10, 10)
+	})
+	if events(next) != second.EventID {
+		t.Fatalf("the round's claim gave %s, want the order's second event %s", events(next), second.EventID)
+	}
+	byEvent := map[string]storelink.Delivery{}
+	list, err := e.seed.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
+	must(t, err)
+	for _, d := range list {
+		byEvent[d.EventID] = d
+	}
+	if d := byEvent[first.EventID]; d.State != storelink.DeliverySucceeded || len(d.Attempts) != 1 {
+		t.Fatalf("delivery of the success = %+v", d)
+	}
+	if d := byEvent[other.EventID]; d.State != storelink.DeliveryPending || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(retryAt) ||
+		len(d.Attempts) != 2 {
+		t.Fatalf("delivery of the retry = %+v, want pending at %s with its attempt and the lost lease's", d, retryAt)
+	}
+
+	// A park disables the endpoint; its delivery waits, its try not counted.
+	parkAt := e.tick()
+	e.round(func(tx service.RoundTx) {
+		must(t, tx.RecordAttempts(e.ctx, []storelink.AttemptResult{result(next[0], 1)},
+			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone for the test"}}, parkAt))
+		if got := e.claimDue(tx, "w1", parkAt, 10, 10); len(got) != 0 {
+			t.Fatalf("claimed %s from a disabled endpoint", events(got))
+		}
+	})
+	eps, err := e.seed.Endpoints(e.ctx, e.client.ID)
+	must(t, err)
+	if len(eps) != 1 || eps[0].Enabled || eps[0].DisabledReason != "gone for the test" {
+		t.Fatalf("endpoints after a park = %+v, want disabled for the reason given", eps)
+	}
+	on := true
+	_, err = e.seed.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
+	must(t, err)
+	e.round(func(tx service.RoundTx) {
+		got := e.claimDue(tx, "w1", parkAt, 10, 10)
+		if events(got) != second.EventID || got[0].Job.Attempt != 2 || got[0].Job.Try != 1 {
+			t.Fatalf("claimed %s after enabling, want %s as attempt 2, try 1", events(got), second.EventID)
+		}
+	})
+}
