@@ -1,6 +1,17 @@
 // Package sqlite implements the storelink services on an embedded SQLite
 // database (modernc.org/sqlite, no cgo). It is the default store: one file in
 // the data folder, owned by one storelink process at a time.
+//
+// The file is the only truth. Because one process holds it (Open takes an
+// exclusive lock), two things about deliveries are kept in that process's
+// memory rather than written to it. The queue of pending deliveries
+// (deliveryQueue) is a cache of the file: read from it by the first round of
+// delivery bookkeeping and again after it is dropped, which a failed round,
+// ReleaseLeases and ExecForTest do, losing nothing. The leases of
+// deliveries in flight (leaseBook) are not in the file at all: only this
+// process could ever read them, and none is alive after it ends. What
+// survives a crash is what the file holds: an attempt in flight when the
+// process died was never recorded, and goes again after the restart.
 package sqlite
 
 import (
@@ -65,7 +76,9 @@ type DB struct {
 
 // Open opens (creating it if needed) the database file at path and applies
 // the migrations. It takes an exclusive lock on path+".lock" so that a second
-// process on the same file fails at once instead of corrupting leases.
+// process on the same file fails at once: this process keeps the queue and
+// the leases of deliveries in its memory (see the package comment), and a
+// second one would claim and send the same deliveries.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -133,7 +146,7 @@ func (db *DB) prepare(ctx context.Context, queries []string) error {
 
 // orderTx is the write transaction of one order call. A statement whose SQL
 // was prepared when the database was opened runs prepared: parsing the SQL
-// of every statement again took about a third of a transition's time.
+// of every statement again would be a large part of a transition's time.
 type orderTx struct {
 	*sql.Tx
 	prepared map[string]*sql.Stmt
@@ -168,8 +181,8 @@ const orderHold = 10 * time.Millisecond
 //
 // Order calls take their turn first come first served: the write pool hands
 // its one connection to a random waiter (database/sql), so under load an
-// unlucky call waited behind dozens of others and the slowest answers took
-// five times the median. And the call whose turn it is hands the connection
+// unlucky call would wait behind dozens of others and the slowest answers
+// would take several times the median. And the call whose turn it is hands the connection
 // straight on to the next order call waiting, for up to orderHold, instead
 // of back to the pool: there the background loops, which every order call
 // wakes, would win it about as often as the order calls and run a (mostly
@@ -261,8 +274,9 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	// A delivery a killed process was sending may or may not have arrived;
 	// it goes out again now (receivers deduplicate by webhook-id) rather
 	// than when its lease, the webhook timeout and 30s, runs out.
-	// Leases are held in memory now (leaseBook); a file written before
-	// that may still hold some, which are cleared too.
+	// The file's lease columns are not written (leaseBook holds the
+	// leases); any that a file still holds from before migration 7 are
+	// cleared too.
 	conn, err := db.write.Conn(ctx) // see leaseBook
 	if err != nil {
 		return err
