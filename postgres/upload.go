@@ -42,9 +42,9 @@ func notify(ctx context.Context, tx pgx.Tx, channel string) error {
 // The transaction is sent in two round trips (see pipelined): one that
 // begins it and locks the bucket, one that writes the bucket, the upload and
 // its bytes and commits. The bucket arithmetic stays in the domain, between
-// the two. Sent statement by statement it took seven round trips, four of
-// them with the bucket locked, and those round trips were most of what an
-// accept cost both storelink and PostgreSQL.
+// the two. Sent statement by statement it would take seven round trips,
+// four of them with the bucket locked, and round trips are most of what an
+// accept costs both storelink and PostgreSQL.
 func (db *DB) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
 	var u *storelink.Upload
 	var capacity storelink.Capacity
@@ -204,13 +204,11 @@ func loadBucket(ctx context.Context, q querier, clientID string) (*storelink.Buc
 // The NOT EXISTS looks at the client's previous upload only. That is the
 // same test, because a client's finished uploads are always a prefix of its
 // uploads: only the earliest unfinished one is ever claimed, and only a
-// claimed one is finished. Asking for any earlier unfinished upload instead
-// walked the client's finished history (the index on (client_id, seq) does
-// not hold the status) for every waiting upload the claim passed over. With
-// 8 clients of 3,000 finished and 400 waiting uploads each, a claim that
-// found nothing to take (every client's first upload being applied) took
-// 4.7 s of the database's CPU; with one index lookup per upload passed over
-// it takes 12 ms.
+// claimed one is finished. Asking for any earlier unfinished upload would
+// walk the client's finished history (the index on (client_id, seq) does
+// not hold the status) for every waiting upload the claim passes over, so a
+// claim that finds nothing to take would cost time in proportion to every
+// client's history; this way it is one index lookup per upload passed over.
 const claimUploadSQL = `
 WITH pick AS (
 	SELECT u.seq FROM uploads u
@@ -257,9 +255,10 @@ func (db *DB) Claim(ctx context.Context, owner string, lease time.Duration) (*st
 // one that begins it, checks the lease and reads the client's stores, and
 // one that writes the rows and the report and commits, its RETURNING being
 // the upload as it then is; a large file's rows are written in a round trip
-// of their own before the report, so that its finished_at is when they were. Statement by statement it took nine round trips
-// and one more to read the upload back; for a small file those were most of
-// what an apply cost both storelink and PostgreSQL.
+// of their own before the report, so that its finished_at is when they
+// were. Statement by statement it would take nine round trips and one more
+// to read the upload back; for a small file those are most of what an apply
+// costs both storelink and PostgreSQL.
 func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	// Not run again on a deadlock, as inTx would: fn is run once.

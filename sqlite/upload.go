@@ -165,7 +165,8 @@ func stockSQL(rows int) string {
 // multi-row upserts. A file-level problem, or a file without one valid row,
 // rolls the whole transaction back and records the rejection in a second one.
 // (A savepoint would keep it to one transaction, but makes SQLite copy every
-// stock page it touches into a statement journal: 7% of an import's time.)
+// stock page it touches into a statement journal, which slows every import
+// for the sake of the rare rejected file.)
 func (db *DB) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	tx, err := db.leased(ctx, c)
 	if err != nil {
