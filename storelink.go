@@ -1,5 +1,6 @@
 // Package storelink is the domain of the storelink service: partners, their
-// per-country clients, stores, stock feeds and (later) orders and events.
+// per-country clients, stores, stock feeds, orders, their events and the
+// webhook deliveries of those events.
 //
 // It holds types, state tables and the service interfaces that the adapters
 // (sqlite, postgres, httpapi, worker) implement or use. It imports only the

@@ -189,9 +189,9 @@ func eanValue(s string) (uint64, bool) {
 
 // lineTable remembers, per store and EAN, the line of the last valid row, to
 // find the rows a later one overrides. It stands in for a Go map because the
-// map was measured at over a quarter of Check's time (it hashes twice per row,
-// a lookup and then a store, and grows through larger slots); this table
-// hashes once with two multiplications and keeps 16 bytes per key.
+// map is a large share of Check's time (it hashes twice per row, a lookup
+// and then a store, and grows through larger slots); this table hashes once
+// with two multiplications and keeps 16 bytes per key.
 //
 // Keys come from the partner, so the hash multipliers are random per table
 // (multiply-shift hashing, universal for a random odd multiplier): a file

@@ -3,14 +3,14 @@
 //
 // The heap of a busy deliverer or of order calls is a few MB; at Go's
 // default (GOGC=100) a heap that small is collected dozens of times a
-// second, about a tenth of the deliverer's CPU. Collecting when it has
-// grown four times past what is live (GOGC=400) delivered about 13% more
-// events a second (bench/webhooks) for a few MB more. A 10 MiB upload is
-// the opposite case: its body is live while it is accepted and while it is
-// applied, and at GOGC=400, or even at the default, the import's peak RSS
-// passed the 100 MiB budget (93–101 MiB at the default); collecting twice
-// as often while it is in memory (GOGC=50) keeps it at about 80 MiB for
-// about the same speed (bench/stock-import).
+// second, a noticeable share of the deliverer's CPU. Collecting when it has
+// grown four times past what is live (GOGC=400) buys deliveries and order
+// calls a second for a few MB more (bench/webhooks, bench/orders). A 10 MiB
+// upload is the opposite case: its body is live while it is accepted and
+// while it is applied, and at GOGC=400, or even at the default, the
+// import's peak RSS can pass the 100 MiB budget; collecting twice as often
+// while it is in memory (GOGC=50) keeps it under at about the same speed
+// (bench/stock-import). bench/README.md has the figures.
 //
 // serve makes one Governor from its configuration and hands it to the API
 // (bodies being received) and to the upload processor (bodies being

@@ -145,8 +145,8 @@ const upsertStockTail = `
 // temporary table costs more than such a file's upsert. Creating and
 // dropping it writes a few dozen rows to the system catalogues and sends
 // catalogue invalidations that every connection of the server processes;
-// with many small uploads at once it took more of the database's time than
-// the upserts themselves.
+// with many small uploads at once that costs more of the database's time
+// than the upserts themselves.
 func (w *stockWriter) queueApply(b *pgx.Batch) error {
 	if !w.copied {
 		if w.rows.len() == 0 {
@@ -165,7 +165,7 @@ func (w *stockWriter) queueApply(b *pgx.Batch) error {
 	if err := w.copy(); err != nil {
 		return err
 	}
-	// The sort that picks the last row of each store and EAN spilled to
+	// The sort that picks the last row of each store and EAN spills to
 	// disk with the default work_mem (4MB) from about 50,000 rows; the
 	// largest file fits in 64MB, for this transaction only.
 	b.Queue(`SET LOCAL work_mem = '64MB'`)

@@ -17,12 +17,12 @@ import (
 // The statements of the deliverer's transactions, each of which records
 // finished attempts and claims the next deliveries, run prepared
 // (deliveryStatements), since they run hundreds of times a second under
-// load: parsing them again each time took about a quarter of the CPU of
-// delivering a backlog. A claim's lists of ids go in as one JSON array so
+// load, and parsing them again each time would be a large share of the
+// CPU of delivering a backlog. A claim's lists of ids go in as one JSON array so
 // that the SQL is the same whatever their number; a record's rows go in as
 // parameters of statements made for a few batch sizes (batchStatements).
 // Either way a batch is one statement, or a few, not one per delivery: a
-// statement of its own cost more than the rows it changed.
+// statement of its own costs more than the rows it changes.
 const (
 	// pickedSQL reads what the attempts of the deliveries a claim picked
 	// (?1, a JSON array of their seqs) need, and whether each is still

@@ -9,21 +9,23 @@ import (
 )
 
 // leaseBook holds the leases of the deliveries in flight. They live in
-// memory, not in the file: only one process can hold the file (Open locks
-// it), so a lease written there would only ever be read by this process,
-// and at start-up none of them would be alive (ReleaseLeases). Kept here,
-// a claim writes nothing and a round of delivery bookkeeping writes only
-// its results: writing each lease and clearing it again cost a statement,
-// a row and an index entry per delivery, about a third of the bookkeeping.
+// this process's memory, not in the file, and the book is not a cache of
+// anything: only one process can hold the file (Open locks it), so a lease
+// is always this process's own, no other process could ever read it, and
+// none is alive once the process ends. Kept here, a claim writes nothing
+// and a round of delivery bookkeeping writes only its results, rather than
+// a statement, a row and an index entry per delivery to take each lease and
+// clear it again.
 //
-// A lease is taken by a claim and ends when its result is recorded, when
-// it is given back (ReleaseClaims), or at start-up. So an attempt in
-// flight when the process died is not counted: its outcome never became
-// known, and after the restart the delivery goes again as that attempt
-// (receivers deduplicate by webhook-id), first in line. One that has run out
-// stays in the book until a claim takes its delivery again, so that the
-// next attempt's number and try follow on from it, as they would if it
-// had been written down.
+// What the file holds is what survives. A lease is taken by a claim and
+// ends when its result is recorded, when it is given back (ReleaseClaims),
+// or at start-up (ReleaseLeases), which begins with an empty book. So an
+// attempt in flight when the process died is not counted: its outcome never
+// became known, and after the restart the delivery goes again as that
+// attempt (receivers deduplicate by webhook-id), first in line. One that has
+// run out stays in the book until a claim takes its delivery again, so that
+// the next attempt's number and try follow on from it, as they would if it
+// had been written down; after a restart they follow on from the file.
 //
 // The book changes only while the write connection is held (in the
 // bookkeeping transaction, Redeliver's or ReleaseClaims'), and a round's

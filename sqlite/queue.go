@@ -10,43 +10,43 @@ import (
 	"sync/atomic"
 )
 
-// deliveryQueue is the queue of pending deliveries, held in memory so that
-// a claim picks what is due without walking an index of the file. It is
-// the file's pending deliveries, each in the line of its order and
-// endpoint, in the order of their events: only the first of a line may go
-// (CONTRACT 6.3), and only while it is not in flight. The lines whose first
-// delivery may go are in a heap per endpoint, by when it is due and then
-// by its place in the queue.
+// deliveryQueue is an index of the file's pending deliveries held in
+// memory, so that a claim picks what is due without walking an index of
+// the file and reading again, each round, the later events of the orders in
+// flight. Each pending delivery is in the line of its order and endpoint,
+// in the order of their events: only the first of a line may go (CONTRACT
+// 6.3), and only while it is not in flight. The lines whose first delivery
+// may go are in a heap per endpoint, by when it is due and then by its
+// place in the queue.
 //
-// A claim in SQL walked the due deliveries in order and, for each, looked
-// for an earlier pending event of the same order: every round it read
-// again the later events of the orders in flight, at the head of the
-// queue, and each delivery's way through the queue cost two index entries
-// to write and remove (due and order). Here a round reads only the rows it
-// claims, and the rows queued since the round before; the file keeps one
-// index of the pending deliveries (deliveries_pending, by seq), which the
-// queue is read from at start-up.
+// The file is the truth and the queue a cache of it (and of which leases
+// in the leaseBook are live). The first round after start-up reads it whole
+// from the file's one index of pending deliveries (deliveries_pending, by
+// seq), and each round after reads only the deliveries queued since. It can
+// be dropped (reset) whenever the write connection is held, losing nothing:
+// the next round reads it whole again. A round that fails drops it, as do
+// ReleaseLeases and ExecForTest; so does Redeliver when its update fails.
+// What a claim picks from it is checked against the row: a delivery no
+// longer pending, or not yet due, is not sent.
 //
-// As with the leases (leaseBook), only this process writes the file, and
-// every write to a pending delivery goes through the bookkeeping
+// Between reads it stays true because only this process writes the file,
+// and every write to a pending delivery goes through the bookkeeping
 // transaction, Redeliver or ReleaseClaims, all on the write connection,
-// which then also updates the queue: deliveries queued with their events,
-// by the order transactions, are read by the next round (their seq is
-// above any read before: the next round's transaction begins after their
-// commit). A round that fails drops the queue, and the next one reads it
-// again from the file (reset). What the queue holds is checked against the
-// row when claimed: a delivery no longer pending, or not yet due, is not
-// sent. The one thing set from outside is endpointsChanged, after an
-// endpoint was enabled or disabled: the next round reads which are
-// disabled, and a claim checks the endpoint of what it picked anyway.
+// which then also updates the queue; holding that connection is also what
+// keeps the queue's changes (reset included) from racing each other.
+// Deliveries queued with their events, by the order transactions, are read
+// by the next round (their seq is above any read before: the next round's
+// transaction begins after their commit). The one thing set from outside is
+// endpointsChanged, after an endpoint was enabled or disabled: the next
+// round reads which are disabled, and a claim checks the endpoint of what
+// it picked anyway.
 //
-// Memory: about 75 bytes a pending delivery when orders have three events
-// pending each (BenchmarkQueueMemory), 75 MB for a million. Reading it at
-// start-up takes about 1.4 µs a pending delivery (BenchmarkQueueRead), a
-// second and a half for a million, during which the first round holds the
-// write connection. Orders are told apart by a 64-bit hash of their id: two
-// orders whose ids collide would share a line, so one would wait for the
-// other, which delays and never reorders.
+// Its memory grows with the pending deliveries (BenchmarkQueueMemory), and
+// the first round after start-up holds the write connection while it reads
+// them all (BenchmarkQueueRead); bench/README.md has the figures. Orders
+// are told apart by a 64-bit hash of their id: two orders whose ids collide
+// would share a line, so one would wait for the other, which delays and
+// never reorders.
 type deliveryQueue struct {
 	loaded    bool
 	last      int64 // the highest seq read from the file

@@ -76,7 +76,9 @@ type DB struct {
 
 // Open opens (creating it if needed) the database file at path and applies
 // the migrations. It takes an exclusive lock on path+".lock" so that a second
-// process on the same file fails at once instead of corrupting leases.
+// process on the same file fails at once: this process keeps the queue and
+// the leases of deliveries in its memory (see the package comment), and a
+// second one would claim and send the same deliveries.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -148,7 +150,7 @@ func (db *DB) prepare(ctx context.Context, queries []string) error {
 
 // orderTx is the write transaction of one order call. A statement whose SQL
 // was prepared when the database was opened runs prepared: parsing the SQL
-// of every statement again took about a third of a transition's time.
+// of every statement again would be a large part of a transition's time.
 type orderTx struct {
 	*sql.Tx
 	prepared map[string]*sql.Stmt

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite that every storelink store
-// passes: the same cases run against SQLite and (later) PostgreSQL, so a rule
+// passes: the same cases run against SQLite and PostgreSQL, so a rule
 // written once holds for both.
 package storetest
 

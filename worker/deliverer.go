@@ -86,11 +86,10 @@ func (c *keyCache) signingKeys(secrets []string) [][]byte {
 }
 
 // The deliverer's defaults: attempts in flight in all, and to one endpoint
-// at most (serve's --webhook-concurrency). 32 to one endpoint delivered a
-// backlog to a fast receiver about a fifth faster than 16 (more requests
-// on the wire while a round's results are recorded); an endpoint that
-// answers slowly gets no more than that many requests at once, and its
-// retries back off.
+// at most (serve's --webhook-concurrency). 32 to one endpoint keep requests
+// on the wire while a round's results are recorded, so a fast receiver is
+// not left waiting on the bookkeeping; an endpoint that answers slowly gets
+// no more than that many requests at once, and its retries back off.
 const (
 	DefaultWorkers     = 128
 	DefaultPerEndpoint = 32
@@ -154,9 +153,9 @@ func (d *Deliverer) Wake() {
 
 // claimAhead is how many rounds of attempts are claimed ahead of those in
 // flight, per endpoint (of PerEndpoint each) and in all (of Workers). With
-// one, an endpoint that answered a round faster than the transaction that
-// recorded the round before waited for it; two kept it busy, and the
-// transactions longer, for about a tenth more deliveries a second.
+// one, an endpoint that answers a round faster than the transaction that
+// records the round before would wait for it; two keep it busy, and the
+// transactions longer.
 const claimAhead = 2
 
 // recordBatch and recordDelay bound how results are grouped into one
@@ -282,7 +281,7 @@ func (d *Deliverer) release(s *sending) {
 // loop and the workers that make the attempts. A worker that has made an
 // attempt takes the next delivery that may go itself, and tells the loop
 // only when there is something for it to do: handing each attempt and each
-// result over between goroutines cost more than the attempt.
+// result over between goroutines would cost more than the attempt.
 type sending struct {
 	d       *Deliverer
 	mu      sync.Mutex
