@@ -165,10 +165,6 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
-// now is the clock truncated to what the domain shows, so that what an
-// answer shows equals what a later read shows.
-func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
-
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -208,12 +204,6 @@ func retryable(err error) bool {
 	return errors.As(err, &pg) && (pg.Code == "40P01" || pg.Code == "40001")
 }
 
-// uniqueViolation tells whether err is PostgreSQL's unique_violation.
-func uniqueViolation(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == "23505"
-}
-
 // Advisory lock classes: the first key of pg_advisory_xact_lock(int, int),
 // the second being hashtext of what is locked.
 const (
@@ -242,23 +232,6 @@ func exists(ctx context.Context, q querier, query string, args ...any) error {
 func noRows(err error) bool {
 	var pg *pgconn.PgError
 	return errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pg) && (pg.Code == "22021" || pg.Code == "22P05")
-}
-
-// notFound turns noRows into ENOTFOUND and passes other errors on.
-func notFound(err error, format string, args ...any) error {
-	if noRows(err) {
-		return storelink.Errorf(storelink.ENOTFOUND, strings.ToUpper(format[:1])+format[1:]+" not found.", args...)
-	}
-	return err
-}
-
-// unprocessable turns noRows into EUNPROCESSABLE: an id in a body that
-// names nothing is a bad request body, not a missing resource.
-func unprocessable(err error, format string, args ...any) error {
-	if noRows(err) {
-		return storelink.Errorf(storelink.EUNPROCESSABLE, format, args...)
-	}
-	return err
 }
 
 func migrationsFS() fs.FS {

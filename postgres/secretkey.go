@@ -92,12 +92,3 @@ func (t *pgTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint
 // serves: the secret key is known only once the database is open and its
 // check value read.
 func (db *DB) SetSealer(s *storelink.Sealer) { db.Sealer = s }
-
-// sealer is the Sealer that ClaimDeliveries opens the claimed endpoints'
-// secrets with. Package service seals with its own (service.WithSealer).
-func (db *DB) sealer() (*storelink.Sealer, error) {
-	if db.Sealer == nil {
-		return nil, errors.New("postgres: no Sealer set: webhook secrets cannot be stored or read")
-	}
-	return db.Sealer, nil
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 
 	"storelink"
 	"storelink/service"
@@ -202,12 +201,4 @@ func found(err error) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// notFound turns sql.ErrNoRows into ENOTFOUND and passes other errors on.
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return storelink.Errorf(storelink.ENOTFOUND, strings.ToUpper(format[:1])+format[1:]+" not found.", args...)
-	}
-	return err
 }

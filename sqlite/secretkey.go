@@ -94,13 +94,3 @@ func (tx *writeTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndp
 // serves: the secret key is known only once the database is open and its
 // check value read.
 func (db *DB) SetSealer(s *storelink.Sealer) { db.Sealer = s }
-
-// sealer is the Sealer that RecordAndClaim opens the secrets of what it
-// claims with; the endpoint calls of package service have theirs
-// (service.WithSealer).
-func (db *DB) sealer() (*storelink.Sealer, error) {
-	if db.Sealer == nil {
-		return nil, errors.New("sqlite: no Sealer set: webhook secrets cannot be stored or read")
-	}
-	return db.Sealer, nil
-}

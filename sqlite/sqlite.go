@@ -238,10 +238,6 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	return err
 }
 
-// now is the clock truncated to what the database keeps, so that what an
-// answer shows equals what a later read shows.
-func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Millisecond) }
-
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }

@@ -219,7 +219,7 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 		t.Fatalf("held upload after its last byte: %v %v %s, want 200", resp, err, b)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		code, h, body = putFeed(t, p, "/stock/"+clients[1].ID+"/after.csv", clients[1].APIKey, small, false)
+		code, _, body = putFeed(t, p, "/stock/"+clients[1].ID+"/after.csv", clients[1].APIKey, small, false)
 		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
