@@ -69,10 +69,11 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Cleanup(func() { db.Close() })
 	key := make([]byte, storelink.SealKeySize)
 	_, _ = rand.Read(key)
-	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+	sealer, err := storelink.NewSealer(key)
+	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
+	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
 	f := &fixture{t: t, db: db, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()

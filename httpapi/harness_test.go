@@ -20,7 +20,6 @@ import (
 	"storelink"
 	"storelink/httpapi"
 	"storelink/service"
-	"storelink/sqlite"
 	"storelink/webhook"
 	"storelink/worker"
 )
@@ -36,16 +35,11 @@ type webhookOptions struct {
 	denyPrivate bool
 }
 
-// services returns the services of package service over db's driver, with
-// the sealer db has.
-func services(db *sqlite.DB) *service.Service {
-	return service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
-}
-
-// wireWebhooks gives the API its webhook store (a Sealer on db) and runs a
-// deliverer until the test ends. It returns the deliverer's wake-up, which
-// the API must call when an event or a redelivery is written.
-func wireWebhooks(t *testing.T, db *sqlite.DB, reg *prometheus.Registry, deps *httpapi.Deps, o webhookOptions) func() {
+// wireWebhooks gives the API its webhook store, the services svc made again
+// with a sealer, and runs a deliverer until the test ends. It returns the
+// store, and the deliverer's wake-up, which the API must call when an event
+// or a redelivery is written.
+func wireWebhooks(t *testing.T, svc *service.Service, reg *prometheus.Registry, deps *httpapi.Deps, o webhookOptions) (*service.Service, func()) {
 	t.Helper()
 	if o.schedule == nil {
 		o.schedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
@@ -59,8 +53,7 @@ func wireWebhooks(t *testing.T, db *sqlite.DB, reg *prometheus.Registry, deps *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Sealer = sealer
-	store := services(db)
+	store := svc.With(service.WithSealer(sealer))
 	deps.Webhooks, deps.WebhookAllowPrivate = store, !o.denyPrivate
 
 	client := webhook.NewClient(o.timeout, !o.denyPrivate)
@@ -73,7 +66,7 @@ func wireWebhooks(t *testing.T, db *sqlite.DB, reg *prometheus.Registry, deps *h
 	go func() { _ = d.Run(ctx); close(done) }()
 	// Registered before the server's cleanup, so it runs after it.
 	t.Cleanup(func() { cancel(); <-done; client.CloseIdleConnections() })
-	return d.Wake
+	return store, d.Wake
 }
 
 // newWebhookAPI is newAPI with webhooks and stock for ean1 and ean2 at S1,

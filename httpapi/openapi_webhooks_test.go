@@ -46,9 +46,9 @@ func specRouter(t *testing.T) routers.Router {
 func TestOpenAPIWebhookResponsesConform(t *testing.T) {
 	router := specRouter(t)
 	a := newAPI(t, apiOptions{webhooks: &webhookOptions{schedule: []time.Duration{10 * time.Millisecond}}})
-	if a.db.Sealer == nil {
-		t.Skip("newAPI wired no webhook store (a.db.Sealer is nil), so the webhook calls cannot be checked; " +
-			"wire Deps.Webhooks and db.Sealer in server_test.go's newAPI for apiOptions.webhooks")
+	if a.webhooks == nil {
+		t.Skip("newAPI wired no webhook store (a.webhooks is nil), so the webhook calls cannot be checked; " +
+			"wire Deps.Webhooks in server_test.go's newAPI for apiOptions.webhooks")
 	}
 	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	putStock(a, "S1;"+ean1+";SKU-123;5;19.99;Dept 3")
@@ -171,7 +171,7 @@ func waitDeliveriesFinal(t *testing.T, a *api, n int) []storelink.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		list, err := services(a.db).Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
+		list, err := a.webhooks.Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,10 @@ type api struct {
 	URL string
 	db  *sqlite.DB
 	// svc are the services of package service over db's driver.
-	svc      *service.Service
+	svc *service.Service
+	// webhooks are svc with a sealer, the API's webhook store; nil without
+	// apiOptions.webhooks.
+	webhooks *service.Service
 	ClientID string
 	APIKey   string
 	// PartnerID is the demo client's partner.
@@ -73,9 +76,9 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
 	}
+	var webhooks *service.Service
 	if opt.webhooks != nil {
-		wake := wireWebhooks(t, db, reg, &deps, *opt.webhooks)
-		deps.Delivering = wake
+		webhooks, deps.Delivering = wireWebhooks(t, orders, reg, &deps, *opt.webhooks)
 	}
 	srv := httptest.NewServer(httpapi.NewServer(deps))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -83,7 +86,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	go func() { _ = proc.Run(ctx); close(done) }()
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 
-	a := &api{t: t, URL: srv.URL, db: db, svc: orders, reg: reg}
+	a := &api{t: t, URL: srv.URL, db: db, svc: orders, webhooks: webhooks, reg: reg}
 	var p storelink.Partner
 	a.admin("POST", "/admin/partners", `{"name":"Acme"}`, 201, &p)
 	var c storelink.NewClient

@@ -11,6 +11,7 @@ import (
 
 	"storelink"
 	"storelink/postgres"
+	"storelink/service"
 )
 
 // The tests in this file run two stores on one schema, as two processes on
@@ -28,7 +29,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*store{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*service.Service{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -43,7 +44,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	var done atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 6 {
-		db := []*store{a, b}[w%2]
+		db := []*service.Service{a, b}[w%2]
 		wg.Go(func() {
 			for done.Load() < int32(len(clients)*perClient) {
 				c, err := db.Claim(ctx, fmt.Sprintf("w%d", w), time.Hour)
@@ -118,7 +119,7 @@ func TestSharedBucket(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for w := range 8 {
-		db := []*store{a, b}[w%2]
+		db := []*service.Service{a, b}[w%2]
 		wg.Go(func() {
 			for range 5 {
 				_, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
@@ -166,7 +167,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 	writing.Store(writers)
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		db := []*store{a, b}[w%2]
+		db := []*service.Service{a, b}[w%2]
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
@@ -227,7 +228,9 @@ func TestListenWakes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	woke := make(chan string, 100)
 	stopped := make(chan error, 1)
-	go func() { stopped <- a.Listen(ctx, func(ch string) { woke <- ch }) }()
+	go func() {
+		stopped <- a.Listen(ctx, func() { woke <- postgres.ChannelUploads }, func() { woke <- postgres.ChannelDeliveries })
+	}()
 	wait := func(want string) {
 		t.Helper()
 		timeout := time.After(5 * time.Second)
@@ -277,7 +280,6 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	dbURL := newSchema(t)
 	clock := fixedClock()
 	a, b := openAt(t, dbURL, clock), openAt(t, dbURL, clock)
-	b.Sealer = a.Sealer
 	ctx := context.Background()
 	client := setup(t, a, 1)[0]
 	var endpoints []string
@@ -317,7 +319,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	var delivered atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {
-		db := []*store{a, b}[w%2]
+		db := []*service.Service{a, b}[w%2]
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {

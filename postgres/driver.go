@@ -103,3 +103,29 @@ func found(err error) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// Ping checks that the database answers.
+func (d *Driver) Ping(ctx context.Context) error { return d.db.Ping(ctx) }
+
+// ProbeWrite tries a small write in the database.
+func (d *Driver) ProbeWrite(ctx context.Context) error { return d.db.ProbeWrite(ctx) }
+
+// Fault turns an unreachable database into EUNAVAILABLE and a full disk
+// into ENOSPACE.
+func (d *Driver) Fault(err error) error { return Fault(err) }
+
+// Listen hears of the uploads and deliveries that other processes on the
+// database add, through LISTEN (see DB.Listen).
+func (d *Driver) Listen(ctx context.Context, uploads, deliveries func()) error {
+	return d.db.Listen(ctx, func(channel string) {
+		switch channel {
+		case ChannelUploads:
+			uploads()
+		case ChannelDeliveries:
+			deliveries()
+		}
+	})
+}
+
+// Close closes the pool.
+func (d *Driver) Close() error { return d.db.Close() }

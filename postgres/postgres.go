@@ -34,8 +34,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
-
-	"storelink"
 )
 
 //go:embed migrations/*.sql
@@ -52,10 +50,6 @@ type DB struct {
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Sealer opens the webhook secrets and endpoint keys of the deliveries
-	// claimed here; claims fail without one. Package service seals them
-	// with its own (service.WithSealer).
-	Sealer *storelink.Sealer
 
 	// notifiers coalesce the wake-ups sent after commits, by channel.
 	notifiers map[string]*notifier

@@ -22,28 +22,17 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the services of package service, over the database's
-// driver and on its clock, with the services the database implements
-// itself, as serve does.
-type store struct {
-	*service.Service
-	*postgres.DB
-}
-
-// withServices composes db's store with the sealer db has.
-func withServices(db *postgres.DB) *store {
-	s := &store{DB: db}
-	s.SetSealer(db.Sealer)
+// testSealer seals the webhook secrets of every database the tests open:
+// one key, as the processes on one database share one.
+var testSealer = func() *storelink.Sealer {
+	key := make([]byte, storelink.SealKeySize)
+	_, _ = rand.Read(key)
+	s, err := storelink.NewSealer(key)
+	if err != nil {
+		panic(err)
+	}
 	return s
-}
-
-// SetSealer gives the services, and the delivery bookkeeping that the
-// database still does itself, the sealer of webhook secrets, as serve does
-// once the key is known: the services are made again with it.
-func (s *store) SetSealer(sealer *storelink.Sealer) {
-	s.DB.SetSealer(sealer)
-	s.Service = service.New(postgres.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
-}
+}()
 
 // baseURL is the test database, or a skip when there is none.
 func baseURL(t testing.TB) string {
@@ -99,9 +88,9 @@ func withSearchPath(t testing.TB, base, schema string) string {
 	return u.String()
 }
 
-// openAt opens the store at url on the clock now, with a sealer, closed
-// when the test ends, and joins it with the services of package service.
-func openAt(t testing.TB, dbURL string, now func() time.Time) *store {
+// openDB opens the database at dbURL on the clock now, closed when the
+// test ends.
+func openDB(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dbURL)
 	if err != nil {
@@ -109,35 +98,51 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *store {
 	}
 	t.Cleanup(func() { db.Close() })
 	db.Now = now
-	key := make([]byte, storelink.SealKeySize)
-	_, _ = rand.Read(key)
-	if db.Sealer, err = storelink.NewSealer(key); err != nil {
-		t.Fatal(err)
-	}
-	return withServices(db)
+	return db
 }
 
-func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
+// services returns the services over db, as serve makes them: on the
+// database's clock, sealing with testSealer.
+func services(db *postgres.DB) *service.Service {
+	return service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(testSealer))
+}
+
+// openAt returns the services over a database opened at dbURL on the clock
+// now: one process of those that share the database.
+func openAt(t testing.TB, dbURL string, now func() time.Time) *service.Service {
 	t.Helper()
-	db := openAt(t, newSchema(t), now)
-	return db, func(t *testing.T, state storelink.OrderState) func() {
-		t.Helper()
-		exec := func(query string) {
+	return services(openDB(t, dbURL, now))
+}
+
+// open is the conformance suite's opener: a database in a schema of its
+// own, and a trigger to make event writes fail.
+func open(t *testing.T, now func() time.Time) storetest.Fixture {
+	t.Helper()
+	db := openDB(t, newSchema(t), now)
+	return storetest.Fixture{
+		Services: func(sealer *storelink.Sealer) storelink.Database {
+			return services(db).With(service.WithSealer(sealer))
+		},
+		FailEvents: func(t *testing.T, state storelink.OrderState) func() {
 			t.Helper()
-			if err := db.ExecForTest(context.Background(), query); err != nil {
-				t.Fatal(err)
+			exec := func(query string) {
+				t.Helper()
+				if err := db.ExecForTest(context.Background(), query); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		// A trigger raises inside the service's own transaction, after the
-		// order and its items were written.
-		when := ""
-		if state != "" {
-			when = "WHEN (NEW.state = '" + string(state) + "') "
-		}
-		exec(`CREATE OR REPLACE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS
+			// A trigger raises inside the service's own transaction, after
+			// the order and its items were written.
+			when := ""
+			if state != "" {
+				when = "WHEN (NEW.state = '" + string(state) + "') "
+			}
+			exec(`CREATE OR REPLACE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS
 			$$BEGIN RAISE EXCEPTION 'injected event failure'; END$$`)
-		exec("CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW " + when + "EXECUTE FUNCTION fail_events()")
-		return func() { exec("DROP TRIGGER fail_events ON events") }
+			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW " + when + "EXECUTE FUNCTION fail_events()")
+			return func() { exec("DROP TRIGGER fail_events ON events") }
+		},
+		Exec: db.ExecForTest,
 	}
 }
 
@@ -149,8 +154,8 @@ func TestConformance(t *testing.T) {
 func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
-		db := openAt(t, newSchema(t), time.Now)
-		return postgres.NewDriver(db.DB), db
+		db := openDB(t, newSchema(t), time.Now)
+		return postgres.NewDriver(db), services(db)
 	})
 }
 
@@ -201,14 +206,14 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)
 	}
 	for _, db := range dbs {
-		if _, err := withServices(db).PartnerCount(context.Background()); err != nil {
+		if _, err := services(db).PartnerCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // setup makes a partner with n clients, each with store S1.
-func setup(t *testing.T, db *store, n int) []string {
+func setup(t *testing.T, db *service.Service, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	p, err := db.CreatePartner(ctx, "Acme")

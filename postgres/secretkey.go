@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"storelink"
 	"storelink/service"
 )
 
@@ -87,8 +86,3 @@ func (t *pgTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint
 	}
 	return nil
 }
-
-// SetSealer gives the database the sealer of webhook secrets, before it
-// serves: the secret key is known only once the database is open and its
-// check value read.
-func (db *DB) SetSealer(s *storelink.Sealer) { db.Sealer = s }

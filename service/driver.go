@@ -28,6 +28,7 @@ type Driver interface {
 	AdminReads
 	EndpointCalls
 	Bookkeeping
+	Handle
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 )
 
@@ -11,11 +10,7 @@ import (
 // every other write, after a commit and after a rollback alike.
 func TestBookkeepingRestoresFullSync(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := OpenFixture(t, nil)
 	level := func() int {
 		t.Helper()
 		var n int

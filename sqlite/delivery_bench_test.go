@@ -36,7 +36,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 		commits := 0
-		q := bookkeeping(db)
+		q := db.Services()
 		start, cpu0 := time.Now(), cpuTime()
 		jobs, err := q.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
 		done := 0

@@ -15,7 +15,7 @@ import (
 // return), so that an order's events lie 16 apart in the queue and each
 // waits for the one before. It returns the database and the number of
 // deliveries queued (3 × orders).
-func pipelineFixture(t testing.TB, orders int) (*DB, int) {
+func pipelineFixture(t testing.TB, orders int) (*Fixture, int) {
 	t.Helper()
 	ctx := context.Background()
 	db, _ := batchFixture(t, 0)
@@ -27,7 +27,7 @@ func pipelineFixture(t testing.TB, orders int) (*DB, int) {
 		t.Fatalf("clients: %v %v", rows, err)
 	}
 	price := storelink.Money(1999)
-	o, err := services(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
+	o, err := db.Services().CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		db, backlog := pipelineFixture(b, orders)
-		q := bookkeeping(db)
+		q := db.Services()
 		b.StartTimer()
 		start, cpu0 := time.Now(), cpuTime()
 		var held []storelink.DeliveryJob

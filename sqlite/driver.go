@@ -144,3 +144,19 @@ func (tx *writeTx) QueryRowContext(ctx context.Context, query string, args ...an
 	tx.fail(row.Err())
 	return row
 }
+
+// Ping checks that the database answers.
+func (d *Driver) Ping(ctx context.Context) error { return d.db.Ping(ctx) }
+
+// ProbeWrite tries a small write next to the database file.
+func (d *Driver) ProbeWrite(ctx context.Context) error { return d.db.ProbeWrite(ctx) }
+
+// Fault turns a write that found the disk full into ENOSPACE.
+func (d *Driver) Fault(err error) error { return Fault(err) }
+
+// Listen returns at once: one process owns the file (see Open), so no other
+// adds work that this one would need to hear of.
+func (d *Driver) Listen(context.Context, func(), func()) error { return nil }
+
+// Close closes the database.
+func (d *Driver) Close() error { return d.db.Close() }

@@ -18,7 +18,7 @@ import (
 func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 6)
-	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 6 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -32,12 +32,12 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 		}
 		results = append(results, r)
 	}
-	if err := bookkeeping(db).RecordAttempts(ctx, results); err != nil {
+	if err := db.Services().RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
 	list := func(state storelink.DeliveryState) map[string][]storelink.Attempt {
 		t.Helper()
-		ds, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
+		ds, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

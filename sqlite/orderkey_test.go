@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/sqlite"
 )
 
 // Each call that remembers an idempotency key deletes up to KeySweep
@@ -15,8 +16,8 @@ import (
 func TestOrderKeysSwept(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	lite, _ := openDB(t, func() time.Time { return now })
-	db := withServices(lite)
+	lite := sqlite.OpenFixture(t, func() time.Time { return now })
+	db := lite.Services()
 	p, err := db.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestOrderKeysSwept(t *testing.T) {
 	}
 	keys := func() int {
 		t.Helper()
-		rows, err := db.QueryForTest(ctx, `SELECT count(*) AS n FROM order_keys`)
+		rows, err := lite.QueryForTest(ctx, `SELECT count(*) AS n FROM order_keys`)
 		if err != nil {
 			t.Fatal(err)
 		}

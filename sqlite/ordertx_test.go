@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -20,15 +19,11 @@ import (
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
-func orderDB(t *testing.T) (*store, string, string) {
+func orderDB(t *testing.T) (storelink.Database, string, string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "storelink.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s := withServices(db)
+	db := sqlite.OpenFixture(t, nil)
+	s := db.Services()
 	p, err := s.CreatePartner(ctx, "P")
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +33,12 @@ func orderDB(t *testing.T) (*store, string, string) {
 		t.Fatal(err)
 	}
 	const ean = "4006381333931"
-	for _, s := range []string{"S1", "S2"} {
-		if _, _, err := withServices(db).PutStore(ctx, c.ID, s, "Store "+s); err != nil {
+	for _, id := range []string{"S1", "S2"} {
+		if _, _, err := s.PutStore(ctx, c.ID, id, "Store "+id); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
-			quantity, price, upload_id, updated_at) VALUES ('%s', '%s', '%s', 'A-1', 100000, 1999, 'u', 0)`, c.ID, s, ean)); err != nil {
+			quantity, price, upload_id, updated_at) VALUES ('%s', '%s', '%s', 'A-1', 100000, 1999, 'u', 0)`, c.ID, id, ean)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +46,7 @@ func orderDB(t *testing.T) (*store, string, string) {
 }
 
 // lifecycle creates an order, fulfils it and returns its item.
-func lifecycle(ctx context.Context, db *store, clientID, ean, number string) error {
+func lifecycle(ctx context.Context, db storelink.Database, clientID, ean, number string) error {
 	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {

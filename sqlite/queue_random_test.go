@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"testing"
@@ -49,7 +48,6 @@ func TestQueueRandomized(t *testing.T) {
 	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			h := newQueueHarness(t, seed)
-			defer h.close()
 			for h.step = 1; h.step <= steps; h.step++ {
 				h.randomStep()
 			}
@@ -87,10 +85,8 @@ type queueHarness struct {
 	phase string
 	rng   *rand.Rand
 
-	db     *DB
-	path   string
-	sealer *storelink.Sealer
-	now    time.Time
+	db  *Fixture
+	now time.Time
 
 	client    string
 	endpoints []string // [0] takes every event; [1] only warehouse returns
@@ -121,30 +117,19 @@ type heldJob struct {
 
 func newQueueHarness(t *testing.T, seed uint64) *queueHarness {
 	h := &queueHarness{t: t, ctx: context.Background(), seed: seed, phase: "setup",
-		rng:  rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-		path: filepath.Join(t.TempDir(), "storelink.db"), madeFailed: map[string]bool{}, stats: map[string]int{},
+		rng:        rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		madeFailed: map[string]bool{}, stats: map[string]int{},
 		now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	var err error
-	if h.db, err = Open(h.ctx, h.path); err != nil {
-		t.Fatal(err)
-	}
-	key := make([]byte, storelink.SealKeySize)
-	for i := range key {
-		key[i] = byte(seed + uint64(i))
-	}
-	if h.sealer, err = storelink.NewSealer(key); err != nil {
-		t.Fatal(err)
-	}
-	h.db.Sealer, h.db.Now = h.sealer, h.clock
-	p, err := services(h.db).CreatePartner(h.ctx, "Acme")
+	h.db = OpenFixture(t, h.clock)
+	p, err := h.db.Services().CreatePartner(h.ctx, "Acme")
 	h.must(err, "create partner")
-	c, err := services(h.db).CreateClient(h.ctx, p.ID, "DE", "EUR")
+	c, err := h.db.Services().CreateClient(h.ctx, p.ID, "DE", "EUR")
 	h.must(err, "create client")
 	h.client = c.ID
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	all, err := services(h.db).CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
+	all, err := h.db.Services().CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
 	h.must(err, "create endpoint")
-	returns, err := services(h.db).CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
+	returns, err := h.db.Services().CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
 		States: []storelink.OrderState{storelink.StateWarehouseReturned}}, secret)
 	h.must(err, "create endpoint")
 	h.endpoints = []string{all.ID, returns.ID}
@@ -153,12 +138,6 @@ func newQueueHarness(t *testing.T, seed uint64) *queueHarness {
 }
 
 func (h *queueHarness) clock() time.Time { return h.now }
-
-func (h *queueHarness) close() {
-	if h.db != nil {
-		h.db.Close()
-	}
-}
 
 // fatalf fails the seed, naming it and the step.
 func (h *queueHarness) fatalf(format string, args ...any) {
@@ -212,7 +191,7 @@ func (h *queueHarness) createOrder() {
 	for range 1 + h.rng.IntN(3) {
 		n.Items = append(n.Items, storelink.NewItem{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price})
 	}
-	o, err := services(h.db).CreateWarehouseOrder(h.ctx, n)
+	o, err := h.db.Services().CreateWarehouseOrder(h.ctx, n)
 	h.must(err, "create warehouse order")
 	qo := &queueOrder{id: o.ID}
 	for _, it := range o.Items {
@@ -236,7 +215,7 @@ func (h *queueHarness) returnItem() {
 		return
 	}
 	o := open[h.rng.IntN(len(open))]
-	_, err := services(h.db).WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
+	_, err := h.db.Services().WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
 		Items: []storelink.WarehouseReturnItem{{ItemID: o.items[o.returned]}}})
 	h.must(err, "warehouse return")
 	o.returned++
@@ -257,7 +236,7 @@ func (h *queueHarness) owner() string { return []string{"w1", "w2"}[h.rng.IntN(2
 // claim claims due deliveries and checks what came.
 func (h *queueHarness) claim() {
 	limit, per := h.limits()
-	jobs, err := bookkeeping(h.db).ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
+	jobs, err := h.db.Services().ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
 	h.must(err, "ClaimDeliveries")
 	h.checkClaim(jobs, limit, per)
 }
@@ -293,11 +272,11 @@ func (h *queueHarness) recordAndClaim(claim bool) {
 	}
 	h.held = kept
 	if !claim {
-		h.must(bookkeeping(h.db).RecordAttempts(h.ctx, results), "RecordAttempts")
+		h.must(h.db.Services().RecordAttempts(h.ctx, results), "RecordAttempts")
 		return
 	}
 	limit, per := h.limits()
-	jobs, err := bookkeeping(h.db).RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, per)
+	jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, per)
 	h.must(err, "RecordAndClaim")
 	h.checkClaim(jobs, limit, per)
 }
@@ -314,7 +293,7 @@ func (h *queueHarness) releaseClaims() {
 		}
 	}
 	h.held = kept
-	h.must(bookkeeping(h.db).ReleaseClaims(h.ctx, back), "ReleaseClaims")
+	h.must(h.db.Services().ReleaseClaims(h.ctx, back), "ReleaseClaims")
 	h.stats["released"] += len(back)
 }
 
@@ -327,14 +306,14 @@ func (h *queueHarness) redeliver() {
 		return
 	}
 	id := rows[h.rng.IntN(len(rows))]["id"]
-	h.must(services(h.db).Redeliver(h.ctx, id), "Redeliver "+id)
+	h.must(h.db.Services().Redeliver(h.ctx, id), "Redeliver "+id)
 	h.stats["redelivered"]++
 }
 
 // toggleEndpoint enables or disables a random endpoint.
 func (h *queueHarness) toggleEndpoint() {
 	on := h.rng.IntN(4) > 0
-	_, err := services(h.db).UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
+	_, err := h.db.Services().UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
 	h.must(err, "UpdateEndpoint")
 	h.stats["endpoint toggles"]++
 }
@@ -351,13 +330,8 @@ func (h *queueHarness) advance() {
 // reopen closes the store and opens it again on the same file, as a
 // restart: the held jobs' results never come.
 func (h *queueHarness) reopen() {
-	h.must(h.db.Close(), "close")
-	h.db = nil
-	db, err := Open(h.ctx, h.path)
-	h.must(err, "reopen")
-	h.db = db
-	db.Sealer, db.Now = h.sealer, h.clock
-	h.must(db.ReleaseLeases(h.ctx), "ReleaseLeases")
+	h.db.Reopen(h.t)
+	h.must(h.db.ReleaseLeases(h.ctx), "ReleaseLeases")
 	h.held = nil
 	h.stats["reopened"]++
 }
@@ -516,7 +490,7 @@ func (h *queueHarness) drain() {
 	h.held = nil // their results never come
 	on := true
 	for _, id := range h.endpoints {
-		_, err := services(h.db).UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
+		_, err := h.db.Services().UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
 		h.must(err, "enable endpoint")
 	}
 	h.now = h.now.Add(time.Hour)
@@ -534,7 +508,7 @@ func (h *queueHarness) drain() {
 		if h.step > rounds {
 			h.fatalf("still %d pending after %d rounds of claims that all succeeded", len(h.snapshot().pending), rounds)
 		}
-		jobs, err := bookkeeping(h.db).RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, 1000)
+		jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, 1000)
 		h.must(err, "RecordAndClaim")
 		h.checkClaim(jobs, 1000, 1000)
 		if len(jobs) == 0 {

@@ -10,21 +10,7 @@ import (
 	"time"
 
 	"storelink"
-	"storelink/service"
 )
-
-// services returns the services of package service over db's driver, on
-// db's clock and with its sealer, as serve composes them. Made at each
-// use, it takes the sealer db has then.
-func services(db *DB) *service.Service {
-	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(db.Sealer))
-}
-
-// bookkeeping returns the deliverer's services over db's driver, on db's
-// clock and with its sealer as they are now.
-func bookkeeping(db *DB) *service.Service {
-	return service.New(NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(db.Sealer))
-}
 
 // A round that fails after the queue gave out its deliveries loses none of
 // them: the queue is read again from the file, and the next claim hands
@@ -39,14 +25,14 @@ func TestFailedRoundLosesNothing(t *testing.T) {
 	breakEndpointRow(t, db, true)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
 		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
-	if jobs, err := bookkeeping(db).RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
+	if jobs, err := db.Services().RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
 		t.Fatalf("round with a claim that cannot read the endpoint: %d jobs, %v; want an error", len(jobs), err)
 	}
 	breakEndpointRow(t, db, false)
 	if d := deliveryByID(t, db, first.DeliveryID); d.State != storelink.DeliverySucceeded {
 		t.Fatalf("the round's result after its claim failed: %s, want succeeded", d.State)
 	}
-	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim after the failed round: %d jobs, %v; want the other two", len(jobs), err)
 	}
@@ -66,12 +52,12 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	db.Now = func() time.Time { return now }
 	// The queue is read; leases last longer than the test.
-	first, err := bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
+	first, err := db.Services().ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(first), err)
 	}
 	claimed := first[0]
-	all, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
+	all, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("deliveries: %d, %v", len(all), err)
 	}
@@ -88,12 +74,12 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ? WHERE id = ?`, ms(now.Add(time.Hour)), ds[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err := db.Services().ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[2].ID {
 		t.Fatalf("claim: %s, %v; want only %s", ids(jobs), err, ds[2].ID)
 	}
 	now = now.Add(time.Hour)
-	jobs, err = bookkeeping(db).ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err = db.Services().ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[1].ID {
 		t.Fatalf("claim an hour later: %s, %v; want only %s", ids(jobs), err, ds[1].ID)
 	}
@@ -109,25 +95,15 @@ func TestQueueReadAtStartUp(t *testing.T) {
 	first := claimOneOf(t, db, 1)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeRetry, NextAt: now.Add(time.Minute),
 		Attempt: storelink.Attempt{Number: 1, At: now, StatusCode: 503}}}
-	if err := bookkeeping(db).RecordAttempts(ctx, res); err != nil {
+	if err := db.Services().RecordAttempts(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	second := claimOneOf(t, db, 1) // in flight when the process goes
-	list, err := db.QueryForTest(ctx, "PRAGMA database_list")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, sealer := list[0]["file"], db.Sealer
-	db.Close()
-	if db, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.Sealer, db.Now = sealer, func() time.Time { return now }
+	db.Reopen(t)
 	if err := db.ReleaseLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 2 || jobs[0].DeliveryID != second.DeliveryID || jobs[1].DeliveryID == first.DeliveryID {
 		t.Fatalf("claim after reopening: %s, %v; want the one in flight first, then the third, not the retry", ids(jobs), err)
 	}
@@ -138,14 +114,14 @@ func TestQueueReadAtStartUp(t *testing.T) {
 }
 
 // claimOneOf is claimOne by "w" of at most limit.
-func claimOneOf(t *testing.T, db *DB, limit int) storelink.DeliveryJob {
+func claimOneOf(t *testing.T, db *Fixture, limit int) storelink.DeliveryJob {
 	t.Helper()
 	return claimUpTo(t, db, "w", limit)
 }
 
-func deliveryByID(t *testing.T, db *DB, id string) storelink.Delivery {
+func deliveryByID(t *testing.T, db *Fixture, id string) storelink.Delivery {
 	t.Helper()
-	ds, err := services(db).Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 100})
+	ds, err := db.Services().Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +186,7 @@ func BenchmarkQueueMemory(b *testing.B) {
 // breakEndpointRow makes the endpoints' rows unreadable by a claim, which
 // then fails after it picked its deliveries (a secret that cannot be
 // opened fails only its own jobs, not the claim), or readable again.
-func breakEndpointRow(t *testing.T, db *DB, broken bool) {
+func breakEndpointRow(t *testing.T, db *Fixture, broken bool) {
 	t.Helper()
 	value := "NULL"
 	if broken {
@@ -232,7 +208,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for range 20 {
-				if _, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
+				if _, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
 					t.Error("a claim that cannot read the endpoint succeeded")
 					return
 				}
@@ -241,7 +217,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	}
 	wg.Wait()
 	breakEndpointRow(t, db, false)
-	if jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
+	if jobs, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
 		t.Fatalf("claim after the failed ones: %d jobs, %v; want 3", len(jobs), err)
 	}
 }
@@ -256,18 +232,18 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	order := func(n string) {
 		t.Helper()
 		price := storelink.Money(1999)
-		if _, err := services(db).CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
+		if _, err := db.Services().CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: n, ClientID: ep.ClientID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	recordOne(t, db, first, storelink.OutcomeSucceeded, 204, time.Now())
 	order("W-x") // queued, not read yet
-	ds, err := services(db).Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
+	ds, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %v %v", ds, err)
 	}
-	if err := services(db).Redeliver(ctx, ds[0].ID); err != nil {
+	if err := db.Services().Redeliver(ctx, ds[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	second := claimOne(t, db, "w")
@@ -276,16 +252,16 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	if err := db.ExecForTest(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
+	if jobs, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
 		t.Fatalf("claim with nothing pending: %d jobs, %v", len(jobs), err)
 	}
-	if err := services(db).Redeliver(ctx, second.DeliveryID); err != nil {
+	if err := db.Services().Redeliver(ctx, second.DeliveryID); err != nil {
 		t.Fatal(err)
 	}
 	third := claimOne(t, db, "w")
 	recordOne(t, db, third, storelink.OutcomeSucceeded, 204, time.Now())
 	order("W-y")
-	jobs, err := bookkeeping(db).ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
+	jobs, err := db.Services().ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID == second.DeliveryID {
 		t.Fatalf("claim of one with W-y's delivery due: %s, %v; want W-y's", ids(jobs), err)
 	}
@@ -329,7 +305,7 @@ func BenchmarkQueueRead(b *testing.B) {
 		}
 		b.StartTimer()
 		t1 := time.Now()
-		if _, err := bookkeeping(db).RecordAndClaim(ctx, nil, "w", time.Minute, 1, 32); err != nil {
+		if _, err := db.Services().RecordAndClaim(ctx, nil, "w", time.Minute, 1, 32); err != nil {
 			b.Fatal(err)
 		}
 		read += time.Since(t1)

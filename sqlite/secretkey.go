@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"storelink"
 	"storelink/service"
 )
 
@@ -89,8 +88,3 @@ func (tx *writeTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndp
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, check)
 	return err
 }
-
-// SetSealer gives the database the sealer of webhook secrets, before it
-// serves: the secret key is known only once the database is open and its
-// check value read.
-func (db *DB) SetSealer(s *storelink.Sealer) { db.Sealer = s }

@@ -30,8 +30,6 @@ import (
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
-	"storelink"
 )
 
 //go:embed migrations/*.sql
@@ -68,10 +66,6 @@ type DB struct {
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// Sealer opens the webhook secrets and endpoint keys of the deliveries
-	// claimed here; claims fail without one. Package service seals them
-	// with its own (service.WithSealer).
-	Sealer *storelink.Sealer
 }
 
 // Open opens (creating it if needed) the database file at path and applies

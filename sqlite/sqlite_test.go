@@ -18,67 +18,33 @@ import (
 	"storelink/storetest"
 )
 
-// store joins the services of package service, over the database's
-// driver and on its clock, with the services the database implements
-// itself, as serve does.
-type store struct {
-	*service.Service
-	*sqlite.DB
-}
-
-// withServices composes db's store with the sealer db has.
-func withServices(db *sqlite.DB) *store {
-	s := &store{DB: db}
-	s.SetSealer(db.Sealer)
-	return s
-}
-
-// SetSealer gives the services, and the delivery bookkeeping that the
-// database still does itself, the sealer of webhook secrets, as serve does
-// once the key is known: the services are made again with it.
-func (s *store) SetSealer(sealer *storelink.Sealer) {
-	s.DB.SetSealer(sealer)
-	s.Service = service.New(sqlite.NewDriver(s.DB), service.WithClock(func() time.Time { return s.DB.Now() }), service.WithSealer(sealer))
-}
-
-// openDB opens a fresh database in a temp folder, with a sealer of a random
-// key, on the clock now, and returns it with its file's path.
-func openDB(t *testing.T, now func() time.Time) (*sqlite.DB, string) {
+// open is the conformance suite's opener: the package's test fixture, and
+// a trigger to make event writes fail.
+func open(t *testing.T, now func() time.Time) storetest.Fixture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "storelink.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.Now = now
-	key := make([]byte, storelink.SealKeySize)
-	_, _ = rand.Read(key)
-	if db.Sealer, err = storelink.NewSealer(key); err != nil {
-		t.Fatal(err)
-	}
-	return db, path
-}
-
-func open(t *testing.T, now func() time.Time) (storetest.Store, storetest.FailEvents) {
-	t.Helper()
-	db, _ := openDB(t, now)
-	return withServices(db), func(t *testing.T, state storelink.OrderState) func() {
-		t.Helper()
-		exec := func(query string) {
+	db := sqlite.OpenFixture(t, now)
+	return storetest.Fixture{
+		Services: func(sealer *storelink.Sealer) storelink.Database {
+			return db.Services().With(service.WithSealer(sealer))
+		},
+		FailEvents: func(t *testing.T, state storelink.OrderState) func() {
 			t.Helper()
-			if err := db.ExecForTest(context.Background(), query); err != nil {
-				t.Fatal(err)
+			exec := func(query string) {
+				t.Helper()
+				if err := db.ExecForTest(context.Background(), query); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		// A trigger aborts the INSERT inside the service's own transaction,
-		// after the order and its items were written.
-		when := ""
-		if state != "" {
-			when = "WHEN NEW.state = '" + string(state) + "' "
-		}
-		exec("CREATE TRIGGER fail_events BEFORE INSERT ON events " + when + "BEGIN SELECT RAISE(ABORT, 'injected event failure'); END")
-		return func() { exec("DROP TRIGGER fail_events") }
+			// A trigger aborts the INSERT inside the service's own
+			// transaction, after the order and its items were written.
+			when := ""
+			if state != "" {
+				when = "WHEN NEW.state = '" + string(state) + "' "
+			}
+			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events " + when + "BEGIN SELECT RAISE(ABORT, 'injected event failure'); END")
+			return func() { exec("DROP TRIGGER fail_events") }
+		},
+		Exec: db.ExecForTest,
 	}
 }
 
@@ -86,8 +52,8 @@ func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
 
 func TestDriver(t *testing.T) {
 	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
-		db, _ := openDB(t, time.Now)
-		return sqlite.NewDriver(db), withServices(db)
+		db := sqlite.OpenFixture(t, time.Now)
+		return sqlite.NewDriver(db.DB), db.Services()
 	})
 }
 
@@ -96,8 +62,8 @@ func TestDriver(t *testing.T) {
 // without its whsec_ prefix) or an endpoint's x-api-key in clear.
 func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
-	db, path := openDB(t, func() time.Time { return time.Now().UTC() })
-	webhooks := withServices(db)
+	db := sqlite.OpenFixture(t, func() time.Time { return time.Now().UTC() })
+	webhooks := db.Services()
 	p, err := webhooks.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +126,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 		t.Fatal("two endpoints store a secret or key they share as the same bytes")
 	}
 
-	files, err := filepath.Glob(path + "*")
+	files, err := filepath.Glob(db.Path + "*")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("database files: %v, %v", files, err)
 	}

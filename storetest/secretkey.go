@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"slices"
@@ -11,23 +10,10 @@ import (
 	"storelink"
 )
 
-// keyStore is a store whose secret key can be checked and rotated, with a
-// way for the suite to write what a fault, or a process with another key,
-// leaves in the database.
-type keyStore interface {
-	Store
-	storelink.SecretKeyStore
-	SetSealer(*storelink.Sealer)
-	ExecForTest(ctx context.Context, query string) error
-}
-
-func (e *env) keyStore() keyStore {
-	e.t.Helper()
-	ks, ok := e.s.(keyStore)
-	if !ok {
-		e.t.Skip("the store has no secret key check, SetSealer or ExecForTest")
-	}
-	return ks
+// useSealer makes the case's services again, over the same database, with
+// a sealer of another key, as a process started with that key has them.
+func (e *env) useSealer(s *storelink.Sealer) {
+	e.s = e.fixture.Services(s)
 }
 
 // newSealer returns a sealer with a fresh random key.
@@ -42,10 +28,10 @@ func newSealer(e *env) *storelink.Sealer {
 
 // sealWithOtherKey replaces an endpoint's secret by one sealed with another
 // key, as a process given another key would have stored it.
-func (e *env) sealWithOtherKey(ks keyStore, endpointID, column string) {
+func (e *env) sealWithOtherKey(endpointID, column string) {
 	e.t.Helper()
 	sealed := newSealer(e).Seal(newSecret())
-	must(e.t, ks.ExecForTest(e.ctx, `UPDATE endpoints SET `+column+` = '`+sealed+`' WHERE id = '`+endpointID+`'`))
+	must(e.t, e.fixture.Exec(e.ctx, `UPDATE endpoints SET `+column+` = '`+sealed+`' WHERE id = '`+endpointID+`'`))
 }
 
 // testUnsealableEndpoint: one endpoint whose secret cannot be opened holds
@@ -56,11 +42,10 @@ func (e *env) sealWithOtherKey(ks keyStore, endpointID, column string) {
 // made.
 func testUnsealableEndpoint(e *env) {
 	t := e.t
-	ks := e.keyStore()
 	e.feed(row("S1", eanA, 10, 100))
 	good, goodSecret := e.endpoint("https://good.test", "key-good")
 	bad, _ := e.endpoint("https://bad.test", "key-bad")
-	e.sealWithOtherKey(ks, bad.ID, "secret")
+	e.sealWithOtherKey(bad.ID, "secret")
 	ev := e.eventOf(e.create(e.newOrder("U-1", eanA)).ID, storelink.StateAssigned)
 
 	jobs := e.claim("w1", 100, 100)
@@ -105,18 +90,17 @@ func testUnsealableEndpoint(e *env) {
 // longer used, and changes nothing when one secret in use cannot be opened.
 func testSecretKeyCheck(e *env) {
 	t, ctx := e.t, e.ctx
-	ks := e.keyStore()
 	a, b, c := newSealer(e), newSealer(e), newSealer(e)
-	ks.SetSealer(a)
+	e.useSealer(a)
 	e1, _ := e.endpoint("https://one.test", "key-one")
 	s1 := newSecret()
-	_, err := ks.RotateSecret(ctx, e1.ID, s1, time.Hour)
+	_, err := e.s.RotateSecret(ctx, e1.ID, s1, time.Hour)
 	must(t, err)
 	e2, s2 := e.endpoint("https://two.test", "")
 
 	checkIs := func(want string) {
 		t.Helper()
-		got, err := ks.SecretKeyCheck(ctx)
+		got, err := e.s.SecretKeyCheck(ctx)
 		must(t, err)
 		if got != want {
 			t.Fatalf("recorded check value %q, want %q", got, want)
@@ -137,34 +121,34 @@ func testSecretKeyCheck(e *env) {
 	// Before any is recorded: a key that opens none is refused, and
 	// nothing recorded; the key that sealed them is recorded.
 	checkIs("")
-	_, err = storelink.VerifySecretKey(ctx, ks, b)
+	_, err = storelink.VerifySecretKey(ctx, e.s, b)
 	mismatch(err, b, nil)
 	checkIs("")
-	closed, err := storelink.VerifySecretKey(ctx, ks, a)
+	closed, err := storelink.VerifySecretKey(ctx, e.s, a)
 	must(t, err)
 	if len(closed) != 0 {
 		t.Fatalf("the sealing key cannot open %+v", closed)
 	}
 	checkIs(a.Check())
-	_, err = storelink.VerifySecretKey(ctx, ks, b)
+	_, err = storelink.VerifySecretKey(ctx, e.s, b)
 	mismatch(err, b, a)
-	if got, err := ks.RecordSecretKeyCheck(ctx, b.Check()); err != nil || got != a.Check() {
+	if got, err := e.s.RecordSecretKeyCheck(ctx, b.Check()); err != nil || got != a.Check() {
 		t.Fatalf("recording another check value = %q, %v; want the first kept", got, err)
 	}
-	_, err = storelink.RotateSecretKey(ctx, ks, b, c)
+	_, err = storelink.RotateSecretKey(ctx, e.s, b, c)
 	mismatch(err, b, a)
 
 	// Rotated: the new key opens everything, with the same plain values.
-	n, err := storelink.RotateSecretKey(ctx, ks, a, c)
+	n, err := storelink.RotateSecretKey(ctx, e.s, a, c)
 	must(t, err)
 	if n != 4 { // e1's key, secret and previous secret; e2's secret
 		t.Fatalf("rotation sealed %d values again, want 4", n)
 	}
 	checkIs(c.Check())
-	if _, err := ks.ResealSecrets(ctx, a.Check(), b.Check(), func(v storelink.SealedValue) (string, error) { return v.Value, nil }); storelink.ErrorCode(err) != storelink.ECONFLICT {
+	if _, err := e.s.ResealSecrets(ctx, a.Check(), b.Check(), func(v storelink.SealedValue) (string, error) { return v.Value, nil }); storelink.ErrorCode(err) != storelink.ECONFLICT {
 		t.Fatalf("a second rotation from the old key = %v, want a conflict", err)
 	}
-	ks.SetSealer(c)
+	e.useSealer(c)
 	e.feed(row("S1", eanA, 10, 100))
 	ev := e.eventOf(e.create(e.newOrder("K-1", eanA)).ID, storelink.StateAssigned)
 	jobs := e.claim("w1", 100, 100)
@@ -177,8 +161,8 @@ func testSecretKeyCheck(e *env) {
 
 	// One secret in use that the key cannot open: nothing changes, and the
 	// error names it.
-	e.sealWithOtherKey(ks, e2.ID, "secret")
-	_, err = storelink.RotateSecretKey(ctx, ks, c, b)
+	e.sealWithOtherKey(e2.ID, "secret")
+	_, err = storelink.RotateSecretKey(ctx, e.s, c, b)
 	if storelink.ErrorCode(err) != storelink.EUNPROCESSABLE || !strings.Contains(err.Error(), e2.ID) {
 		t.Fatalf("rotation with endpoint %s's secret unopenable = %v, want an error naming it", e2.ID, err)
 	}
@@ -186,8 +170,8 @@ func testSecretKeyCheck(e *env) {
 
 	// A database without a check value whose key opens some of its
 	// secrets takes the key, and names those it cannot open.
-	must(t, ks.ExecForTest(ctx, `DELETE FROM settings`))
-	closed, err = storelink.VerifySecretKey(ctx, ks, c)
+	must(t, e.fixture.Exec(ctx, `DELETE FROM settings`))
+	closed, err = storelink.VerifySecretKey(ctx, e.s, c)
 	must(t, err)
 	if len(closed) != 1 || closed[0].EndpointID != e2.ID || closed[0].Field != storelink.SealedSecret {
 		t.Fatalf("secrets the key cannot open: %+v, want endpoint %s's secret", closed, e2.ID)
@@ -197,18 +181,18 @@ func testSecretKeyCheck(e *env) {
 	// The operator's way out: a new secret for the endpoint; once the
 	// overlap is over, its old one is no longer in the way, and the
 	// rotation drops it.
-	_, err = ks.RotateSecret(ctx, e2.ID, newSecret(), time.Hour)
+	_, err = e.s.RotateSecret(ctx, e2.ID, newSecret(), time.Hour)
 	must(t, err)
-	if _, err = storelink.RotateSecretKey(ctx, ks, c, b); storelink.ErrorCode(err) != storelink.EUNPROCESSABLE {
+	if _, err = storelink.RotateSecretKey(ctx, e.s, c, b); storelink.ErrorCode(err) != storelink.EUNPROCESSABLE {
 		t.Fatalf("rotation while the unopenable secret still signs = %v, want refused", err)
 	}
 	e.clock.Advance(time.Hour + time.Second)
-	n, err = storelink.RotateSecretKey(ctx, ks, c, b)
+	n, err = storelink.RotateSecretKey(ctx, e.s, c, b)
 	must(t, err)
 	if n != 3 { // e1's key and secret, e2's new secret
 		t.Fatalf("rotation sealed %d values again, want 3", n)
 	}
-	values, err := ks.SealedValues(ctx)
+	values, err := e.s.SealedValues(ctx)
 	must(t, err)
 	for _, v := range values {
 		if _, err := b.Open(v.Value); err != nil {

@@ -13,21 +13,22 @@ import (
 	"storelink"
 )
 
-// Store is everything a storelink store implements.
-type Store interface {
-	storelink.AdminService
-	storelink.Authenticator
-	storelink.UploadService
-	storelink.StockService
-	storelink.OrderService
-	storelink.EventService
-	storelink.WebhookService
-	storelink.SessionStore
-}
+// Opener opens a new, empty database whose clock is now, for one case.
+type Opener func(t *testing.T, now func() time.Time) Fixture
 
-// Opener opens a new, empty store whose clock is now, with the store's way
-// to make its event writes fail. The store can seal webhook secrets.
-type Opener func(t *testing.T, now func() time.Time) (Store, FailEvents)
+// Fixture is an opened database as the suite uses it: its services, and
+// the ways into it that only a test has.
+type Fixture struct {
+	// Services returns the services over the database that seal webhook
+	// secrets with sealer, as serve makes them once the key is checked.
+	// The suite calls it again to move to another key.
+	Services func(sealer *storelink.Sealer) storelink.Database
+	// FailEvents is the database's way to make its event writes fail.
+	FailEvents FailEvents
+	// Exec runs a statement on the database: the suite writes with it what
+	// a fault, or a process with another key, leaves behind.
+	Exec func(ctx context.Context, query string) error
+}
 
 // FailEvents makes every later write of an event in the given state ("" for
 // any state) fail inside the transaction that writes it, after the order
@@ -63,10 +64,15 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	clock  *Clock
-	s      Store
+	s      storelink.Database
 	client *storelink.NewClient
-	// failEvents injects a failure of the store's event writes.
-	failEvents FailEvents
+	// fixture is the database s runs over.
+	fixture Fixture
+}
+
+// failEvents injects a failure of the store's event writes.
+func (e *env) failEvents(t *testing.T, state storelink.OrderState) (heal func()) {
+	return e.fixture.FailEvents(t, state)
 }
 
 // Exercise runs every case of the suite against stores made by open.
@@ -133,8 +139,9 @@ func Exercise(t *testing.T, open Opener) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			clock := NewClock()
-			s, failEvents := open(t, clock.Now)
-			e := &env{t: t, ctx: context.Background(), clock: clock, s: s, failEvents: failEvents}
+			f := open(t, clock.Now)
+			e := &env{t: t, ctx: context.Background(), clock: clock, fixture: f}
+			e.useSealer(newSealer(e))
 			p, err := e.s.CreatePartner(e.ctx, "Acme")
 			must(t, err)
 			e.client, err = e.s.CreateClient(e.ctx, p.ID, "DE", "EUR")

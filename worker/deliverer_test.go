@@ -86,10 +86,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { db.Close() })
 	key := make([]byte, storelink.SealKeySize)
 	_, _ = rand.Read(key)
-	if db.Sealer, err = storelink.NewSealer(key); err != nil {
+	sealer, err := storelink.NewSealer(key)
+	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db), service.WithSealer(db.Sealer))
+	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
 	p, err := svc.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

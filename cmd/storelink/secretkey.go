@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"storelink"
+	"storelink/service"
 )
 
 // fromValue is a string flag that records where its value came from: the
@@ -77,35 +78,36 @@ func parseSecretKey(hexKey, from string) (*storelink.Sealer, error) {
 	return storelink.NewSealer(key)
 }
 
-// useSecretKey gives the database the sealer of webhook secrets: from the
-// configured key, or the one kept in the data folder, generated on first
-// use if the database has no key yet. A key that is not the one the
-// database's secrets are sealed with is refused (exit 2) before anything is
-// served: several processes on one PostgreSQL database must share one key.
-func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) error {
+// useSecretKey returns the services over db that seal webhook secrets with
+// the secret key: the configured key, or the one kept in the data folder,
+// generated on first use if the database has no key yet. A key that is not
+// the one the database's secrets are sealed with is refused (exit 2) before
+// anything is served: several processes on one PostgreSQL database must
+// share one key.
+func useSecretKey(ctx context.Context, c *config, db *service.Service, stdout io.Writer) (*service.Service, error) {
 	hexKey, from, err := findSecretKey(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	generated := ""
 	if hexKey == "" {
 		recorded, err := db.SecretKeyCheck(ctx)
 		if err != nil {
-			return fmt.Errorf("read the secret key's check value: %w", err)
+			return nil, fmt.Errorf("read the secret key's check value: %w", err)
 		}
 		if recorded != "" {
-			return usageError{fmt.Errorf("no secret key was given (--secret-key, STORELINK_SECRET_KEY or the file %s), and the database's "+
+			return nil, usageError{fmt.Errorf("no secret key was given (--secret-key, STORELINK_SECRET_KEY or the file %s), and the database's "+
 				"webhook secrets are sealed with the key of fingerprint %s: start serve with that key", secretKeyPath(c), storelink.KeyFingerprint(recorded))}
 		}
 		generated = secretKeyPath(c)
 		hexKey, from = randomHex(storelink.SealKeySize), "the file "+generated
 		if err := writeSecretFile(c.Data, generated, hexKey); err != nil {
-			return fmt.Errorf("write secret key: %w", err)
+			return nil, fmt.Errorf("write secret key: %w", err)
 		}
 	}
 	sealer, err := parseSecretKey(hexKey, from)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	closed, err := storelink.VerifySecretKey(ctx, db, sealer)
 	if err != nil {
@@ -113,7 +115,7 @@ func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) e
 			// A key that sealed nothing is not left to be found next time.
 			os.Remove(generated)
 		}
-		return keyMismatch(err, from, c)
+		return nil, keyMismatch(err, from, c)
 	}
 	if generated != "" {
 		fmt.Fprintf(stdout, "storelink: generated a secret key in %s (it encrypts webhook secrets; back it up with the database)\n", generated)
@@ -123,8 +125,7 @@ func useSecretKey(ctx context.Context, c *config, db *store, stdout io.Writer) e
 		fmt.Fprintf(stdout, "storelink: the secret key cannot open the stored secrets of %s: their deliveries fail until each endpoint's "+
 			"secret is rotated (and its api_key set again)\n", describeSealed(closed))
 	}
-	db.useSealer(sealer)
-	return nil
+	return db.With(service.WithSealer(sealer)), nil
 }
 
 // keyMismatch turns a SecretKeyMismatch into a usage error that says which

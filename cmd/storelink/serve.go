@@ -32,59 +32,11 @@ import (
 	"storelink/worker"
 )
 
-// database is what serve needs of a store: every service, and the
-// readiness check.
-type database interface {
-	storelink.AdminService
-	storelink.Authenticator
-	storelink.UploadService
-	storelink.StockService
-	storelink.OrderService
-	storelink.EventService
-	storelink.WebhookService
-	storelink.SessionStore
-	Ping(ctx context.Context) error
-	// ProbeWrite tries a small write where the data is kept (for /readyz
-	// after a write found the disk full).
-	ProbeWrite(ctx context.Context) error
-	Close() error
-}
-
-// opened is a store as its package opens it (*sqlite.DB, *postgres.DB):
-// what is the database's own (its checks, closing it); the services come
-// from package service, over the package's driver.
-type opened interface {
-	Ping(ctx context.Context) error
-	ProbeWrite(ctx context.Context) error
-	Close() error
-}
-
-// store is a database: the services of package service over the driver of
-// the opened store, and the opened store's own checks.
-type store struct {
-	*service.Service
-	opened
-	// driver is the opened store's driver, which the services run on.
-	driver service.Driver
-}
-
-// newStore composes the opened store db with the services over its driver
-// d. They seal no secret until useSealer gives them the sealer.
-func newStore(db opened, d service.Driver) *store {
-	return &store{service.New(d), db, d}
-}
-
-// useSealer gives the services the sealer of webhook secrets, known only
-// once the database is open and its key checked (useSecretKey): they are
-// made again over the driver with it.
-func (db *store) useSealer(sealer *storelink.Sealer) {
-	db.Service = service.New(db.driver, service.WithSealer(sealer))
-}
-
-var _ database = (*store)(nil)
-
-// openDB opens the configured database and applies the migrations.
-func openDB(ctx context.Context, c *config) (*store, error) {
+// openDB opens the configured database, applies the migrations, and
+// returns the services over it, a storelink.Database whichever the
+// database. They seal no secret: useSecretKey makes them again with the
+// sealer once the key is checked against the database.
+func openDB(ctx context.Context, c *config) (*service.Service, error) {
 	switch {
 	case strings.HasPrefix(c.Database, "sqlite:"):
 		path := strings.TrimPrefix(c.Database, "sqlite:")
@@ -95,26 +47,21 @@ func openDB(ctx context.Context, c *config) (*store, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newStore(db, sqlite.NewDriver(db)), nil
+		return service.New(sqlite.NewDriver(db)), nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
 			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return newStore(db, postgres.NewDriver(db)), nil
+		return service.New(postgres.NewDriver(db)), nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
 // faultOf is the database's way to tell a full disk or an unreachable
 // database from other errors.
-func faultOf(db *store) func(error) error {
-	if _, ok := db.opened.(*postgres.DB); ok {
-		return postgres.Fault
-	}
-	return sqlite.Fault
-}
+func faultOf(db storelink.Database) func(error) error { return db.Fault }
 
 // redactURL hides a password in a database URL before it is shown, in the
 // user part (postgres://user:secret@host) or as a parameter (?password=).
@@ -176,7 +123,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	if err := useSecretKey(ctx, c, db, stdout); err != nil {
+	if db, err = useSecretKey(ctx, c, db, stdout); err != nil {
 		return err
 	}
 	if c.Demo {
@@ -244,19 +191,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = proc.Run(workCtx) })
 	wg.Go(func() { _ = deliverer.Run(workCtx) })
-	if pg, ok := db.opened.(*postgres.DB); ok {
-		// Work that another process accepts wakes this one at once.
-		wg.Go(func() {
-			listenForWork(workCtx, pg, logger, func(ch string) {
-				switch ch {
-				case postgres.ChannelUploads:
-					proc.Wake()
-				case postgres.ChannelDeliveries:
-					deliverer.Wake()
-				}
-			})
-		})
-	}
+	// Work that another process accepts wakes this one at once.
+	wg.Go(func() { listenForWork(workCtx, db, logger, proc.Wake, deliverer.Wake) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -347,12 +283,14 @@ func writeSecretFile(dir, path, content string) error {
 	return f.Close()
 }
 
-// listenForWork keeps a LISTEN connection to PostgreSQL until ctx ends, calling
-// wake for every notification. A lost connection is made again after a
-// pause; meanwhile the workers' polling finds the work, only later.
-func listenForWork(ctx context.Context, db *postgres.DB, logger *slog.Logger, wake func(channel string)) {
+// listenForWork listens for the work other processes add (on PostgreSQL, a
+// LISTEN connection) until ctx ends, calling uploads or deliveries for
+// each. A lost connection is made again after a pause; meanwhile the
+// workers' polling finds the work, only later. Where no other process can
+// add work (SQLite) it returns at once.
+func listenForWork(ctx context.Context, db storelink.Database, logger *slog.Logger, uploads, deliveries func()) {
 	for ctx.Err() == nil {
-		err := db.Listen(ctx, wake)
+		err := db.Listen(ctx, uploads, deliveries)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
@@ -375,7 +313,7 @@ const demoWebhookURL = "http://127.0.0.1:8090/webhooks"
 
 // demo fills an empty database with a partner, a client and three stores so
 // that a new user can upload at once, and prints what they need.
-func demo(ctx context.Context, db database, stdout io.Writer) error {
+func demo(ctx context.Context, db storelink.Database, stdout io.Writer) error {
 	n, err := db.PartnerCount(ctx)
 	if err != nil || n > 0 {
 		if n > 0 {
