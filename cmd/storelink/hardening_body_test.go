@@ -179,13 +179,16 @@ func TestServeUploadsInFlightLimit(t *testing.T) {
 	p := startServe(t, t.TempDir(), "--demo")
 	hdr := map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}
 	held := make([]*rawConn, 4)
-	for i := range held {
+	hold := func(i int) {
 		held[i] = dialRaw(t, p)
 		path := fmt.Sprintf("/stock/%s/held-%d.csv", p.ClientID, i)
 		if i == 3 {
 			path = "/stock/" + p.ClientID + "/validate"
 		}
 		held[i].head("PUT", path, 100000, hdr, "store;")
+	}
+	for i := range held {
+		hold(i)
 	}
 	validate := func() (*http.Response, []byte) {
 		t.Helper()
@@ -207,6 +210,14 @@ func TestServeUploadsInFlightLimit(t *testing.T) {
 		resp, body = validate()
 		if resp.StatusCode == http.StatusTooManyRequests || time.Now().After(deadline) {
 			break
+		}
+		// A validation that came first took the slot of a held request
+		// whose headers serve had not read yet, which was then refused:
+		// hold it again.
+		for i, h := range held {
+			if _, _, err := h.answer(time.Millisecond); err == nil {
+				hold(i)
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
