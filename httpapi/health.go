@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -58,4 +59,35 @@ func (s *Server) writable(ctx context.Context) error {
 	}
 	s.health.wrote()
 	return nil
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		s.logger.Warn("not ready", "error", err)
+		writeProblem(w, r, storelink.EUNAVAILABLE, "The database does not answer.")
+		return
+	}
+	if err := s.writable(ctx); err != nil {
+		s.logger.Warn("not ready", "error", err)
+		writeProblem(w, r, storelink.EUNAVAILABLE, storelink.ErrorMessage(err))
+		return
+	}
+	if s.Ready != nil {
+		if err := s.Ready(ctx); err != nil {
+			s.logger.Warn("not ready", "error", err)
+			msg := "The database does not answer."
+			if storelink.ErrorCode(err) != storelink.EINTERNAL {
+				msg = storelink.ErrorMessage(err)
+			}
+			writeProblem(w, r, storelink.EUNAVAILABLE, msg)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

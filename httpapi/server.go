@@ -3,13 +3,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -264,142 +260,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// admin guards an operator handler with the admin token. Both sides are
-// hashed first so the comparison takes the same time whatever the length.
-// A wrong token counts against the address's failed attempts; no token at
-// all guesses nothing and does not.
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.refuseBlocked(w, r) {
-			return
-		}
-		token, ok := bearerToken(r)
-		got := sha256.Sum256([]byte(token))
-		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
-			if token != "" {
-				s.authLimit.Failed(r.RemoteAddr)
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
-			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
-			return
-		}
-		h(w, r)
-	}
-}
-
-// bearerToken returns the credentials of an Authorization header of the
-// Bearer scheme, whose name is matched in any case (RFC 7235).
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.TrimSpace(token), true
-}
-
-// partner authenticates the x-api-key for the path's client. A key that is
-// not valid counts against the address's failed attempts; a valid key of
-// another client of the same partner (403) guesses nothing and does not.
-func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.refuseBlocked(w, r) {
-			return
-		}
-		key := r.Header.Get("x-api-key")
-		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), key)
-		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
-			if key != "" {
-				s.authLimit.Failed(r.RemoteAddr)
-			}
-			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		h(w, r, c)
-	}
-}
-
-// maxJSONBody bounds operator request bodies: an order of the most items
-// allowed is well under it.
-const maxJSONBody = 1 << 20
-
-// decode reads a JSON body into v, refusing unknown fields so that a typo is
-// an error rather than a silently ignored setting.
-func decode(r *http.Request, v any) error {
-	return decodeBody(r, v, false)
-}
-
-// decodeOptional is decode for calls whose whole body is optional.
-func decodeOptional(r *http.Request, v any) error {
-	return decodeBody(r, v, true)
-}
-
-// decodeBody reads the whole body first so that checkJSON sees the bytes as
-// sent, before encoding/json replaces or drops anything.
-func decodeBody(r *http.Request, v any, optional bool) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxJSONBody))
-	if err == nil {
-		err = checkJSON(raw)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err == nil {
-		err = dec.Decode(v)
-	}
-	var tooBig *http.MaxBytesError
-	var domain *storelink.Error
-	switch {
-	case err == nil:
-		if dec.More() {
-			return storelink.Errorf(storelink.EINVALID, "The body holds more than one JSON value.")
-		}
-		return nil
-	case errors.Is(err, io.EOF) && optional:
-		return nil
-	case errors.Is(err, io.EOF):
-		return storelink.Errorf(storelink.EINVALID, "A JSON body is required.")
-	case errors.As(err, &tooBig):
-		return storelink.Errorf(storelink.ETOOLARGE, "The body is larger than %d bytes.", maxJSONBody)
-	case errors.As(err, &domain):
-		return err
-	}
-	return storelink.Errorf(storelink.EINVALID, "The body is not valid JSON for this call: %v.", err)
-}
-
 func asError(err error, target **storelink.Error) bool { return errors.As(err, target) }
-
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.Ping(ctx); err != nil {
-		s.logger.Warn("not ready", "error", err)
-		writeProblem(w, r, storelink.EUNAVAILABLE, "The database does not answer.")
-		return
-	}
-	if err := s.writable(ctx); err != nil {
-		s.logger.Warn("not ready", "error", err)
-		writeProblem(w, r, storelink.EUNAVAILABLE, storelink.ErrorMessage(err))
-		return
-	}
-	if s.Ready != nil {
-		if err := s.Ready(ctx); err != nil {
-			s.logger.Warn("not ready", "error", err)
-			msg := "The database does not answer."
-			if storelink.ErrorCode(err) != storelink.EINTERNAL {
-				msg = storelink.ErrorMessage(err)
-			}
-			writeProblem(w, r, storelink.EUNAVAILABLE, msg)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
 
 func (s *Server) metricsHandler() http.Handler {
 	if s.Registry == nil {

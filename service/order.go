@@ -32,7 +32,7 @@ func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*store
 		} else if storeID = storelink.Route(needs, stock.Available(), ""); storeID == "" {
 			return nil, nil, storelink.Errorf(storelink.ECONFLICT, "No store of client %s has stock in force for every item of this order.", c.ID)
 		}
-		return storelink.Assign(n, c, storeID, stock[storeID], idsAt(now), now)
+		return storelink.Assign(n, c, storeID, stock[storeID], newIDFunc(now), now)
 	})
 }
 
@@ -54,7 +54,7 @@ func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder
 				}
 			}
 		}
-		return storelink.NewWarehouseOrder(n, c, rows, idsAt(now), now)
+		return storelink.NewWarehouseOrder(n, c, rows, newIDFunc(now), now)
 	})
 }
 

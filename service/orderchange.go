@@ -31,7 +31,7 @@ func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.Cancel
 			// The items cancelled here no longer hold stock at this store,
 			// but this store is the one that could not serve them.
 			if store := storelink.Route(needs, stock.Available(), o.StoreID); store != "" {
-				next, nextEv = storelink.Reassign(o, again, store, stock[store], idsAt(now), now)
+				next, nextEv = storelink.Reassign(o, again, store, stock[store], newIDFunc(now), now)
 			}
 		}
 		if err := updateOrder(ctx, tx, o, was, ev, now); err != nil {

@@ -57,8 +57,9 @@ func New(d Driver, opts ...Option) *Service {
 // keeps, so that what an answer shows equals what a later read shows.
 func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Millisecond) }
 
-// idsAt makes new ids for rows made at now.
-func idsAt(now time.Time) func() string {
+// newIDFunc is the newID the domain's constructors take for rows made at
+// now: each call a new id (UUID version 7) stamped with now.
+func newIDFunc(now time.Time) func() string {
 	return func() string { return storelink.NewID(now) }
 }
 

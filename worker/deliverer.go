@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,41 +45,6 @@ type deliveryMetrics struct {
 	latency  prometheus.Histogram
 	// byOutcome is outcomes' counter of each storelink.Outcome.
 	byOutcome [4]prometheus.Counter
-}
-
-// keyCache holds the signing keys of the secrets seen, so that each is
-// decoded once rather than for every event sent with it.
-type keyCache struct {
-	mu   sync.RWMutex
-	keys map[string][]byte // nil: not a valid secret
-}
-
-// maxKeys bounds keyCache; past it, keys are decoded each time.
-const maxKeys = 4096
-
-// signingKeys returns the keys of secrets, skipping any that is not valid.
-func (c *keyCache) signingKeys(secrets []string) [][]byte {
-	keys := make([][]byte, 0, len(secrets))
-	for _, s := range secrets {
-		c.mu.RLock()
-		k, ok := c.keys[s]
-		c.mu.RUnlock()
-		if !ok {
-			k, _ = webhook.ParseSecret(s)
-			c.mu.Lock()
-			if c.keys == nil {
-				c.keys = map[string][]byte{}
-			}
-			if len(c.keys) < maxKeys {
-				c.keys[s] = k
-			}
-			c.mu.Unlock()
-		}
-		if k != nil {
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }
 
 // The deliverer's defaults: attempts in flight in all, and to one endpoint
@@ -277,107 +239,6 @@ func (d *Deliverer) release(s *sending) {
 	}
 }
 
-// sending is the deliveries claimed and not yet recorded, shared by Run's
-// loop and the workers that make the attempts. A worker that has made an
-// attempt takes the next delivery that may go itself, and tells the loop
-// only when there is something for it to do: handing each attempt and each
-// result over between goroutines would cost more than the attempt.
-type sending struct {
-	d       *Deliverer
-	mu      sync.Mutex
-	idle    *sync.Cond // workers with nothing to send wait here
-	claimed []*storelink.DeliveryJob
-	running int            // attempts in flight
-	load    map[string]int // attempts in flight by endpoint
-	batch   []storelink.AttemptResult
-	closed  bool
-	// signal tells the loop that results came in: the first of a batch,
-	// or enough to record.
-	signal chan struct{}
-}
-
-// add adds claimed deliveries and wakes as many idle workers as may go.
-func (s *sending) add(jobs []storelink.DeliveryJob) {
-	s.mu.Lock()
-	for i := range jobs {
-		s.claimed = append(s.claimed, &jobs[i])
-	}
-	// How many may go now, as s.next would count them.
-	n, running, load := 0, s.running, map[string]int{}
-	for _, j := range s.claimed {
-		if running < s.d.Workers && s.load[j.EndpointID]+load[j.EndpointID] < s.d.PerEndpoint {
-			n++
-			running++
-			load[j.EndpointID]++
-		}
-	}
-	s.mu.Unlock()
-	for range n {
-		s.idle.Signal()
-	}
-}
-
-// next takes the first claimed delivery that may go, or nil; s.mu is held.
-func (s *sending) next() *storelink.DeliveryJob {
-	if s.running >= s.d.Workers {
-		return nil
-	}
-	for i, j := range s.claimed {
-		if s.load[j.EndpointID] < s.d.PerEndpoint {
-			s.claimed = slices.Delete(s.claimed, i, i+1)
-			s.running++
-			s.load[j.EndpointID]++
-			return j
-		}
-	}
-	return nil
-}
-
-// work makes attempts until Run ends.
-func (s *sending) work() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		j := s.next()
-		for j == nil {
-			if s.closed {
-				return
-			}
-			s.idle.Wait()
-			j = s.next()
-		}
-		s.mu.Unlock()
-		r := s.d.attempt(j)
-		s.mu.Lock()
-		s.batch = append(s.batch, r)
-		s.running--
-		if s.load[j.EndpointID]--; s.load[j.EndpointID] == 0 {
-			delete(s.load, j.EndpointID)
-		}
-		// Counted as Run counts: the attempts still in flight are those
-		// that will be once this worker has taken its next.
-		if len(s.batch) == 1 || len(s.batch) >= s.running+min(1, s.startable()) || len(s.batch) >= recordBatch {
-			select {
-			case s.signal <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// startable tells whether a claimed delivery may go now; s.mu is held.
-func (s *sending) startable() int {
-	if s.running >= s.d.Workers {
-		return 0
-	}
-	for _, j := range s.claimed {
-		if s.load[j.EndpointID] < s.d.PerEndpoint {
-			return 1
-		}
-	}
-	return 0
-}
-
 // stopBound is how long the bookkeeping of a stop (recording the attempts
 // made, giving back claimed deliveries) may wait for the database: what it
 // cannot do by then is left to the leases, which run out, and the
@@ -401,59 +262,4 @@ func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.Attemp
 		d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
 	}
 	return jobs
-}
-
-// send sends j. A panic while sending (in the HTTP client, on an answer
-// it did not expect) is the attempt's failure, not the process's: the
-// delivery is tried again on its schedule, and every other goes on.
-func (d *Deliverer) send(j *storelink.DeliveryJob, keys [][]byte, start time.Time) (res webhook.Result) {
-	defer func() {
-		if p := recover(); p != nil {
-			d.Logger.Error("webhook attempt panicked", "delivery_id", j.DeliveryID, "endpoint_id", j.EndpointID, "panic", fmt.Sprint(p))
-			res = webhook.Result{Err: errors.New("internal error while sending"), Duration: time.Since(start)}
-		}
-	}()
-	// Not the loop's context: a stop lets the attempt finish within the
-	// webhook timeout rather than cutting it off and counting a failure.
-	return d.Client.Send(context.Background(), webhook.Request{URL: j.URL, EventID: j.EventID, Body: j.Body, Keys: keys, APIKey: j.APIKey}, start)
-}
-
-// attempt makes one delivery attempt and decides what it means.
-func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
-	start := time.Now()
-	var res webhook.Result
-	if j.Unsealable != "" {
-		// Nothing can be signed or sent: the attempt fails at once, and
-		// the delivery follows the retry schedule, so that it goes out once
-		// the endpoint's secret is rotated.
-		res.Err = errors.New(j.Unsealable)
-	} else {
-		res = d.send(j, d.keys.signingKeys(j.Secrets), start)
-	}
-	a := storelink.Attempt{Number: j.Attempt, At: start.UTC(), DurationMS: res.Duration.Milliseconds(), StatusCode: res.StatusCode, Response: res.Excerpt}
-	if res.Err != nil {
-		a.Error = res.Err.Error()
-	}
-	r := storelink.AttemptResult{Job: j, Attempt: a}
-	now := time.Now()
-	switch {
-	case res.Success():
-		r.Outcome = storelink.OutcomeSucceeded
-	case res.StatusCode == 410:
-		r.Outcome = storelink.OutcomeGone
-	default:
-		var more bool
-		if r.NextAt, more = d.Retry.Next(j.Try, res.RetryAfter, now); more {
-			r.Outcome = storelink.OutcomeRetry
-		} else {
-			r.Outcome = storelink.OutcomeFailed
-		}
-	}
-	d.metrics.latency.Observe(res.Duration.Seconds())
-	d.metrics.byOutcome[r.Outcome].Inc()
-	if r.Outcome != storelink.OutcomeSucceeded {
-		d.Logger.Warn("webhook attempt failed", "delivery_id", j.DeliveryID, "event_id", j.EventID, "endpoint_id", j.EndpointID,
-			"attempt", j.Attempt, "status", res.StatusCode, "error", a.Error, "outcome", r.Outcome)
-	}
-	return r
 }

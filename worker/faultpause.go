@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -89,4 +91,82 @@ func (f *faultPause) take() []*storelink.Claim {
 	}
 	clear(f.unreleased)
 	return out
+}
+
+// fault returns err as the fault it is (an *storelink.Error with code
+// ENOSPACE or EUNAVAILABLE), or nil when it is none.
+func (p *Processor) fault(err error) error {
+	if p.Fault == nil || err == nil {
+		return nil
+	}
+	f := p.Fault(err)
+	switch storelink.ErrorCode(f) {
+	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
+		return f
+	}
+	return nil
+}
+
+// faulted starts a pause when err is a fault and returns err, with the
+// fault first in its chain so that faultCode finds it.
+func (p *Processor) faulted(err error) error {
+	if f := p.fault(err); f != nil {
+		p.faults.fault(time.Now())
+		return fmt.Errorf("%w: %w", f, err)
+	}
+	return err
+}
+
+// faultCode is the code of the fault err is, or "".
+func faultCode(err error) string {
+	switch code := storelink.ErrorCode(err); code {
+	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
+		return code
+	}
+	return ""
+}
+
+// giveBack releases a claim whose apply failed for a fault, uncounted and
+// for the length of the pause it starts. A release that fails too (the
+// database is still away) is made again before the next claim.
+func (p *Processor) giveBack(ctx context.Context, c *storelink.Claim, f, err error) error {
+	pause := p.faults.fault(time.Now())
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if rerr := p.Uploads.Release(ctx, c, pause); rerr != nil {
+		p.faults.keep(c)
+		return fmt.Errorf("upload %s: %w: %w (release: %v)", c.ID, f, err, rerr)
+	}
+	return fmt.Errorf("upload %s given back: %w: %w", c.ID, f, err)
+}
+
+// releasePending makes the releases that failed during a fault. Until they
+// are made nothing is claimed: the database that refuses them would fail
+// an apply too. A release that fails for another reason is dropped; its
+// lease runs out and counts as an attempt.
+func (p *Processor) releasePending(ctx context.Context) error {
+	if !p.faults.pending() {
+		return nil
+	}
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	claims := p.faults.take()
+	for i, c := range claims {
+		err := p.Uploads.Release(ctx, c, 0)
+		if err != nil && p.fault(err) != nil {
+			for _, c := range claims[i:] {
+				p.faults.keep(c)
+			}
+			return p.faulted(err)
+		}
+		if err != nil {
+			// Not a fault: this claim's lease runs out and counts.
+			for _, c := range claims[i+1:] {
+				p.faults.keep(c)
+			}
+			return err
+		}
+		p.Logger.Info("upload given back after a fault", "upload_id", c.ID, "client_id", c.ClientID)
+	}
+	return nil
 }

@@ -4,9 +4,7 @@
 package worker
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"storelink"
-	"storelink/feed"
 	"storelink/gcmode"
 )
 
@@ -228,84 +225,6 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// fault returns err as the fault it is (an *storelink.Error with code
-// ENOSPACE or EUNAVAILABLE), or nil when it is none.
-func (p *Processor) fault(err error) error {
-	if p.Fault == nil || err == nil {
-		return nil
-	}
-	f := p.Fault(err)
-	switch storelink.ErrorCode(f) {
-	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
-		return f
-	}
-	return nil
-}
-
-// faulted starts a pause when err is a fault and returns err, with the
-// fault first in its chain so that faultCode finds it.
-func (p *Processor) faulted(err error) error {
-	if f := p.fault(err); f != nil {
-		p.faults.fault(time.Now())
-		return fmt.Errorf("%w: %w", f, err)
-	}
-	return err
-}
-
-// faultCode is the code of the fault err is, or "".
-func faultCode(err error) string {
-	switch code := storelink.ErrorCode(err); code {
-	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
-		return code
-	}
-	return ""
-}
-
-// giveBack releases a claim whose apply failed for a fault, uncounted and
-// for the length of the pause it starts. A release that fails too (the
-// database is still away) is made again before the next claim.
-func (p *Processor) giveBack(ctx context.Context, c *storelink.Claim, f, err error) error {
-	pause := p.faults.fault(time.Now())
-	p.gate.Lock()
-	defer p.gate.Unlock()
-	if rerr := p.Uploads.Release(ctx, c, pause); rerr != nil {
-		p.faults.keep(c)
-		return fmt.Errorf("upload %s: %w: %w (release: %v)", c.ID, f, err, rerr)
-	}
-	return fmt.Errorf("upload %s given back: %w: %w", c.ID, f, err)
-}
-
-// releasePending makes the releases that failed during a fault. Until they
-// are made nothing is claimed: the database that refuses them would fail
-// an apply too. A release that fails for another reason is dropped; its
-// lease runs out and counts as an attempt.
-func (p *Processor) releasePending(ctx context.Context) error {
-	if !p.faults.pending() {
-		return nil
-	}
-	p.gate.Lock()
-	defer p.gate.Unlock()
-	claims := p.faults.take()
-	for i, c := range claims {
-		err := p.Uploads.Release(ctx, c, 0)
-		if err != nil && p.fault(err) != nil {
-			for _, c := range claims[i:] {
-				p.faults.keep(c)
-			}
-			return p.faulted(err)
-		}
-		if err != nil {
-			// Not a fault: this claim's lease runs out and counts.
-			for _, c := range claims[i+1:] {
-				p.faults.keep(c)
-			}
-			return err
-		}
-		p.Logger.Info("upload given back after a fault", "upload_id", c.ID, "client_id", c.ClientID)
-	}
-	return nil
-}
-
 // apply runs the feed check inside the store's apply transaction; a panic in
 // the check is turned into an error so one bad file cannot stop the loop.
 func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink.Upload, err error) {
@@ -320,96 +239,4 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkInBackground(body, stores, put)
 	})
-}
-
-// Rows are handed from the check to the writer in batches of checkBatch, with
-// up to checkDepth batches in flight: enough to keep both sides busy, little
-// enough (about a megabyte) not to matter for memory.
-const (
-	checkBatch = 512
-	checkDepth = 4
-)
-
-// errStopped ends the check when the writer has stopped taking rows.
-var errStopped = errors.New("the writer stopped")
-
-// checkInBackground runs feed.Check on a goroutine of its own and calls put on the
-// caller's goroutine, the one that holds the apply transaction, so that
-// decoding and checking the next rows overlaps with writing the earlier ones.
-// On a machine with two cores an import then takes about as long as its
-// database writes alone. put sees the same rows in the same (file) order as
-// when Check calls it directly. A panic in the check comes back as an error.
-func checkInBackground(body []byte, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
-	full := make(chan []storelink.StockRow, checkDepth)
-	free := make(chan []storelink.StockRow, checkDepth+1)
-	stop := make(chan struct{})
-	type result struct {
-		report storelink.FeedReport
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var res result
-		defer func() {
-			if r := recover(); r != nil {
-				res.err = fmt.Errorf("panic while checking: %v", r)
-			}
-			close(full)
-			done <- res
-		}()
-		batch := make([]storelink.StockRow, 0, checkBatch)
-		send := func() error {
-			select {
-			case full <- batch:
-			case <-stop:
-				return errStopped
-			}
-			select {
-			case batch = <-free:
-			default:
-				batch = make([]storelink.StockRow, 0, checkBatch)
-			}
-			return nil
-		}
-		res.report, res.err = feed.Check(bytes.NewReader(body), stores, func(r storelink.StockRow) error {
-			if batch = append(batch, r); len(batch) == checkBatch {
-				return send()
-			}
-			return nil
-		})
-		if res.err == nil && len(batch) > 0 {
-			res.err = send()
-		}
-	}()
-
-	// Whatever ends the writing (an error of put, a panic), the checker is
-	// told to stop, so that it never blocks on a full channel; it then ends
-	// at the next row it would hand over.
-	var putErr error
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(stop)
-		}
-	}()
-	for batch := range full {
-		for i := range batch {
-			if putErr = put(batch[i]); putErr != nil {
-				putErr = fmt.Errorf("put stock row of line %d: %w", batch[i].Line, putErr)
-				break
-			}
-		}
-		if putErr != nil {
-			close(stop)
-			stopped = true
-			break
-		}
-		clear(batch) // let the rows' strings go
-		free <- batch[:0]
-	}
-	res := <-done
-	if putErr != nil {
-		return res.report, putErr
-	}
-	return res.report, res.err
 }

@@ -8,28 +8,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"storelink"
-	"storelink/dashboard"
-	"storelink/gcmode"
-	"storelink/httpapi"
 	"storelink/postgres"
 	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
-	"storelink/worker"
 )
 
 // openDB opens the configured database, applies the migrations, and
@@ -98,138 +86,14 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// shutdownGrace is how long request bodies still arriving at a SIGTERM
-// get before they are cut; shutdownTimeout how long the requests get in
-// all before their connections are closed.
-const (
-	shutdownGrace   = 2 * time.Second
-	shutdownTimeout = 30 * time.Second
-)
-
+// serve runs `storelink serve`: the server of the configuration in args
+// and the environment, until ctx ends.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseConfig("serve", args, getenv, stderr)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	gc := gcmode.New(getenv)
-	defer gc.Start()()
-	db, err := openDB(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	token, err := adminToken(c, stdout)
-	if err != nil {
-		return err
-	}
-	if db, err = useSecretKey(ctx, c, db, stdout); err != nil {
-		return err
-	}
-	if c.Demo {
-		if err := demo(ctx, db, stdout); err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	host, _ := os.Hostname()
-	owner := fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
-	proc := worker.NewProcessor(db, logger, owner, reg)
-	proc.Lease, proc.Fault, proc.GC = c.UploadLease, faultOf(db), gc
-	deliverer := worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
-		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, logger, owner, reg)
-	deliverer.PerEndpoint = c.WebhookConcurrency
-	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
-		MaxWaiting: c.MaxWaitingUploads}
-	// One limiter for the API and the dashboard's login: guesses at the
-	// admin token count together whichever way they come.
-	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
-	api := httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
-		// On PostgreSQL the key can be rotated while this process runs; it
-		// is then not ready until restarted with the new key.
-		Ready: db.SecretKeyCurrent,
-		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: proc.Rate,
-		AdminToken:          token,
-		AuthLimit:           authLimit,
-		Capacity:            capacity,
-		MaxFileSize:         c.MaxFileSize,
-		MaxUploadsInFlight:  c.MaxUploadsInFlight,
-		MaxUploadMemory:     c.MaxUploadMemory,
-		BodyTimeout:         c.BodyTimeout,
-		GC:                  gc,
-		DatabaseTimeout:     c.DatabaseTimeout,
-		WebhookAllowPrivate: c.WebhookAllowPriv,
-		Accepted:            proc.Wake,
-		Delivering:          deliverer.Wake,
-		Logger:              logger,
-		Registry:            reg,
-		Dashboard: dashboard.New(dashboard.Deps{
-			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
-			AdminToken: token, Capacity: capacity, Wake: deliverer.Wake, Logger: logger, Fault: faultOf(db),
-		}),
-	})
-
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Addr, err)
-	}
-	// Connections beyond --max-connections wait in the listen queue, each
-	// making room by closing the longest-idle keep-alive connection when
-	// there is one; those open are served as usual. httpapi.Listener
-	// watches each for requests of ambiguous framing.
-	connLimit := httpapi.NewConnLimit(c.MaxConnections)
-	ln = httpapi.Listener(connLimit.Listener(ln))
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ConnContext: httpapi.ConnContext, ConnState: connLimit.ConnState}
-	fmt.Fprintf(stdout, "storelink: listening on http://%s\n", ln.Addr())
-	logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(c.Database))
-
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = proc.Run(workCtx) })
-	wg.Go(func() { _ = deliverer.Run(workCtx) })
-	// Work that another process accepts wakes this one at once.
-	wg.Go(func() { listenForWork(workCtx, db, logger, proc.Wake, deliverer.Wake) })
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		// A body still arriving after the grace is cut (503, nothing
-		// kept) so that a stalled upload cannot hold the stop; a request
-		// whose body is in is answered, an upload stored.
-		api.CutBodies(shutdownGrace)
-		shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		if err = srv.Shutdown(shutCtx); err != nil {
-			// What has not committed by now leaves nothing behind; what
-			// has is durable. The stop is still a clean one.
-			logger.Warn("requests still running at the end of the shutdown time; closing their connections", "error", err)
-			_ = srv.Close()
-			err = nil
-		}
-		cancel()
-	}
-	stopWork() // an apply in progress rolls back and is resumed at the next start
-	wg.Wait()
-	// Bounded so that a database that hangs cannot hold the stop.
-	relCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	// Both stores hand back only this process's own leases, which is safe
-	// beside other processes on PostgreSQL too.
-	if rerr := db.ReleaseOwnLeases(relCtx, owner); rerr != nil {
-		// Not fatal: the lease runs out (PostgreSQL) or the next start
-		// releases it (SQLite), only with the interrupted attempt counted.
-		logger.Warn("release leases at stop", "error", rerr)
-	}
-	cancel()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return newServer(c, getenv, stdout, stderr).Run(ctx)
 }
 
 // adminToken returns the configured token, or the one kept in the data
@@ -281,25 +145,6 @@ func writeSecretFile(dir, path, content string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// listenForWork listens for the work other processes add (on PostgreSQL, a
-// LISTEN connection) until ctx ends, calling uploads or deliveries for
-// each. A lost connection is made again after a pause; meanwhile the
-// workers' polling finds the work, only later. Where no other process can
-// add work (SQLite) it returns at once.
-func listenForWork(ctx context.Context, db storelink.Database, logger *slog.Logger, uploads, deliveries func()) {
-	for ctx.Err() == nil {
-		err := db.Listen(ctx, uploads, deliveries)
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		logger.Warn("listen for notifications", "error", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 func randomHex(n int) string {

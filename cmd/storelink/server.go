@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"storelink"
+	"storelink/dashboard"
+	"storelink/gcmode"
+	"storelink/httpapi"
+	"storelink/service"
+	"storelink/webhook"
+	"storelink/worker"
+)
+
+// shutdownGrace is how long request bodies still arriving at a SIGTERM
+// get before they are cut; shutdownTimeout how long the requests get in
+// all before their connections are closed.
+const (
+	shutdownGrace   = 2 * time.Second
+	shutdownTimeout = 30 * time.Second
+)
+
+// releaseTimeout bounds handing back the leases at the stop, so that a
+// database that hangs cannot hold the stop.
+const releaseTimeout = 3 * time.Second
+
+// server is one `storelink serve` process: the database, the background
+// workers and the HTTP server, wired from the configuration by Run and
+// taken down in the reverse order when its context ends.
+type server struct {
+	c      *config
+	stdout io.Writer
+	logger *slog.Logger
+	gc     *gcmode.Governor
+
+	// Set by Run, in this order.
+	db        *service.Service
+	owner     string // this process's name on the leases it takes
+	reg       *prometheus.Registry
+	proc      *worker.Processor
+	deliverer *worker.Deliverer
+	api       *httpapi.Server
+	http      *http.Server
+}
+
+// newServer is a server for the validated configuration c; it opens
+// nothing until Run.
+func newServer(c *config, getenv func(string) string, stdout, stderr io.Writer) *server {
+	return &server{
+		c:      c,
+		stdout: stdout,
+		logger: slog.New(slog.NewJSONHandler(stderr, nil)),
+		gc:     gcmode.New(getenv),
+	}
+}
+
+// Run serves until ctx ends, then stops cleanly: requests are answered
+// (bodies still arriving after a grace are cut), the workers stop, and
+// the leases this process holds are handed back.
+func (s *server) Run(ctx context.Context) error {
+	defer s.gc.Start()()
+	db, err := openDB(ctx, s.c)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s.db = db
+	token, err := s.prepareDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	s.newWorkers()
+	s.api = s.newAPI(token)
+	ln, err := s.listen()
+	if err != nil {
+		return err
+	}
+	stopWork := s.startWork()
+	err = s.serveUntil(ctx, ln)
+	stopWork() // an apply in progress rolls back and is resumed at the next start
+	s.releaseLeases()
+	return err
+}
+
+// prepareDatabase readies the open database for serving: the admin
+// token, the secret key of webhook secrets, and with --demo the demo
+// partner. It returns the admin token.
+func (s *server) prepareDatabase(ctx context.Context) (string, error) {
+	token, err := adminToken(s.c, s.stdout)
+	if err != nil {
+		return "", err
+	}
+	if s.db, err = useSecretKey(ctx, s.c, s.db, s.stdout); err != nil {
+		return "", err
+	}
+	if s.c.Demo {
+		if err := demo(ctx, s.db, s.stdout); err != nil {
+			return "", fmt.Errorf("demo: %w", err)
+		}
+	}
+	return token, nil
+}
+
+// newWorkers makes the metrics registry and the background workers: the
+// upload processor and the webhook deliverer.
+func (s *server) newWorkers() {
+	c, db := s.c, s.db
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	host, _ := os.Hostname()
+	s.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
+	s.proc = worker.NewProcessor(db, s.logger, s.owner, s.reg)
+	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, faultOf(db), s.gc
+	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
+		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
+	s.deliverer.PerEndpoint = c.WebhookConcurrency
+}
+
+// newAPI is the HTTP API with the dashboard, over the database and the
+// workers.
+func (s *server) newAPI(token string) *httpapi.Server {
+	c, db := s.c, s.db
+	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
+		MaxWaiting: c.MaxWaitingUploads}
+	// One limiter for the API and the dashboard's login: guesses at the
+	// admin token count together whichever way they come.
+	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
+	return httpapi.NewServer(httpapi.Deps{
+		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		// On PostgreSQL the key can be rotated while this process runs; it
+		// is then not ready until restarted with the new key.
+		Ready: db.SecretKeyCurrent,
+		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
+		AdminToken:          token,
+		AuthLimit:           authLimit,
+		Capacity:            capacity,
+		MaxFileSize:         c.MaxFileSize,
+		MaxUploadsInFlight:  c.MaxUploadsInFlight,
+		MaxUploadMemory:     c.MaxUploadMemory,
+		BodyTimeout:         c.BodyTimeout,
+		GC:                  s.gc,
+		DatabaseTimeout:     c.DatabaseTimeout,
+		WebhookAllowPrivate: c.WebhookAllowPriv,
+		Accepted:            s.proc.Wake,
+		Delivering:          s.deliverer.Wake,
+		Logger:              s.logger,
+		Registry:            s.reg,
+		Dashboard: dashboard.New(dashboard.Deps{
+			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
+			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: faultOf(db),
+		}),
+	})
+}
+
+// listen opens the listener on --addr and makes the HTTP server of the
+// API, and says where it listens.
+func (s *server) listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.c.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", s.c.Addr, err)
+	}
+	// Connections beyond --max-connections wait in the listen queue, each
+	// making room by closing the longest-idle keep-alive connection when
+	// there is one; those open are served as usual. httpapi.Listener
+	// watches each for requests of ambiguous framing.
+	connLimit := httpapi.NewConnLimit(s.c.MaxConnections)
+	ln = httpapi.Listener(connLimit.Listener(ln))
+	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnContext: httpapi.ConnContext, ConnState: connLimit.ConnState}
+	fmt.Fprintf(s.stdout, "storelink: listening on http://%s\n", ln.Addr())
+	s.logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(s.c.Database))
+	return ln, nil
+}
+
+// startWork starts the workers, and on PostgreSQL the listener for work
+// other processes accept. The stop it returns ends them and waits.
+func (s *server) startWork() (stop func()) {
+	workCtx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.proc.Run(workCtx) })
+	wg.Go(func() { _ = s.deliverer.Run(workCtx) })
+	// Work that another process accepts wakes this one at once.
+	wg.Go(func() { listenForWork(workCtx, s.db, s.logger, s.proc.Wake, s.deliverer.Wake) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// serveUntil serves on ln until the server fails or ctx ends, then shuts
+// the HTTP server down.
+func (s *server) serveUntil(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(ln) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		s.shutdown()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// shutdown stops the HTTP server: bodies still arriving are cut after
+// shutdownGrace, requests get shutdownTimeout in all.
+func (s *server) shutdown() {
+	s.logger.Info("shutting down")
+	// A body still arriving after the grace is cut (503, nothing
+	// kept) so that a stalled upload cannot hold the stop; a request
+	// whose body is in is answered, an upload stored.
+	s.api.CutBodies(shutdownGrace)
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := s.http.Shutdown(shutCtx); err != nil {
+		// What has not committed by now leaves nothing behind; what
+		// has is durable. The stop is still a clean one.
+		s.logger.Warn("requests still running at the end of the shutdown time; closing their connections", "error", err)
+		_ = s.http.Close()
+	}
+}
+
+// releaseLeases hands back the leases this process holds, once its
+// workers have stopped.
+func (s *server) releaseLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	// Both stores hand back only this process's own leases, which is safe
+	// beside other processes on PostgreSQL too.
+	if err := s.db.ReleaseOwnLeases(ctx, s.owner); err != nil {
+		// Not fatal: the lease runs out (PostgreSQL) or the next start
+		// releases it (SQLite), only with the interrupted attempt counted.
+		s.logger.Warn("release leases at stop", "error", err)
+	}
+}
+
+// listenForWork listens for the work other processes add (on PostgreSQL, a
+// LISTEN connection) until ctx ends, calling uploads or deliveries for
+// each. A lost connection is made again after a pause; meanwhile the
+// workers' polling finds the work, only later. Where no other process can
+// add work (SQLite) it returns at once.
+func listenForWork(ctx context.Context, db storelink.Database, logger *slog.Logger, uploads, deliveries func()) {
+	for ctx.Err() == nil {
+		err := db.Listen(ctx, uploads, deliveries)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		logger.Warn("listen for notifications", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"storelink"
+)
+
+// admin guards an operator handler with the admin token. Both sides are
+// hashed first so the comparison takes the same time whatever the length.
+// A wrong token counts against the address's failed attempts; no token at
+// all guesses nothing and does not.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.refuseBlocked(w, r) {
+			return
+		}
+		token, ok := bearerToken(r)
+		got := sha256.Sum256([]byte(token))
+		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
+			if token != "" {
+				s.authLimit.Failed(r.RemoteAddr)
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
+			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// bearerToken returns the credentials of an Authorization header of the
+// Bearer scheme, whose name is matched in any case (RFC 7235).
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// partner authenticates the x-api-key for the path's client. A key that is
+// not valid counts against the address's failed attempts; a valid key of
+// another client of the same partner (403) guesses nothing and does not.
+func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.refuseBlocked(w, r) {
+			return
+		}
+		key := r.Header.Get("x-api-key")
+		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), key)
+		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
+			if key != "" {
+				s.authLimit.Failed(r.RemoteAddr)
+			}
+			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		h(w, r, c)
+	}
+}

@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"storelink"
+)
+
+// maxJSONBody bounds operator request bodies: an order of the most items
+// allowed is well under it.
+const maxJSONBody = 1 << 20
+
+// decode reads a JSON body into v, refusing unknown fields so that a typo is
+// an error rather than a silently ignored setting.
+func decode(r *http.Request, v any) error {
+	return decodeBody(r, v, false)
+}
+
+// decodeOptional is decode for calls whose whole body is optional.
+func decodeOptional(r *http.Request, v any) error {
+	return decodeBody(r, v, true)
+}
+
+// decodeBody reads the whole body first so that checkJSON sees the bytes as
+// sent, before encoding/json replaces or drops anything.
+func decodeBody(r *http.Request, v any, optional bool) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxJSONBody))
+	if err == nil {
+		err = checkJSON(raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err == nil {
+		err = dec.Decode(v)
+	}
+	var tooBig *http.MaxBytesError
+	var domain *storelink.Error
+	switch {
+	case err == nil:
+		if dec.More() {
+			return storelink.Errorf(storelink.EINVALID, "The body holds more than one JSON value.")
+		}
+		return nil
+	case errors.Is(err, io.EOF) && optional:
+		return nil
+	case errors.Is(err, io.EOF):
+		return storelink.Errorf(storelink.EINVALID, "A JSON body is required.")
+	case errors.As(err, &tooBig):
+		return storelink.Errorf(storelink.ETOOLARGE, "The body is larger than %d bytes.", maxJSONBody)
+	case errors.As(err, &domain):
+		return err
+	}
+	return storelink.Errorf(storelink.EINVALID, "The body is not valid JSON for this call: %v.", err)
+}

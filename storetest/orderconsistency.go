@@ -1,0 +1,136 @@
+package storetest
+
+import (
+	"sync"
+
+	"storelink"
+)
+
+// testOrderAtomicity: when the event cannot be written, the state change
+// it belongs with is not written either.
+func testOrderAtomicity(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 5, 100), row("S2", eanA, 5, 100))
+	failed := func(before world, err error, what string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s succeeded though its event could not be written", what)
+		}
+		e.refused(before, err, storelink.EINTERNAL, what)
+	}
+
+	before := e.world()
+	heal := e.failEvents(t, "")
+	_, err := s.CreateOrder(ctx, e.newOrder("A-1", eanA, eanA))
+	failed(before, err, "a create")
+	_, err = s.CreateWarehouseOrder(ctx, e.newOrder("A-1", eanA))
+	failed(before, err, "a warehouse order")
+	heal()
+
+	o := e.create(e.newOrder("A-1", eanA, eanA))
+	e.wantStock(o.StoreID, eanA, 5, 2, 3)
+	w, err := s.CreateWarehouseOrder(ctx, e.newOrder("A-2", eanA))
+	must(t, err)
+	before = e.world()
+	heal = e.failEvents(t, "")
+	_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
+	failed(before, err, "a cancel")
+	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: itemIDs(o)[:1]})
+	failed(before, err, "a fulfil")
+	_, err = s.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
+	failed(before, err, "a warehouse return")
+	heal()
+
+	// The cancelled event is written, the reassigned order's is not: the
+	// cancel, its event and the new order all go.
+	heal = e.failEvents(t, storelink.StateAssigned)
+	reassign := storelink.CancelRequest{Reassign: true, Items: []storelink.ItemReason{
+		{ItemID: o.Items[0].ItemID, CancellationReason: storelink.ReasonOutOfStock},
+		{ItemID: o.Items[1].ItemID, CancellationReason: storelink.ReasonOutOfStock},
+	}}
+	_, err = s.CancelOrder(ctx, o.ID, reassign)
+	failed(before, err, "a cancel with reassign")
+	heal()
+	got, err := s.CancelOrder(ctx, o.ID, reassign)
+	must(t, err)
+	if got.ReassignedOrderID == "" {
+		t.Fatalf("cancel with reassign after healing = %+v, want a new order", got)
+	}
+	n, err := s.Order(ctx, got.ReassignedOrderID)
+	must(t, err)
+
+	_, err = s.FulfilOrder(ctx, n.ID, storelink.FulfilRequest{})
+	must(t, err)
+	before = e.world()
+	heal = e.failEvents(t, storelink.StateReturned)
+	_, err = s.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
+	failed(before, err, "a return")
+	heal()
+	_, err = s.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
+	must(t, err)
+	_, err = s.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
+	must(t, err)
+	e.wantStates(o.ID, storelink.StateAssigned, storelink.StateCancelled)
+	e.wantStates(n.ID, storelink.StateAssigned, storelink.StateFulfilled, storelink.StateReturned)
+	e.wantStates(w.ID, storelink.StateWarehouseFulfilled, storelink.StateWarehouseReturned)
+}
+
+// testOrderConcurrency: changes that race for the same units or the same
+// order are decided one at a time; the losers are refused, not doubled.
+func testOrderConcurrency(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	e.feed(row("S1", eanA, 1, 100))
+	const racers = 8
+	race := func(fn func(i int) error) (won int, codes map[string]int) {
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = fn(i)
+			}()
+		}
+		wg.Wait()
+		codes = map[string]int{}
+		for _, err := range errs {
+			if err == nil {
+				won++
+			} else {
+				codes[storelink.ErrorCode(err)]++
+			}
+		}
+		return won, codes
+	}
+	// One unit in force: one order gets it.
+	won, codes := race(func(int) error {
+		_, err := s.CreateOrder(ctx, e.newOrder("Q-1", eanA))
+		return err
+	})
+	if won != 1 || codes[storelink.ECONFLICT] != racers-1 {
+		t.Fatalf("%d orders for the one unit succeeded, refusals %v; want 1 and %d conflicts", won, codes, racers-1)
+	}
+	e.wantStock("S1", eanA, 1, 1, 0)
+	list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
+	must(t, err)
+	if len(list) != 1 || len(e.clientEvents(e.client.ID)) != 1 {
+		t.Fatalf("%d orders after the race, want 1 with 1 event", len(list))
+	}
+	// One assigned order: one cancel or fulfil wins.
+	o := &list[0]
+	won, codes = race(func(i int) error {
+		var err error
+		if i%2 == 0 {
+			_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
+		} else {
+			_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+		}
+		return err
+	})
+	if won != 1 || codes[storelink.ECONFLICT] != racers-1 {
+		t.Fatalf("%d changes of one assigned order succeeded, refusals %v; want 1 and %d conflicts", won, codes, racers-1)
+	}
+	if evs := e.orderEvents(o.ID); len(evs) != 2 {
+		t.Fatalf("order %s has %d events after the race, want 2", o.ID, len(evs))
+	}
+}
