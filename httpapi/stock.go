@@ -167,7 +167,7 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory
 	}
 	buf := &bodyBuffer{limit: max, max: max, mem: mem, gc: gc}
 	if r.ContentLength > 0 {
-		buf.limit = r.ContentLength
+		buf.limit, buf.declared = r.ContentLength, true
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))

@@ -64,6 +64,13 @@ func (m *uploadMemory) errFull() error {
 // not grow its buffer many times.
 const minBodyBuffer = 4 << 10
 
+// trustDeclaredFrom is how much of a declared body must have arrived
+// before its buffer is made the declared size at once. A client that
+// declares 10 MiB and sends a byte costs a few KiB; one that has sent a
+// megabyte is sending its file, and doubling up to the declared size would
+// copy it again each time and hold two copies at the last step.
+const trustDeclaredFrom = 1 << 20
+
 // bodyBuffer receives a body into memory reserved in mem (none when mem is
 // nil). Its buffer doubles as bytes arrive, up to limit: the declared
 // Content-Length when there is one (net/http delivers no more), else the
@@ -72,6 +79,7 @@ const minBodyBuffer = 4 << 10
 type bodyBuffer struct {
 	buf      []byte
 	limit    int64
+	declared bool  // limit is the declared Content-Length
 	max      int64 // the largest file size, for the error
 	mem      *uploadMemory
 	reserved int64
@@ -86,6 +94,9 @@ func (b *bodyBuffer) Write(p []byte) (int, error) {
 			return 0, tooLarge(b.max)
 		}
 		size := min(max(2*int64(cap(b.buf)), need, minBodyBuffer), b.limit)
+		if b.declared && need >= trustDeclaredFrom {
+			size = b.limit
+		}
 		if b.mem != nil {
 			if !b.mem.reserve(size - b.reserved) {
 				return 0, b.mem.errFull()
