@@ -73,17 +73,30 @@ const maxTries = 4
 // are expected, rare, and say nothing about the request. fn must therefore
 // set its results afresh on every run.
 func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
+	return retried(ctx, s.d, s.d.Begin, fn)
+}
+
+// ender is what every kind of transaction of a driver offers.
+type ender interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// retried runs fn in a transaction that begin starts and commits it, and
+// runs it again, as inTx says, when d finds it ended for a transient
+// reason.
+func retried[T ender](ctx context.Context, d Driver, begin func(context.Context) (T, error), fn func(T) error) error {
 	for try := 1; ; try++ {
-		err := s.tryTx(ctx, fn)
-		if try < maxTries && err != nil && s.d.Transient(err) {
+		err := once(ctx, begin, fn)
+		if try < maxTries && err != nil && d.Transient(err) {
 			continue
 		}
 		return err
 	}
 }
 
-func (s *Service) tryTx(ctx context.Context, fn func(tx Tx) error) error {
-	tx, err := s.d.Begin(ctx)
+func once[T ender](ctx context.Context, begin func(context.Context) (T, error), fn func(T) error) error {
+	tx, err := begin(ctx)
 	if err != nil {
 		return err
 	}

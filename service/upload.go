@@ -106,25 +106,7 @@ type UploadTx interface {
 // inUploadTx runs fn in an upload transaction of its own and commits it,
 // running it again, as inTx does, when it ended for a transient reason.
 func (s *Service) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
-	for try := 1; ; try++ {
-		err := s.tryUploadTx(ctx, fn)
-		if try < maxTries && err != nil && s.d.Transient(err) {
-			continue
-		}
-		return err
-	}
-}
-
-func (s *Service) tryUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
-	tx, err := s.d.BeginUpload(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return retried(ctx, s.d, s.d.BeginUpload, fn)
 }
 
 // Accept takes the upload's size from the client's bucket and stores the
@@ -205,7 +187,7 @@ func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) 
 func (s *Service) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	// Not run again on a transient end, as inUploadTx would: fn is run once.
-	err := s.tryUploadTx(ctx, func(tx UploadTx) error {
+	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
 		owner, stores, err := tx.LockUpload(ctx, c.ID, c.ClientID)
 		if err := held(c, owner, err); err != nil {
 			return err
