@@ -7,11 +7,9 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,14 +152,7 @@ func TestUploaderWaitsOutUnreachableDatabase(t *testing.T) {
 // test fills; `storelink upload` gets 507 and stops at once with exit 2,
 // saying nothing was stored.
 func TestUploaderStopsOnFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root: the disk-full test is skipped")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
-		t.Skipf("mount a tmpfs on %s: %v: the disk-full test is skipped", dir, err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	dir := smallDisk(t)
 	p := startServe(t, filepath.Join(dir, "data"), "--demo", "--admin-token", pressureToken)
 	file := writeFile(t, "large.csv", string(bigFeed(12000, 0, 7).body)) // more than the database's log takes without growing
 	fill(t, filepath.Join(dir, "filler"))

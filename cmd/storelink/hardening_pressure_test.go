@@ -192,12 +192,10 @@ func newClient(tb testing.TB, p *proc, name string) (c struct{ ID, APIKey string
 	return c
 }
 
-// TestDiskFull: serve's --data on a small tmpfs. With the disk full, an
-// upload answers 507 problem+json saying nothing was stored and /readyz
-// answers 503; once space is freed, without a restart, /readyz answers 200
-// and the same upload is accepted and applied. The uploads accepted before
-// are intact: applied, with their stock in force.
-func TestDiskFull(t *testing.T) {
+// smallDisk mounts an 8 MiB tmpfs for the test and returns its folder,
+// or skips the test where it cannot (not root, or mount refused).
+func smallDisk(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root: the disk-full test is skipped")
 	}
@@ -206,6 +204,16 @@ func TestDiskFull(t *testing.T) {
 		t.Skipf("mount a tmpfs on %s: %v: the disk-full test is skipped", dir, err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// TestDiskFull: serve's --data on a small tmpfs. With the disk full, an
+// upload answers 507 problem+json saying nothing was stored and /readyz
+// answers 503; once space is freed, without a restart, /readyz answers 200
+// and the same upload is accepted and applied. The uploads accepted before
+// are intact: applied, with their stock in force.
+func TestDiskFull(t *testing.T) {
+	dir := smallDisk(t)
 	p := startServe(t, filepath.Join(dir, "data"), "--demo", "--admin-token", pressureToken)
 
 	before := map[string]map[string]any{}
