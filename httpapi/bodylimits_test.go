@@ -8,14 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
 )
 
 // holdBody starts a request on a raw connection that declares length bytes
@@ -43,20 +40,8 @@ func holdBody(t *testing.T, a *api, method, path string, length int, header map[
 // conformAnswer checks an answer to method path against the spec.
 func conformAnswer(t *testing.T, method, path string, resp *http.Response, body []byte) {
 	t.Helper()
-	spec, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	router, err := legacyrouter.NewRouter(doc, openapi3.DisableExamplesValidation())
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := httptest.NewRequest(method, path, nil)
-	route, params, err := router.FindRoute(req)
+	route, params, err := specRouter(t).FindRoute(req)
 	if err != nil {
 		t.Fatalf("%s %s: no operation in the spec: %v", method, path, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
 	"gopkg.in/yaml.v3"
 
 	"storelink"
@@ -221,19 +220,7 @@ type call struct {
 // (status, required headers, body) against the spec, and each request that
 // succeeds against the spec's parameters and request bodies.
 func TestOpenAPIResponsesConform(t *testing.T) {
-	spec, err := os.ReadFile(specFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Examples are checked in TestOpenAPIValid; here the answers are.
-	router, err := legacyrouter.NewRouter(doc, openapi3.DisableExamplesValidation())
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := specRouter(t)
 
 	// With webhooks wired, as serve runs: GET /admin/clients/{client_id}
 	// then lists the (here no) webhook endpoints. The webhook calls are in
