@@ -49,22 +49,21 @@ func (d *Driver) APIKeys(ctx context.Context, clientID string) ([]storelink.APIK
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.APIKey])
 }
 
-// KeyClient reads the client and its partner's key in one round trip.
-func (d *Driver) KeyClient(ctx context.Context, clientID, keyHash string) (*storelink.Client, string, error) {
-	var keyClient *string
+// KeyClient reads the client and the key's client in one round trip.
+func (d *Driver) KeyClient(ctx context.Context, clientID, keyHash string) (*storelink.Client, string, string, error) {
+	var keyClient, keyPartner *string
 	c := &storelink.Client{}
-	err := d.db.pool.QueryRow(ctx, `SELECT (SELECT k.client_id FROM api_keys k JOIN clients kc ON kc.id = k.client_id
-			WHERE k.hash = $2 AND kc.partner_id = clients.partner_id),
-		id, partner_id, country_code, currency, created_at
-		FROM clients WHERE id = $1`, clientID, keyHash).
-		Scan(&keyClient, &c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
+	err := d.db.pool.QueryRow(ctx, `SELECT k.client_id, kc.partner_id, c.id, c.partner_id, c.country_code, c.currency, c.created_at
+		FROM clients c LEFT JOIN api_keys k ON k.hash = $2 LEFT JOIN clients kc ON kc.id = k.client_id
+		WHERE c.id = $1`, clientID, keyHash).
+		Scan(&keyClient, &keyPartner, &c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
 	if err != nil {
-		return nil, "", noRow(err)
+		return nil, "", "", noRow(err)
 	}
-	if keyClient == nil {
-		return nil, "", service.ErrNotFound
+	if keyClient == nil || keyPartner == nil {
+		return nil, "", "", service.ErrNotFound
 	}
-	return c, *keyClient, nil
+	return c, *keyClient, *keyPartner, nil
 }
 
 // InsertPartner writes a partner on the pool.

@@ -38,11 +38,10 @@ type AdminReads interface {
 	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
 	// APIKeys returns a client's keys, oldest first, never nil.
 	APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error)
-	// KeyClient returns the client clientID and the id of the client that
-	// holds the API key of hash keyHash, looked for among the clients of
-	// the same partner only. It returns ErrNotFound when there is no
-	// client clientID or no such key of its partner, without telling which.
-	KeyClient(ctx context.Context, clientID, keyHash string) (c *storelink.Client, keyClientID string, err error)
+	// KeyClient returns the client clientID and the ids of the client that
+	// holds the API key of hash keyHash and of its partner. It returns
+	// ErrNotFound when there is no client clientID or no such key.
+	KeyClient(ctx context.Context, clientID, keyHash string) (c *storelink.Client, keyClientID, keyPartnerID string, err error)
 
 	// InsertPartner writes a new partner.
 	InsertPartner(ctx context.Context, p *storelink.Partner) error
@@ -282,11 +281,16 @@ func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*s
 	if apiKey == "" {
 		return nil, unauthorized
 	}
-	c, keyClient, err := s.d.KeyClient(ctx, clientID, storelink.HashAPIKey(apiKey))
+	c, keyClient, keyPartner, err := s.d.KeyClient(ctx, clientID, storelink.HashAPIKey(apiKey))
 	if errors.Is(err, ErrNotFound) {
 		return nil, unauthorized
 	} else if err != nil {
 		return nil, err
+	}
+	if keyPartner != c.PartnerID {
+		// Another partner's key is as good as none: the answer tells
+		// nothing of which client ids exist.
+		return nil, unauthorized
 	}
 	if keyClient != clientID {
 		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"storelink"
-	"storelink/service"
 )
 
 // The admin rows: partners, clients, API keys and stores. Reads go to the
@@ -64,21 +63,18 @@ func (d *Driver) APIKeys(ctx context.Context, clientID string) ([]storelink.APIK
 
 // KeyClient looks the key up first and the client only for a known key:
 // two statements, since a statement costs no round trip here.
-func (d *Driver) KeyClient(ctx context.Context, clientID, keyHash string) (*storelink.Client, string, error) {
+func (d *Driver) KeyClient(ctx context.Context, clientID, keyHash string) (*storelink.Client, string, string, error) {
 	var keyClient, keyPartner string
 	err := d.db.read.QueryRowContext(ctx, `SELECT k.client_id, c.partner_id FROM api_keys k JOIN clients c ON c.id = k.client_id
 		WHERE k.hash = ?`, keyHash).Scan(&keyClient, &keyPartner)
 	if err != nil {
-		return nil, "", noRow(err)
+		return nil, "", "", noRow(err)
 	}
 	c, err := d.GetClient(ctx, clientID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	if keyPartner != c.PartnerID {
-		return nil, "", service.ErrNotFound
-	}
-	return c, keyClient, nil
+	return c, keyClient, keyPartner, nil
 }
 
 // InsertPartner writes a partner on the write pool.

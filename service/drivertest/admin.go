@@ -90,16 +90,17 @@ func testKeyRows(e *env) {
 		e.t.Fatalf("APIKeys = %+v, want %+v and %+v by time and id, then the first key", keys, k1, k2)
 	}
 	for _, c := range []struct {
-		hash, want string
-	}{{"hash-own", e.client.ID}, {"hash-sibling", sibling.ID}} {
-		got, keyClient, err := e.d.KeyClient(e.ctx, e.client.ID, c.hash)
+		hash, want, partner string
+	}{{"hash-own", e.client.ID, e.client.PartnerID}, {"hash-sibling", sibling.ID, e.client.PartnerID}, {"hash-stranger", stranger.ID, p.ID}} {
+		got, keyClient, keyPartner, err := e.d.KeyClient(e.ctx, e.client.ID, c.hash)
 		must(e.t, err)
-		if keyClient != c.want || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID || !got.CreatedAt.Equal(e.client.CreatedAt) {
-			e.t.Fatalf("KeyClient(%s) = %+v, %q, want the client and %s", c.hash, got, keyClient, c.want)
+		if keyClient != c.want || keyPartner != c.partner || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID ||
+			!got.CreatedAt.Equal(e.client.CreatedAt) {
+			e.t.Fatalf("KeyClient(%s) = %+v, %q, %q, want the client, %s and %s", c.hash, got, keyClient, keyPartner, c.want, c.partner)
 		}
 	}
-	for _, c := range []struct{ client, hash string }{{e.client.ID, "hash-stranger"}, {e.client.ID, "hash-none"}, {"nope", "hash-own"}} {
-		_, _, err := e.d.KeyClient(e.ctx, c.client, c.hash)
+	for _, c := range []struct{ client, hash string }{{e.client.ID, "hash-none"}, {"nope", "hash-own"}} {
+		_, _, _, err := e.d.KeyClient(e.ctx, c.client, c.hash)
 		wantNotFound(e.t, "KeyClient("+c.client+", "+c.hash+")", err)
 	}
 	ok, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
@@ -109,7 +110,7 @@ func testKeyRows(e *env) {
 	if !ok || again {
 		e.t.Fatalf("DeleteAPIKey = %v, then %v, want true, false", ok, again)
 	}
-	if _, _, err := e.d.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
+	if _, _, _, err := e.d.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
 		e.t.Fatal("a deleted key still finds its client")
 	}
 }
