@@ -63,3 +63,9 @@ func ErrorMessage(err error) string {
 	}
 	return "Internal error."
 }
+
+// NoSpace is the answer to a write that found the disk full, whichever
+// database found it: the write is undone, so nothing of it was stored.
+func NoSpace() *Error {
+	return Errorf(ENOSPACE, "The server has no space left to store this; nothing was stored.")
+}

@@ -33,7 +33,7 @@ func Fault(err error) error {
 	if errors.As(err, &pg) {
 		switch {
 		case pg.Code == "53100": // disk_full
-			return storelink.Errorf(storelink.ENOSPACE, "The server has no space left to store this; nothing was stored.")
+			return storelink.NoSpace()
 		case strings.HasPrefix(pg.Code, "08"), pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03":
 			// connection_exception; admin_shutdown, crash_shutdown, cannot_connect_now
 			return unreachable()

@@ -200,7 +200,7 @@ func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, er
 // sealed could not be opened by the processes on the new key.
 func (s *Service) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
 	if s.sealer == nil {
-		return nil, errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
+		return nil, errNoSealer
 	}
 	if err := s.SecretKeyCurrent(ctx); err != nil {
 		return nil, err

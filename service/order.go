@@ -236,7 +236,7 @@ func (s *Service) Events(ctx context.Context, clientID, after string, limit int)
 	if after != "" {
 		var err error
 		if from, err = strconv.ParseInt(after, 10, 64); err != nil || from < 0 {
-			return nil, "", storelink.Errorf(storelink.EINVALID, "after %q is not a cursor returned by this call.", after)
+			return nil, "", storelink.CursorError("after", after)
 		}
 	}
 	list, err := s.d.ListEvents(ctx, clientID, from, limit)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"storelink"
 )
@@ -54,9 +53,11 @@ func (s *Service) Backlog(ctx context.Context, clientID string) (storelink.Backl
 		return b, nil // nothing of the client waits, so nothing is ahead of it
 	}
 	if clientID == "" {
-		first = math.MaxInt64
+		b.Ahead, err = s.d.CountUnfinished(ctx)
+	} else {
+		b.Ahead, err = s.d.CountUnfinishedUpTo(ctx, first)
 	}
-	if b.Ahead, err = s.d.CountUnfinishedUpTo(ctx, first); err != nil {
+	if err != nil {
 		return b, fmt.Errorf("count uploads ahead: %w", err)
 	}
 	return b, nil

@@ -20,13 +20,9 @@ import (
 func Fault(err error) error {
 	var se *msqlite.Error
 	if errors.Is(err, syscall.ENOSPC) || (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) {
-		return noSpace()
+		return storelink.NoSpace()
 	}
 	return err
-}
-
-func noSpace() *storelink.Error {
-	return storelink.Errorf(storelink.ENOSPACE, "The server has no space left to store this; nothing was stored.")
 }
 
 // probeSize is how much ProbeWrite writes: room for the small writes of

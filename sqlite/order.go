@@ -73,11 +73,7 @@ func (tx *writeTx) GetClient(ctx context.Context, id string) (*storelink.Client,
 
 // StoreExists looks the store up with its prepared statement.
 func (tx *writeTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
-	err := exists(ctx, tx, storeExistsSQL, clientID, storeID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
+	return found(exists(ctx, tx, storeExistsSQL, clientID, storeID))
 }
 
 // GetOrder reads an order in the transaction.

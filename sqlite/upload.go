@@ -201,7 +201,7 @@ func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink
 	return nil
 }
 
-// stockBatch is how many rows go into one multi-row INSERT: 13 values a row
+// stockBatch is how many rows go into one multi-row INSERT: 14 values a row
 // stays well under SQLite's limit of 32766 bound values.
 const stockBatch = 200
 
