@@ -1,16 +1,13 @@
 // Package gcmode sets how eagerly storelink serve collects garbage: rarely
 // while its heap is small, eagerly while a large stock file is in memory.
 //
-// The heap of a busy deliverer or of order calls is a few MB; at Go's
-// default (GOGC=100) a heap that small is collected dozens of times a
-// second, a noticeable share of the deliverer's CPU. Collecting when it has
-// grown four times past what is live (GOGC=400) buys deliveries and order
-// calls a second for a few MB more (bench/webhooks, bench/orders). A 10 MiB
-// upload is the opposite case: its body is live while it is accepted and
-// while it is applied, and at GOGC=400, or even at the default, the
-// import's peak RSS can pass the 100 MiB budget; collecting twice as often
-// while it is in memory (GOGC=50) keeps it under at about the same speed
-// (bench/stock-import). bench/README.md has the figures.
+// The heap of a busy deliverer or of order calls is small, and at Go's
+// default (GOGC=100) a small heap is collected very often; collecting when
+// it has grown four times past what is live (GOGC=400) spends a few MB to
+// save that CPU. A 10 MiB upload is the opposite case: its body is live
+// while it is accepted and while it is applied, and collecting twice as
+// often while it is in memory (GOGC=50) keeps the process's peak memory
+// down at little cost. bench/README.md has what was measured.
 //
 // serve makes one Governor from its configuration and hands it to the API
 // (bodies being received) and to the upload processor (bodies being

@@ -18,8 +18,8 @@ import (
 // answer is not needed yet waits for the next that is, or for COMMIT. A
 // batch is one round trip however many statements it holds, where a pgx.Tx
 // costs one per statement and one each for BEGIN and COMMIT; on the upload
-// calls' hot path, with a lock held meanwhile, those round trips were most
-// of what a call cost both storelink and PostgreSQL.
+// calls' hot path, with a lock held meanwhile, round trips are most of
+// what a call costs both storelink and PostgreSQL.
 func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
 	c, err := d.db.pool.Acquire(ctx)
 	if err != nil {

@@ -165,9 +165,9 @@ func (w *stockWriter) queueApply(b *pgx.Batch) error {
 	if err := w.copy(); err != nil {
 		return err
 	}
-	// The sort that picks the last row of each store and EAN spills to
-	// disk with the default work_mem (4MB) from about 50,000 rows; the
-	// largest file fits in 64MB, for this transaction only.
+	// The sort that picks the last row of each store and EAN must fit in
+	// work_mem not to spill to disk; 64MB holds the largest file's rows,
+	// for this transaction only.
 	b.Queue(`SET LOCAL work_mem = '64MB'`)
 	b.Queue(upsertStockHead+`
 	FROM stock_in`+upsertStockTail, w.client, w.upload, w.now())

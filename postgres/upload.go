@@ -110,9 +110,9 @@ func (t *pipelinedTx) InsertUpload(ctx context.Context, u *storelink.Upload, bod
 // transaction that made it has committed. A transaction that has sent a
 // NOTIFY holds a lock of the whole cluster from just before its commit
 // record is written until that record is flushed to disk: notifying from
-// Accept's own transaction made the accepts of every client and process
-// commit one after another, each waiting for its own flush, where they
-// otherwise share flushes. The notification goes in a transaction of its own
+// Accept's own transaction would make the accepts of every client and
+// process commit one after another, each waiting for its own flush, where
+// they otherwise share flushes. The notification goes in a transaction of its own
 // instead, one that does not wait for its flush (synchronous_commit off for
 // it alone), so the lock is held for moments.
 //

@@ -17,8 +17,7 @@ import (
 // The statements of the deliverer's transactions, each of which records
 // finished attempts and claims the next deliveries, run prepared
 // (deliveryStatements), since they run hundreds of times a second under
-// load, and parsing them again each time would be a large share of the
-// CPU of delivering a backlog. A claim's lists of ids go in as one JSON array so
+// load, and parsing them again each time would cost more than running them. A claim's lists of ids go in as one JSON array so
 // that the SQL is the same whatever their number; a record's rows go in as
 // parameters of statements made for a few batch sizes (batchStatements).
 // Either way a batch is one statement, or a few, not one per delivery: a
@@ -46,7 +45,7 @@ const (
 )
 
 // The statements that record a batch of attempts take their rows as
-// parameters, VALUES (?, ...), rather than as JSON, whose parsing cost as
+// parameters, VALUES (?, ...), rather than as JSON, whose parsing costs as
 // much as the rows' writes: one statement for each size in batchSizes,
 // prepared once, and a batch is cut into as few as add up to it.
 var batchSizes = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
@@ -222,7 +221,8 @@ func (r *roundTx) Rollback(context.Context) error {
 // synchronous=FULL, as the connection is set back before it is released.
 // Its statement journals stay in memory (temp_store=MEMORY, set back too): a
 // statement that writes a batch of rows journals the pages it changes, and
-// past 64 KiB SQLite moved the journal to a file it made for each statement.
+// past 64 KiB SQLite would otherwise move the journal to a file it makes for
+// each statement.
 type unsyncedTx struct {
 	orderTx
 	conn *sql.Conn

@@ -33,8 +33,7 @@ const orderHold = 10 * time.Millisecond
 //
 // Order calls take their turn first come first served: the write pool hands
 // its one connection to a random waiter (database/sql), so under load an
-// unlucky call waited behind dozens of others and the slowest answers took
-// five times the median. And the transaction whose turn it is hands the
+// unlucky call would wait behind any number of later ones. And the transaction whose turn it is hands the
 // connection straight on to the next order call waiting, for up to
 // orderHold, instead of back to the pool: there the background loops, which
 // every order call wakes, would win it about as often as the order calls

@@ -158,8 +158,8 @@ func (t *uploadTx) ApplyStock(context.Context) error {
 // DiscardStock rolls the transaction back, with the rows written so far,
 // and begins another on the write connection, reading the lease owner
 // again. (A savepoint would keep it to one transaction, but makes SQLite
-// copy every stock page it touches into a statement journal, which costs a
-// noticeable share of every import's time.)
+// copy every stock page it touches into a statement journal on every
+// import, rejected or not.)
 func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string) (string, error) {
 	t.closeWriter()
 	t.w = nil

@@ -22,9 +22,8 @@ var errStopped = errors.New("the writer stopped")
 
 // checkInBackground runs feed.Check on a goroutine of its own and calls put on the
 // caller's goroutine, the one that holds the apply transaction, so that
-// decoding and checking the next rows overlaps with writing the earlier ones.
-// On a machine with two cores an import then takes about as long as its
-// database writes alone. put sees the same rows in the same (file) order as
+// decoding and checking the next rows overlaps with writing the earlier
+// ones, and an import takes about as long as its database writes. put sees the same rows in the same (file) order as
 // when Check calls it directly. A panic in the check comes back as an error.
 func checkInBackground(body []byte, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	full := make(chan []storelink.StockRow, checkDepth)
