@@ -22,7 +22,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		got := sha256.Sum256([]byte(token))
 		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
 			if token != "" {
-				s.authLimit.Failed(r.RemoteAddr)
+				s.AuthLimit.Failed(r.RemoteAddr)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
 			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
@@ -54,7 +54,7 @@ func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.C
 		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), key)
 		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
 			if key != "" {
-				s.authLimit.Failed(r.RemoteAddr)
+				s.AuthLimit.Failed(r.RemoteAddr)
 			}
 			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
 		}

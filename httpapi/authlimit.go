@@ -156,7 +156,7 @@ func limitKey(remoteAddr string) netip.Addr {
 // refuseBlocked answers 429 with Retry-After when the request's address has
 // failed to authenticate too often, whatever credentials it brings now.
 func (s *Server) refuseBlocked(w http.ResponseWriter, r *http.Request) bool {
-	after, blocked := s.authLimit.Blocked(r.RemoteAddr)
+	after, blocked := s.AuthLimit.Blocked(r.RemoteAddr)
 	if !blocked {
 		return false
 	}

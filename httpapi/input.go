@@ -3,9 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,10 +72,7 @@ func checkJSON(raw []byte) error {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return nil // a syntax error: the decoder reports it
+			return nil // the end, or a syntax error, which the decoder reports
 		}
 		var top *jsonFrame
 		if len(stack) > 0 {
@@ -85,25 +80,28 @@ func checkJSON(raw []byte) error {
 		}
 		isKey := top != nil && top.object && top.wantKey
 		if s, ok := tok.(string); ok {
-			where := jsonPath(stack)
-			what := "The value at " + where
-			if isKey {
-				what = "A key in " + objectName(where)
+			// The path is spelled out only for an answer: it costs a string
+			// per token otherwise.
+			what := func() string {
+				if isKey {
+					return "A key in " + objectName(jsonPath(stack))
+				}
+				return "The value at " + jsonPath(stack)
 			}
 			if i := strings.IndexByte(s, 0); i >= 0 {
-				return storelink.Errorf(storelink.EINVALID, "%s holds a NUL character (\\u0000); no text may hold one.", what)
+				return storelink.Errorf(storelink.EINVALID, "%s holds a NUL character (\\u0000); no text may hold one.", what())
 			}
 			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw[start:dec.InputOffset()]) {
-				return storelink.Errorf(storelink.EINVALID, "%s holds an escaped UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair, which is not a character.", what)
+				return storelink.Errorf(storelink.EINVALID, "%s holds an escaped UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair, which is not a character.", what())
 			}
 			if isKey {
 				k := foldKey(s)
 				if first, dup := top.keys[k]; dup {
 					if first == s {
-						return storelink.Errorf(storelink.EINVALID, "The key %s appears twice in %s; each key may appear once.", strconv.Quote(s), objectName(where))
+						return storelink.Errorf(storelink.EINVALID, "The key %s appears twice in %s; each key may appear once.", strconv.Quote(s), objectName(jsonPath(stack)))
 					}
 					return storelink.Errorf(storelink.EINVALID, "The keys %s and %s in %s are the same key (keys are matched without regard to case); each key may appear once.",
-						strconv.Quote(first), strconv.Quote(s), objectName(where))
+						strconv.Quote(first), strconv.Quote(s), objectName(jsonPath(stack)))
 				}
 				top.keys[k] = s
 				top.key, top.wantKey = s, false

@@ -95,7 +95,6 @@ type Server struct {
 	Deps
 	logger     *slog.Logger
 	adminHash  [32]byte
-	authLimit  *AuthLimiter
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
 	bytesIn    prometheus.Counter
@@ -134,8 +133,8 @@ func NewServer(d Deps) *Server {
 	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
-	if s.authLimit = d.AuthLimit; s.authLimit == nil {
-		s.authLimit = NewAuthLimiter(DefaultAuthFailuresPerMinute)
+	if s.AuthLimit == nil {
+		s.AuthLimit = NewAuthLimiter(DefaultAuthFailuresPerMinute)
 	}
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",

@@ -99,9 +99,7 @@ func (p *Processor) fault(err error) error {
 	if p.Fault == nil || err == nil {
 		return nil
 	}
-	f := p.Fault(err)
-	switch storelink.ErrorCode(f) {
-	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
+	if f := p.Fault(err); faultCode(f) != "" {
 		return f
 	}
 	return nil

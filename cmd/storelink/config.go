@@ -144,7 +144,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
-		AuthFailures:       20,
+		AuthFailures:       httpapi.DefaultAuthFailuresPerMinute,
 		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}

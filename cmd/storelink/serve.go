@@ -47,10 +47,6 @@ func openDB(ctx context.Context, c *config) (*service.Service, error) {
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
-// faultOf is the database's way to tell a full disk or an unreachable
-// database from other errors.
-func faultOf(db storelink.Database) func(error) error { return db.Fault }
-
 // redactURL hides a password in a database URL before it is shown, in the
 // user part (postgres://user:secret@host) or as a parameter (?password=).
 func redactURL(s string) string {

@@ -122,7 +122,7 @@ func (s *server) newWorkers() {
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	s.proc = worker.NewProcessor(db, s.logger, s.owner, s.reg)
-	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, faultOf(db), s.gc
+	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, db.Fault, s.gc
 	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
@@ -142,7 +142,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		// On PostgreSQL the key can be rotated while this process runs; it
 		// is then not ready until restarted with the new key.
 		Ready: db.SecretKeyCurrent,
-		Fault: faultOf(db), ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
+		Fault: db.Fault, ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
 		Capacity:            capacity,
@@ -159,7 +159,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Registry:            s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
-			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: faultOf(db),
+			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault,
 		}),
 	})
 }
