@@ -66,6 +66,9 @@ type Move struct {
 	NextAt time.Time
 	// Disable is the reason its endpoint is disabled for, by MovePark.
 	Disable string
+	// Tries is the count of tries a parked delivery keeps (MovePark): the
+	// one before this attempt's, which does not count.
+	Tries int
 }
 
 // MoveKind is the kind of a Move; drivers keep a statement for each.
@@ -212,7 +215,7 @@ func moves(results []storelink.AttemptResult, now time.Time) []Move {
 		case storelink.OutcomeFailed:
 			out[i].Kind = MoveFailed
 		case storelink.OutcomeGone:
-			out[i] = Move{Kind: MovePark, NextAt: now,
+			out[i] = Move{Kind: MovePark, NextAt: now, Tries: max(r.Job.Try-1, 0),
 				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}
 		}
 	}

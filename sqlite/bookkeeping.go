@@ -351,8 +351,7 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 	}
 	for _, p := range parked {
 		l := p.l
-		// Parked, its try not counted: the one before it.
-		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, max(l.try-1, 0), ms(p.m.NextAt))
+		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, p.m.Tries, ms(p.m.NextAt))
 		if n, _ := rowsAffected(res, err); n > 0 {
 			_, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID)
 			if e := q.endpoints[l.endpointID]; e != nil {
