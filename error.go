@@ -1,6 +1,7 @@
 package storelink
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -68,4 +69,19 @@ func ErrorMessage(err error) string {
 // database found it: the write is undone, so nothing of it was stored.
 func NoSpace() *Error {
 	return Errorf(ENOSPACE, "The server has no space left to store this; nothing was stored.")
+}
+
+// RequestEnded tells why a request's context ended, for an error that came
+// of it: the database timeout (the *Error with EUNAVAILABLE that the API's
+// clock ends the context with), or nil with gone set when the client went
+// away (or its connection was closed). A context that has not ended gives
+// (nil, false).
+func RequestEnded(ctx context.Context) (timeout error, gone bool) {
+	if ctx.Err() == nil {
+		return nil, false
+	}
+	if cause := context.Cause(ctx); ErrorCode(cause) == EUNAVAILABLE {
+		return cause, false
+	}
+	return nil, true
 }

@@ -252,12 +252,9 @@ func (h *Handler) fault(r *http.Request, err error) error {
 	if storelink.ErrorCode(err) != storelink.EINTERNAL {
 		return nil
 	}
-	if ctx := r.Context(); ctx.Err() != nil {
-		// The API's database timeout ends the context with the
-		// storelink.Error that says so; anything else is the client.
-		if cause := context.Cause(ctx); storelink.ErrorCode(cause) == storelink.EUNAVAILABLE {
-			return cause
-		}
+	if timeout, gone := storelink.RequestEnded(r.Context()); timeout != nil {
+		return timeout
+	} else if gone {
 		return context.Canceled
 	}
 	if h.Fault == nil {

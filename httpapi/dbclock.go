@@ -100,19 +100,9 @@ func (c *dbClock) stop() {
 	c.cancel(nil)
 }
 
-// ended tells why the request's context ended, for an error that came of
-// it: the database timeout (the storelink.Error that says so), or nil with
-// gone set when the client went away (or its connection was closed). A
-// context that has not ended gives (nil, false).
+// ended tells why the request's context ended (storelink.RequestEnded).
 func ended(r *http.Request) (timeout error, gone bool) {
-	ctx := r.Context()
-	if ctx.Err() == nil {
-		return nil, false
-	}
-	if cause := context.Cause(ctx); storelink.ErrorCode(cause) == storelink.EUNAVAILABLE {
-		return cause, false
-	}
-	return nil, true
+	return storelink.RequestEnded(r.Context())
 }
 
 // StatusClientGone is the status the request log records for a request
