@@ -110,10 +110,13 @@ func TestDatabaseHangs(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Fatalf("SIGTERM with the database hanging: %v\n%s", err, p.stderr)
 	}
-	// The shutdown grace is 2s; the rest is bounded by short timeouts.
+	// The shutdown grace is 2s; the rest is bounded by short timeouts (the
+	// deliverer's 3s, the lease release's 3s, closing the pool's 2s), which
+	// add up to about 10s at worst: 20s leaves a loaded machine its slack
+	// and still tells a stop that waits on the database (over a minute).
 	took := time.Since(start)
 	t.Logf("serve exited %s after SIGTERM", took)
-	if took > 10*time.Second {
+	if took > 20*time.Second {
 		t.Errorf("SIGTERM with the database hanging took %s to exit\n%s", took, p.stderr)
 	}
 }
