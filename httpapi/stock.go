@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -63,12 +62,12 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 		s.writeError(w, r, err)
 		return
 	}
-	if err := checkContentType(r); err != nil {
+	if err := checkBodyHeaders(r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if r.ContentLength > 0 {
-		if err := s.fitsUpfront(before, r.ContentLength); err != nil {
+	if n := declaredCSVLength(r); n > 0 {
+		if err := s.fitsUpfront(before, n); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -135,46 +134,41 @@ func checkFileName(name string) error {
 	return nil
 }
 
-var csvTypes = map[string]bool{"application/csv": true, "text/csv": true, "text/plain": true, "application/octet-stream": true}
-
-func checkContentType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || !csvTypes[mt] {
-		return storelink.Errorf(storelink.EUNSUPPORTED,
-			"Content-Type %q is not accepted; send application/csv, text/csv, text/plain or application/octet-stream.", ct)
-	}
-	return nil
-}
-
-// readBody reads at most max bytes and hashes them on the way. Memory
-// follows the bytes that arrive, never the declared Content-Length: a
-// client can declare any length and send nothing. The memory is reserved
+// readBody reads the CSV file of a request, at most max bytes of it, and
+// hashes them on the way; a gzip body (checkBodyHeaders let it through) is
+// decompressed as it is read, and max and the hash are of the CSV bytes.
+// Memory follows the bytes that arrive, never the declared Content-Length:
+// a client can declare any length and send nothing. The memory is reserved
 // in mem as it grows (unbounded when mem is nil); a body that does not fit
 // is refused, before it is read when its declared length already cannot.
 // release gives the memory back and ends the eager collection
 // (gc.HoldLarge) that starts once the body is large; it is to be called
 // when the body is no longer in memory, and also after an error.
 func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory) (body []byte, sum string, release func(), err error) {
-	if r.ContentLength > max {
+	declared := declaredCSVLength(r)
+	if declared > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	if mem != nil && r.ContentLength > 0 && !mem.fits(r.ContentLength) {
+	if mem != nil && declared > 0 && !mem.fits(declared) {
 		return nil, "", func() {}, mem.errFull()
 	}
 	buf := &bodyBuffer{limit: max, max: max, mem: mem, gc: gc}
-	if r.ContentLength > 0 {
-		buf.limit, buf.declared = r.ContentLength, true
+	if declared > 0 {
+		buf.limit, buf.declared = declared, true
+	}
+	src, err := csvReader(r, max)
+	if err != nil {
+		return nil, "", func() {}, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
+	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(src, max+1))
 	if err != nil {
 		var e *storelink.Error
 		if errors.As(err, &e) {
 			return nil, "", buf.done, err
+		}
+		if gzipped(r) {
+			return nil, "", buf.done, badGzip(err)
 		}
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
 	}
@@ -183,6 +177,9 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory
 	}
 	if n == 0 {
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+	}
+	if err := notGzipped(r, buf.buf); err != nil {
+		return nil, "", buf.done, err
 	}
 	return buf.buf, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
@@ -198,7 +195,7 @@ type validation struct {
 
 // handleValidate checks a file like an upload and applies nothing.
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
-	if err := checkContentType(r); err != nil {
+	if err := checkBodyHeaders(r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

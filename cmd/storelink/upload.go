@@ -38,7 +38,7 @@ Flags (each also read from its variable; a flag wins):
 type uploadConfig struct {
 	URL, ClientID, APIKey string
 	Name, File            string
-	Wait, JSON            bool
+	Wait, JSON, Gzip      bool
 	MaxWait, WaitTimeout  time.Duration
 }
 
@@ -77,6 +77,7 @@ func parseUploadConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.StringVar(&c.ClientID, "client-id", "", "your client id (STORELINK_CLIENT_ID)")
 	fs.StringVar(&c.APIKey, "api-key", "", "your API key; prefer the variable, which other users cannot see in the process list (STORELINK_API_KEY)")
 	fs.StringVar(&c.Name, "name", "", "the file name to send, ending in .csv (default the base name of FILE)")
+	fs.BoolVar(&c.Gzip, "gzip", false, "compress the file with gzip on the way (Content-Encoding: gzip); the service's limits and capacity count the file's own bytes")
 	fs.BoolVar(&c.Wait, "wait", false, "wait until the upload is applied or rejected and print the report")
 	fs.BoolVar(&c.JSON, "json", false, "with --wait, print the final upload status as JSON instead of the report")
 	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "how long to wait in all, before sending again, after 429 and 503 answers; 0 gives up at the first")

@@ -68,7 +68,14 @@ func (u *uploader) send(ctx context.Context, f *os.File, size int64) (*httpapi.U
 	for {
 		p := u.newProgress(size)
 		h := sha256.New()
-		r, err := u.client.PutStock(ctx, u.cfg.Name, p.reader(io.TeeReader(io.NewSectionReader(f, 0, size), h)), size)
+		file := p.reader(io.TeeReader(io.NewSectionReader(f, 0, size), h))
+		var r *httpapi.UploadReceipt
+		var err error
+		if u.cfg.Gzip {
+			r, err = u.client.PutStockGzip(ctx, u.cfg.Name, file, size)
+		} else {
+			r, err = u.client.PutStock(ctx, u.cfg.Name, file, size)
+		}
 		p.done(err == nil)
 		if err == nil {
 			// The service hashed what it stored; a difference means the
