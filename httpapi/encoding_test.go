@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -150,5 +152,24 @@ func TestUploadGzipRefusals(t *testing.T) {
 	resp, b := a.do("GET", "/stock/"+a.ClientID+"/uploads", nil, map[string]string{"x-api-key": a.APIKey})
 	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"uploads":[]`)) {
 		t.Fatalf("uploads after refusals = %d %s, want none stored", resp.StatusCode, b)
+	}
+}
+
+// A gzip body that stalls meets the body timeout as any other: 408, not a
+// 400 about bad gzip.
+func TestUploadGzipBodyTimeout(t *testing.T) {
+	a := newAPI(t, apiOptions{bodyTimeout: 300 * time.Millisecond})
+	h := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv", "Content-Encoding": "gzip"}
+	whole := gzipBytes(t, []byte(feed))
+	path := "/stock/" + a.ClientID + "/slow.csv"
+	c, br := holdBody(t, a, "PUT", path, 10000, h, string(whole[:20]))
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled gzip body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if p := problem(t, resp, body, http.StatusRequestTimeout); p.Type != "/problems/body_timeout" {
+		t.Fatalf("stalled gzip body: %+v", p)
 	}
 }
