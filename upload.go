@@ -21,10 +21,15 @@ const (
 	// UploadRejected: nothing was applied, because of a file-level problem or
 	// because no row was valid.
 	UploadRejected UploadStatus = "rejected"
+	// UploadCancelled: the client cancelled it while it was accepted;
+	// nothing was applied and its bytes went back to the capacity.
+	UploadCancelled UploadStatus = "cancelled"
 )
 
 // Final tells whether the status can change no more.
-func (s UploadStatus) Final() bool { return s == UploadApplied || s == UploadRejected }
+func (s UploadStatus) Final() bool {
+	return s == UploadApplied || s == UploadRejected || s == UploadCancelled
+}
 
 // Upload is one stock file received from a client, with its processing report
 // once it has one.
@@ -143,6 +148,12 @@ type UploadService interface {
 	// claimed again since (by anyone), released already or finished is
 	// left as it is, so a release that is sent again changes nothing.
 	Release(ctx context.Context, c *Claim, after time.Duration) error
+	// Cancel cancels an upload that is still accepted, before any
+	// processor picked it up: it will never be applied, and its size goes
+	// back to the client's capacity bucket. Cancelling a cancelled upload
+	// answers it as it is. Errors: ENOTFOUND; ECONFLICT once processing
+	// began (its capacity stays used).
+	Cancel(ctx context.Context, clientID, uploadID string, policy CapacityPolicy) (*Upload, error)
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
 	// Uploads lists a client's uploads, newest first, before f.Before when

@@ -11,6 +11,7 @@ import (
 
 var uploadStatuses = []storelink.UploadStatus{
 	storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected,
+	storelink.UploadCancelled,
 }
 
 type uploadRow struct {
@@ -38,7 +39,7 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 	ctx, q := r.Context(), r.URL.Query()
 	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), Statuses: uploadStatuses}
 	if d.Status != "" && !slices.Contains(uploadStatuses, storelink.UploadStatus(d.Status)) {
-		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied or rejected."))
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
 		return
 	}
 	var err error

@@ -23,6 +23,7 @@ func (s *Server) routes() {
 	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitInFlight(false, s.handleValidate)))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
+	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleCancelUpload))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
 
 	// Orders (CONTRACT 4), admin token.

@@ -243,6 +243,20 @@ func (s *Server) handleGetUpload(w http.ResponseWriter, r *http.Request, c *stor
 	writeJSON(w, http.StatusOK, u)
 }
 
+// handleCancelUpload cancels an upload that waits to be processed; its
+// bytes go back to the capacity, which the answer's headers report.
+func (s *Server) handleCancelUpload(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	u, err := s.Uploads.Cancel(r.Context(), c.ID, r.PathValue("upload_id"), s.Capacity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if capacity, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity); err == nil {
+		setRateLimit(w, capacity)
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
 func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	limit, err := queryLimit(r, 50, 500)
 	if err != nil {

@@ -74,6 +74,12 @@ type UploadTx interface {
 	// and its bytes, and lets the processors know there is work once the
 	// transaction commits.
 	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
+	// CancelUpload ends the client's upload as cancelled at at and drops its
+	// bytes if it is still accepted; it returns the upload as it then
+	// stands and whether this call cancelled it, or ErrNotFound.
+	CancelUpload(ctx context.Context, clientID, id string, at time.Time) (u *storelink.Upload, cancelled bool, err error)
+	// PutBucket writes the client's bucket.
+	PutBucket(ctx context.Context, clientID string, b storelink.Bucket) error
 	// LockUpload keeps every other transaction from changing the upload
 	// until this one ends and returns the owner of its lease ("" for none),
 	// or ErrNotFound when it is not processing; with it, the ids of its
@@ -149,6 +155,45 @@ func (s *Service) Accept(ctx context.Context, nu storelink.NewUpload, policy sto
 		return nil, capacity, err
 	}
 	return u, capacity, nil
+}
+
+// Cancel cancels an accepted upload and gives its bytes back to the
+// bucket, with the bucket locked as Accept locks it. The driver's one
+// statement decides between the cancel and a processor's claim: whichever
+// comes first wins, and the other finds the upload no longer accepted.
+func (s *Service) Cancel(ctx context.Context, clientID, uploadID string, policy storelink.CapacityPolicy) (*storelink.Upload, error) {
+	var u *storelink.Upload
+	err := s.inUploadTx(ctx, func(tx UploadTx) error {
+		u = nil // inUploadTx may run this again
+		bucket, stores, _, err := tx.LockBucket(ctx, clientID, false)
+		if errors.Is(err, ErrNotFound) {
+			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+		} else if err != nil {
+			return fmt.Errorf("lock capacity: %w", err)
+		}
+		now := s.now()
+		up, cancelled, err := tx.CancelUpload(ctx, clientID, uploadID, now)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
+		case err != nil:
+			return fmt.Errorf("cancel upload %s: %w", uploadID, err)
+		case cancelled:
+			if err := tx.PutBucket(ctx, clientID, policy.Give(bucket, stores, up.SizeBytes, now)); err != nil {
+				return fmt.Errorf("give back capacity: %w", err)
+			}
+		case up.Status != storelink.UploadCancelled:
+			return storelink.Errorf(storelink.ECONFLICT,
+				"Upload %s is %s: only an upload that is still accepted, not yet picked up for processing, can be cancelled; its capacity stays used.",
+				uploadID, up.Status)
+		}
+		u = up
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // Capacity reports the bucket of a client.

@@ -95,3 +95,60 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	}
 	check("up again")
 }
+
+// Migration 16 makes the uploads table anew, to allow the status
+// cancelled: down to 15 and up again, the uploads, their bytes and their
+// queue order are all still there, and a waiting one can be cancelled.
+func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
+	ctx := context.Background()
+	f := OpenFixture(t, nil)
+	svc := f.Services()
+	p, err := svc.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
+	var ids []string
+	for i := range 3 {
+		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: []byte("store;ean\n")}, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	pv, err := goose.NewProvider(goose.DialectSQLite3, f.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		list, err := svc.Uploads(ctx, c.ID, storelink.UploadFilter{Limit: 10})
+		if err != nil || len(list) != 3 || list[0].ID != ids[2] || list[2].ID != ids[0] {
+			t.Fatalf("%s: uploads %+v, %v; want the three, newest first", when, list, err)
+		}
+		var bodies int
+		if err := f.write.QueryRowContext(ctx, `SELECT count(*) FROM upload_bodies`).Scan(&bodies); err != nil || bodies != 3 {
+			t.Fatalf("%s: %d upload bodies, %v; want 3", when, bodies, err)
+		}
+	}
+	if _, err := pv.DownTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	check("down to 15")
+	if _, err := pv.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("up again")
+	u, err := svc.Cancel(ctx, c.ID, ids[1], policy)
+	if err != nil || u.Status != storelink.UploadCancelled {
+		t.Fatalf("cancel after the migration: %+v, %v", u, err)
+	}
+	var fk int
+	if err := f.write.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d violations, %v", fk, err)
+	}
+}

@@ -229,3 +229,30 @@ func stockSQL(rows int) string {
 	b.WriteString(stockUpsert)
 	return b.String()
 }
+
+// CancelUpload cancels the upload in one statement when it is still
+// accepted, then reads it as it stands: the transaction holds the one
+// write connection, so no claim comes between.
+func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
+	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?
+		WHERE client_id = ? AND id = ? AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
+	if err == nil {
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
+			return nil, false, fmt.Errorf("drop upload body: %w", err)
+		}
+		return u, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, err
+	}
+	u, err = scanUpload(t.tx.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, clientID, id))
+	return u, false, noRow(err)
+}
+
+// PutBucket writes the client's bucket row, made if it is missing.
+func (t *uploadTx) PutBucket(ctx context.Context, clientID string, b storelink.Bucket) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO capacity (client_id, tokens, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
+		clientID, b.Tokens, ms(b.UpdatedAt))
+	return err
+}

@@ -97,6 +97,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Apply error rolls back", testApplyCallbackError},
 		{"Fail sets an upload aside", testFail},
 		{"Release gives a claim back uncounted", testRelease},
+		{"Cancel a waiting upload", testCancelUpload},
 		{"Upload listing", testUploadListing},
 		{"Stock listing and paging", testStockListing},
 		{"Store deletion removes its stock", testDeleteStoreStock},

@@ -18,6 +18,8 @@ func writeReport(w io.Writer, up *storelink.Upload) {
 	switch {
 	case up.Status == storelink.UploadRejected:
 		outcome = "rejected, nothing applied"
+	case up.Status == storelink.UploadCancelled:
+		outcome = "cancelled, nothing applied"
 	case len(up.Errors) > 0:
 		outcome = "applied with row errors"
 	case len(up.Warnings) > 0:
