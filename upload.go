@@ -101,18 +101,27 @@ type Stock struct {
 // StockFilter selects stock rows of one client; After is the cursor returned
 // with the previous page.
 type StockFilter struct {
-	StoreID string
-	EAN     string
-	Limit   int
-	After   string
+	StoreID       string
+	EAN           string
+	ArticleNumber string
+	Limit         int
+	After         string
 }
 
 // UploadFilter selects uploads of one client, newest first; Before is an
-// upload id from the previous page.
+// upload id from the previous page. Status, when set, selects uploads in
+// that status; Since and Until, when not zero, those received at or after
+// Since and before Until.
 type UploadFilter struct {
-	Limit  int
-	Before string
+	Limit        int
+	Before       string
+	Status       UploadStatus
+	Since, Until time.Time
 }
+
+// UploadStatuses are the statuses an upload can be in, in the order it
+// goes through them.
+var UploadStatuses = []UploadStatus{UploadAccepted, UploadProcessing, UploadApplied, UploadRejected, UploadCancelled}
 
 // FeedApply is called by UploadService.Apply inside the apply transaction.
 // It decodes and checks the file, calls put for every valid row in file order

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -263,7 +264,13 @@ func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *st
 		s.writeError(w, r, err)
 		return
 	}
-	list, err := s.Uploads.Uploads(r.Context(), c.ID, storelink.UploadFilter{Limit: limit, Before: r.URL.Query().Get("before")})
+	f, err := uploadFilter(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.Limit = limit
+	list, err := s.Uploads.Uploads(r.Context(), c.ID, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -286,7 +293,7 @@ func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *stor
 	}
 	q := r.URL.Query()
 	rows, next, err := s.Stock.Stock(r.Context(), c.ID, storelink.StockFilter{
-		StoreID: q.Get("store"), EAN: q.Get("ean"), Limit: limit, After: q.Get("after"),
+		StoreID: q.Get("store"), EAN: q.Get("ean"), ArticleNumber: q.Get("article_number"), Limit: limit, After: q.Get("after"),
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -299,6 +306,42 @@ func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *stor
 }
 
 // queryLimit reads ?limit= with a default and an upper bound.
+// uploadFilter reads the filters of the upload listing: status, and the
+// time range since (inclusive) to until (exclusive), RFC 3339 each.
+func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
+	q := r.URL.Query()
+	f := storelink.UploadFilter{Before: q.Get("before"), Status: storelink.UploadStatus(q.Get("status"))}
+	if f.Status != "" && !slices.Contains(storelink.UploadStatuses, f.Status) {
+		return f, storelink.Errorf(storelink.EINVALID, "status must be one of accepted, processing, applied, rejected, cancelled (got %q).", truncate(string(f.Status)))
+	}
+	for _, p := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, storelink.Errorf(storelink.EINVALID, "%s must be a time in RFC 3339, such as 2026-11-21T07:54:21Z (got %q).", p.name, truncate(v))
+		}
+		*p.t = t
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, storelink.Errorf(storelink.EINVALID, "since must be before until.")
+	}
+	return f, nil
+}
+
+// truncate shortens a value quoted back in an error.
+func truncate(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "…"
+	}
+	return v
+}
+
 func queryLimit(r *http.Request, def, max int) (int, error) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {

@@ -197,6 +197,9 @@ func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storeli
 	if p.EAN != "" {
 		q += ` AND ean = ` + a.add(p.EAN)
 	}
+	if p.ArticleNumber != "" {
+		q += ` AND article_number = ` + a.add(p.ArticleNumber)
+	}
 	if p.After != nil {
 		q += ` AND (store_id, ean) > (` + a.add(p.After.StoreID) + `, ` + a.add(p.After.EAN) + `)`
 	}

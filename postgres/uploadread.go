@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
@@ -118,13 +119,22 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 }
 
 // ListUploads numbers its parameters as they are added (args).
-func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
+func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	var a args
-	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(clientID)
-	if before != "" {
-		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(before) + `)`
+	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(p.ClientID)
+	if p.Before != "" {
+		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(p.Before) + `)`
 	}
-	q += ` ORDER BY seq DESC LIMIT ` + a.add(limit)
+	if p.Status != "" {
+		q += ` AND status = ` + a.add(string(p.Status))
+	}
+	if !p.Since.IsZero() {
+		q += ` AND received_at >= ` + a.add(p.Since)
+	}
+	if !p.Until.IsZero() {
+		q += ` AND received_at < ` + a.add(p.Until)
+	}
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(p.Limit)
 	rows, err := d.db.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, err

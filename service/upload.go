@@ -42,9 +42,9 @@ type Uploads interface {
 	GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error)
 	// UploadExists tells whether the client has an upload of that id.
 	UploadExists(ctx context.Context, clientID, id string) (bool, error)
-	// ListUploads returns up to limit uploads of a client, newest first,
-	// those accepted before the upload before when it is not "". Never nil.
-	ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error)
+	// ListUploads returns up to q.Limit uploads of a client that q selects,
+	// newest first. Never nil.
+	ListUploads(ctx context.Context, q UploadQuery) ([]storelink.Upload, error)
 	// CountUnfinished counts the uploads accepted or processing.
 	CountUnfinished(ctx context.Context) (int, error)
 	// CountWaiting counts the uploads accepted and not yet claimed, of one

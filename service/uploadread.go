@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"storelink"
 )
@@ -31,7 +32,21 @@ func (s *Service) Uploads(ctx context.Context, clientID string, f storelink.Uplo
 			return nil, storelink.CursorError("before", f.Before)
 		}
 	}
-	return s.d.ListUploads(ctx, clientID, f.Before, f.Limit)
+	return s.d.ListUploads(ctx, UploadQuery{ClientID: clientID, Before: f.Before, Status: f.Status, Since: f.Since, Until: f.Until, Limit: f.Limit})
+}
+
+// UploadQuery selects a page of a client's uploads, newest first.
+type UploadQuery struct {
+	ClientID string
+	// Before, when not "", is the upload the page follows: only uploads
+	// accepted before it are listed.
+	Before string
+	// Status, when not "", selects the uploads in that status.
+	Status storelink.UploadStatus
+	// Since and Until, when not zero, select the uploads received at or
+	// after Since and before Until.
+	Since, Until time.Time
+	Limit        int
 }
 
 // QueueDepth counts uploads not yet finished.
@@ -78,8 +93,9 @@ type StockReads interface {
 // StockQuery selects a page of a client's stock.
 type StockQuery struct {
 	ClientID string
-	// StoreID and EAN, when not "", select one store and one EAN.
-	StoreID, EAN string
+	// StoreID, EAN and ArticleNumber, when not "", select one store, one
+	// EAN and one article number.
+	StoreID, EAN, ArticleNumber string
 	// After, when set, is the store and EAN of the row the page follows.
 	After *StockKey
 	Limit int
@@ -98,7 +114,7 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 	} else if !ok {
 		return nil, "", storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
 	}
-	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, Limit: f.Limit + 1}
+	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, ArticleNumber: f.ArticleNumber, Limit: f.Limit + 1}
 	if f.After != "" {
 		store, ean, err := storelink.ParseStockCursor(f.After)
 		if err != nil {

@@ -88,6 +88,10 @@ func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storeli
 		q += ` AND ean = ?`
 		args = append(args, p.EAN)
 	}
+	if p.ArticleNumber != "" {
+		q += ` AND article_number = ?`
+		args = append(args, p.ArticleNumber)
+	}
 	if a := p.After; a != nil {
 		// A row value, not "store_id > ? OR (store_id = ? AND ean > ?)":
 		// SQLite walks the primary key from the cursor only for the row

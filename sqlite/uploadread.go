@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
@@ -110,15 +111,27 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 }
 
 // ListUploads reads from the read pool, which never waits for the writer.
-func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
+func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
-	args := []any{clientID}
-	if before != "" {
+	args := []any{p.ClientID}
+	if p.Before != "" {
 		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = ? AND id = ?)`
-		args = append(args, clientID, before)
+		args = append(args, p.ClientID, p.Before)
+	}
+	if p.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, p.Status)
+	}
+	if !p.Since.IsZero() {
+		q += ` AND received_at >= ?`
+		args = append(args, ms(p.Since))
+	}
+	if !p.Until.IsZero() {
+		q += ` AND received_at < ?`
+		args = append(args, ms(p.Until))
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
-	args = append(args, limit)
+	args = append(args, p.Limit)
 	rows, err := d.db.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
