@@ -81,7 +81,6 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 	h.render(w, r, http.StatusOK, "uploads", v)
 }
 
-
 // problemGroup is the problems of one type: each message with its lines.
 type problemGroup struct {
 	Type     string
