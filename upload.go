@@ -163,6 +163,18 @@ type UploadService interface {
 	// answers it as it is. Errors: ENOTFOUND; ECONFLICT once processing
 	// began (its capacity stays used).
 	Cancel(ctx context.Context, clientID, uploadID string, policy CapacityPolicy) (*Upload, error)
+	// UploadFile returns the file of an upload as it was received
+	// (decompressed). Errors: ENOTFOUND; EGONE once it is no longer kept.
+	UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error)
+	// UploadErrorFile returns the error file of a processed upload: every
+	// row dropped by an error as it stood in the file, with its line and
+	// problems, or for a file rejected as a whole its problem at line 0.
+	// Errors: ENOTFOUND; ECONFLICT while it is not processed, or when it
+	// was cancelled; EGONE once the upload's files are no longer kept.
+	UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error)
+	// ExpireFiles removes the files of finished uploads received more
+	// than retention ago, and returns how many it removed.
+	ExpireFiles(ctx context.Context, retention time.Duration) (int, error)
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
 	// Uploads lists a client's uploads, newest first, before f.Before when

@@ -265,6 +265,30 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 	return err
 }
 
+// UploadErrorFile returns the error file of a processed upload
+// (errors.csv): every row it dropped, as it stood in the file, with its
+// line and problems.
+func (c *Client) UploadErrorFile(ctx context.Context, uploadID string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.UploadStatusURL(uploadID)+"/errors.csv", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-api-key", c.APIKey)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, DecodeProblem(resp)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+}
+
 // maxAnswer bounds what is read of an answer: a report is at most a few
 // thousand line references per problem type.
 const maxAnswer = 64 << 20

@@ -24,6 +24,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
 	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleCancelUpload))
+	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/file", s.partner(s.handleUploadFile))
+	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/errors.csv", s.partner(s.handleUploadErrorFile))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
 
 	// Orders (CONTRACT 4), admin token.

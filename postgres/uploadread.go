@@ -180,3 +180,41 @@ func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error
 		WHERE status IN ('accepted', 'processing') AND seq <= $1`, pos).Scan(&n)
 	return n, err
 }
+
+// UploadFile reads one of the kept files with the upload's row.
+func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+	col := "b.body"
+	if errorFile {
+		col = "b.errors_csv"
+	}
+	var data []byte
+	var kept bool
+	var removed *time.Time
+	err := d.db.pool.QueryRow(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`, clientID, id).
+		Scan(&data, &kept, &removed)
+	if err != nil {
+		return nil, false, time.Time{}, noRow(err)
+	}
+	var at time.Time
+	if removed != nil {
+		at = *removed
+	}
+	return data, kept, at, nil
+}
+
+// ExpireFiles removes files and notes it in one statement; SKIP LOCKED
+// leaves the rows another process is removing to it.
+func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+	tag, err := d.db.pool.Exec(ctx, `WITH gone AS (
+		DELETE FROM upload_bodies WHERE upload_id IN (
+			SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
+			WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < $1
+			LIMIT $3 FOR UPDATE OF b SKIP LOCKED)
+		RETURNING upload_id)
+	UPDATE uploads SET file_expired_at = $2 FROM gone WHERE uploads.id = gone.upload_id`, cutoff, at, limit)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -45,6 +45,14 @@ type Uploads interface {
 	// ListUploads returns up to q.Limit uploads of a client that q selects,
 	// newest first. Never nil.
 	ListUploads(ctx context.Context, q UploadQuery) ([]storelink.Upload, error)
+	// UploadFile returns the client's upload's file as received or, with
+	// errorFile, its error file (nil when none was written), with kept
+	// true; kept is false, with when the files were removed (zero when not
+	// known), once they are no longer kept. ErrNotFound for no upload.
+	UploadFile(ctx context.Context, clientID, id string, errorFile bool) (data []byte, kept bool, removed time.Time, err error)
+	// ExpireFiles removes the files of up to limit finished uploads
+	// received before cutoff, noting at as when, and returns how many.
+	ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error)
 	// CountUnfinished counts the uploads accepted or processing.
 	CountUnfinished(ctx context.Context) (int, error)
 	// CountWaiting counts the uploads accepted and not yet claimed, of one
@@ -74,8 +82,8 @@ type UploadTx interface {
 	// and its bytes, and lets the processors know there is work once the
 	// transaction commits.
 	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
-	// CancelUpload ends the client's upload as cancelled at at and drops its
-	// bytes if it is still accepted; it returns the upload as it then
+	// CancelUpload ends the client's upload as cancelled at at if it is
+	// still accepted; it returns the upload as it then
 	// stands and whether this call cancelled it, or ErrNotFound.
 	CancelUpload(ctx context.Context, clientID, id string, at time.Time) (u *storelink.Upload, cancelled bool, err error)
 	// PutBucket writes the client's bucket.
@@ -102,8 +110,8 @@ type UploadTx interface {
 	// ReleaseFulfilled ends the reservations of the client's fulfilled and
 	// returned units whose store and EAN the upload has set.
 	ReleaseFulfilled(ctx context.Context, clientID, uploadID string) error
-	// FinishUpload writes the upload's final status, time and report, ends
-	// its lease and drops its bytes. A driver that reads the upload back as
+	// FinishUpload writes the upload's final status, time and report with
+	// its error file (r.ErrorFile) beside its bytes, and ends its lease. A driver that reads the upload back as
 	// finished in the same statements sets *finished by Commit; otherwise
 	// it leaves it nil.
 	FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error
@@ -311,8 +319,9 @@ func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {
 	return s.d.ReleaseUploadLeases(ctx, owner)
 }
 
-// finish records the report with the final status, ends the lease and
-// drops the bytes, which are no longer needed once the upload is final.
+// finish records the report with the final status and the error file, and
+// ends the lease. The bytes stay, for the partner to download, until
+// ExpireFiles removes them.
 func finish(ctx context.Context, tx UploadTx, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, u **storelink.Upload) error {
 	r.Errors, r.Warnings = nonNil(r.Errors), nonNil(r.Warnings)
 	if err := tx.FinishUpload(ctx, id, status, r, at, u); err != nil {

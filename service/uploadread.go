@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/feed"
 )
 
 // Upload returns one upload of a client.
@@ -131,4 +132,77 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 	}
 	rows, next := storelink.StockPage(rows, f.Limit)
 	return rows, next, nil
+}
+
+// UploadFile returns the file of an upload as it was received.
+func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, false)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	if !kept {
+		return nil, goneError("file", uploadID, removed)
+	}
+	return data, nil
+}
+
+// UploadErrorFile returns the error file of a processed upload. An upload
+// set aside without being processed (Fail) has none written: its error
+// file is made of its problems, at line 0.
+func (s *Service) UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+	u, err := s.d.GetUpload(ctx, clientID, uploadID)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	switch u.Status {
+	case storelink.UploadAccepted, storelink.UploadProcessing:
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s is %s: its error file is made when it has been processed.", uploadID, u.Status)
+	case storelink.UploadCancelled:
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s was cancelled before it was processed: it has no error file.", uploadID)
+	}
+	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, true)
+	switch {
+	case err != nil:
+		return nil, s.fileError(err, uploadID)
+	case !kept:
+		return nil, goneError("error file", uploadID, removed)
+	case data == nil:
+		return feed.ProblemFile(u.Errors), nil
+	}
+	return data, nil
+}
+
+func (s *Service) fileError(err error, uploadID string) error {
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
+	}
+	return err
+}
+
+// goneError is the answer for a file no longer kept, saying when it went.
+func goneError(what, uploadID string, removed time.Time) error {
+	if removed.IsZero() {
+		return storelink.Errorf(storelink.EGONE, "The %s of upload %s is no longer kept.", what, uploadID)
+	}
+	return storelink.Errorf(storelink.EGONE, "The %s of upload %s is no longer kept: it expired at %s, when the upload retention had passed since it was received.",
+		what, uploadID, removed.UTC().Format(storelink.EventTimeLayout))
+}
+
+// expireBatch is how many uploads' files one statement removes: a bounded
+// transaction, so that the apply of an upload never waits long for it.
+const expireBatch = 100
+
+// ExpireFiles removes, in batches, the files of the finished uploads
+// received more than retention ago; an upload still waiting or processing
+// keeps its file, whatever its age.
+func (s *Service) ExpireFiles(ctx context.Context, retention time.Duration) (int, error) {
+	now := s.now()
+	total := 0
+	for {
+		n, err := s.d.ExpireFiles(ctx, now.Add(-retention), now, expireBatch)
+		total += n
+		if err != nil || n < expireBatch {
+			return total, err
+		}
+	}
 }

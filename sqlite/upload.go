@@ -195,8 +195,8 @@ func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink
 	if err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
-		return fmt.Errorf("drop upload body: %w", err)
+	if _, err := t.tx.ExecContext(ctx, `UPDATE upload_bodies SET errors_csv = ? WHERE upload_id = ?`, r.ErrorFile, id); err != nil {
+		return fmt.Errorf("write error file: %w", err)
 	}
 	return nil
 }
@@ -231,15 +231,12 @@ func stockSQL(rows int) string {
 }
 
 // CancelUpload cancels the upload in one statement when it is still
-// accepted, then reads it as it stands: the transaction holds the one
+// accepted, or else reads it as it stands: the transaction holds the one
 // write connection, so no claim comes between.
 func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
 	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?
 		WHERE client_id = ? AND id = ? AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
 	if err == nil {
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
-			return nil, false, fmt.Errorf("drop upload body: %w", err)
-		}
 		return u, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

@@ -176,3 +176,47 @@ func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error
 		WHERE status IN ('accepted', 'processing') AND seq <= ?`, pos).Scan(&n)
 	return n, err
 }
+
+// UploadFile reads from the read pool; a big file is one blob read.
+func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+	col := "b.body"
+	if errorFile {
+		col = "b.errors_csv"
+	}
+	var data []byte
+	var kept bool
+	var removed sql.NullInt64
+	err := d.db.read.QueryRowContext(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`, clientID, id).
+		Scan(&data, &kept, &removed)
+	if err != nil {
+		return nil, false, time.Time{}, noRow(err)
+	}
+	var at time.Time
+	if removed.Valid {
+		at = fromMS(removed.Int64)
+	}
+	return data, kept, at, nil
+}
+
+// ExpireFiles notes the removal on the uploads, then drops the files of
+// the uploads it noted, in one transaction on the write connection.
+func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `UPDATE uploads SET file_expired_at = ? WHERE id IN (
+		SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
+		WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < ? LIMIT ?)`, ms(at), ms(cutoff), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id IN (
+		SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id WHERE u.file_expired_at IS NOT NULL)`); err != nil {
+		return 0, err
+	}
+	return int(n), tx.Commit()
+}

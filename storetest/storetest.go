@@ -98,6 +98,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Fail sets an upload aside", testFail},
 		{"Release gives a claim back uncounted", testRelease},
 		{"Cancel a waiting upload", testCancelUpload},
+		{"Upload files kept for the retention", testUploadFiles},
 		{"Upload listing", testUploadListing},
 		{"Upload listing by status and time", testUploadListingFilters},
 		{"Stock listing and paging", testStockListing},

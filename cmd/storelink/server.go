@@ -51,6 +51,7 @@ type server struct {
 	reg       *prometheus.Registry
 	proc      *worker.Processor
 	deliverer *worker.Deliverer
+	sweeper   *worker.FileSweeper
 	api       *httpapi.Server
 	http      *http.Server
 }
@@ -114,7 +115,8 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 }
 
 // newWorkers makes the metrics registry and the background workers: the
-// upload processor and the webhook deliverer.
+// upload processor, the webhook deliverer and the sweeper of expired
+// upload files.
 func (s *server) newWorkers() {
 	c, db := s.c, s.db
 	s.reg = prometheus.NewRegistry()
@@ -126,6 +128,7 @@ func (s *server) newWorkers() {
 	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
+	s.sweeper = &worker.FileSweeper{Uploads: db, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
 }
 
 // newAPI is the HTTP API with the dashboard, over the database and the
@@ -191,6 +194,7 @@ func (s *server) startWork() (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.proc.Run(workCtx) })
 	wg.Go(func() { _ = s.deliverer.Run(workCtx) })
+	wg.Go(func() { _ = s.sweeper.Run(workCtx) })
 	// Work that another process accepts wakes this one at once.
 	wg.Go(func() { listenForWork(workCtx, s.db, s.logger, s.proc.Wake, s.deliverer.Wake) })
 	return func() {

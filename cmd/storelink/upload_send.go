@@ -158,11 +158,33 @@ func (u *uploader) wait(ctx context.Context, r *httpapi.UploadReceipt) (int, err
 	if final.Status != storelink.UploadApplied || len(final.Errors) > 0 {
 		code = 1
 	}
+	if u.cfg.ErrorsTo != "" {
+		if err := u.saveErrors(ctx, final); err != nil {
+			return 2, err
+		}
+	}
 	if u.cfg.JSON {
 		return code, writeJSONLine(u.stdout, final)
 	}
 	writeReport(u.stdout, final)
 	return code, nil
+}
+
+// saveErrors writes the upload's error file to --errors-to.
+func (u *uploader) saveErrors(ctx context.Context, final *storelink.Upload) error {
+	if final.Status == storelink.UploadCancelled {
+		fmt.Fprintf(u.stderr, "upload %s was cancelled: it has no error file; %s not written\n", final.ID, u.cfg.ErrorsTo)
+		return nil
+	}
+	data, err := u.client.UploadErrorFile(ctx, final.ID)
+	if err != nil {
+		return fmt.Errorf("reading the error file of upload %s: %w", final.ID, err)
+	}
+	if err := os.WriteFile(u.cfg.ErrorsTo, data, 0o644); err != nil {
+		return fmt.Errorf("--errors-to: %w", err)
+	}
+	fmt.Fprintf(u.stderr, "error file saved to %s\n", u.cfg.ErrorsTo)
+	return nil
 }
 
 func writeJSONLine(w io.Writer, v any) error {

@@ -112,6 +112,27 @@ func TestUploadAgainstServer(t *testing.T) {
 		}
 	})
 
+	t.Run("--errors-to saves the dropped rows as they stood in the file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "errors.csv")
+		r := runUpload(t, nil, append(credentials(p), "--errors-to", out, writeFile(t, "rows.csv", rowErrorFeed))...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1 (row errors; --errors-to waits)", r.code)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 6 || lines[0] != "store;ean;article_number;quantity;price;colour_code;line;problem_type;problem_detail" ||
+			!strings.HasPrefix(lines[1], "S9;4006381333931;SKU-1;5;19.99;x;3;Store does not exist;") ||
+			!strings.HasPrefix(lines[5], "S2;4006381333931;SKU-1;-5;19.99;x;7;Invalid column value;") {
+			t.Fatalf("error file:\n%s", b)
+		}
+		if !strings.Contains(r.stderr, "error file saved to "+out) {
+			t.Errorf("stderr = %q, want it to say where the error file went", r.stderr)
+		}
+	})
+
 	t.Run("row errors: exit 1, problems by type with lines", func(t *testing.T) {
 		r := runUpload(t, nil, append(credentials(p), "--wait", writeFile(t, "rows.csv", rowErrorFeed))...)
 		if r.code != 1 {
