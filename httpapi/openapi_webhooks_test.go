@@ -28,6 +28,9 @@ func specRouter(t *testing.T) routers.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The answers of test servers on any address are matched to the
+	// spec's paths: its servers list where a deployment listens.
+	doc.Servers = nil
 	// Examples are checked in TestOpenAPIValid; here the answers are.
 	router, err := legacyrouter.NewRouter(doc, openapi3.DisableExamplesValidation())
 	if err != nil {
