@@ -2896,7 +2896,7 @@ type ClientInterface interface {
 	// the capacity stays used. An upload of another client gives 404.
 	//
 	// Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
-	CancelUpload(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUpload Show an upload's status and report
 	//
@@ -2911,7 +2911,7 @@ type ClientInterface interface {
 	// the total. An upload of another client gives 404.
 	//
 	// Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
-	GetUpload(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUploadErrorFile Download the rows an upload dropped
 	//
@@ -4275,7 +4275,7 @@ func (c *Client) ListUploads(ctx context.Context, clientId ClientID, params *Lis
 // the capacity stays used. An upload of another client gives 404.
 //
 // Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
-func (c *Client) CancelUpload(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) CancelUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelUploadRequest(c.Server, clientId, uploadId)
 	if err != nil {
 		return nil, err
@@ -4300,7 +4300,7 @@ func (c *Client) CancelUpload(ctx context.Context, clientId ClientID, uploadId s
 // the total. An upload of another client gives 404.
 //
 // Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
-func (c *Client) GetUpload(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetUploadRequest(c.Server, clientId, uploadId)
 	if err != nil {
 		return nil, err
@@ -6075,7 +6075,7 @@ func NewListUploadsRequest(server string, clientId ClientID, params *ListUploads
 }
 
 // NewCancelUploadRequest constructs an http.Request for the CancelUpload method
-func NewCancelUploadRequest(server string, clientId ClientID, uploadId string) (*http.Request, error) {
+func NewCancelUploadRequest(server string, clientId ClientID, uploadId UploadID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6116,7 +6116,7 @@ func NewCancelUploadRequest(server string, clientId ClientID, uploadId string) (
 }
 
 // NewGetUploadRequest constructs an http.Request for the GetUpload method
-func NewGetUploadRequest(server string, clientId ClientID, uploadId string) (*http.Request, error) {
+func NewGetUploadRequest(server string, clientId ClientID, uploadId UploadID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7195,7 +7195,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
-	CancelUploadWithResponse(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*CancelUploadResponse, error)
+	CancelUploadWithResponse(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*CancelUploadResponse, error)
 
 	// GetUploadWithResponse Show an upload's status and report
 	//
@@ -7212,7 +7212,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
-	GetUploadWithResponse(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*GetUploadResponse, error)
+	GetUploadWithResponse(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*GetUploadResponse, error)
 
 	// GetUploadErrorFileWithResponse Download the rows an upload dropped
 	//
@@ -12058,7 +12058,7 @@ func (c *ClientWithResponses) ListUploadsWithResponse(ctx context.Context, clien
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
-func (c *ClientWithResponses) CancelUploadWithResponse(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*CancelUploadResponse, error) {
+func (c *ClientWithResponses) CancelUploadWithResponse(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*CancelUploadResponse, error) {
 	rsp, err := c.CancelUpload(ctx, clientId, uploadId, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -12081,7 +12081,7 @@ func (c *ClientWithResponses) CancelUploadWithResponse(ctx context.Context, clie
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
-func (c *ClientWithResponses) GetUploadWithResponse(ctx context.Context, clientId ClientID, uploadId string, reqEditors ...RequestEditorFn) (*GetUploadResponse, error) {
+func (c *ClientWithResponses) GetUploadWithResponse(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*GetUploadResponse, error) {
 	rsp, err := c.GetUpload(ctx, clientId, uploadId, reqEditors...)
 	if err != nil {
 		return nil, err
