@@ -105,9 +105,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := EncodeJSON(w, v); err != nil {
 		slog.Debug("write response", "error", err) // the client went away
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,10 +186,9 @@ func (u *uploader) saveErrors(ctx context.Context, final *storelink.Upload) erro
 	return nil
 }
 
+// writeJSONLine prints v as the service answers it, times included.
 func writeJSONLine(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return httpapi.EncodeJSON(w, v)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
