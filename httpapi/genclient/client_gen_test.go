@@ -624,7 +624,7 @@ func (e UploadStockFileParamsContentEncoding) Valid() bool {
 type APIKey struct {
 	ClientId string `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -638,7 +638,7 @@ type APIKey struct {
 
 // Attempt One attempt to deliver an event, as recorded. Optional fields without a value are absent.
 type Attempt struct {
-	// At RFC 3339, UTC, millisecond precision.
+	// At RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	At Timestamp `json:"at"`
@@ -698,7 +698,7 @@ type ClientAccount struct {
 	ClientId    string `json:"client_id"`
 	CountryCode string `json:"country_code"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -715,7 +715,7 @@ type ClientDetail struct {
 	ClientId    string   `json:"client_id"`
 	CountryCode string   `json:"country_code"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -787,7 +787,7 @@ type Delivery struct {
 	Attempts []Attempt `json:"attempts"`
 	ClientId string    `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt  Timestamp `json:"created_at"`
@@ -820,7 +820,7 @@ type Delivery struct {
 	// `failed` (the retry schedule is spent; it can be redelivered).
 	State DeliveryState `json:"state"`
 
-	// UpdatedAt RFC 3339, UTC, millisecond precision.
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -858,7 +858,7 @@ type EAN = string
 type Endpoint struct {
 	ClientId string `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -881,7 +881,7 @@ type Endpoint struct {
 	// States The order states whose events it receives; empty for all.
 	States []OrderState `json:"states"`
 
-	// UpdatedAt RFC 3339, UTC, millisecond precision.
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -894,7 +894,7 @@ type Endpoint struct {
 type EndpointWithSecret struct {
 	ClientId string `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -922,7 +922,7 @@ type EndpointWithSecret struct {
 	// States The order states whose events it receives; empty for all.
 	States []OrderState `json:"states"`
 
-	// UpdatedAt RFC 3339, UTC, millisecond precision.
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -1042,7 +1042,7 @@ type NewClientAccount struct {
 	ClientId    string `json:"client_id"`
 	CountryCode string `json:"country_code"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -1107,7 +1107,7 @@ type NewWarehouseOrder struct {
 type Order struct {
 	ClientId string `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -1142,7 +1142,7 @@ type Order struct {
 	// StoreId The store the order is assigned to; absent for orders of the marketplace warehouse.
 	StoreId *string `json:"store_id,omitempty"`
 
-	// UpdatedAt RFC 3339, UTC, millisecond precision.
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -1303,7 +1303,7 @@ type OrderState string
 
 // Partner defines model for Partner.
 type Partner struct {
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -1426,7 +1426,7 @@ type Stock struct {
 	RetailPrice *Money `json:"retail_price,omitempty"`
 	StoreId     string `json:"store_id"`
 
-	// UpdatedAt RFC 3339, UTC, millisecond precision.
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -1452,7 +1452,7 @@ type StockList struct {
 type Store struct {
 	ClientId string `json:"client_id"`
 
-	// CreatedAt RFC 3339, UTC, millisecond precision.
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
@@ -1462,7 +1462,7 @@ type Store struct {
 	StoreId string `json:"store_id"`
 }
 
-// Timestamp RFC 3339, UTC, millisecond precision.
+// Timestamp RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 //
 // Example: 2026-11-21T07:54:21.605Z
 type Timestamp = time.Time
@@ -1493,7 +1493,7 @@ type Upload struct {
 	// FinishedAt When the upload was applied or rejected; null until then.
 	FinishedAt *time.Time `json:"finished_at"`
 
-	// ReceivedAt RFC 3339, UTC, millisecond precision.
+	// ReceivedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	ReceivedAt Timestamp `json:"received_at"`
@@ -1527,7 +1527,7 @@ type UploadAccepted struct {
 	ClientId string `json:"client_id"`
 	FileName string `json:"file_name"`
 
-	// ReceivedAt RFC 3339, UTC, millisecond precision.
+	// ReceivedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	ReceivedAt Timestamp `json:"received_at"`
