@@ -61,6 +61,7 @@ func wireWebhooks(t *testing.T, svc *service.Service, reg *prometheus.Registry, 
 	// Retries come due every few tens of milliseconds here; serve's 1s
 	// poll would dominate every timing the tests look at.
 	d.Interval = 10 * time.Millisecond
+	deps.Tester, deps.EndpointDeleted = d, d.DropEndpoint
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()

@@ -190,14 +190,8 @@ func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh
-// schedule. A delivery being attempted right now is left to that attempt.
-func (s *Service) Redeliver(ctx context.Context, id string) error {
-	err := s.d.Redeliver(ctx, id, s.now())
-	if errors.Is(err, ErrNotFound) {
-		return storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
-	}
-	return err
-}
+// schedule (RedeliverFor of the operator).
+func (s *Service) Redeliver(ctx context.Context, id string) error { return s.RedeliverFor(ctx, "", id) }
 
 // PendingDeliveries counts pending deliveries and the age of the oldest.
 func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {

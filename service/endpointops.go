@@ -194,11 +194,13 @@ func (s *Service) RecoverDeliveries(ctx context.Context, endpointID string, sinc
 }
 
 // RedeliverFor makes a delivery of clientID's (any when "") pending again,
-// due now, unless its endpoint was deleted.
+// due now, with a fresh schedule, unless its endpoint was deleted. A
+// delivery being attempted right now is left to that attempt.
 func (s *Service) RedeliverFor(ctx context.Context, clientID, id string) error {
+	notFound := storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
 	d, err := s.d.GetDelivery(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && clientID != "" && d.ClientID != clientID {
-		return storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
+		return notFound
 	} else if err != nil {
 		return err
 	}
@@ -209,7 +211,12 @@ func (s *Service) RedeliverFor(ctx context.Context, clientID, id string) error {
 	if e.DeletedAt != nil {
 		return deletedEndpoint(e)
 	}
-	return s.Redeliver(ctx, id)
+	if err := s.d.Redeliver(ctx, id, s.now()); errors.Is(err, ErrNotFound) {
+		return notFound
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // TestDelivery makes the job of a test send: an example event of state
