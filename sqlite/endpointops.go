@@ -29,7 +29,9 @@ func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKey
 	if err != nil {
 		return service.SealedKeys{}, noRow(err)
 	}
-	k.PreviousUntil = fromMS(until)
+	if until > 0 {
+		k.PreviousUntil = fromMS(until)
+	}
 	return k, nil
 }
 
