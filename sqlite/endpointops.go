@@ -15,6 +15,23 @@ import (
 // covering index delivery_attempts_endpoint (endpoint, outcome, time,
 // duration) and never a row.
 
+// The stats' statements: ?1 is the endpoint, ?2 the start of the window.
+// "succeeded IN (0, 1)" lets the index's time order serve both outcomes'
+// ranges.
+const (
+	attemptCountsSQL = `SELECT
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2),
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1 AND at >= ?2),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 0)`
+	// attemptDurationsSQL ranks the window's durations; ?3 is a JSON array
+	// of the ranks wanted.
+	attemptDurationsSQL = `SELECT r, duration_ms FROM (
+			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
+			WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2)
+		WHERE r IN (SELECT value FROM json_each(?3))`
+)
+
 // GetEndpoint reads an endpoint, deleted or not, on the read pool.
 func (d *Driver) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
 	return loadEndpoint(ctx, d.db.read, id)
@@ -36,27 +53,18 @@ func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKey
 }
 
 // AttemptCounts reads the counts by ranges of the index, and the last
-// success and failure by its max of each outcome. "succeeded IN (0, 1)"
-// lets the index's time order serve both outcomes' ranges.
+// success and failure by its max of each outcome.
 func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
 	var c service.AttemptCounts
 	var success, failure sql.NullInt64
-	err := d.db.read.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2),
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1 AND at >= ?2),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 0)`,
-		endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
+	err := d.db.read.QueryRowContext(ctx, attemptCountsSQL, endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
 	c.LastSuccess, c.LastFailure = fromNullMS(success), fromNullMS(failure)
 	return c, err
 }
 
 // AttemptDurations sorts the window's durations once and picks the ranks.
 func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT r, duration_ms FROM (
-			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
-			WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2)
-		WHERE r IN (SELECT value FROM json_each(?3))`, endpointID, ms(since), jsonInts(ranks))
+	rows, err := d.db.read.QueryContext(ctx, attemptDurationsSQL, endpointID, ms(since), jsonInts(ranks))
 	if err != nil {
 		return nil, err
 	}
