@@ -36,10 +36,12 @@ func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKey
 
 // AttemptCounts reads the counts by ranges of the index, and the last
 // success and failure by its max of each outcome, in one statement.
+// "succeeded IN (false, true)" makes the start of the window a bound of the
+// index's scan, not a filter of every attempt of the endpoint.
 func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
 	var c service.AttemptCounts
 	err := d.db.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND at >= $2),
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2),
 		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded AND at >= $2),
 		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded),
 		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND NOT succeeded)`,
@@ -47,11 +49,12 @@ func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since tim
 	return c, err
 }
 
-// AttemptDurations sorts the window's durations once and picks the ranks.
+// AttemptDurations sorts the window's durations once and picks the ranks;
+// the window is read as AttemptCounts reads it.
 func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.pool.Query(ctx, `SELECT r, duration_ms FROM (
 			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
-			WHERE endpoint_id = $1 AND at >= $2) AS ranked
+			WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2) AS ranked
 		WHERE r = ANY ($3)`, endpointID, since, ranks)
 	if err != nil {
 		return nil, err
