@@ -28,6 +28,13 @@ type Deps struct {
 	Events  storelink.EventService
 	// Webhooks keeps endpoints and deliveries.
 	Webhooks storelink.WebhookService
+	// Tester sends test events: the deliverer, so that they go through the
+	// client and address guard of every delivery.
+	Tester storelink.EndpointTester
+	// EndpointDeleted is called after an endpoint was deleted, so that
+	// the deliverer drops what it claimed for it and has not sent.
+	// Optional.
+	EndpointDeleted func(endpointID string)
 	// WebhookAllowPrivate lets endpoints be on loopback and private
 	// addresses (development); otherwise such URLs are refused.
 	WebhookAllowPrivate bool
@@ -116,6 +123,9 @@ func NewServer(d Deps) *Server {
 	}
 	if s.Delivering == nil {
 		s.Delivering = func() {}
+	}
+	if s.EndpointDeleted == nil {
+		s.EndpointDeleted = func(string) {}
 	}
 	if s.MaxUploadsInFlight <= 0 {
 		s.MaxUploadsInFlight = DefaultMaxUploadsInFlight

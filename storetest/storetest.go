@@ -137,6 +137,12 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: delivery listing", testDeliveryListing},
 		{"Webhooks: pending count and age", testPendingDeliveries},
 		{"Webhooks: an endpoint whose secret cannot be opened fails alone", testUnsealableEndpoint},
+		{"Webhooks: endpoint stats of the last 24 hours", testEndpointStats},
+		{"Webhooks: a deleted endpoint gets nothing more and stays readable", testDeleteEndpoint},
+		{"Webhooks: failed deliveries recovered go in event order", testRecoverDeliveries},
+		{"Webhooks: test sends are example events stored nowhere", testTestDelivery},
+		{"Webhooks: a partner sees only its own client's", testPartnerScope},
+		{"Partners and clients: paged lists and search", testPartnerAndClientPages},
 		{"Secret key: checked, recorded once, rotated in one transaction", testSecretKeyCheck},
 	}
 	for _, c := range cases {

@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +40,8 @@ type Deliverer struct {
 	wake    chan struct{}
 	metrics deliveryMetrics
 	keys    keyCache
+	// running is Run's sending while it runs, for DropEndpoint.
+	running atomic.Pointer[sending]
 }
 
 type deliveryMetrics struct {
@@ -151,6 +155,8 @@ const (
 func (d *Deliverer) Run(ctx context.Context) error {
 	s := &sending{d: d, load: map[string]int{}, signal: make(chan struct{}, 1)}
 	s.idle = sync.NewCond(&s.mu)
+	d.running.Store(s)
+	defer d.running.Store(nil)
 	var workers sync.WaitGroup
 	for range d.Workers {
 		workers.Go(s.work)
@@ -236,6 +242,38 @@ func (d *Deliverer) release(s *sending) {
 	if err := d.Store.ReleaseClaims(ctx, jobs); err != nil {
 		// Their leases run out and they go again: at least once.
 		d.Logger.Error("release claimed deliveries", "error", err, "count", len(jobs))
+	}
+}
+
+// DropEndpoint gives back, unsent, the deliveries to the endpoint that
+// this deliverer claimed ahead and has not started: the endpoint was
+// deleted, and its deliveries cancelled, so none of them is to go out.
+// Attempts in flight finish; their results move nothing. It never blocks
+// for long: the give-back is bounded as a stop's is.
+func (d *Deliverer) DropEndpoint(endpointID string) {
+	s := d.running.Load()
+	if s == nil {
+		return
+	}
+	var dropped []storelink.DeliveryJob
+	s.mu.Lock()
+	s.claimed = slices.DeleteFunc(s.claimed, func(j *storelink.DeliveryJob) bool {
+		if j.EndpointID == endpointID {
+			dropped = append(dropped, *j)
+			return true
+		}
+		return false
+	})
+	s.mu.Unlock()
+	if len(dropped) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
+	defer cancel()
+	if err := d.Store.ReleaseClaims(ctx, dropped); err != nil {
+		// Their leases run out; the deliveries are cancelled, and no
+		// claim takes them again.
+		d.Logger.Error("give back the deliveries of a deleted endpoint", "error", err, "endpoint_id", endpointID, "count", len(dropped))
 	}
 }
 

@@ -158,6 +158,8 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            s.proc.Wake,
 		Delivering:          s.deliverer.Wake,
+		Tester:              s.deliverer,
+		EndpointDeleted:     s.deliverer.DropEndpoint,
 		Logger:              s.logger,
 		Registry:            s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{

@@ -46,6 +46,7 @@ func (e CancellationReason) Valid() bool {
 
 // Defines values for DeliveryState.
 const (
+	DeliveryStateCancelled DeliveryState = "cancelled"
 	DeliveryStateFailed    DeliveryState = "failed"
 	DeliveryStatePending   DeliveryState = "pending"
 	DeliveryStateSucceeded DeliveryState = "succeeded"
@@ -54,6 +55,8 @@ const (
 // Valid indicates whether the value is a known member of the DeliveryState enum.
 func (e DeliveryState) Valid() bool {
 	switch e {
+	case DeliveryStateCancelled:
+		return true
 	case DeliveryStateFailed:
 		return true
 	case DeliveryStatePending:
@@ -668,6 +671,15 @@ type Attempt struct {
 	//
 	// Example: 503
 	StatusCode *int `json:"status_code,omitempty"`
+
+	// Url Where the attempt went: the endpoint's `url` as it was then, with
+	// `${eventId}` replaced. A later change of the endpoint's `url`
+	// does not change it. Absent for attempts recorded before it was
+	// kept.
+	//
+	//
+	// Example: https://partner.example/storelink/01a1fd41-db59-7993-b47e-51a5d343f5d0
+	Url *string `json:"url,omitempty"`
 }
 
 // CancelRequest Every item is cancelled; `items` gives the reasons of some or all of them (default `UNKNOWN_REASON`).
@@ -723,8 +735,30 @@ type ClientDetail struct {
 	PartnerId string    `json:"partner_id"`
 	Stores    []Store   `json:"stores"`
 
-	// WebhookEndpoints The client's webhook endpoints, oldest first, without their secrets and API keys.
+	// WebhookEndpoints The client's webhook endpoints, oldest first, without their secrets and API keys; deleted ones are left out.
 	WebhookEndpoints []Endpoint `json:"webhook_endpoints"`
+}
+
+// ClientListing A client as the operator's list shows it, with its partner's name.
+type ClientListing struct {
+	ClientId    string `json:"client_id"`
+	CountryCode string `json:"country_code"`
+
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
+	//
+	// Example: 2026-11-21T07:54:21.605Z
+	CreatedAt   Timestamp `json:"created_at"`
+	Currency    string    `json:"currency"`
+	PartnerId   string    `json:"partner_id"`
+	PartnerName string    `json:"partner_name"`
+}
+
+// ClientPage defines model for ClientPage.
+type ClientPage struct {
+	Clients []ClientListing `json:"clients"`
+
+	// NextCursor Present when there are more; pass as `after` for the next page.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // CreateClientRequest defines model for CreateClientRequest.
@@ -817,7 +851,9 @@ type Delivery struct {
 	// (not through yet: an attempt is due at `next_attempt_at`, or waits
 	// for earlier events of the order, or for its endpoint to be
 	// enabled), `succeeded` (the endpoint answered 2xx in time),
-	// `failed` (the retry schedule is spent; it can be redelivered).
+	// `failed` (the retry schedule is spent; it can be redelivered),
+	// `cancelled` (it was pending when its endpoint was deleted; it is
+	// never sent again).
 	State DeliveryState `json:"state"`
 
 	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
@@ -846,7 +882,9 @@ type DeliveryList struct {
 // (not through yet: an attempt is due at `next_attempt_at`, or waits
 // for earlier events of the order, or for its endpoint to be
 // enabled), `succeeded` (the endpoint answered 2xx in time),
-// `failed` (the retry schedule is spent; it can be redelivered).
+// `failed` (the retry schedule is spent; it can be redelivered),
+// `cancelled` (it was pending when its endpoint was deleted; it is
+// never sent again).
 type DeliveryState string
 
 // EAN An EAN/GTIN of 8, 12, 13 or 14 digits with a valid GS1 check digit (422 otherwise).
@@ -862,6 +900,9 @@ type Endpoint struct {
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
+
+	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
+	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
 
 	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
 	//
@@ -890,6 +931,97 @@ type Endpoint struct {
 	Url string `json:"url"`
 }
 
+// EndpointDetail An endpoint with its stats, without its secret and API key.
+type EndpointDetail struct {
+	ClientId string `json:"client_id"`
+
+	// CreatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
+	//
+	// Example: 2026-11-21T07:54:21.605Z
+	CreatedAt Timestamp `json:"created_at"`
+
+	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
+	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
+
+	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
+	//
+	// Example: The endpoint answered 410 Gone at 2026-11-21T08:40:12Z.
+	DisabledReason *string `json:"disabled_reason,omitempty"`
+
+	// Enabled Whether events are queued for it and its deliveries are attempted.
+	Enabled    bool   `json:"enabled"`
+	EndpointId string `json:"endpoint_id"`
+
+	// HasApiKey Whether an `x-api-key` is sent; the key itself is not shown.
+	HasApiKey bool `json:"has_api_key"`
+
+	// PreviousSecretUntil The end of the last secret rotation's overlap, until which the previous secret signs too (it may be in the past); absent when the secret was never rotated.
+	PreviousSecretUntil *Timestamp `json:"previous_secret_until,omitempty"`
+
+	// States The order states whose events it receives; empty for all.
+	States []OrderState `json:"states"`
+
+	// Stats How an endpoint has been doing. The attempt figures cover the 24
+	// hours from `since` to the answer; test sends are not attempts and
+	// are not counted. Figures that have no value (no attempt in the
+	// window, never a success or failure) are absent.
+	Stats EndpointStats `json:"stats"`
+
+	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
+	//
+	// Example: 2026-11-21T07:54:21.605Z
+	UpdatedAt Timestamp `json:"updated_at"`
+
+	// Url The URL as registered, `${eventId}` included.
+	Url string `json:"url"`
+}
+
+// EndpointDetailList defines model for EndpointDetailList.
+type EndpointDetailList struct {
+	Endpoints []EndpointDetail `json:"endpoints"`
+}
+
+// EndpointStats How an endpoint has been doing. The attempt figures cover the 24
+// hours from `since` to the answer; test sends are not attempts and
+// are not counted. Figures that have no value (no attempt in the
+// window, never a success or failure) are absent.
+type EndpointStats struct {
+	// Attempts Attempts made since `since`.
+	Attempts int `json:"attempts"`
+
+	// Failed Of those, the others (`attempts` − `succeeded`).
+	Failed int `json:"failed"`
+
+	// FailedDeliveries Its deliveries that failed for good and were not sent again (see `recover`).
+	FailedDeliveries int `json:"failed_deliveries"`
+
+	// LastFailureAt When the last attempt that failed was made, however long ago.
+	LastFailureAt *Timestamp `json:"last_failure_at,omitempty"`
+
+	// LastSuccessAt When the last attempt that succeeded was made, however long ago.
+	LastSuccessAt *Timestamp `json:"last_success_at,omitempty"`
+
+	// LatencyMsP50 The median of the attempts' durations in ms (nearest rank).
+	LatencyMsP50 *int64 `json:"latency_ms_p50,omitempty"`
+
+	// LatencyMsP95 The 95th percentile of the attempts' durations in ms (nearest rank).
+	LatencyMsP95 *int64 `json:"latency_ms_p95,omitempty"`
+
+	// Pending Its deliveries pending now (due, waiting for an earlier event of their order, or for the endpoint to be enabled).
+	Pending int `json:"pending"`
+
+	// Since RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
+	//
+	// Example: 2026-11-21T07:54:21.605Z
+	Since Timestamp `json:"since"`
+
+	// Succeeded Of those, the ones answered 2xx within the timeout.
+	Succeeded int `json:"succeeded"`
+
+	// SuccessRate `succeeded` / `attempts`, to 4 decimals.
+	SuccessRate *float32 `json:"success_rate,omitempty"`
+}
+
 // EndpointWithSecret An endpoint with its signing secret, shown only when the endpoint is registered or its secret rotated.
 type EndpointWithSecret struct {
 	ClientId string `json:"client_id"`
@@ -898,6 +1030,9 @@ type EndpointWithSecret struct {
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
+
+	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
+	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
 
 	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
 	//
@@ -1311,6 +1446,21 @@ type Partner struct {
 	PartnerId string    `json:"partner_id"`
 }
 
+// PartnerDeliveryList defines model for PartnerDeliveryList.
+type PartnerDeliveryList struct {
+	Deliveries []Delivery `json:"deliveries"`
+
+	// NextCursor Present when the page is full; pass as `after` for the next page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// PartnerPage defines model for PartnerPage.
+type PartnerPage struct {
+	// NextCursor Present when there are more; pass as `after` for the next page.
+	NextCursor *string   `json:"next_cursor,omitempty"`
+	Partners   []Partner `json:"partners"`
+}
+
 // Problem An RFC 9457 problem details object. It has no `instance`.
 type Problem struct {
 	// Detail What was wrong, for the caller to read.
@@ -1336,6 +1486,18 @@ type ProblemCode string
 type PutStoreRequest struct {
 	// Name The store's name; trimmed, may be empty.
 	Name *string `json:"name,omitempty"`
+}
+
+// RecoverAccepted defines model for RecoverAccepted.
+type RecoverAccepted struct {
+	// Deliveries How many failed deliveries are pending again.
+	Deliveries int `json:"deliveries"`
+}
+
+// RecoverRequest defines model for RecoverRequest.
+type RecoverRequest struct {
+	// Since Failed deliveries queued at or after this time are sent again.
+	Since time.Time `json:"since"`
 }
 
 // RedeliverAccepted defines model for RedeliverAccepted.
@@ -1460,6 +1622,35 @@ type Store struct {
 
 	// StoreId The value partners write in the feed's `store` column.
 	StoreId string `json:"store_id"`
+}
+
+// TestRequest defines model for TestRequest.
+type TestRequest struct {
+	// State The state of an order, as the seed names it: `assigned` (assigned to
+	// a store), `cancelled` (all items cancelled), `fulfilled` (picked in
+	// the store, ready to ship), `returned` (items of a store-fulfilled
+	// order came back), `marketplace_warehouse_fulfilled` (completed by the
+	// marketplace's warehouse), `marketplace_warehouse_returned` (items of
+	// a warehouse-fulfilled order came back). Allowed changes:
+	// assigned → cancelled or fulfilled; fulfilled → returned;
+	// returned → returned; marketplace_warehouse_fulfilled →
+	// marketplace_warehouse_returned; marketplace_warehouse_returned →
+	// marketplace_warehouse_returned.
+	State *OrderState `json:"state,omitempty"`
+}
+
+// TestResult What came of a test send. Optional fields without a value are absent.
+type TestResult struct {
+	DurationMs int64 `json:"duration_ms"`
+
+	// Error Why no usable answer came, as an attempt's `error` says it.
+	Error *string `json:"error,omitempty"`
+
+	// ResponseExcerpt The start of the answer's body, at most 4 KiB, as UTF-8; empty when there was none.
+	ResponseExcerpt string `json:"response_excerpt"`
+
+	// StatusCode The status the endpoint answered; absent when no answer came.
+	StatusCode *int `json:"status_code,omitempty"`
 }
 
 // Timestamp RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
@@ -1605,6 +1796,15 @@ type EndpointID = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// ListAfter defines model for ListAfter.
+type ListAfter = string
+
+// ListLimit defines model for ListLimit.
+type ListLimit = int
+
+// ListQuery defines model for ListQuery.
+type ListQuery = string
+
 // OrderID defines model for OrderID.
 type OrderID = string
 
@@ -1653,6 +1853,9 @@ type DatabaseUnavailable = Problem
 // DeliveryNotFound An RFC 9457 problem details object. It has no `instance`.
 type DeliveryNotFound = Problem
 
+// EndpointDeleted An RFC 9457 problem details object. It has no `instance`.
+type EndpointDeleted = Problem
+
 // EndpointNotFound An RFC 9457 problem details object. It has no `instance`.
 type EndpointNotFound = Problem
 
@@ -1695,6 +1898,9 @@ type PayloadTooLarge = Problem
 // ServiceUnavailable An RFC 9457 problem details object. It has no `instance`.
 type ServiceUnavailable = Problem
 
+// TestUnprocessable An RFC 9457 problem details object. It has no `instance`.
+type TestUnprocessable = Problem
+
 // TransitionNotAllowed An RFC 9457 problem details object. It has no `instance`.
 type TransitionNotAllowed = Problem
 
@@ -1722,6 +1928,21 @@ type UploadUnsupportedMediaType = Problem
 // ValidateTooManyRequests An RFC 9457 problem details object. It has no `instance`.
 type ValidateTooManyRequests = Problem
 
+// ListClientsParams defines parameters for ListClients.
+type ListClientsParams struct {
+	// PartnerId Only this partner's clients.
+	PartnerId *string `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Q Keep only rows holding this text (see the call); letters A to Z match in either case.
+	Q *ListQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Limit Page size, 1 to 500 (400 otherwise).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The `next_cursor` of the page before (400 for anything else).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // ListDeliveriesParams defines parameters for ListDeliveries.
 type ListDeliveriesParams struct {
 	// ClientId Only deliveries of this client's events.
@@ -1730,11 +1951,26 @@ type ListDeliveriesParams struct {
 	// State Only deliveries in this state (400 for another value).
 	State *DeliveryState `form:"state,omitempty" json:"state,omitempty"`
 
+	// EndpointId Only deliveries to this endpoint (a deleted one's too).
+	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
+
 	// Limit Page size, 1 to 500 (400 otherwise).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Before A delivery id from `next_before`; only deliveries queued before it are listed.
 	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
+// ListPartnersParams defines parameters for ListPartners.
+type ListPartnersParams struct {
+	// Q Keep only rows holding this text (see the call); letters A to Z match in either case.
+	Q *ListQuery `form:"q,omitempty" json:"q,omitempty"`
+
+	// Limit Page size, 1 to 500 (400 otherwise).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The `next_cursor` of the page before (400 for anything else).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // PullEventsParams defines parameters for PullEvents.
@@ -1876,6 +2112,21 @@ type CreateWarehouseOrderParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PartnerListDeliveriesParams defines parameters for PartnerListDeliveries.
+type PartnerListDeliveriesParams struct {
+	// State Only deliveries in this state (400 for another value).
+	State *DeliveryState `form:"state,omitempty" json:"state,omitempty"`
+
+	// EndpointId Only deliveries to this endpoint.
+	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
+
+	// Limit Page size, 1 to 500 (400 otherwise).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After A `next_cursor` of an earlier answer; only deliveries queued before it are listed.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // PutStoreJSONRequestBody defines body for PutStore for application/json ContentType.
 type PutStoreJSONRequestBody = PutStoreRequest
 
@@ -1891,8 +2142,14 @@ type CreateClientJSONRequestBody = CreateClientRequest
 // UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
 type UpdateWebhookEndpointJSONRequestBody = UpdateEndpointRequest
 
+// RecoverWebhookDeliveriesJSONRequestBody defines body for RecoverWebhookDeliveries for application/json ContentType.
+type RecoverWebhookDeliveriesJSONRequestBody = RecoverRequest
+
 // RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
 type RotateWebhookSecretJSONRequestBody = RotateSecretRequest
+
+// TestWebhookEndpointJSONRequestBody defines body for TestWebhookEndpoint for application/json ContentType.
+type TestWebhookEndpointJSONRequestBody = TestRequest
 
 // CreateOrderJSONRequestBody defines body for CreateOrder for application/json ContentType.
 type CreateOrderJSONRequestBody = NewOrder
@@ -1917,6 +2174,9 @@ type UploadStockFileTextRequestBody = StockCSV
 
 // CreateWarehouseOrderJSONRequestBody defines body for CreateWarehouseOrder for application/json ContentType.
 type CreateWarehouseOrderJSONRequestBody = NewWarehouseOrder
+
+// PartnerTestEndpointJSONRequestBody defines body for PartnerTestEndpoint for application/json ContentType.
+type PartnerTestEndpointJSONRequestBody = TestRequest
 
 // AsOrderEvent0 returns the union data inside the OrderEvent as a OrderEvent0
 func (t OrderEvent) AsOrderEvent0() (OrderEvent0, error) {
@@ -2205,6 +2465,19 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListClients List clients, by partner and country, a page at a time
+	//
+	// Clients ordered by partner id, then country code, byte by byte,
+	// each with its partner's name. `partner_id` keeps one partner's (an
+	// unknown one gives an empty list); `q` keeps those whose client id,
+	// country code, partner id or partner name holds it, matched as
+	// `GET /admin/partners` matches it. Paging as there: `next_cursor`
+	// when there are more, passed as `after`; an `after` that is not a
+	// cursor this call gave out gives 400.
+	//
+	// Corresponds with GET /admin/clients (the `ListClients` operationId).
+	ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetClient Show a client with its stores, API keys, webhook endpoints and capacity
 	//
 	// The client, its stores (ordered by store id), its API keys (without
@@ -2351,7 +2624,8 @@ type ClientInterface interface {
 	// `client_id` that names no client gives an empty list. When the page
 	// is full, `next_before` holds the last delivery id of the page: pass
 	// it as `before` for the next page (which may be empty). A `before`
-	// that is not a delivery id gives 400, as a bad filter does.
+	// that is not a delivery id (of the `client_id`, when given) gives
+	// 400, as a bad filter does.
 	//
 	// Corresponds with GET /admin/deliveries (the `ListDeliveries` operationId).
 	ListDeliveries(ctx context.Context, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2368,10 +2642,23 @@ type ClientInterface interface {
 	// is enabled. While it is pending, the later events of the same order
 	// that are still pending for that endpoint wait for it; those already
 	// delivered are not sent again, so the redelivered event arrives after
-	// them. No request body is read.
+	// them. A delivery of a deleted endpoint is not sent again (409). No
+	// request body is read.
 	//
 	// Corresponds with POST /admin/deliveries/{delivery_id}/redeliver (the `Redeliver` operationId).
 	Redeliver(ctx context.Context, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartners List partners, by name, a page at a time
+	//
+	// Partners ordered by name, then id, byte by byte (upper case before
+	// lower case). `q` keeps those whose name or id holds it, matched
+	// without regard to the case of the letters A to Z (other letters
+	// match only as written). When there are more, `next_cursor` is
+	// given: pass it as `after` for the next page. An `after` that is not
+	// a cursor this call gave out gives 400.
+	//
+	// Corresponds with GET /admin/partners (the `ListPartners` operationId).
+	ListPartners(ctx context.Context, params *ListPartnersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePartnerWithBody Create a partner
 	//
@@ -2433,6 +2720,34 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/partners/{partner_id}/clients (the `CreateClient` operationId).
 	CreateClient(ctx context.Context, partnerId PartnerID, body CreateClientJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	//
+	// Deletes the endpoint for good: no event is queued for it any more
+	// and nothing more is sent to it. Its pending deliveries become
+	// `cancelled` (an attempt already on its way finishes and is recorded,
+	// and changes nothing); deliveries claimed but not yet sent by the
+	// process that answers are not sent. The endpoint stays readable
+	// (`GET /admin/webhooks/{endpoint_id}`, with `deleted_at`) and its
+	// deliveries stay listed (`GET /admin/deliveries?endpoint_id=`); it
+	// is no longer in the client's `webhook_endpoints`. It cannot be
+	// changed, tested, recovered or redelivered to (409). The events stay
+	// in the pull feed. Deleting a deleted endpoint changes nothing
+	// (204). No request body is read.
+	//
+	// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
+	DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebhookEndpoint A webhook endpoint with its health
+	//
+	// The endpoint (a deleted one too, with `deleted_at`) and its `stats`:
+	// its attempts of the last 24 hours (how many, how many succeeded and
+	// failed, the success rate, the median and 95th-percentile
+	// durations), when its last attempt succeeded and failed however long
+	// ago, and how many of its deliveries are pending and failed now.
+	//
+	// Corresponds with GET /admin/webhooks/{endpoint_id} (the `GetWebhookEndpoint` operationId).
+	GetWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateWebhookEndpointWithBody Change, disable or enable a webhook endpoint
 	//
 	// Changes the fields given; a field that is absent or `null` stays as
@@ -2475,6 +2790,46 @@ type ClientInterface interface {
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
 	UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RecoverWebhookDeliveriesWithBody Send again every failed delivery of an endpoint since a time
+	//
+	// Makes every `failed` delivery of the endpoint that was queued at or
+	// after `since` `pending` again, due now, with the whole retry
+	// schedule before it, as `redeliver` does for one: after an outage of
+	// the partner's receiver, one call sends everything it missed. They
+	// go out in the order of their events per order: a recovered event
+	// goes before the later events of its order that are still pending
+	// for the endpoint (which wait for it, as they did the first time),
+	// and those already delivered are not sent again. If the endpoint is
+	// disabled, they wait until it is enabled. A deleted endpoint: 409.
+	//
+	// The body is JSON with only `since` (400 otherwise, 413 over
+	// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+	RecoverWebhookDeliveriesWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverWebhookDeliveries Send again every failed delivery of an endpoint since a time
+	//
+	// Makes every `failed` delivery of the endpoint that was queued at or
+	// after `since` `pending` again, due now, with the whole retry
+	// schedule before it, as `redeliver` does for one: after an outage of
+	// the partner's receiver, one call sends everything it missed. They
+	// go out in the order of their events per order: a recovered event
+	// goes before the later events of its order that are still pending
+	// for the endpoint (which wait for it, as they did the first time),
+	// and those already delivered are not sent again. If the endpoint is
+	// disabled, they wait until it is enabled. A deleted endpoint: 409.
+	//
+	// The body is JSON with only `since` (400 otherwise, 413 over
+	// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+	RecoverWebhookDeliveries(ctx context.Context, endpointId EndpointID, body RecoverWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RotateWebhookSecretWithBody Give a webhook endpoint a new signing secret
 	//
 	// Makes a new secret, shown in this answer only, and signs every
@@ -2514,6 +2869,54 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/webhooks/{endpoint_id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, endpointId EndpointID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookEndpointWithBody Send a test event to a webhook endpoint now
+	//
+	// Sends one example order event to the endpoint at once and answers
+	// what came of it. The request is a delivery's in every way (the same
+	// client, timeout, address guard, headers and signatures, with the
+	// endpoint's `api_key`), plus `webhook-test: true`; the event is
+	// valid against `OrderEvent` in the given `state` (default
+	// `assigned`), with new ids and an `order_number` starting with
+	// `TEST-`, and names the client's first store. It is not stored: no
+	// order event, no delivery, nothing in the pull feed, and the attempt
+	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// to all the same; a deleted one gives 409. The answer is 200
+	// whatever the endpoint answered; `error` says why no usable answer
+	// came (as an attempt's does).
+	//
+	// The body is optional: none, or JSON with only `state` (400
+	// otherwise, 413 over 1 MiB); a `state` that is not an order state
+	// gives 422.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+	TestWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookEndpoint Send a test event to a webhook endpoint now
+	//
+	// Sends one example order event to the endpoint at once and answers
+	// what came of it. The request is a delivery's in every way (the same
+	// client, timeout, address guard, headers and signatures, with the
+	// endpoint's `api_key`), plus `webhook-test: true`; the event is
+	// valid against `OrderEvent` in the given `state` (default
+	// `assigned`), with new ids and an `order_number` starting with
+	// `TEST-`, and names the client's first store. It is not stored: no
+	// order event, no delivery, nothing in the pull feed, and the attempt
+	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// to all the same; a deleted one gives 409. The answer is 200
+	// whatever the endpoint answered; `error` says why no usable answer
+	// came (as an attempt's does).
+	//
+	// The body is optional: none, or JSON with only `state` (400
+	// otherwise, 413 over 1 MiB); a `state` that is not an order state
+	// gives 422.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+	TestWebhookEndpoint(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PullEvents Pull the client's order events in the order they happened
 	//
@@ -3192,6 +3595,80 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /warehouse-orders (the `CreateWarehouseOrder` operationId).
 	CreateWarehouseOrder(ctx context.Context, params *CreateWarehouseOrderParams, body CreateWarehouseOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerListDeliveries The client's webhook deliveries, newest first, with their attempts
+	//
+	// `GET /admin/deliveries` for the partner, of the client's events
+	// only. When the page is full, `next_cursor` is given: pass it as
+	// `after` for the next page (which may be empty). An `after` that is
+	// not a delivery of the client gives 400.
+	//
+	// Corresponds with GET /webhooks/{client_id}/deliveries (the `PartnerListDeliveries` operationId).
+	PartnerListDeliveries(ctx context.Context, clientId ClientID, params *PartnerListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRedeliver Send one of the client's deliveries again
+	//
+	// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
+	// the delivery must be of the client's events (404 otherwise, as for
+	// one that does not exist). No request body is read.
+	//
+	// Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
+	PartnerRedeliver(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerListEndpoints The client's webhook endpoints with their health
+	//
+	// The client's endpoints, oldest first (deleted ones are left out),
+	// each with its `stats` as `GET /admin/webhooks/{endpoint_id}` gives
+	// them. Never a secret or API key (`has_api_key` tells whether one is
+	// sent).
+	//
+	// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
+	PartnerListEndpoints(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerTestEndpointWithBody Send a test event to one of the client's endpoints now
+	//
+	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+	// endpoint must be the client's (404 otherwise, as for one that does
+	// not exist).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+	PartnerTestEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerTestEndpoint Send a test event to one of the client's endpoints now
+	//
+	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+	// endpoint must be the client's (404 otherwise, as for one that does
+	// not exist).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+	PartnerTestEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListClients List clients, by partner and country, a page at a time
+//
+// Clients ordered by partner id, then country code, byte by byte,
+// each with its partner's name. `partner_id` keeps one partner's (an
+// unknown one gives an empty list); `q` keeps those whose client id,
+// country code, partner id or partner name holds it, matched as
+// `GET /admin/partners` matches it. Paging as there: `next_cursor`
+// when there are more, passed as `after`; an `after` that is not a
+// cursor this call gave out gives 400.
+//
+// Corresponds with GET /admin/clients (the `ListClients` operationId).
+func (c *Client) ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListClientsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetClient Show a client with its stores, API keys, webhook endpoints and capacity
@@ -3420,7 +3897,8 @@ func (c *Client) CreateWebhookEndpoint(ctx context.Context, clientId ClientID, b
 // `client_id` that names no client gives an empty list. When the page
 // is full, `next_before` holds the last delivery id of the page: pass
 // it as `before` for the next page (which may be empty). A `before`
-// that is not a delivery id gives 400, as a bad filter does.
+// that is not a delivery id (of the `client_id`, when given) gives
+// 400, as a bad filter does.
 //
 // Corresponds with GET /admin/deliveries (the `ListDeliveries` operationId).
 func (c *Client) ListDeliveries(ctx context.Context, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3447,11 +3925,34 @@ func (c *Client) ListDeliveries(ctx context.Context, params *ListDeliveriesParam
 // is enabled. While it is pending, the later events of the same order
 // that are still pending for that endpoint wait for it; those already
 // delivered are not sent again, so the redelivered event arrives after
-// them. No request body is read.
+// them. A delivery of a deleted endpoint is not sent again (409). No
+// request body is read.
 //
 // Corresponds with POST /admin/deliveries/{delivery_id}/redeliver (the `Redeliver` operationId).
 func (c *Client) Redeliver(ctx context.Context, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRedeliverRequest(c.Server, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartners List partners, by name, a page at a time
+//
+// Partners ordered by name, then id, byte by byte (upper case before
+// lower case). `q` keeps those whose name or id holds it, matched
+// without regard to the case of the letters A to Z (other letters
+// match only as written). When there are more, `next_cursor` is
+// given: pass it as `after` for the next page. An `after` that is not
+// a cursor this call gave out gives 400.
+//
+// Corresponds with GET /admin/partners (the `ListPartners` operationId).
+func (c *Client) ListPartners(ctx context.Context, params *ListPartnersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3562,6 +4063,54 @@ func (c *Client) CreateClient(ctx context.Context, partnerId PartnerID, body Cre
 	return c.Client.Do(req)
 }
 
+// DeleteWebhookEndpoint Delete a webhook endpoint
+//
+// Deletes the endpoint for good: no event is queued for it any more
+// and nothing more is sent to it. Its pending deliveries become
+// `cancelled` (an attempt already on its way finishes and is recorded,
+// and changes nothing); deliveries claimed but not yet sent by the
+// process that answers are not sent. The endpoint stays readable
+// (`GET /admin/webhooks/{endpoint_id}`, with `deleted_at`) and its
+// deliveries stay listed (`GET /admin/deliveries?endpoint_id=`); it
+// is no longer in the client's `webhook_endpoints`. It cannot be
+// changed, tested, recovered or redelivered to (409). The events stay
+// in the pull feed. Deleting a deleted endpoint changes nothing
+// (204). No request body is read.
+//
+// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
+func (c *Client) DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookEndpointRequest(c.Server, endpointId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhookEndpoint A webhook endpoint with its health
+//
+// The endpoint (a deleted one too, with `deleted_at`) and its `stats`:
+// its attempts of the last 24 hours (how many, how many succeeded and
+// failed, the success rate, the median and 95th-percentile
+// durations), when its last attempt succeeded and failed however long
+// ago, and how many of its deliveries are pending and failed now.
+//
+// Corresponds with GET /admin/webhooks/{endpoint_id} (the `GetWebhookEndpoint` operationId).
+func (c *Client) GetWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhookEndpointRequest(c.Server, endpointId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateWebhookEndpointWithBody Change, disable or enable a webhook endpoint
 //
 // Changes the fields given; a field that is absent or `null` stays as
@@ -3624,6 +4173,66 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointI
 	return c.Client.Do(req)
 }
 
+// RecoverWebhookDeliveriesWithBody Send again every failed delivery of an endpoint since a time
+//
+// Makes every `failed` delivery of the endpoint that was queued at or
+// after `since` `pending` again, due now, with the whole retry
+// schedule before it, as `redeliver` does for one: after an outage of
+// the partner's receiver, one call sends everything it missed. They
+// go out in the order of their events per order: a recovered event
+// goes before the later events of its order that are still pending
+// for the endpoint (which wait for it, as they did the first time),
+// and those already delivered are not sent again. If the endpoint is
+// disabled, they wait until it is enabled. A deleted endpoint: 409.
+//
+// The body is JSON with only `since` (400 otherwise, 413 over
+// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+func (c *Client) RecoverWebhookDeliveriesWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhookDeliveriesRequestWithBody(c.Server, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverWebhookDeliveries Send again every failed delivery of an endpoint since a time
+//
+// Makes every `failed` delivery of the endpoint that was queued at or
+// after `since` `pending` again, due now, with the whole retry
+// schedule before it, as `redeliver` does for one: after an outage of
+// the partner's receiver, one call sends everything it missed. They
+// go out in the order of their events per order: a recovered event
+// goes before the later events of its order that are still pending
+// for the endpoint (which wait for it, as they did the first time),
+// and those already delivered are not sent again. If the endpoint is
+// disabled, they wait until it is enabled. A deleted endpoint: 409.
+//
+// The body is JSON with only `since` (400 otherwise, 413 over
+// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+func (c *Client) RecoverWebhookDeliveries(ctx context.Context, endpointId EndpointID, body RecoverWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhookDeliveriesRequest(c.Server, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RotateWebhookSecretWithBody Give a webhook endpoint a new signing secret
 //
 // Makes a new secret, shown in this answer only, and signs every
@@ -3674,6 +4283,74 @@ func (c *Client) RotateWebhookSecretWithBody(ctx context.Context, endpointId End
 // Corresponds with POST /admin/webhooks/{endpoint_id}/rotate-secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, endpointId EndpointID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookSecretRequest(c.Server, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookEndpointWithBody Send a test event to a webhook endpoint now
+//
+// Sends one example order event to the endpoint at once and answers
+// what came of it. The request is a delivery's in every way (the same
+// client, timeout, address guard, headers and signatures, with the
+// endpoint's `api_key`), plus `webhook-test: true`; the event is
+// valid against `OrderEvent` in the given `state` (default
+// `assigned`), with new ids and an `order_number` starting with
+// `TEST-`, and names the client's first store. It is not stored: no
+// order event, no delivery, nothing in the pull feed, and the attempt
+// is not counted in the endpoint's stats. A disabled endpoint is sent
+// to all the same; a deleted one gives 409. The answer is 200
+// whatever the endpoint answered; `error` says why no usable answer
+// came (as an attempt's does).
+//
+// The body is optional: none, or JSON with only `state` (400
+// otherwise, 413 over 1 MiB); a `state` that is not an order state
+// gives 422.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+func (c *Client) TestWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookEndpointRequestWithBody(c.Server, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookEndpoint Send a test event to a webhook endpoint now
+//
+// Sends one example order event to the endpoint at once and answers
+// what came of it. The request is a delivery's in every way (the same
+// client, timeout, address guard, headers and signatures, with the
+// endpoint's `api_key`), plus `webhook-test: true`; the event is
+// valid against `OrderEvent` in the given `state` (default
+// `assigned`), with new ids and an `order_number` starting with
+// `TEST-`, and names the client's first store. It is not stored: no
+// order event, no delivery, nothing in the pull feed, and the attempt
+// is not counted in the endpoint's stats. A disabled endpoint is sent
+// to all the same; a deleted one gives 409. The answer is 200
+// whatever the endpoint answered; `error` says why no usable answer
+// came (as an attempt's does).
+//
+// The body is optional: none, or JSON with only `state` (400
+// otherwise, 413 over 1 MiB); a `state` that is not an order state
+// gives 422.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+func (c *Client) TestWebhookEndpoint(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookEndpointRequest(c.Server, endpointId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4672,6 +5349,197 @@ func (c *Client) CreateWarehouseOrder(ctx context.Context, params *CreateWarehou
 	return c.Client.Do(req)
 }
 
+// PartnerListDeliveries The client's webhook deliveries, newest first, with their attempts
+//
+// `GET /admin/deliveries` for the partner, of the client's events
+// only. When the page is full, `next_cursor` is given: pass it as
+// `after` for the next page (which may be empty). An `after` that is
+// not a delivery of the client gives 400.
+//
+// Corresponds with GET /webhooks/{client_id}/deliveries (the `PartnerListDeliveries` operationId).
+func (c *Client) PartnerListDeliveries(ctx context.Context, clientId ClientID, params *PartnerListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerListDeliveriesRequest(c.Server, clientId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRedeliver Send one of the client's deliveries again
+//
+// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
+// the delivery must be of the client's events (404 otherwise, as for
+// one that does not exist). No request body is read.
+//
+// Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
+func (c *Client) PartnerRedeliver(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRedeliverRequest(c.Server, clientId, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerListEndpoints The client's webhook endpoints with their health
+//
+// The client's endpoints, oldest first (deleted ones are left out),
+// each with its `stats` as `GET /admin/webhooks/{endpoint_id}` gives
+// them. Never a secret or API key (`has_api_key` tells whether one is
+// sent).
+//
+// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
+func (c *Client) PartnerListEndpoints(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerListEndpointsRequest(c.Server, clientId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerTestEndpointWithBody Send a test event to one of the client's endpoints now
+//
+// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+// endpoint must be the client's (404 otherwise, as for one that does
+// not exist).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+func (c *Client) PartnerTestEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerTestEndpointRequestWithBody(c.Server, clientId, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerTestEndpoint Send a test event to one of the client's endpoints now
+//
+// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+// endpoint must be the client's (404 otherwise, as for one that does
+// not exist).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+func (c *Client) PartnerTestEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerTestEndpointRequest(c.Server, clientId, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// NewListClientsRequest constructs an http.Request for the ListClients method
+func NewListClientsRequest(server string, params *ListClientsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/clients")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetClientRequest constructs an http.Request for the GetClient method
 func NewGetClientRequest(server string, clientId ClientID) (*http.Request, error) {
 	var err error
@@ -4975,6 +5843,18 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.EndpointId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endpoint_id", *params.EndpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -5040,6 +5920,84 @@ func NewRedeliverRequest(server string, deliveryId DeliveryID) (*http.Request, e
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPartnersRequest constructs an http.Request for the ListPartners method
+func NewListPartnersRequest(server string, params *ListPartnersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/partners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5134,6 +6092,74 @@ func NewCreateClientRequestWithBody(server string, partnerId PartnerID, contentT
 	return req, nil
 }
 
+// NewDeleteWebhookEndpointRequest constructs an http.Request for the DeleteWebhookEndpoint method
+func NewDeleteWebhookEndpointRequest(server string, endpointId EndpointID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWebhookEndpointRequest constructs an http.Request for the GetWebhookEndpoint method
+func NewGetWebhookEndpointRequest(server string, endpointId EndpointID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUpdateWebhookEndpointRequest calls the generic UpdateWebhookEndpoint builder with application/json body
 func NewUpdateWebhookEndpointRequest(server string, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5181,6 +6207,53 @@ func NewUpdateWebhookEndpointRequestWithBody(server string, endpointId EndpointI
 	return req, nil
 }
 
+// NewRecoverWebhookDeliveriesRequest calls the generic RecoverWebhookDeliveries builder with application/json body
+func NewRecoverWebhookDeliveriesRequest(server string, endpointId EndpointID, body RecoverWebhookDeliveriesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecoverWebhookDeliveriesRequestWithBody(server, endpointId, "application/json", bodyReader)
+}
+
+// NewRecoverWebhookDeliveriesRequestWithBody constructs an http.Request for the RecoverWebhookDeliveries method, with any body, and a specified content type
+func NewRecoverWebhookDeliveriesRequestWithBody(server string, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/webhooks/%s/recover", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
 func NewRotateWebhookSecretRequest(server string, endpointId EndpointID, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5209,6 +6282,53 @@ func NewRotateWebhookSecretRequestWithBody(server string, endpointId EndpointID,
 	}
 
 	operationPath := fmt.Sprintf("/admin/webhooks/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTestWebhookEndpointRequest calls the generic TestWebhookEndpoint builder with application/json body
+func NewTestWebhookEndpointRequest(server string, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestWebhookEndpointRequestWithBody(server, endpointId, "application/json", bodyReader)
+}
+
+// NewTestWebhookEndpointRequestWithBody constructs an http.Request for the TestWebhookEndpoint method, with any body, and a specified content type
+func NewTestWebhookEndpointRequestWithBody(server string, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/webhooks/%s/test", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6424,6 +7544,232 @@ func NewCreateWarehouseOrderRequestWithBody(server string, params *CreateWarehou
 	return req, nil
 }
 
+// NewPartnerListDeliveriesRequest constructs an http.Request for the PartnerListDeliveries method
+func NewPartnerListDeliveriesRequest(server string, clientId ClientID, params *PartnerListDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndpointId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endpoint_id", *params.EndpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerRedeliverRequest constructs an http.Request for the PartnerRedeliver method
+func NewPartnerRedeliverRequest(server string, clientId ClientID, deliveryId DeliveryID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "delivery_id", deliveryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/deliveries/%s/redeliver", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerListEndpointsRequest constructs an http.Request for the PartnerListEndpoints method
+func NewPartnerListEndpointsRequest(server string, clientId ClientID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerTestEndpointRequest calls the generic PartnerTestEndpoint builder with application/json body
+func NewPartnerTestEndpointRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPartnerTestEndpointRequestWithBody(server, clientId, endpointId, "application/json", bodyReader)
+}
+
+// NewPartnerTestEndpointRequestWithBody constructs an http.Request for the PartnerTestEndpoint method, with any body, and a specified content type
+func NewPartnerTestEndpointRequestWithBody(server string, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s/test", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -6467,6 +7813,21 @@ func WithBaseURL(baseURL string) ClientOption {
 
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
+
+	// ListClientsWithResponse List clients, by partner and country, a page at a time
+	//
+	// Clients ordered by partner id, then country code, byte by byte,
+	// each with its partner's name. `partner_id` keeps one partner's (an
+	// unknown one gives an empty list); `q` keeps those whose client id,
+	// country code, partner id or partner name holds it, matched as
+	// `GET /admin/partners` matches it. Paging as there: `next_cursor`
+	// when there are more, passed as `after`; an `after` that is not a
+	// cursor this call gave out gives 400.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/clients (the `ListClients` operationId).
+	ListClientsWithResponse(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*ListClientsResponse, error)
 
 	// GetClientWithResponse Show a client with its stores, API keys, webhook endpoints and capacity
 	//
@@ -6622,7 +7983,8 @@ type ClientWithResponsesInterface interface {
 	// `client_id` that names no client gives an empty list. When the page
 	// is full, `next_before` holds the last delivery id of the page: pass
 	// it as `before` for the next page (which may be empty). A `before`
-	// that is not a delivery id gives 400, as a bad filter does.
+	// that is not a delivery id (of the `client_id`, when given) gives
+	// 400, as a bad filter does.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6641,12 +8003,27 @@ type ClientWithResponsesInterface interface {
 	// is enabled. While it is pending, the later events of the same order
 	// that are still pending for that endpoint wait for it; those already
 	// delivered are not sent again, so the redelivered event arrives after
-	// them. No request body is read.
+	// them. A delivery of a deleted endpoint is not sent again (409). No
+	// request body is read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/deliveries/{delivery_id}/redeliver (the `Redeliver` operationId).
 	RedeliverWithResponse(ctx context.Context, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*RedeliverResponse, error)
+
+	// ListPartnersWithResponse List partners, by name, a page at a time
+	//
+	// Partners ordered by name, then id, byte by byte (upper case before
+	// lower case). `q` keeps those whose name or id holds it, matched
+	// without regard to the case of the letters A to Z (other letters
+	// match only as written). When there are more, `next_cursor` is
+	// given: pass it as `after` for the next page. An `after` that is not
+	// a cursor this call gave out gives 400.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/partners (the `ListPartners` operationId).
+	ListPartnersWithResponse(ctx context.Context, params *ListPartnersParams, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error)
 
 	// CreatePartnerWithBodyWithResponse Create a partner
 	//
@@ -6708,6 +8085,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/partners/{partner_id}/clients (the `CreateClient` operationId).
 	CreateClientWithResponse(ctx context.Context, partnerId PartnerID, body CreateClientJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateClientResponse, error)
 
+	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
+	//
+	// Deletes the endpoint for good: no event is queued for it any more
+	// and nothing more is sent to it. Its pending deliveries become
+	// `cancelled` (an attempt already on its way finishes and is recorded,
+	// and changes nothing); deliveries claimed but not yet sent by the
+	// process that answers are not sent. The endpoint stays readable
+	// (`GET /admin/webhooks/{endpoint_id}`, with `deleted_at`) and its
+	// deliveries stay listed (`GET /admin/deliveries?endpoint_id=`); it
+	// is no longer in the client's `webhook_endpoints`. It cannot be
+	// changed, tested, recovered or redelivered to (409). The events stay
+	// in the pull feed. Deleting a deleted endpoint changes nothing
+	// (204). No request body is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
+	DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
+
+	// GetWebhookEndpointWithResponse A webhook endpoint with its health
+	//
+	// The endpoint (a deleted one too, with `deleted_at`) and its `stats`:
+	// its attempts of the last 24 hours (how many, how many succeeded and
+	// failed, the success rate, the median and 95th-percentile
+	// durations), when its last attempt succeeded and failed however long
+	// ago, and how many of its deliveries are pending and failed now.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/webhooks/{endpoint_id} (the `GetWebhookEndpoint` operationId).
+	GetWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error)
+
 	// UpdateWebhookEndpointWithBodyWithResponse Change, disable or enable a webhook endpoint
 	//
 	// Changes the fields given; a field that is absent or `null` stays as
@@ -6750,6 +8159,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
 	UpdateWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
 
+	// RecoverWebhookDeliveriesWithBodyWithResponse Send again every failed delivery of an endpoint since a time
+	//
+	// Makes every `failed` delivery of the endpoint that was queued at or
+	// after `since` `pending` again, due now, with the whole retry
+	// schedule before it, as `redeliver` does for one: after an outage of
+	// the partner's receiver, one call sends everything it missed. They
+	// go out in the order of their events per order: a recovered event
+	// goes before the later events of its order that are still pending
+	// for the endpoint (which wait for it, as they did the first time),
+	// and those already delivered are not sent again. If the endpoint is
+	// disabled, they wait until it is enabled. A deleted endpoint: 409.
+	//
+	// The body is JSON with only `since` (400 otherwise, 413 over
+	// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+	RecoverWebhookDeliveriesWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhookDeliveriesResponse, error)
+
+	// RecoverWebhookDeliveriesWithResponse Send again every failed delivery of an endpoint since a time
+	//
+	// Makes every `failed` delivery of the endpoint that was queued at or
+	// after `since` `pending` again, due now, with the whole retry
+	// schedule before it, as `redeliver` does for one: after an outage of
+	// the partner's receiver, one call sends everything it missed. They
+	// go out in the order of their events per order: a recovered event
+	// goes before the later events of its order that are still pending
+	// for the endpoint (which wait for it, as they did the first time),
+	// and those already delivered are not sent again. If the endpoint is
+	// disabled, they wait until it is enabled. A deleted endpoint: 409.
+	//
+	// The body is JSON with only `since` (400 otherwise, 413 over
+	// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+	RecoverWebhookDeliveriesWithResponse(ctx context.Context, endpointId EndpointID, body RecoverWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhookDeliveriesResponse, error)
+
 	// RotateWebhookSecretWithBodyWithResponse Give a webhook endpoint a new signing secret
 	//
 	// Makes a new secret, shown in this answer only, and signs every
@@ -6789,6 +8238,54 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/webhooks/{endpoint_id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, endpointId EndpointID, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// TestWebhookEndpointWithBodyWithResponse Send a test event to a webhook endpoint now
+	//
+	// Sends one example order event to the endpoint at once and answers
+	// what came of it. The request is a delivery's in every way (the same
+	// client, timeout, address guard, headers and signatures, with the
+	// endpoint's `api_key`), plus `webhook-test: true`; the event is
+	// valid against `OrderEvent` in the given `state` (default
+	// `assigned`), with new ids and an `order_number` starting with
+	// `TEST-`, and names the client's first store. It is not stored: no
+	// order event, no delivery, nothing in the pull feed, and the attempt
+	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// to all the same; a deleted one gives 409. The answer is 200
+	// whatever the endpoint answered; `error` says why no usable answer
+	// came (as an attempt's does).
+	//
+	// The body is optional: none, or JSON with only `state` (400
+	// otherwise, 413 over 1 MiB); a `state` that is not an order state
+	// gives 422.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+	TestWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookEndpointResponse, error)
+
+	// TestWebhookEndpointWithResponse Send a test event to a webhook endpoint now
+	//
+	// Sends one example order event to the endpoint at once and answers
+	// what came of it. The request is a delivery's in every way (the same
+	// client, timeout, address guard, headers and signatures, with the
+	// endpoint's `api_key`), plus `webhook-test: true`; the event is
+	// valid against `OrderEvent` in the given `state` (default
+	// `assigned`), with new ids and an `order_number` starting with
+	// `TEST-`, and names the client's first store. It is not stored: no
+	// order event, no delivery, nothing in the pull feed, and the attempt
+	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// to all the same; a deleted one gives 409. The answer is 200
+	// whatever the endpoint answered; `error` says why no usable answer
+	// came (as an attempt's does).
+	//
+	// The body is optional: none, or JSON with only `state` (400
+	// otherwise, 413 over 1 MiB); a `state` that is not an order state
+	// gives 422.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+	TestWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookEndpointResponse, error)
 
 	// PullEventsWithResponse Pull the client's order events in the order they happened
 	//
@@ -7497,6 +8994,160 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /warehouse-orders (the `CreateWarehouseOrder` operationId).
 	CreateWarehouseOrderWithResponse(ctx context.Context, params *CreateWarehouseOrderParams, body CreateWarehouseOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWarehouseOrderResponse, error)
+
+	// PartnerListDeliveriesWithResponse The client's webhook deliveries, newest first, with their attempts
+	//
+	// `GET /admin/deliveries` for the partner, of the client's events
+	// only. When the page is full, `next_cursor` is given: pass it as
+	// `after` for the next page (which may be empty). An `after` that is
+	// not a delivery of the client gives 400.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhooks/{client_id}/deliveries (the `PartnerListDeliveries` operationId).
+	PartnerListDeliveriesWithResponse(ctx context.Context, clientId ClientID, params *PartnerListDeliveriesParams, reqEditors ...RequestEditorFn) (*PartnerListDeliveriesResponse, error)
+
+	// PartnerRedeliverWithResponse Send one of the client's deliveries again
+	//
+	// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
+	// the delivery must be of the client's events (404 otherwise, as for
+	// one that does not exist). No request body is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
+	PartnerRedeliverWithResponse(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*PartnerRedeliverResponse, error)
+
+	// PartnerListEndpointsWithResponse The client's webhook endpoints with their health
+	//
+	// The client's endpoints, oldest first (deleted ones are left out),
+	// each with its `stats` as `GET /admin/webhooks/{endpoint_id}` gives
+	// them. Never a secret or API key (`has_api_key` tells whether one is
+	// sent).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
+	PartnerListEndpointsWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerListEndpointsResponse, error)
+
+	// PartnerTestEndpointWithBodyWithResponse Send a test event to one of the client's endpoints now
+	//
+	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+	// endpoint must be the client's (404 otherwise, as for one that does
+	// not exist).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+	PartnerTestEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerTestEndpointResponse, error)
+
+	// PartnerTestEndpointWithResponse Send a test event to one of the client's endpoints now
+	//
+	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+	// endpoint must be the client's (404 otherwise, as for one that does
+	// not exist).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+	PartnerTestEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerTestEndpointResponse, error)
+}
+
+// ListClientsResponse401Headers the declared response headers of an HTTP 401 response for ListClients
+type ListClientsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListClientsResponse429Headers the declared response headers of an HTTP 429 response for ListClients
+type ListClientsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListClientsResponse503Headers the declared response headers of an HTTP 503 response for ListClients
+type ListClientsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListClientsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClientPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListClientsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListClientsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListClientsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListClientsResponse) GetJSON200() *ClientPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListClientsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListClientsResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListClientsResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListClientsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListClientsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListClientsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListClientsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListClientsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListClientsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // GetClientResponse401Headers the declared response headers of an HTTP 401 response for GetClient
@@ -8265,6 +9916,8 @@ type RedeliverResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *DeliveryNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -8294,6 +9947,11 @@ func (r RedeliverResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RedeliverResponse) GetApplicationproblemJSON404() *DeliveryNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RedeliverResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8339,6 +9997,103 @@ func (r RedeliverResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RedeliverResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartnersResponse401Headers the declared response headers of an HTTP 401 response for ListPartners
+type ListPartnersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListPartnersResponse429Headers the declared response headers of an HTTP 429 response for ListPartners
+type ListPartnersResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListPartnersResponse503Headers the declared response headers of an HTTP 503 response for ListPartners
+type ListPartnersResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListPartnersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPartnersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnersResponse) GetJSON200() *PartnerPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListPartnersResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPartnersResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPartnersResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListPartnersResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPartnersResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8574,6 +10329,200 @@ func (r CreateClientResponse) ContentType() string {
 	return ""
 }
 
+// DeleteWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// DeleteWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeleteWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteWebhookEndpointResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteWebhookEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteWebhookEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// GetWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointDetail
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWebhookEndpointResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetWebhookEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON200() *EndpointDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
@@ -8600,6 +10549,8 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -8638,6 +10589,11 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnau
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8699,6 +10655,138 @@ func (r UpdateWebhookEndpointResponse) ContentType() string {
 	return ""
 }
 
+// RecoverWebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for RecoverWebhookDeliveries
+type RecoverWebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RecoverWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for RecoverWebhookDeliveries
+type RecoverWebhookDeliveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+// RecoverWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for RecoverWebhookDeliveries
+type RecoverWebhookDeliveriesResponse503Headers struct {
+	RetryAfter int
+}
+
+type RecoverWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RecoverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverWebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverWebhookDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverWebhookDeliveriesResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RecoverWebhookDeliveriesResponse) GetJSON202() *RecoverAccepted {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RotateWebhookSecretResponse401Headers the declared response headers of an HTTP 401 response for RotateWebhookSecret
 type RotateWebhookSecretResponse401Headers struct {
 	WWWAuthenticate string
@@ -8725,6 +10813,8 @@ type RotateWebhookSecretResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -8763,6 +10853,11 @@ func (r RotateWebhookSecretResponse) GetApplicationproblemJSON401() *AdminUnauth
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RotateWebhookSecretResponse) GetApplicationproblemJSON404() *EndpointNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8818,6 +10913,131 @@ func (r RotateWebhookSecretResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RotateWebhookSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for TestWebhookEndpoint
+type TestWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TestWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for TestWebhookEndpoint
+type TestWebhookEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// TestWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for TestWebhookEndpoint
+type TestWebhookEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type TestWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *TestUnprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TestWebhookEndpointResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestWebhookEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TestWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestWebhookEndpointResponse) GetJSON200() *TestResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON422() *TestUnprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestWebhookEndpointResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11097,6 +13317,450 @@ func (r CreateWarehouseOrderResponse) ContentType() string {
 	return ""
 }
 
+// PartnerListDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for PartnerListDeliveries
+type PartnerListDeliveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerListDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for PartnerListDeliveries
+type PartnerListDeliveriesResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerListDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerDeliveryList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerListDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerListDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerListDeliveriesResponse) GetJSON200() *PartnerDeliveryList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerListDeliveriesResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerListDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerListDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerListDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerListDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PartnerRedeliver
+type PartnerRedeliverResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerRedeliverResponse503Headers the declared response headers of an HTTP 503 response for PartnerRedeliver
+type PartnerRedeliverResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerRedeliverResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RedeliverAccepted
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *DeliveryNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerRedeliverResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerRedeliverResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PartnerRedeliverResponse) GetJSON202() *RedeliverAccepted {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON404() *DeliveryNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerRedeliverResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerRedeliverResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerRedeliverResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerRedeliverResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerListEndpointsResponse429Headers the declared response headers of an HTTP 429 response for PartnerListEndpoints
+type PartnerListEndpointsResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerListEndpointsResponse503Headers the declared response headers of an HTTP 503 response for PartnerListEndpoints
+type PartnerListEndpointsResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerListEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointDetailList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerListEndpointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerListEndpointsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerListEndpointsResponse) GetJSON200() *EndpointDetailList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerListEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerListEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerListEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerListEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerTestEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerTestEndpoint
+type PartnerTestEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerTestEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerTestEndpoint
+type PartnerTestEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerTestEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *TestUnprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerTestEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerTestEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerTestEndpointResponse) GetJSON200() *TestResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON422() *TestUnprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerTestEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerTestEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerTestEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerTestEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListClientsWithResponse List clients, by partner and country, a page at a time
+//
+// Clients ordered by partner id, then country code, byte by byte,
+// each with its partner's name. `partner_id` keeps one partner's (an
+// unknown one gives an empty list); `q` keeps those whose client id,
+// country code, partner id or partner name holds it, matched as
+// `GET /admin/partners` matches it. Paging as there: `next_cursor`
+// when there are more, passed as `after`; an `after` that is not a
+// cursor this call gave out gives 400.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/clients (the `ListClients` operationId).
+func (c *ClientWithResponses) ListClientsWithResponse(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*ListClientsResponse, error) {
+	rsp, err := c.ListClients(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListClientsResponse(rsp)
+}
+
 // GetClientWithResponse Show a client with its stores, API keys, webhook endpoints and capacity
 //
 // The client, its stores (ordered by store id), its API keys (without
@@ -11299,7 +13963,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Cont
 // `client_id` that names no client gives an empty list. When the page
 // is full, `next_before` holds the last delivery id of the page: pass
 // it as `before` for the next page (which may be empty). A `before`
-// that is not a delivery id gives 400, as a bad filter does.
+// that is not a delivery id (of the `client_id`, when given) gives
+// 400, as a bad filter does.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11324,7 +13989,8 @@ func (c *ClientWithResponses) ListDeliveriesWithResponse(ctx context.Context, pa
 // is enabled. While it is pending, the later events of the same order
 // that are still pending for that endpoint wait for it; those already
 // delivered are not sent again, so the redelivered event arrives after
-// them. No request body is read.
+// them. A delivery of a deleted endpoint is not sent again (409). No
+// request body is read.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11335,6 +14001,26 @@ func (c *ClientWithResponses) RedeliverWithResponse(ctx context.Context, deliver
 		return nil, err
 	}
 	return ParseRedeliverResponse(rsp)
+}
+
+// ListPartnersWithResponse List partners, by name, a page at a time
+//
+// Partners ordered by name, then id, byte by byte (upper case before
+// lower case). `q` keeps those whose name or id holds it, matched
+// without regard to the case of the letters A to Z (other letters
+// match only as written). When there are more, `next_cursor` is
+// given: pass it as `after` for the next page. An `after` that is not
+// a cursor this call gave out gives 400.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/partners (the `ListPartners` operationId).
+func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, params *ListPartnersParams, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error) {
+	rsp, err := c.ListPartners(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnersResponse(rsp)
 }
 
 // CreatePartnerWithBodyWithResponse Create a partner
@@ -11421,6 +14107,50 @@ func (c *ClientWithResponses) CreateClientWithResponse(ctx context.Context, part
 	return ParseCreateClientResponse(rsp)
 }
 
+// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
+//
+// Deletes the endpoint for good: no event is queued for it any more
+// and nothing more is sent to it. Its pending deliveries become
+// `cancelled` (an attempt already on its way finishes and is recorded,
+// and changes nothing); deliveries claimed but not yet sent by the
+// process that answers are not sent. The endpoint stays readable
+// (`GET /admin/webhooks/{endpoint_id}`, with `deleted_at`) and its
+// deliveries stay listed (`GET /admin/deliveries?endpoint_id=`); it
+// is no longer in the client's `webhook_endpoints`. It cannot be
+// changed, tested, recovered or redelivered to (409). The events stay
+// in the pull feed. Deleting a deleted endpoint changes nothing
+// (204). No request body is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
+func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
+	rsp, err := c.DeleteWebhookEndpoint(ctx, endpointId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhookEndpointResponse(rsp)
+}
+
+// GetWebhookEndpointWithResponse A webhook endpoint with its health
+//
+// The endpoint (a deleted one too, with `deleted_at`) and its `stats`:
+// its attempts of the last 24 hours (how many, how many succeeded and
+// failed, the success rate, the median and 95th-percentile
+// durations), when its last attempt succeeded and failed however long
+// ago, and how many of its deliveries are pending and failed now.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/webhooks/{endpoint_id} (the `GetWebhookEndpoint` operationId).
+func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error) {
+	rsp, err := c.GetWebhookEndpoint(ctx, endpointId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhookEndpointResponse(rsp)
+}
+
 // UpdateWebhookEndpointWithBodyWithResponse Change, disable or enable a webhook endpoint
 //
 // Changes the fields given; a field that is absent or `null` stays as
@@ -11475,6 +14205,58 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Cont
 	return ParseUpdateWebhookEndpointResponse(rsp)
 }
 
+// RecoverWebhookDeliveriesWithBodyWithResponse Send again every failed delivery of an endpoint since a time
+//
+// Makes every `failed` delivery of the endpoint that was queued at or
+// after `since` `pending` again, due now, with the whole retry
+// schedule before it, as `redeliver` does for one: after an outage of
+// the partner's receiver, one call sends everything it missed. They
+// go out in the order of their events per order: a recovered event
+// goes before the later events of its order that are still pending
+// for the endpoint (which wait for it, as they did the first time),
+// and those already delivered are not sent again. If the endpoint is
+// disabled, they wait until it is enabled. A deleted endpoint: 409.
+//
+// The body is JSON with only `since` (400 otherwise, 413 over
+// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+func (c *ClientWithResponses) RecoverWebhookDeliveriesWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhookDeliveriesResponse, error) {
+	rsp, err := c.RecoverWebhookDeliveriesWithBody(ctx, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhookDeliveriesResponse(rsp)
+}
+
+// RecoverWebhookDeliveriesWithResponse Send again every failed delivery of an endpoint since a time
+//
+// Makes every `failed` delivery of the endpoint that was queued at or
+// after `since` `pending` again, due now, with the whole retry
+// schedule before it, as `redeliver` does for one: after an outage of
+// the partner's receiver, one call sends everything it missed. They
+// go out in the order of their events per order: a recovered event
+// goes before the later events of its order that are still pending
+// for the endpoint (which wait for it, as they did the first time),
+// and those already delivered are not sent again. If the endpoint is
+// disabled, they wait until it is enabled. A deleted endpoint: 409.
+//
+// The body is JSON with only `since` (400 otherwise, 413 over
+// 1 MiB), an RFC 3339 time (422 when it is absent or not one).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/recover (the `RecoverWebhookDeliveries` operationId).
+func (c *ClientWithResponses) RecoverWebhookDeliveriesWithResponse(ctx context.Context, endpointId EndpointID, body RecoverWebhookDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhookDeliveriesResponse, error) {
+	rsp, err := c.RecoverWebhookDeliveries(ctx, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhookDeliveriesResponse(rsp)
+}
+
 // RotateWebhookSecretWithBodyWithResponse Give a webhook endpoint a new signing secret
 //
 // Makes a new secret, shown in this answer only, and signs every
@@ -11525,6 +14307,66 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// TestWebhookEndpointWithBodyWithResponse Send a test event to a webhook endpoint now
+//
+// Sends one example order event to the endpoint at once and answers
+// what came of it. The request is a delivery's in every way (the same
+// client, timeout, address guard, headers and signatures, with the
+// endpoint's `api_key`), plus `webhook-test: true`; the event is
+// valid against `OrderEvent` in the given `state` (default
+// `assigned`), with new ids and an `order_number` starting with
+// `TEST-`, and names the client's first store. It is not stored: no
+// order event, no delivery, nothing in the pull feed, and the attempt
+// is not counted in the endpoint's stats. A disabled endpoint is sent
+// to all the same; a deleted one gives 409. The answer is 200
+// whatever the endpoint answered; `error` says why no usable answer
+// came (as an attempt's does).
+//
+// The body is optional: none, or JSON with only `state` (400
+// otherwise, 413 over 1 MiB); a `state` that is not an order state
+// gives 422.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+func (c *ClientWithResponses) TestWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookEndpointResponse, error) {
+	rsp, err := c.TestWebhookEndpointWithBody(ctx, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookEndpointResponse(rsp)
+}
+
+// TestWebhookEndpointWithResponse Send a test event to a webhook endpoint now
+//
+// Sends one example order event to the endpoint at once and answers
+// what came of it. The request is a delivery's in every way (the same
+// client, timeout, address guard, headers and signatures, with the
+// endpoint's `api_key`), plus `webhook-test: true`; the event is
+// valid against `OrderEvent` in the given `state` (default
+// `assigned`), with new ids and an `order_number` starting with
+// `TEST-`, and names the client's first store. It is not stored: no
+// order event, no delivery, nothing in the pull feed, and the attempt
+// is not counted in the endpoint's stats. A disabled endpoint is sent
+// to all the same; a deleted one gives 409. The answer is 200
+// whatever the endpoint answered; `error` says why no usable answer
+// came (as an attempt's does).
+//
+// The body is optional: none, or JSON with only `state` (400
+// otherwise, 413 over 1 MiB); a `state` that is not an order state
+// gives 422.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
+func (c *ClientWithResponses) TestWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookEndpointResponse, error) {
+	rsp, err := c.TestWebhookEndpoint(ctx, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookEndpointResponse(rsp)
 }
 
 // PullEventsWithResponse Pull the client's order events in the order they happened
@@ -12421,6 +15263,187 @@ func (c *ClientWithResponses) CreateWarehouseOrderWithResponse(ctx context.Conte
 	return ParseCreateWarehouseOrderResponse(rsp)
 }
 
+// PartnerListDeliveriesWithResponse The client's webhook deliveries, newest first, with their attempts
+//
+// `GET /admin/deliveries` for the partner, of the client's events
+// only. When the page is full, `next_cursor` is given: pass it as
+// `after` for the next page (which may be empty). An `after` that is
+// not a delivery of the client gives 400.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhooks/{client_id}/deliveries (the `PartnerListDeliveries` operationId).
+func (c *ClientWithResponses) PartnerListDeliveriesWithResponse(ctx context.Context, clientId ClientID, params *PartnerListDeliveriesParams, reqEditors ...RequestEditorFn) (*PartnerListDeliveriesResponse, error) {
+	rsp, err := c.PartnerListDeliveries(ctx, clientId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerListDeliveriesResponse(rsp)
+}
+
+// PartnerRedeliverWithResponse Send one of the client's deliveries again
+//
+// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
+// the delivery must be of the client's events (404 otherwise, as for
+// one that does not exist). No request body is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
+func (c *ClientWithResponses) PartnerRedeliverWithResponse(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*PartnerRedeliverResponse, error) {
+	rsp, err := c.PartnerRedeliver(ctx, clientId, deliveryId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRedeliverResponse(rsp)
+}
+
+// PartnerListEndpointsWithResponse The client's webhook endpoints with their health
+//
+// The client's endpoints, oldest first (deleted ones are left out),
+// each with its `stats` as `GET /admin/webhooks/{endpoint_id}` gives
+// them. Never a secret or API key (`has_api_key` tells whether one is
+// sent).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
+func (c *ClientWithResponses) PartnerListEndpointsWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerListEndpointsResponse, error) {
+	rsp, err := c.PartnerListEndpoints(ctx, clientId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerListEndpointsResponse(rsp)
+}
+
+// PartnerTestEndpointWithBodyWithResponse Send a test event to one of the client's endpoints now
+//
+// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+// endpoint must be the client's (404 otherwise, as for one that does
+// not exist).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+func (c *ClientWithResponses) PartnerTestEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerTestEndpointResponse, error) {
+	rsp, err := c.PartnerTestEndpointWithBody(ctx, clientId, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerTestEndpointResponse(rsp)
+}
+
+// PartnerTestEndpointWithResponse Send a test event to one of the client's endpoints now
+//
+// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
+// endpoint must be the client's (404 otherwise, as for one that does
+// not exist).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/test (the `PartnerTestEndpoint` operationId).
+func (c *ClientWithResponses) PartnerTestEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerTestEndpointResponse, error) {
+	rsp, err := c.PartnerTestEndpoint(ctx, clientId, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerTestEndpointResponse(rsp)
+}
+
+// ParseListClientsResponse parses an HTTP response from a ListClientsWithResponse call
+func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListClientsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClientPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListClientsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListClientsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListClientsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetClientResponse parses an HTTP response from a GetClientWithResponse call
 func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13183,6 +16206,13 @@ func ParseRedeliverResponse(rsp *http.Response) (*RedeliverResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13236,6 +16266,100 @@ func ParseRedeliverResponse(rsp *http.Response) (*RedeliverResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RedeliverResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnersResponse parses an HTTP response from a ListPartnersWithResponse call
+func ParseListPartnersResponse(rsp *http.Response) (*ListPartnersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPartnersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPartnersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -13472,6 +16596,197 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 	return response, nil
 }
 
+// ParseDeleteWebhookEndpointResponse parses an HTTP response from a DeleteWebhookEndpointWithResponse call
+func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteWebhookEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhookEndpointResponse parses an HTTP response from a GetWebhookEndpointWithResponse call
+func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetWebhookEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUpdateWebhookEndpointResponse parses an HTTP response from a UpdateWebhookEndpointWithResponse call
 func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpointResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13513,6 +16828,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
@@ -13594,6 +16916,135 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 	return response, nil
 }
 
+// ParseRecoverWebhookDeliveriesResponse parses an HTTP response from a RecoverWebhookDeliveriesWithResponse call
+func ParseRecoverWebhookDeliveriesResponse(rsp *http.Response) (*RecoverWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RecoverAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RecoverWebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RecoverWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecoverWebhookDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRotateWebhookSecretResponse parses an HTTP response from a RotateWebhookSecretWithResponse call
 func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13635,6 +17086,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
@@ -13703,6 +17161,128 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateWebhookSecretResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestWebhookEndpointResponse parses an HTTP response from a TestWebhookEndpointWithResponse call
+func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest TestUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TestWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TestWebhookEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TestWebhookEndpointResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -15886,6 +19466,405 @@ func ParseCreateWarehouseOrderResponse(rsp *http.Response) (*CreateWarehouseOrde
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateWarehouseOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerListDeliveriesResponse parses an HTTP response from a PartnerListDeliveriesWithResponse call
+func ParsePartnerListDeliveriesResponse(rsp *http.Response) (*PartnerListDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerListDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerDeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerListDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerListDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerRedeliverResponse parses an HTTP response from a PartnerRedeliverWithResponse call
+func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerRedeliverResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RedeliverAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest DeliveryNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerRedeliverResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerRedeliverResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerListEndpointsResponse parses an HTTP response from a PartnerListEndpointsWithResponse call
+func ParsePartnerListEndpointsResponse(rsp *http.Response) (*PartnerListEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerListEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointDetailList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerListEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerListEndpointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerTestEndpointResponse parses an HTTP response from a PartnerTestEndpointWithResponse call
+func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerTestEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest TestUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerTestEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerTestEndpointResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
