@@ -278,7 +278,9 @@ var (
 // they have, with values they take; it returns the series named.
 func checkPromExpr(t *testing.T, e promExpr, exp metricsExposition, jobs []string) []string {
 	t.Helper()
-	fail := func(format string, args ...any) { t.Errorf("%s: %s: %s", e.where, e.expr, fmt.Sprintf(format, args...)) }
+	fail := func(format string, args ...any) {
+		t.Errorf("%s: %s: %s", e.where, e.expr, fmt.Sprintf(format, args...))
+	}
 	for _, open := range []string{"(", "{", "["} {
 		closing := map[string]string{"(": ")", "{": "}", "[": "]"}[open]
 		if strings.Count(e.expr, open) != strings.Count(e.expr, closing) {
