@@ -81,9 +81,15 @@ func Backup(ctx context.Context, path, to string) (BackupInfo, error) {
 		return info, fmt.Errorf("sync the backup: %w", err)
 	}
 	// A link, not a rename: it fails rather than replace a file that
-	// appeared at to meanwhile.
+	// appeared at to meanwhile. Where the file system has no links, a
+	// rename after one more look.
 	if err := os.Link(partial, to); err != nil {
-		return info, fmt.Errorf("name the backup %s: %w", to, err)
+		if _, statErr := os.Lstat(to); errors.Is(err, os.ErrExist) || statErr == nil {
+			return info, fmt.Errorf("%s appeared while the backup was written: a backup never overwrites a file; name a new one", to)
+		}
+		if err := os.Rename(partial, to); err != nil {
+			return info, fmt.Errorf("name the backup %s: %w", to, err)
+		}
 	}
 	done = true
 	os.Remove(partial)
