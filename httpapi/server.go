@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,7 @@ type Server struct {
 	adminHash  [32]byte
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
+	requests   *prometheus.CounterVec
 	bytesIn    prometheus.Counter
 	health     health
 	inFlight   *inFlight
@@ -149,11 +151,17 @@ func NewServer(d Deps) *Server {
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
 	}, []string{"code"})
+	// The route is the pattern of routes.go, so that the series are as
+	// few as the routes whatever the paths requested.
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "storelink_http_requests_total",
+		Help: `HTTP requests answered, by route (the pattern, e.g. "POST /orders/{order_id}/fulfil"; "none" for a request answered before routing or matching no route) and status code.`,
+	}, []string{"route", "code"})
 	s.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "storelink_upload_bytes_received_total", Help: "Bytes of accepted stock files.",
 	})
 	if d.Registry != nil {
-		d.Registry.MustRegister(s.uploadReqs, s.bytesIn)
+		d.Registry.MustRegister(s.uploadReqs, s.requests, s.bytesIn)
 	}
 	s.routes()
 	return s
@@ -169,6 +177,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, clock := withDBClock(r, s.DatabaseTimeout)
 	r, body := s.track(w, r, start, clock)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
+	route := "none"
 	defer func() {
 		s.untrack(body, rw.closing)
 		if v := recover(); v != nil {
@@ -182,6 +191,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = StatusClientGone
 		}
 		clock.stop()
+		s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
@@ -200,7 +210,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rw, r, err)
 		return
 	}
-	if h, pattern := s.mux.Handler(r); pattern == "" {
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
 		// No route: the mux would answer in plain text; keep its status
 		// (404 or 405 with Allow) but answer with a problem.
 		rec := &headerRecorder{header: http.Header{}}
@@ -213,6 +224,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(rw, r, storelink.ENOTFOUND, "There is no such path in this API; see /openapi.yaml.")
 		return
 	}
+	route = pattern
 	s.mux.ServeHTTP(rw, r)
 }
 
