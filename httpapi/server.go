@@ -106,6 +106,7 @@ type Server struct {
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
 	requests   *prometheus.CounterVec
+	orderCalls *prometheus.CounterVec
 	bytesIn    prometheus.Counter
 	health     health
 	inFlight   *inFlight
@@ -151,17 +152,23 @@ func NewServer(d Deps) *Server {
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
 	}, []string{"code"})
-	// The route is the pattern of routes.go, so that the series are as
-	// few as the routes whatever the paths requested.
+	// The route is the path pattern of routes.go and the method one of
+	// HTTP's, so that the series are as few as the routes whatever the
+	// requests; per-client and per-endpoint labels are left out for the
+	// same reason (the dashboard's lists say which).
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_http_requests_total",
-		Help: `HTTP requests answered, by route (the pattern, e.g. "POST /orders/{order_id}/fulfil"; "none" for a request answered before routing or matching no route) and status code.`,
-	}, []string{"route", "code"})
+		Help: `HTTP requests answered, by route (the path pattern, e.g. "/orders/{order_id}/fulfil"; "none" for a request answered before routing or matching no route), method and status code.`,
+	}, []string{"route", "method", "code"})
+	s.orderCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "storelink_order_calls_total",
+		Help: "Order calls (create, cancel, fulfil, return, warehouse_create, warehouse_return) by outcome: succeeded, replayed (an idempotency key's answer again), conflict (409: the order's state does not allow it, or no store has the stock), refused (another 4xx), failed (5xx).",
+	}, []string{"action", "outcome"})
 	s.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "storelink_upload_bytes_received_total", Help: "Bytes of accepted stock files.",
 	})
 	if d.Registry != nil {
-		d.Registry.MustRegister(s.uploadReqs, s.requests, s.bytesIn)
+		d.Registry.MustRegister(s.uploadReqs, s.requests, s.orderCalls, s.bytesIn)
 	}
 	s.routes()
 	return s
@@ -177,7 +184,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, clock := withDBClock(r, s.DatabaseTimeout)
 	r, body := s.track(w, r, start, clock)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
-	route := "none"
+	route, method := "none", knownMethod(r.Method)
 	defer func() {
 		s.untrack(body, rw.closing)
 		if v := recover(); v != nil {
@@ -191,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = StatusClientGone
 		}
 		clock.stop()
-		s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		s.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
@@ -225,7 +232,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	route = pattern
+	if m, path, ok := strings.Cut(pattern, " "); ok {
+		route, method = path, m
+	}
 	s.mux.ServeHTTP(rw, r)
+}
+
+// knownMethod is the request's method as a metric label: one of HTTP's,
+// or "other", so that made-up methods make no series of their own.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // headerRecorder catches what the mux's own not-found and not-allowed

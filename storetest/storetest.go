@@ -135,7 +135,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: redeliver", testRedeliver},
 		{"Webhooks: a redelivered event goes before later ones", testRedeliverInOrder},
 		{"Webhooks: delivery listing", testDeliveryListing},
-		{"Webhooks: pending count and age", testPendingDeliveries},
+		{"Webhooks: pending count and age, failed count", testPendingDeliveries},
 		{"Webhooks: an endpoint whose secret cannot be opened fails alone", testUnsealableEndpoint},
 		{"Webhooks: endpoint stats of the last 24 hours", testEndpointStats},
 		{"Webhooks: a deleted endpoint gets nothing more and stays readable", testDeleteEndpoint},
