@@ -1,13 +1,16 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc64"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +60,8 @@ type stockWriter struct {
 	upsertN bool   // upsert the next batch rather than read it
 
 	scan, list *sql.Stmt
+	mine       *sql.Stmt       // repeated's lookup
+	text       []byte          // what readText read
 	upserts    [2][9]*sql.Stmt // of 1, 2, 4, … 256 rows; [1] only where the digests differ
 
 	// pairs counts the store/EAN pairs put (rows without Repeats), written
@@ -69,8 +74,9 @@ type stockWriter struct {
 	sold map[stockKey]bool
 }
 
-// heldRow is what the scan reads of a stored row: its digest (0 and !ok for
-// a row written before digests were kept), and whether this upload wrote it.
+// heldRow is what the writer knows of a stored row: its digest (!ok for a
+// row written before digests were kept), and whether this upload wrote it
+// (only known of rows written in the batch at hand; repeated reads it).
 type heldRow struct {
 	digest int64
 	ok     bool
@@ -162,7 +168,9 @@ func (w *stockWriter) readBatch(idx []int32) (int, error) {
 			return 0, err
 		}
 		for _, i := range idx[start:end] {
-			w.compare(i)
+			if err := w.compare(i); err != nil {
+				return 0, err
+			}
 		}
 		start = end
 	}
@@ -211,12 +219,16 @@ func (w *stockWriter) compareRows(a, b int32) int {
 // its EANs instead, so that a batch never reads much more than its own rows.
 const scanSlack = 4
 
-// heldColumns reads a stored row's eanKey, twice and plus one when this
-// upload wrote it, and its digest. The EANs of the stock are digits (the
-// feed checks them), as eanKey needs. ?1 is the client, ?2 the upload, ?3
-// the store.
-const heldColumns = `SELECT (CAST(ean AS INTEGER) * 256 + length(ean)) * 2 + (upload_id = ?2), digest
-	FROM stock WHERE client_id = ?1 AND store_id = ?3 AND `
+// stockHeldSQL reads the stored rows of one store that cond selects, at most
+// ?4 of them: how many, and their EANs and digests as one text,
+// "EAN:DIGEST,EAN:DIGEST,…" (a row without a digest is left out), which
+// parseHeld reads. One text rather than a result row per stored row: going
+// through database/sql row by row costs twice what SQLite's scan does. ?1
+// is the client, ?2 the store.
+func stockHeldSQL(cond string) string {
+	return `SELECT count(*), group_concat(ean || ':' || digest, ',')
+	FROM (SELECT ean, digest FROM stock WHERE client_id = ?1 AND store_id = ?2 AND ` + cond + ` LIMIT ?4)`
+}
 
 // readHeld reads into held the stored rows of the run idx of one store,
 // which is sorted by EAN: those in the range of its EANs, or, when that range
@@ -226,11 +238,11 @@ func (w *stockWriter) readHeld(store string, idx []int32) error {
 	limit := scanSlack*len(idx) + stockBatch/8
 	if w.scan == nil {
 		var err error
-		if w.scan, err = w.tx.PrepareContext(w.ctx, heldColumns+`ean BETWEEN ?4 AND ?5 LIMIT ?6`); err != nil {
+		if w.scan, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean BETWEEN ?3 AND ?5`)); err != nil {
 			return fmt.Errorf("prepare stock scan: %w", err)
 		}
 	}
-	n, err := w.readRows(w.scan, w.client, w.upid, store, w.rows[idx[0]].EAN, w.rows[idx[len(idx)-1]].EAN, limit)
+	n, err := w.readText(w.scan, w.client, store, w.rows[idx[0]].EAN, limit, w.rows[idx[len(idx)-1]].EAN)
 	if err != nil || n < limit {
 		return err
 	}
@@ -241,37 +253,70 @@ func (w *stockWriter) readHeld(store string, idx []int32) error {
 	}
 	list, _ := json.Marshal(eans)
 	if w.list == nil {
-		if w.list, err = w.tx.PrepareContext(w.ctx, heldColumns+`ean IN (SELECT value FROM json_each(?4))`); err != nil {
+		if w.list, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)); err != nil {
 			return fmt.Errorf("prepare stock lookup: %w", err)
 		}
 	}
-	_, err = w.readRows(w.list, w.client, w.upid, store, string(list))
+	_, err = w.readText(w.list, w.client, store, string(list), -1)
 	return err
 }
 
-// readRows runs a query of heldColumns and puts its rows in held.
-func (w *stockWriter) readRows(stmt *sql.Stmt, args ...any) (int, error) {
-	rows, err := stmt.QueryContext(w.ctx, args...)
-	if err != nil {
+// readText runs a query of stockHeldSQL and puts the rows it reads in held.
+func (w *stockWriter) readText(stmt *sql.Stmt, args ...any) (int, error) {
+	var n int
+	if err := stmt.QueryRowContext(w.ctx, args...).Scan(&n, &w.text); err != nil {
 		return 0, fmt.Errorf("read stock: %w", err)
 	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var key int64
-		var digest sql.NullInt64
-		if err := rows.Scan(&key, &digest); err != nil {
-			return n, fmt.Errorf("read stock: %w", err)
+	parseHeld(w.text, w.held)
+	return n, nil
+}
+
+// parseHeld reads "EAN:DIGEST,…" into held by eanKey. An entry that is not
+// digits, a colon and a number is passed over: the EANs of the stock are
+// digits (the feed checks them), and a row passed over is written anew.
+func parseHeld(text []byte, held map[uint64]heldRow) {
+	for len(text) > 0 {
+		entry := text
+		if i := bytes.IndexByte(text, ','); i >= 0 {
+			entry, text = text[:i], text[i+1:]
+		} else {
+			text = nil
 		}
-		w.held[uint64(key>>1)] = heldRow{digest: digest.Int64, ok: digest.Valid, mine: key&1 == 1}
-		n++
+		colon := bytes.IndexByte(entry, ':')
+		if colon < 0 {
+			continue
+		}
+		key, ok := eanKey(string(entry[:colon])) // no allocation: the conversion does not escape
+		digest, err := strconv.ParseInt(string(entry[colon+1:]), 10, 64)
+		if ok && err == nil {
+			held[key] = heldRow{digest: digest, ok: true}
+		}
 	}
-	return n, rows.Err()
+}
+
+// repeated tells whether the stored row of r's pair was written by this
+// upload: for a row that repeats a pair whose earlier row was in an earlier
+// batch. One lookup a repeated row, which a file has few of.
+func (w *stockWriter) repeated(r *storelink.StockRow) (bool, error) {
+	if w.mine == nil {
+		var err error
+		if w.mine, err = w.tx.PrepareContext(w.ctx, `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`); err != nil {
+			return false, fmt.Errorf("prepare stock lookup: %w", err)
+		}
+	}
+	var mine bool
+	err := w.mine.QueryRowContext(w.ctx, w.upid, w.client, r.StoreID, r.EAN).Scan(&mine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("read stock: %w", err)
+	}
+	return mine, nil
 }
 
 // compare decides whether row i is written, counting the pairs put and
 // written.
-func (w *stockWriter) compare(i int32) {
+func (w *stockWriter) compare(i int32) error {
 	r := &w.rows[i]
 	if !r.Repeats {
 		w.pairs++
@@ -280,15 +325,28 @@ func (w *stockWriter) compare(i int32) {
 	key, keyed := eanKey(r.EAN)
 	h, found := w.held[key]
 	if keyed && found && h.ok && h.digest == w.digests[i] && !r.Repeats {
-		return // held exactly so: nothing to write
+		return nil // held exactly so: nothing to write
 	}
-	if !(keyed && found && h.mine) && (keyed || !r.Repeats) {
-		w.written++
+	// A row of a pair not yet put is a pair written; a repeated one is,
+	// unless an earlier row of the pair was written.
+	if !r.Repeats || !keyed {
+		if !r.Repeats {
+			w.written++
+		}
+	} else if !(found && h.mine) {
+		mine, err := w.repeated(r)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			w.written++
+		}
 	}
 	if keyed {
 		w.held[key] = heldRow{digest: w.digests[i], ok: true, mine: true}
 	}
 	w.write = append(w.write, i)
+	return nil
 }
 
 // noteSold notes a row put for a pair in sold.
@@ -373,7 +431,7 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 func (w *stockWriter) unchanged() int { return w.pairs - w.written }
 
 func (w *stockWriter) close() {
-	for _, s := range slices.Concat([]*sql.Stmt{w.scan, w.list}, w.upserts[0][:], w.upserts[1][:]) {
+	for _, s := range slices.Concat([]*sql.Stmt{w.scan, w.list, w.mine}, w.upserts[0][:], w.upserts[1][:]) {
 		if s != nil {
 			s.Close()
 		}
