@@ -214,9 +214,10 @@ func (w *stockWriter) compareRows(a, b int32) int {
 	return strings.Compare(x.EAN, y.EAN)
 }
 
-// scanSlack bounds a range scan at this many rows per row of the run, and
-// this many more: a range that holds more stored rows than that is read by
-// its EANs instead, so that a batch never reads much more than its own rows.
+// scanSlack bounds a range scan at this many stored rows per row of the run
+// (and stockBatch/8 more, for a short run): a range that holds more than
+// that is read by its EANs instead, so that a batch never reads much more
+// than its own rows, however few of a large store's articles a file names.
 const scanSlack = 4
 
 // stockHeldSQL reads the stored rows of one store that cond selects, at most
@@ -361,7 +362,7 @@ func (w *stockWriter) noteSold(r *storelink.StockRow) {
 
 // eanKey packs an EAN of up to 14 digits (every GTIN) into a number that
 // tells apart EANs that differ only in leading zeros: its value times 256
-// plus its length, which the scan computes alike from the stored text.
+// plus its length, which parseHeld computes alike from the stored text.
 func eanKey(ean string) (uint64, bool) {
 	if len(ean) == 0 || len(ean) > 14 {
 		return 0, false

@@ -14,8 +14,9 @@ import (
 // and is counted in rows_unchanged. Seven hundred rows, unsorted, make
 // several batches of a driver that compares a batch at a time, mostly
 // unchanged in one file and mostly changed in another, with repeats whose
-// first row was written and whose first row was not. A sold unit whose
-// pair a file sets unchanged is released all the same.
+// first row was written and whose first row was not; a last file names a
+// few rows far apart. A sold unit whose pair a file sets unchanged is
+// released all the same.
 func testUploadUnchanged(e *env) {
 	const n = 700
 	retail := storelink.Money(150)
@@ -168,4 +169,14 @@ func testUploadUnchanged(e *env) {
 		again[i].Repeats = true
 	}
 	feed("a file of 400 changed rows, then 300 unchanged", append(rows, again...), unchanged)
+
+	// A file of three rows far apart in one store's stock, one of them
+	// changed: a driver that scans ranges of EANs has most of the store
+	// between them.
+	rows = nil
+	for _, k := range []int{0, 350, 698} {
+		rows = append(rows, want[base(k).StoreID+"/"+base(k).EAN])
+	}
+	rows[1].Quantity++
+	feed("three rows far apart", rows, 2)
 }
