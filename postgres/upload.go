@@ -171,7 +171,9 @@ func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (stri
 	return t.owner, stores, nil
 }
 
-// ApplyStock queues the upsert of the rows put (stockWriter.queueApply).
+// ApplyStock queues the upsert of the rows put (stockWriter.queueApply),
+// which also records how many pairs it left unchanged; FinishUpload keeps
+// that count.
 // The upsert of a large file (its rows copied into a temporary table) takes
 // a while, so it is sent at once, in a round trip of its own: the time the
 // service then reads for the upload's finish is when the rows were written.
@@ -199,12 +201,11 @@ func (t *pipelinedTx) DiscardStock(context.Context, string) (string, error) {
 }
 
 // ReleaseFulfilled is queued, to go with the upload's finish; it looks only
-// at units still reserving.
-func (t *pipelinedTx) ReleaseFulfilled(_ context.Context, clientID, uploadID string) error {
-	t.b.Queue(`UPDATE order_items i SET reserving = false
-		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
-		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = i.client_id AND s.store_id = i.store_id
-		              AND s.ean = i.ean AND s.upload_id = $2)`, clientID, uploadID)
+// at units still reserving (stockWriter.queueRelease).
+func (t *pipelinedTx) ReleaseFulfilled(context.Context, string, string) error {
+	if t.w != nil {
+		t.w.queueRelease(t.b)
+	}
 	return nil
 }
 

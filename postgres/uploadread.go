@@ -10,13 +10,13 @@ import (
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
-	rows_total, rows_applied, rows_rejected, errors, warnings`
+	rows_total, rows_applied, rows_unchanged, rows_rejected, errors, warnings`
 
 // scanUpload reads an upload row; pgx decodes the jsonb problems itself.
 func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) {
 	u := &storelink.Upload{}
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &u.ReceivedAt, &u.StartedAt, &u.FinishedAt,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsUnchanged, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
 		return nil, err
 	}
 	return u, nil

@@ -93,6 +93,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Claim order per client", testClaimOrder},
 		{"Lease expiry and lost leases", testLeaseExpiry},
 		{"Apply writes rows, later row wins", testApply},
+		{"Apply leaves rows held as they are, and counts them", testApplyUnchanged},
 		{"File error applies nothing", testApplyFileError},
 		{"Apply error rolls back", testApplyCallbackError},
 		{"Fail sets an upload aside", testFail},

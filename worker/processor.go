@@ -230,6 +230,7 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	p.metrics.rows.WithLabelValues("applied").Add(float64(u.RowsApplied))
 	p.metrics.rows.WithLabelValues("rejected").Add(float64(u.RowsRejected))
 	log.Info("upload processed", "status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied,
+		"rows_unchanged", u.RowsUnchanged,
 		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "duration_ms", elapsed.Milliseconds())
 	return true, nil
 }

@@ -133,6 +133,13 @@ func TestUploadAgainstServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the same file again: applied, its row unchanged", func(t *testing.T) {
+		r := runUpload(t, nil, append(credentials(p), "--wait", writeFile(t, "stock.csv", validFeed))...)
+		if r.code != 0 || !strings.Contains(r.stdout, "1 total, 1 applied (1 unchanged), 0 rejected") {
+			t.Errorf("exit %d, report = %q; want 0 and the row applied unchanged", r.code, r.stdout)
+		}
+	})
+
 	t.Run("row errors: exit 1, problems by type with lines", func(t *testing.T) {
 		r := runUpload(t, nil, append(credentials(p), "--wait", writeFile(t, "rows.csv", rowErrorFeed))...)
 		if r.code != 1 {

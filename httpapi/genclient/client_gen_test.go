@@ -1588,12 +1588,10 @@ type Stock struct {
 	RetailPrice *Money `json:"retail_price,omitempty"`
 	StoreId     string `json:"store_id"`
 
-	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
-	//
-	// Example: 2026-11-21T07:54:21.605Z
+	// UpdatedAt When the upload `upload_id` wrote the row. A later upload that sets the row to the values it already holds leaves it as it is (it counts it in its `rows_unchanged`), so this is when the row last changed, not when a feed last named it.
 	UpdatedAt Timestamp `json:"updated_at"`
 
-	// UploadId The upload that last set this row.
+	// UploadId The upload that last changed this row. An upload that sets it to the values it already holds does not replace it; see the upload's `rows_unchanged`.
 	UploadId string `json:"upload_id"`
 }
 
@@ -1689,16 +1687,19 @@ type Upload struct {
 	// Example: 2026-11-21T07:54:21.605Z
 	ReceivedAt Timestamp `json:"received_at"`
 
-	// RowsApplied Distinct store and EAN pairs applied; 0 when rejected.
+	// RowsApplied Distinct store and EAN pairs applied (set to the file's last row for them), whether or not their stock row changed; 0 when rejected.
 	RowsApplied int `json:"rows_applied"`
 
 	// RowsRejected Rows dropped by a row error.
 	RowsRejected int `json:"rows_rejected"`
 
 	// RowsTotal Data rows read (the header is not a row); 0 until finished.
-	RowsTotal int    `json:"rows_total"`
-	Sha256    string `json:"sha256"`
-	SizeBytes int64  `json:"size_bytes"`
+	RowsTotal int `json:"rows_total"`
+
+	// RowsUnchanged Of `rows_applied`, the pairs whose stock row already held exactly the values the file sets (every field, optional ones included): nothing was written for them, so their stock row keeps the `upload_id` and `updated_at` of the upload that last changed it. `rows_applied` − `rows_unchanged` pairs were written. A pair the file gives more than once (a `Duplicated value` warning) is always written and is never counted here. An unchanged row still counts as a feed row applied for its pair: it ends the reservations of fulfilled units there, as a changed row does. 0 until applied, and when rejected.
+	RowsUnchanged int    `json:"rows_unchanged"`
+	Sha256        string `json:"sha256"`
+	SizeBytes     int64  `json:"size_bytes"`
 
 	// StartedAt When processing (last) started; null while `accepted`.
 	StartedAt *time.Time `json:"started_at"`
