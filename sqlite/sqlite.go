@@ -63,6 +63,8 @@ type DB struct {
 	queue  deliveryQueue
 	// checkpoints copies the WAL back into the file in the background.
 	checkpoints *checkpointer
+	// uploadTurn orders the upload calls' transactions.
+	uploadTurn uploadTurn
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"storelink"
@@ -13,11 +15,25 @@ import (
 )
 
 // BeginUpload starts a write transaction on the write pool, as the
-// background loops' transactions do: the upload calls are not order calls
-// and do not take the order calls' turn.
+// background loops' transactions do, once the upload calls' turn
+// (uploadTurn) is its: the upload calls are not order calls and do not
+// take the order calls' turn.
 func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
+	return d.beginUpload(ctx, false)
+}
+
+// BeginApply is BeginUpload, with the turn before the accepts waiting.
+func (d *Driver) BeginApply(ctx context.Context) (service.UploadTx, error) {
+	return d.beginUpload(ctx, true)
+}
+
+func (d *Driver) beginUpload(ctx context.Context, first bool) (service.UploadTx, error) {
+	if err := d.db.uploadTurn.take(ctx, first); err != nil {
+		return nil, err
+	}
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
+		d.db.uploadTurn.give()
 		return nil, err
 	}
 	return &uploadTx{db: d.db, tx: tx}, nil
@@ -27,28 +43,64 @@ func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
 // sent when its method is called: SQLite is in the process, so a statement
 // costs no round trip.
 type uploadTx struct {
-	db *DB
-	tx *sql.Tx
-	w  *stockWriter // made by StockWriter
+	db    *DB
+	tx    *sql.Tx
+	w     *stockWriter // made by StockWriter
+	ended bool         // the turn was given back
 }
 
-// Commit commits. When it returns nil what was written is on disk
-// (synchronous=FULL).
+// Commit commits and gives the turn back. When it returns nil what was
+// written is on disk (synchronous=FULL).
 func (t *uploadTx) Commit(context.Context) error {
 	t.closeWriter()
-	if err := t.tx.Commit(); err != nil {
+	err := t.tx.Commit()
+	t.end()
+	if err != nil {
 		return fmt.Errorf("commit upload transaction: %w", err)
 	}
 	return nil
 }
 
-// Rollback rolls back; after Commit it does nothing.
+// Rollback rolls back and gives the turn back; after Commit it does
+// nothing.
 func (t *uploadTx) Rollback(context.Context) error {
 	t.closeWriter()
-	if err := t.tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
+	err := t.tx.Rollback()
+	t.end()
+	if !errors.Is(err, sql.ErrTxDone) {
 		return err
 	}
 	return nil
+}
+
+func (t *uploadTx) end() {
+	if !t.ended {
+		t.ended = true
+		t.db.uploadTurn.give()
+	}
+}
+
+// Savepoint makes a savepoint. (Its statement journal copies the pages
+// the upload's writes change for the first time since the savepoint: a
+// small file's few.)
+func (t *uploadTx) Savepoint(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `SAVEPOINT upload`)
+	return err
+}
+
+// RollbackToSavepoint rolls back to the savepoint, and drops the writer,
+// whose rows are undone.
+func (t *uploadTx) RollbackToSavepoint(ctx context.Context) error {
+	t.closeWriter()
+	t.w = nil
+	_, err := t.tx.ExecContext(ctx, `ROLLBACK TO upload`)
+	return err
+}
+
+// ReleaseSavepoint releases the savepoint.
+func (t *uploadTx) ReleaseSavepoint(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `RELEASE upload`)
+	return err
 }
 
 func (t *uploadTx) closeWriter() {
@@ -130,6 +182,54 @@ func (t *uploadTx) LockUpload(ctx context.Context, id, clientID string) (string,
 		stores[s.ID] = true
 	}
 	return owner, stores, nil
+}
+
+// LockUploads reads the lease owners and the clients' stores, two
+// queries: the transaction holds the one write connection, which is
+// SQLite's lock.
+func (t *uploadTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]string, map[string]map[string]bool, error) {
+	owner := make(map[string]string, len(ids))
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, coalesce(lease_owner, '') FROM uploads
+		WHERE id IN (SELECT value FROM json_each(?)) AND status = 'processing'`, jsonList(ids))
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var id, o string
+		if err := rows.Scan(&id, &o); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		owner[id] = o
+	}
+	if err := rows.Close(); err != nil {
+		return nil, nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	owners := make([]string, len(ids))
+	for i, id := range ids {
+		owners[i] = owner[id]
+	}
+	stores := make(map[string]map[string]bool, len(clientIDs))
+	for _, c := range clientIDs {
+		stores[c] = map[string]bool{}
+	}
+	rows, err = t.tx.QueryContext(ctx, `SELECT client_id, id FROM stores WHERE client_id IN (SELECT value FROM json_each(?))`,
+		jsonList(slices.Collect(maps.Keys(stores))))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var client, store string
+		if err := rows.Scan(&client, &store); err != nil {
+			return nil, nil, err
+		}
+		stores[client][store] = true
+	}
+	return owners, stores, rows.Err()
 }
 
 func leaseOwner(ctx context.Context, tx *sql.Tx, id string) (string, error) {
