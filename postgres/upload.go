@@ -76,7 +76,7 @@ func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWait
 
 // lockBucketSQL reads a client's bucket and store count and locks the
 // bucket row, which must exist. (FOR UPDATE cannot lock the nullable side
-// of an outer join, hence not loadBucket's join with clients.)
+// of an outer join, hence not GetBucket's join with clients.)
 const lockBucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.client_id), k.tokens, k.updated_at
 	FROM capacity k WHERE k.client_id = $1 FOR UPDATE`
 
@@ -131,9 +131,6 @@ func (db *DB) wake(channel string) {
 		_, _ = db.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, current_schema())`, channel)
 	})
 }
-
-// BeginApply is BeginUpload: PostgreSQL has no one writer to wait for.
-func (d *Driver) BeginApply(ctx context.Context) (service.UploadTx, error) { return d.BeginUpload(ctx) }
 
 // Savepoint is made only when the rows put start to be written before
 // ApplyStock, by a COPY (stockWriter.copy): a file of at most copyBatch

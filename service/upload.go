@@ -25,12 +25,6 @@ type Uploads interface {
 	// GetBucket returns a client's capacity bucket (nil when it never took
 	// from it) and its number of stores, or ErrNotFound for no client.
 	GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error)
-	// BeginApply starts an upload transaction of the processor's, as
-	// BeginUpload does. A driver whose database has one writer lets it go
-	// before the accepts that wait for the writer: the processor's
-	// transactions are its share of the writer, and each applies what the
-	// accepts before it left waiting.
-	BeginApply(ctx context.Context) (UploadTx, error)
 	// ClaimUploads leases, until lease after the time it reads from now, the
 	// uploads a claim takes together, in acceptance order, and counts an
 	// attempt of each; it returns the claims in that order, with their
@@ -288,7 +282,7 @@ func (s *Service) ClaimBatch(ctx context.Context, owner string, lease time.Durat
 func (s *Service) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	// Not run again on a transient end, as inUploadTx would: fn is run once.
-	err := once(ctx, s.d.BeginApply, func(tx UploadTx) error {
+	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
 		owner, stores, err := tx.LockUpload(ctx, c.ID, c.ClientID)
 		if err := held(c, owner, err); err != nil {
 			return err
@@ -339,7 +333,7 @@ func held(c *storelink.Claim, owner string, err error) error {
 // Fail finishes an upload that could not be processed at all (it failed
 // every attempt), so that it stops blocking the client's later uploads.
 func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
-	return retried(ctx, s.d, s.d.BeginApply, func(tx UploadTx) error {
+	return s.inUploadTx(ctx, func(tx UploadTx) error {
 		var u *storelink.Upload
 		r := storelink.FeedReport{FileError: true, Errors: []storelink.Problem{problem}}
 		return finish(ctx, tx, c.ID, storelink.UploadRejected, r, s.now(), &u)

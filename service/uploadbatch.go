@@ -28,7 +28,7 @@ import (
 // a lone apply would fail the same way.
 func (s *Service) ApplyBatch(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply) []storelink.BatchResult {
 	out := make([]storelink.BatchResult, len(claims))
-	err := once(ctx, s.d.BeginApply, func(tx UploadTx) error {
+	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
 		clear(out)
 		return s.applyTogether(ctx, tx, claims, fn, out)
 	})

@@ -41,7 +41,7 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 
 // GetBucket reads from the read pool, which never waits for the writer.
 func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
-	return loadBucket(ctx, d.db.read, clientID)
+	return scanBucket(d.db.read.QueryRowContext(ctx, bucketSQL, clientID))
 }
 
 // claimUploadsSQL leases the uploads a claim takes (service.Uploads'
@@ -74,18 +74,23 @@ UPDATE uploads SET status = 'processing', lease_owner = ?1, lease_until = ?2, st
 WHERE seq IN (SELECT seq FROM pick)
 RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts`
 
-// ClaimUploads claims in a write transaction of its own, with the turn
-// before the accepts (uploadTurn), reading now once it began: the write
-// connection may have been waited for.
+// claimBodiesSQL reads the bodies of the uploads claimed, a JSON array of
+// their ids.
+const claimBodiesSQL = `SELECT upload_id, body FROM upload_bodies WHERE upload_id IN (SELECT value FROM json_each(?))`
+
+// ClaimUploads claims in a write transaction of its own, in its turn
+// (uploadTurn), reading now once it began: the write connection may have
+// been waited for.
 func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error) {
-	if err := d.db.uploadTurn.take(ctx, true); err != nil {
+	if err := d.db.uploadTurn.take(ctx); err != nil {
 		return nil, err
 	}
 	defer d.db.uploadTurn.give()
-	tx, err := d.db.write.BeginTx(ctx, nil)
+	sqlTx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
+	tx := orderTx{Tx: sqlTx, prepared: d.db.prepared}
 	defer tx.Rollback()
 	at := now()
 	rows, err := tx.QueryContext(ctx, claimUploadsSQL, owner, ms(at.Add(lease)), ms(at), limit.Uploads, limit.Bytes)
@@ -117,7 +122,7 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return nil, err
 	}
-	bodies, err := tx.QueryContext(ctx, `SELECT upload_id, body FROM upload_bodies WHERE upload_id IN (SELECT value FROM json_each(?))`, jsonList(ids))
+	bodies, err := tx.QueryContext(ctx, claimBodiesSQL, jsonList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("read upload bodies: %w", err)
 	}

@@ -39,7 +39,7 @@ const MaxAttempts = 3
 // bounds keep a batch's apply to a few milliseconds of row writes (256 KiB
 // of CSV is about 4,000 rows); a larger file is applied alone, as it always
 // was, its check streaming beside its writes.
-var DefaultBatch = storelink.BatchLimit{Uploads: 64, Bytes: 256 << 10}
+var DefaultBatch = storelink.BatchLimit{Uploads: 256, Bytes: 256 << 10}
 
 // Processor applies accepted stock uploads, oldest first, in acceptance
 // order per client.

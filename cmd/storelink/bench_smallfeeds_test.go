@@ -31,6 +31,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +40,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"storelink"
+	"storelink/postgres"
+	"storelink/service"
+	"storelink/sqlite"
+	"storelink/worker"
 )
 
 const (
@@ -317,4 +326,76 @@ func smallRunOnce(b *testing.B, t smallTarget, clients []scaleClient, run time.D
 	r.p50, r.p99, r.max = lags[len(lags)/2], lags[(len(lags)*99+99)/100-1], lags[len(lags)-1]
 	r.putP50 = puts[len(puts)/2]
 	return r
+}
+
+// BenchmarkSmallBatchApply accepts 64 small feeds of 50 clients and has
+// the processor claim and apply them (in batches), in this process, on
+// SQLite and (with STORELINK_TEST_DATABASE_URL) PostgreSQL, so that a
+// profile shows where the processing of small uploads spends its time:
+//
+//	go test ./cmd/storelink -run '^$' -bench SmallBatchApply/sqlite -benchtime 200x -cpuprofile cpu.out
+func BenchmarkSmallBatchApply(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "storelink.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		benchSmallBatchApply(b, service.New(sqlite.NewDriver(db)))
+	})
+	b.Run("postgres", func(b *testing.B) {
+		skipWithoutPostgres(b)
+		dbURL, _ := pgSchemaURL(b)
+		db, err := postgres.Open(context.Background(), dbURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		benchSmallBatchApply(b, service.New(postgres.NewDriver(db)))
+	})
+}
+
+func benchSmallBatchApply(b *testing.B, svc *service.Service) {
+	ctx := context.Background()
+	var clients []string
+	for i := range smallClients {
+		partner, err := svc.CreatePartner(ctx, fmt.Sprintf("Small %d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		client, err := svc.CreateClient(ctx, partner.ID, "DE", "EUR")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := svc.PutStore(ctx, client.ID, "S01", "Store"); err != nil {
+			b.Fatal(err)
+		}
+		clients = append(clients, client.ID)
+	}
+	policy := storelink.CapacityPolicy{Base: 1 << 40, Window: time.Hour}
+	p := worker.NewProcessor(svc, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
+	n := 0
+	var busy time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		for u := range smallUploaders {
+			if _, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: clients[u%len(clients)], FileName: "f.csv", Body: smallFeed(u, n)}, policy); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+		b.StartTimer()
+		start := time.Now()
+		for {
+			worked, err := p.RunOnce(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !worked {
+				break
+			}
+		}
+		busy += time.Since(start)
+	}
+	b.ReportMetric(float64(busy.Microseconds())/float64(n*smallUploaders), "µs/upload")
 }
