@@ -96,10 +96,10 @@ func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stm
 var (
 	soldSQL = `SELECT DISTINCT store_id, ean FROM order_items
 		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?`
-	stockScanSQL   = stockHeldSQL(`ean BETWEEN ?3 AND ?5`)
-	stockListSQL   = stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)
-	stockMineSQL   = `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`
-	stockUpserts   [2][9]string // of 1, 2, 4, … 256 rows; [1] only where the digests differ
+	stockScanSQL    = stockHeldSQL(`ean BETWEEN ?3 AND ?5`)
+	stockListSQL    = stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)
+	stockMineSQL    = `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`
+	stockUpserts    [2][9]string // of 1, 2, 4, … 256 rows; [1] only where the digests differ
 	stockStatements = func() []string {
 		list := []string{soldSQL, stockScanSQL, stockListSQL, stockMineSQL}
 		for size := range stockUpserts[0] {
