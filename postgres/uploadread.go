@@ -46,10 +46,11 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // same upload, and the lease-expiry condition is checked again on the row
 // as it is when locked.
 //
-// The NOT EXISTS looks at the client's previous upload only. That is the
-// same test, because a client's finished uploads are always a prefix of its
-// uploads: only the earliest unfinished one is ever claimed, and only a
-// claimed one is finished. Asking for any earlier unfinished upload would
+// The NOT EXISTS looks at the client's previous upload only, cancelled ones
+// passed over. That is the same test, because a client's finished uploads
+// are always a prefix of its uploads but for cancelled ones, which can be
+// anywhere after it: only the earliest unfinished one is ever claimed, and
+// only a claimed one is finished. Asking for any earlier unfinished upload would
 // walk the client's finished history (the index on (client_id, seq) does
 // not hold the status) for every waiting upload the claim passes over; this
 // way it is one index lookup per upload passed over.
@@ -59,7 +60,7 @@ WITH pick AS (
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
 	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
-	                                 ORDER BY o.seq DESC LIMIT 1) prev
+	                                 AND o.status <> 'cancelled' ORDER BY o.seq DESC LIMIT 1) prev
 	                  WHERE prev.status IN ('accepted', 'processing'))
 	ORDER BY u.seq
 	LIMIT 1
