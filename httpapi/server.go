@@ -107,10 +107,12 @@ type Server struct {
 	uploadReqs *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	orderCalls *prometheus.CounterVec
-	bytesIn    prometheus.Counter
-	health     health
-	inFlight   *inFlight
-	bodies     bodies
+	// downloads are the places of the file downloads (uploadfiles.go).
+	downloads chan struct{}
+	bytesIn   prometheus.Counter
+	health    health
+	inFlight  *inFlight
+	bodies    bodies
 
 	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
@@ -144,6 +146,7 @@ func NewServer(d Deps) *Server {
 		s.MaxUploadMemory = DefaultMaxUploadMemory
 	}
 	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
+	s.downloads = make(chan struct{}, maxDownloads)
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.AuthLimit == nil {

@@ -352,6 +352,11 @@ func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
 		if err != nil {
 			return f, storelink.Errorf(storelink.EINVALID, "%s must be a time in RFC 3339, such as 2026-11-21T07:54:21Z (got %q).", p.name, truncate(v))
 		}
+		// Times are kept to the millisecond: a finer one is rounded up,
+		// which selects the same uploads on every database.
+		if ms := t.Truncate(time.Millisecond); ms.Before(t) {
+			t = ms.Add(time.Millisecond)
+		}
 		*p.t = t
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {

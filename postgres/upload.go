@@ -315,12 +315,13 @@ func (t *pipelinedTx) FinishUpload(_ context.Context, id string, status storelin
 }
 
 // CancelUpload sends, in one round trip, the cancel of the upload when it
-// is still accepted and a read of the upload as it then stands. Each statement reads what was committed
+// is still accepted, the drop of a cancelled upload's bytes and a read of
+// the upload as it then stands. Each statement reads what was committed
 // when it began: a claim that won the row before the cancel is seen by the
 // read, and a claim that comes after finds the upload cancelled.
 func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
 	var cancelled, current *storelink.Upload
-	t.b.Queue(`UPDATE uploads SET status = 'cancelled', finished_at = $3
+	t.b.Queue(`UPDATE uploads SET status = 'cancelled', finished_at = $3, file_expired_at = $3
 		WHERE client_id = $1 AND id = $2 AND status = 'accepted' RETURNING `+uploadColumns, clientID, id, at).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
@@ -331,6 +332,8 @@ func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at 
 		}
 		return rows.Err()
 	})
+	t.b.Queue(`DELETE FROM upload_bodies b USING uploads u
+		WHERE b.upload_id = u.id AND u.client_id = $1 AND u.id = $2 AND u.status = 'cancelled'`, clientID, id)
 	t.b.Queue(`SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)

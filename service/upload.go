@@ -90,8 +90,8 @@ type UploadTx interface {
 	// and its bytes, and lets the processors know there is work once the
 	// transaction commits.
 	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
-	// CancelUpload ends the client's upload as cancelled at at if it is
-	// still accepted; it returns the upload as it then
+	// CancelUpload ends the client's upload as cancelled at at, and drops
+	// its bytes (their capacity is given back), if it is still accepted; it returns the upload as it then
 	// stands and whether this call cancelled it, or ErrNotFound.
 	CancelUpload(ctx context.Context, clientID, id string, at time.Time) (u *storelink.Upload, cancelled bool, err error)
 	// PutBucket writes the client's bucket.

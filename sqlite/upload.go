@@ -372,12 +372,15 @@ const (
 )
 
 // CancelUpload cancels the upload in one statement when it is still
-// accepted, or else reads it as it stands: the transaction holds the one
+// accepted, and drops its bytes, or else reads it as it stands: the transaction holds the one
 // write connection, so no claim comes between.
 func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
-	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?
-		WHERE client_id = ? AND id = ? AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
+	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?1, file_expired_at = ?1
+		WHERE client_id = ?2 AND id = ?3 AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
 	if err == nil {
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
+			return nil, false, fmt.Errorf("drop upload body: %w", err)
+		}
 		return u, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

@@ -318,6 +318,6 @@ func checkSmall(c *storelink.Claim) storelink.FeedApply {
 				err = fmt.Errorf("panic while checking: %v", r)
 			}
 		}()
-		return feed.Check(bytes.NewReader(c.Body), stores, put)
+		return feed.CheckWithErrorFile(bytes.NewReader(c.Body), stores, put, errorFileLimit(len(c.Body)))
 	}
 }

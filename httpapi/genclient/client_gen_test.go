@@ -12713,7 +12713,7 @@ type GetUploadErrorFileResponse429Headers struct {
 
 // GetUploadErrorFileResponse503Headers the declared response headers of an HTTP 503 response for GetUploadErrorFile
 type GetUploadErrorFileResponse503Headers struct {
-	RetryAfter int
+	RetryAfter *int
 }
 
 type GetUploadErrorFileResponse struct {
@@ -12734,7 +12734,7 @@ type GetUploadErrorFileResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUploadErrorFileResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12779,7 +12779,7 @@ func (r GetUploadErrorFileResponse) GetApplicationproblemJSON500() *InternalErro
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetUploadErrorFileResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r GetUploadErrorFileResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
 }
 
@@ -12824,7 +12824,7 @@ type GetUploadFileResponse429Headers struct {
 
 // GetUploadFileResponse503Headers the declared response headers of an HTTP 503 response for GetUploadFile
 type GetUploadFileResponse503Headers struct {
-	RetryAfter int
+	RetryAfter *int
 }
 
 type GetUploadFileResponse struct {
@@ -12843,7 +12843,7 @@ type GetUploadFileResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUploadFileResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12883,7 +12883,7 @@ func (r GetUploadFileResponse) GetApplicationproblemJSON500() *InternalError {
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetUploadFileResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r GetUploadFileResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
 }
 
@@ -18897,7 +18897,7 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18930,10 +18930,10 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 		var headers GetUploadErrorFileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RetryAfter = value
+			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
 	}
@@ -18998,7 +18998,7 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19031,10 +19031,10 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 		var headers GetUploadFileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RetryAfter = value
+			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
 	}
