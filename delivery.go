@@ -218,6 +218,25 @@ type EndpointService interface {
 	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
 }
 
+// ClaimCaps bounds, per endpoint, the deliveries that a claim leaves
+// leased (in flight and claimed ahead, whoever holds them): Of's cap for
+// the endpoints it lists, Default for the others. A deliverer lists the
+// endpoints whose pace it has learnt (worker.Deliverer), so that an
+// endpoint that answers slowly or not at all is given no more than it can
+// take within the leases; the claim reads Of and must not change it.
+type ClaimCaps struct {
+	Default int
+	Of      map[string]int
+}
+
+// Cap is the cap of endpoint id.
+func (c ClaimCaps) Cap(id string) int {
+	if n, ok := c.Of[id]; ok {
+		return n
+	}
+	return c.Default
+}
+
 // DeliveryQueue is the deliverers' side of deliveries: they claim due ones
 // with a lease, record how their attempts went, and give back what they
 // claimed and did not attempt. Every store offers all of it, so that a
@@ -232,12 +251,13 @@ type DeliveryQueue interface {
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
 	// RecordAndClaim records results, as RecordAttempts, then claims up to
-	// limit deliveries, as ClaimDeliveries, in one transaction: the claim
-	// sees what was recorded (the next events of these orders, the places
-	// freed under the endpoints' caps), and a deliverer's round costs one
-	// commit. When the claim fails after the record, the record is kept and
-	// the claim's error returned, with no jobs.
-	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// limit deliveries, as ClaimDeliveries but with each endpoint's cap
+	// from caps, in one transaction: the claim sees what was recorded (the
+	// next events of these orders, the places freed under the endpoints'
+	// caps), and a deliverer's round costs one commit. When the claim fails
+	// after the record, the record is kept and the claim's error returned,
+	// with no jobs.
+	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit int, caps ClaimCaps) ([]DeliveryJob, error)
 	// ReleaseClaims gives back claimed deliveries that were not attempted,
 	// as a deliverer that stops does with those it claimed ahead: each is
 	// claimable again at once, as it was before its claim, its attempt and

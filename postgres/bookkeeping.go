@@ -13,9 +13,9 @@ import (
 
 // claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
 // enabled endpoint; per order and endpoint only the oldest pending event (so
-// events of one order arrive in order); per endpoint no more than a cap in
-// flight, counting those already leased (so a slow endpoint holds few
-// workers). It locks what it picked with SKIP LOCKED, checking again on the
+// events of one order arrive in order); per endpoint no more than its cap
+// leased, counting those already leased (so a slow endpoint holds few
+// workers): $4 for an endpoint not among the caps given ($6, $7). It locks what it picked with SKIP LOCKED, checking again on the
 // row as locked that it is still pending and not leased, leases it, and
 // returns what the attempt needs, all in one statement.
 //
@@ -36,7 +36,8 @@ WITH due AS (
 	SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
 ), pick AS (
 	SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
-	WHERE due.rn + coalesce(inflight.n, 0) <= $4
+		LEFT JOIN unnest($6::text[], $7::int[]) AS caps(endpoint_id, n) ON caps.endpoint_id = due.endpoint_id
+	WHERE due.rn + coalesce(inflight.n, 0) <= coalesce(caps.n, $4)
 	ORDER BY due.next_attempt_at, due.event_seq LIMIT $5
 ), locked AS (
 	SELECT d.id FROM deliveries d
@@ -74,14 +75,18 @@ func (t *pgTx) LockClaims(ctx context.Context) (string, error) {
 // ClaimDue leases due deliveries in one statement (claimDeliveriesSQL) and
 // returns them oldest due first.
 func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
-	limit, perEndpoint int) ([]service.Claimed, error) {
+	limit int, caps storelink.ClaimCaps) ([]service.Claimed, error) {
 	type row struct {
 		service.Claimed
 		due   time.Time
 		seq   int64
 		until *time.Time
 	}
-	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
+	ids, ns := make([]string, 0, len(caps.Of)), make([]int32, 0, len(caps.Of))
+	for id, n := range caps.Of {
+		ids, ns = append(ids, id), append(ns, int32(n))
+	}
+	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns)
 	if err != nil {
 		return nil, err
 	}

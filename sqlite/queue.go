@@ -8,6 +8,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync/atomic"
+
+	"storelink"
 )
 
 // deliveryQueue is an index of the file's pending deliveries held in
@@ -89,6 +91,7 @@ type endpointQueue struct {
 	leased   int
 	heads    lineHeap
 	picking  int // during pick: how many it took
+	cap      int // during pick: how many it may have leased
 }
 
 // lineHeap orders lines by their first delivery: when due, then seq.
@@ -345,17 +348,18 @@ func (q *deliveryQueue) done(l *deliveryLease) {
 }
 
 // pick takes out of their heaps up to limit lines whose first delivery is
-// due at now, oldest first across endpoints, each endpoint's up to
-// perEndpoint in flight; the caller leases their deliveries or puts the
-// lines back (fix).
-func (q *deliveryQueue) pick(now int64, limit, perEndpoint int) []*queueLine {
+// due at now, oldest first across endpoints, each endpoint's up to its cap
+// leased; the caller leases their deliveries or puts the lines back (fix).
+func (q *deliveryQueue) pick(now int64, limit int, caps storelink.ClaimCaps) []*queueLine {
 	due := func(e *endpointQueue) bool {
-		return !e.disabled && e.leased+e.picking < perEndpoint && len(e.heads) > 0 && e.heads[0].next <= now
+		return !e.disabled && e.leased+e.picking < e.cap && len(e.heads) > 0 && e.heads[0].next <= now
 	}
 	var open endpointHeap
 	for _, e := range q.endpoints {
-		if due(e) {
-			open = append(open, e)
+		if !e.disabled && len(e.heads) > 0 && e.heads[0].next <= now {
+			if e.cap = caps.Cap(e.id); due(e) {
+				open = append(open, e)
+			}
 		}
 	}
 	heap.Init(&open)
