@@ -38,7 +38,7 @@ import "time"
 // slow but answers still gets its events through, within the slow share.
 const (
 	startLimit = 1
-	slowShare  = 8 // slow endpoints together hold at most Workers/slowShare
+	slowShare  = 16 // slow endpoints together hold at most Workers/slowShare
 	// slowAfter is what makes an attempt slow, at most: an answer that
 	// takes a second holds an attempt as long as twenty 50 ms ones.
 	slowAfter = time.Second

@@ -56,6 +56,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,13 +120,17 @@ func BenchmarkWebhookEndpoints(b *testing.B) {
 		rc.phase(epHang)
 		healthy := epHealthy(calls)
 		t0 := time.Now()
-		p := startServe(b, data, "--webhook-allow-private", "--webhook-timeout", epTimeout.String(), "--webhook-retry-schedule", epRetry)
-		cpu0, busy0 := cpuTime(b, p.PID()), machineCPU(b)
+		p, pid, stop := epServe(b, data, "--webhook-allow-private", "--webhook-timeout", epTimeout.String(), "--webhook-retry-schedule", epRetry)
+		up := time.Since(t0)
+		cpu0, busy0 := cpuTime(b, pid), machineCPU(b)
+		stopProfile := epProfile(b)
 		rc.waitHealthy(b, p, healthy)
-		cpu, busy := cpuTime(b, p.PID())-cpu0, machineCPU(b)-busy0
+		stopProfile()
+		cpu, busy := cpuTime(b, pid)-cpu0, machineCPU(b)-busy0
 		got := rc.snapshot()
 		last := lastHealthy(got, rc)
 		drain := last.Sub(t0)
+		b.Logf("serve listened %d ms after its start; %s", up.Milliseconds(), epTimeline(got, rc, t0))
 		run := epRun{rate: float64(healthy) / drain.Seconds(), drain: drain, cpu: cpu / time.Duration(healthy),
 			hung: rc.hangs.Load(), busy: busy.Seconds() / (drain.Seconds() * float64(runtime.NumCPU())),
 			serveBusy: cpu.Seconds() / (drain.Seconds() * float64(runtime.NumCPU()))}
@@ -153,16 +158,77 @@ func BenchmarkWebhookEndpoints(b *testing.B) {
 				run.lat = append(run.lat, a.first.Sub(a.ts))
 			}
 		}
-		run.rss = procStatus(b, p.PID(), "VmHWM")
+		run.rss = procStatus(b, pid, "VmHWM")
 		b.Logf("run %d: backlog built in %.1f s; %d healthy events delivered in %.2f s: %.0f events/s (bound %.0f, %.2f of it); serve CPU %.3f ms an event, bare client %.3f ms a request (%.0f req/s); the cores %.0f%% busy, serve %.0f%% | steady %.0f events/s: commit to 200 p50 %.1f ms, p99 %.1f ms, max %.1f ms, %.0f attempts timed out",
 			len(fig.runs)+1, fig.build.Seconds(), healthy, drain.Seconds(), run.rate, epBound(), run.rate/epBound(), ms(run.cpu), ms(run.bareCPU), run.bareRate,
 			100*run.busy, 100*run.serveBusy, run.steadyRate, ms(pct(run.lat, 50)), ms(pct(run.lat, 99)), ms(pct(run.lat, 100)), run.timeouts)
 		fig.runs = append(fig.runs, run)
-		p.Kill()
+		stop()
 		b.StartTimer()
 	}
 	fig.loadAfter = loadAverage()
 	printEndpoints(b, fig)
+}
+
+// epServe starts the serve measured: a process of its own, or with
+// STORELINK_BENCH_ENDPOINTS_PROFILE set, this process (for a CPU profile of
+// the backlog's delivery into that file; the receiver and serve then share
+// the process and its CPU figures, and there is one run). It returns the
+// process whose CPU is counted, and how to stop serve.
+func epServe(b *testing.B, data string, args ...string) (*proc, int, func()) {
+	b.Helper()
+	if os.Getenv(epProfileEnv) == "" {
+		p := startServe(b, data, args...)
+		return p, p.PID(), p.Kill
+	}
+	if b.N > 1 {
+		b.Fatalf("%s profiles one run: -benchtime 1x", epProfileEnv)
+	}
+	return runServeInProcess(b, data, args...), os.Getpid(), func() {}
+}
+
+const epProfileEnv = "STORELINK_BENCH_ENDPOINTS_PROFILE"
+
+// epProfile starts the CPU profile of epServe, if asked for, and returns
+// the function that ends it.
+func epProfile(b *testing.B) func() {
+	b.Helper()
+	path := os.Getenv(epProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// epTimeline says how the healthy endpoints' events arrived after t0:
+// the first, and how many in each second.
+func epTimeline(got map[string]*epArrival, rc *epReceiver, t0 time.Time) string {
+	var first time.Time
+	var per []int
+	for _, a := range got {
+		if rc.hanging[a.endpoint] {
+			continue
+		}
+		if first.IsZero() || a.first.Before(first) {
+			first = a.first
+		}
+		i := int(a.first.Sub(t0) / time.Second)
+		for len(per) <= i {
+			per = append(per, 0)
+		}
+		per[i]++
+	}
+	return fmt.Sprintf("the first 200 after %d ms; 200s each second: %v", first.Sub(t0).Milliseconds(), per)
 }
 
 // needFiles makes sure this process may open n files, raising its soft
