@@ -29,7 +29,7 @@ const (
 	// that a busy endpoint's connections are reused rather than dialled
 	// again after each answer.
 	maxIdlePerHost = 128
-	maxIdleConns   = 256
+	maxIdleConns   = 1024
 )
 
 // newTransport returns the Transport that every attempt of a Client goes

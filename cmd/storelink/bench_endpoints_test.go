@@ -122,7 +122,7 @@ func BenchmarkWebhookEndpoints(b *testing.B) {
 		t0 := time.Now()
 		p, pid, stop := epServe(b, data, "--webhook-allow-private", "--webhook-timeout", epTimeout.String(), "--webhook-retry-schedule", epRetry)
 		up := time.Since(t0)
-		cpu0, busy0 := cpuTime(b, pid), machineCPU(b)
+		cpu0, busy0, conns0 := cpuTime(b, pid), machineCPU(b), rc.conns.Load()
 		stopProfile := epProfile(b)
 		rc.waitHealthy(b, p, healthy)
 		stopProfile()
@@ -130,7 +130,8 @@ func BenchmarkWebhookEndpoints(b *testing.B) {
 		got := rc.snapshot()
 		last := lastHealthy(got, rc)
 		drain := last.Sub(t0)
-		b.Logf("serve listened %d ms after its start; %s", up.Milliseconds(), epTimeline(got, rc, t0))
+		b.Logf("serve listened %d ms after its start, opened %d connections to the endpoints; %s",
+			up.Milliseconds(), rc.conns.Load()-conns0, epTimeline(got, rc, t0))
 		run := epRun{rate: float64(healthy) / drain.Seconds(), drain: drain, cpu: cpu / time.Duration(healthy),
 			hung: rc.hangs.Load(), busy: busy.Seconds() / (drain.Seconds() * float64(runtime.NumCPU())),
 			serveBusy: cpu.Seconds() / (drain.Seconds() * float64(runtime.NumCPU()))}
@@ -270,11 +271,14 @@ type epReceiver struct {
 	mode    atomic.Int32
 	hangOn  atomic.Bool
 	held    atomic.Int32 // requests held now
+	conns   atomic.Int64 // connections accepted
 	hangs   atomic.Int64 // requests held by hanging endpoints in this phase
 
 	mu   sync.Mutex
 	got  map[string]*epArrival
 	nhit int
+	// distinct and healthy count got's ids, and those at healthy endpoints.
+	distinct, healthy int
 }
 
 // epArrival is one webhook-id as the receiver saw it.
@@ -306,6 +310,7 @@ func newEPReceiver(b *testing.B) *epReceiver {
 	}
 	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			rc.conns.Add(1)
 			return context.WithValue(ctx, epConnKey{}, byAddr[c.LocalAddr().String()])
 		}}
 	for _, ln := range lns {
@@ -350,6 +355,10 @@ func (rc *epReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.last = now
 	} else {
 		rc.got[id] = &epArrival{first: now, last: now, ts: ts, endpoint: i, body: body, header: r.Header, n: 1}
+		rc.distinct++
+		if !rc.hanging[i] {
+			rc.healthy++
+		}
 	}
 	rc.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
@@ -360,7 +369,7 @@ func (rc *epReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (rc *epReceiver) phase(mode int32) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	rc.got, rc.nhit = map[string]*epArrival{}, 0
+	rc.got, rc.nhit, rc.distinct, rc.healthy = map[string]*epArrival{}, 0, 0, 0
 	rc.hangs.Store(0)
 	rc.mode.Store(mode)
 	rc.hangOn.Store(true)
@@ -389,12 +398,7 @@ func (rc *epReceiver) snapshot() map[string]*epArrival {
 func (rc *epReceiver) count() (all, healthy int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	for _, a := range rc.got {
-		if !rc.hanging[a.endpoint] {
-			healthy++
-		}
-	}
-	return len(rc.got), healthy
+	return rc.distinct, rc.healthy
 }
 
 // waitHeld waits until n requests are held.
