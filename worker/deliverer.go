@@ -52,13 +52,17 @@ type deliveryMetrics struct {
 }
 
 // The deliverer's defaults: attempts in flight in all, and to one endpoint
-// at most (serve's --webhook-concurrency). 32 to one endpoint keep requests
-// on the wire while a round's results are recorded, so a fast receiver is
-// not left waiting on the bookkeeping; an endpoint that answers slowly gets
-// no more than that many requests at once, and its retries back off.
+// at most (serve's --webhook-concurrency, up to MaxPerEndpoint). An attempt
+// mostly waits on the network, and a goroutine and a connection cost little,
+// so there are many in flight: the endpoints that hang hold one each until
+// their first timeout (pacing.go), a small part of 256. 32 to one endpoint
+// keep requests on the wire while a round's results are recorded, so a fast
+// receiver is not left waiting on the bookkeeping; an endpoint that answers
+// slowly gets fewer (pacing.go), and its retries back off.
 const (
-	DefaultWorkers     = 128
+	DefaultWorkers     = 256
 	DefaultPerEndpoint = 32
+	MaxPerEndpoint     = 128
 )
 
 // NewDeliverer returns a deliverer with its metrics registered on reg.
