@@ -96,11 +96,15 @@ var epRetry = strings.TrimSuffix(strings.Repeat("5s,", 30), ",")
 // top of the file.
 func BenchmarkWebhookEndpoints(b *testing.B) {
 	needFiles(b, 4*epEndpoints+2*worker.DefaultWorkers+1024)
-	rc := newEPReceiver(b)
+	rc := newEPReceiver(b, epEndpoints, epHangEvery)
 	data := b.TempDir()
 	fig := epFigures{loadBefore: loadAverage()}
 	builder := startServe(b, data, "--webhook-allow-private", "--webhook-timeout", "10m")
-	clients := epSetup(b, builder, rc)
+	urls := make([][]string, epEndpoints)
+	for i := range urls {
+		urls[i] = []string{rc.urls[i]}
+	}
+	clients := epSetup(b, builder, urls)
 	for b.Loop() {
 		b.StopTimer()
 		// The backlog, built while every endpoint holds its requests.
@@ -293,12 +297,14 @@ type epArrival struct {
 
 type epConnKey struct{}
 
-func newEPReceiver(b *testing.B) *epReceiver {
+// newEPReceiver listens for n endpoints, every hangEvery-th of which hangs
+// (none for 0).
+func newEPReceiver(b *testing.B, n, hangEvery int) *epReceiver {
 	b.Helper()
-	rc := &epReceiver{got: map[string]*epArrival{}, hanging: make([]bool, epEndpoints)}
+	rc := &epReceiver{got: map[string]*epArrival{}, hanging: make([]bool, n)}
 	byAddr := map[string]int{}
 	var lns []net.Listener
-	for i := range epEndpoints {
+	for i := range n {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.%d:0", 1+i/250, 1+i%250))
 		if err != nil {
 			b.Fatalf("listen on endpoint %d's address: %v", i, err)
@@ -306,7 +312,7 @@ func newEPReceiver(b *testing.B) *epReceiver {
 		lns = append(lns, ln)
 		byAddr[ln.Addr().String()] = i
 		rc.urls = append(rc.urls, "http://"+ln.Addr().String()+"/hook")
-		rc.hanging[i] = i%epHangEvery == epHangEvery-1
+		rc.hanging[i] = hangEvery > 0 && i%hangEvery == hangEvery-1
 	}
 	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -534,17 +540,17 @@ func epParallel(b *testing.B, p *proc, n int, f func(i int) error) {
 	}
 }
 
-// epSetup makes a partner and client for each endpoint, with store S01,
-// stock of the three articles there, and the webhook endpoint.
-func epSetup(b *testing.B, p *proc, rc *epReceiver) []*epClient {
+// epSetup makes a partner and client for each list of endpoint URLs, with
+// store S01, stock of the three articles there, and those endpoints.
+func epSetup(b *testing.B, p *proc, urls [][]string) []*epClient {
 	b.Helper()
 	var feed strings.Builder
 	feed.WriteString("store;ean;article_number;quantity;price\n")
 	for i, ean := range epEANs {
 		fmt.Fprintf(&feed, "S01;%s;ART-%d;1000000;%d.99\n", ean, i, 10+i)
 	}
-	clients := make([]*epClient, epEndpoints)
-	epParallel(b, p, epEndpoints, func(i int) error {
+	clients := make([]*epClient, len(urls))
+	epParallel(b, p, len(urls), func(i int) error {
 		var partner struct {
 			ID string `json:"partner_id"`
 		}
@@ -561,8 +567,10 @@ func epSetup(b *testing.B, p *proc, rc *epReceiver) []*epClient {
 		if err := epDo(p, "PUT", "/admin/clients/"+cl.ID+"/stores/S01", "", []byte(`{"name":"Store 01"}`), 201, nil); err != nil {
 			return err
 		}
-		if err := epDo(p, "POST", "/admin/clients/"+cl.ID+"/webhooks", "", fmt.Appendf(nil, `{"url":%q}`, rc.urls[i]), 201, nil); err != nil {
-			return err
+		for _, u := range urls[i] {
+			if err := epDo(p, "POST", "/admin/clients/"+cl.ID+"/webhooks", "", fmt.Appendf(nil, `{"url":%q}`, u), 201, nil); err != nil {
+				return err
+			}
 		}
 		if err := epDo(p, "PUT", "/stock/"+cl.ID+"/stock.csv", cl.APIKey, []byte(feed.String()), 200, nil); err != nil {
 			return err
@@ -571,9 +579,9 @@ func epSetup(b *testing.B, p *proc, rc *epReceiver) []*epClient {
 		return nil
 	})
 	deadline := time.Now().Add(2 * time.Minute)
-	for epMetric(b, p, `storelink_uploads_processed_total{status="applied"}`) < epEndpoints {
+	for epMetric(b, p, `storelink_uploads_processed_total{status="applied"}`) < float64(len(urls)) {
 		if time.Now().After(deadline) {
-			b.Fatalf("the %d stock uploads were not applied within 2 minutes", epEndpoints)
+			b.Fatalf("the %d stock uploads were not applied within 2 minutes", len(urls))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -648,7 +656,7 @@ func epOrder(p *proc, c int, clients []*epClient, pace func() bool) ([]epCall, e
 }
 
 // epDrive makes order calls: with rate 0, orders orders as fast as
-// epCallers callers go, the k-th for client k mod 1,000; otherwise one call
+// epCallers callers go, the k-th for client k mod their number; otherwise one call
 // every 1/rate for d, the callers each driving an order at a time (for the
 // next client in turn), a call late rather than skipped when its caller
 // was busy at its tick.
@@ -674,7 +682,7 @@ func epDrive(b *testing.B, p *proc, clients []*epClient, orders, rate int, d tim
 	}
 	epParallel(b, p, orders, func(int) error {
 		k := int(next.Add(1) - 1)
-		made, err := epOrder(p, k%epEndpoints, clients, pace)
+		made, err := epOrder(p, k%len(clients), clients, pace)
 		mu.Lock()
 		calls = append(calls, made...)
 		mu.Unlock()
