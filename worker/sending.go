@@ -180,9 +180,15 @@ func (s *sending) work() {
 		}
 		c.pace.ended(end, end.Sub(start), s.slowAfter, r.Outcome == storelink.OutcomeSucceeded, s.d.PerEndpoint)
 		s.change(c.pace)
+		// The end and a grown limit may let two more go: this worker takes
+		// one, an idle one the other.
+		n := s.startable(end, 2)
+		if n == 2 {
+			s.idle.Signal()
+		}
 		// Counted as Run counts: the attempts still in flight are those
 		// that will be once this worker has taken its next.
-		if len(s.batch) == 1 || len(s.batch) >= s.running+s.startable(end, 1) || len(s.batch) >= recordBatch {
+		if len(s.batch) == 1 || len(s.batch) >= s.running+min(n, 1) || len(s.batch) >= recordBatch {
 			s.notify()
 		}
 	}
