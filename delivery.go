@@ -219,17 +219,22 @@ type EndpointService interface {
 }
 
 // ClaimCaps bounds, per endpoint, the deliveries that a claim leaves
-// leased (in flight and claimed ahead, whoever holds them): Of's cap for
-// the endpoints it lists, Default for the others. A deliverer lists the
-// endpoints whose pace it has learnt (worker.Deliverer), so that an
-// endpoint that answers slowly or not at all is given no more than it can
-// take within the leases; the claim reads Of and must not change it.
+// leased (in flight and claimed ahead). Of's cap for the endpoints it
+// lists, Default for the others, bound those leased to the claiming owner
+// (on SQLite, whose one process holds the file, to any owner): a
+// deliverer lists the endpoints whose pace it has learnt
+// (worker.Deliverer), so that an endpoint that answers slowly or not at
+// all is given no more than it can take within the leases, and processes
+// sharing PostgreSQL each keep their own pace. All, when positive, bounds
+// those leased to every owner together. The claim reads Of and must not
+// change it.
 type ClaimCaps struct {
 	Default int
 	Of      map[string]int
+	All     int
 }
 
-// Cap is the cap of endpoint id.
+// Cap is the cap of endpoint id for the claiming owner.
 func (c ClaimCaps) Cap(id string) int {
 	if n, ok := c.Of[id]; ok {
 		return n

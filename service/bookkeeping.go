@@ -52,8 +52,9 @@ type RoundTx interface {
 	// each counted as an attempt and a try: pending ones, due at now, not
 	// in flight, to enabled endpoints; of the pending deliveries of one
 	// order to one endpoint only the one of the oldest event (so that an
-	// order's events arrive in order, CONTRACT 6.3); no more leased per
-	// endpoint than caps.Cap of it, counting those leased before. The
+	// order's events arrive in order, CONTRACT 6.3); no more leased to
+	// owner per endpoint than caps.Cap of it, nor to every owner than
+	// caps.All, counting those leased before (storelink.ClaimCaps). The
 	// oldest due go first, in that order.
 	ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]Claimed, error)
 }
@@ -111,7 +112,7 @@ func (s *Service) ClaimDeliveries(ctx context.Context, owner string, lease time.
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}
-	return s.RecordAndClaim(ctx, nil, owner, lease, limit, storelink.ClaimCaps{Default: perEndpoint})
+	return s.RecordAndClaim(ctx, nil, owner, lease, limit, storelink.ClaimCaps{Default: perEndpoint, All: perEndpoint})
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on.

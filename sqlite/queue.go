@@ -376,7 +376,12 @@ func (q *deliveryQueue) pick(now int64, limit int, caps storelink.ClaimCaps) []*
 	var open endpointHeap
 	for _, e := range q.list {
 		if e.first <= now && !e.disabled {
-			if e.cap = caps.Cap(e.id); due(e) {
+			// The leases are all this process's (one holds the file):
+			// the owner's cap and every owner's bound count the same.
+			if e.cap = caps.Cap(e.id); caps.All > 0 {
+				e.cap = min(e.cap, caps.All)
+			}
+			if due(e) {
 				open = append(open, e)
 			}
 		}

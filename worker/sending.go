@@ -227,7 +227,7 @@ func (s *sending) claimCaps(now time.Time) storelink.ClaimCaps {
 		}
 	}
 	s.changed = s.changed[:0]
-	return storelink.ClaimCaps{Default: defaultCap, Of: s.caps}
+	return storelink.ClaimCaps{Default: defaultCap, Of: s.caps, All: (1 + claimAhead) * s.d.PerEndpoint}
 }
 
 // waiting is how many claimed deliveries wait to go to endpoints that are

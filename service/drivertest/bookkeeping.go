@@ -169,9 +169,9 @@ func testBookkeeping(e *env) {
 	})
 }
 
-// testClaimCaps: each endpoint's cap bounds what it has leased, the
+// testClaimCaps: each endpoint's cap bounds what the owner has leased, the
 // deliveries leased before counted: the cap listed for it, or the default
-// for one not listed.
+// for one not listed; All bounds what every owner has leased together.
 func testClaimCaps(e *env) {
 	t := e.t
 	var eps [3]*storelink.Endpoint
@@ -204,12 +204,19 @@ func testClaimCaps(e *env) {
 	if n := count(first); n[eps[0].ID] != 1 || n[eps[1].ID] != 3 || n[eps[2].ID] != 2 {
 		t.Fatalf("claimed per endpoint %v, want 1, 3 and 2 (listed, listed, default)", n)
 	}
-	// The caps count what is leased already: raised by one each, one more
-	// each.
+	// The caps count what the owner has leased already: raised by one
+	// each, one more each.
 	caps = storelink.ClaimCaps{Default: 3, Of: map[string]int{eps[0].ID: 2, eps[1].ID: 4}}
 	var second []service.Claimed
-	e.round(func(tx service.RoundTx) { second = e.claimCaps(tx, "w2", now, 100, caps) })
+	e.round(func(tx service.RoundTx) { second = e.claimCaps(tx, "w1", now, 100, caps) })
 	if n := count(second); len(second) != 3 || n[eps[0].ID] != 1 || n[eps[1].ID] != 1 || n[eps[2].ID] != 1 {
 		t.Fatalf("second claim per endpoint %v, want one more each", n)
+	}
+	// All bounds every owner's leases together: 2, 4 and 3 are leased.
+	caps = storelink.ClaimCaps{Default: 10, All: 4}
+	var third []service.Claimed
+	e.round(func(tx service.RoundTx) { third = e.claimCaps(tx, "w2", now, 100, caps) })
+	if n := count(third); len(third) != 3 || n[eps[0].ID] != 2 || n[eps[2].ID] != 1 {
+		t.Fatalf("another owner's claim per endpoint %v, want 2, 0 and 1: up to 4 leased in all", n)
 	}
 }
