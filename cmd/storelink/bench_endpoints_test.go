@@ -953,8 +953,8 @@ func printEndpoints(b *testing.B, fig epFigures) {
 		med(func(r epRun) float64 { return float64(r.hung) }))
 	fmt.Printf("bound (%d in flight / %s): %7.0f events/s; delivered / bound %.3f; target >= %.1f: %s\n",
 		worker.DefaultWorkers, epAnswerAfter, epBound(), share, epTargetShare, verdict(share >= epTargetShare))
-	fmt.Printf("bare net/http client, a process of its own, %d goroutines, the same requests to the same endpoints: %7.0f req/s\n",
-		worker.DefaultWorkers, bareRate)
+	fmt.Printf("bare net/http client, a process of its own, %d goroutines, the same requests to the same endpoints: %7.0f req/s; delivered / bare %.3f (same run; what the machine allowed)\n",
+		worker.DefaultWorkers, bareRate, med(func(r epRun) float64 { return r.rate / r.bareRate }))
 	fmt.Printf("CPU: serve %.3f ms per event delivered, bare client %.3f ms per request; ratio %.2f; target <= %.0f: %s\n",
 		cpu, bareCPU, cpuRatio, epTargetCPU, verdict(cpuRatio <= epTargetCPU))
 	fmt.Printf("steady %d events/s for %s (order calls reached %.0f/s), the %d%% hanging (%.0f attempts timed out): healthy endpoints' commit to 200: p50 %.1f ms, p99 %.1f ms, max %.1f ms; target p99 < %s: %s\n",
