@@ -8,8 +8,9 @@ import "time"
 // hangs holds one for the whole webhook timeout: a few such endpoints,
 // given as many attempts as the healthy ones, would hold them all and
 // starve every other endpoint until their timeouts. So the deliverer paces
-// each endpoint by what it has seen of it, in memory (a pace per endpoint;
-// a restart starts afresh):
+// each endpoint by what it has seen of it, in memory (a pace per endpoint
+// and process; a restart starts afresh), much as Svix or Convoy keep
+// failing endpoints from slowing the others down:
 //
 //   - An endpoint may have at most its limit of attempts in flight. The
 //     limit starts at 1, grows by one with each success that came while the
@@ -21,10 +22,12 @@ import "time"
 //   - An endpoint is slow from an attempt that took slowAfter or more, or
 //     from when its attempts in flight have gone slowAfter without one
 //     ending, until an attempt takes less. Attempts started to slow
-//     endpoints hold at most slowShare of Workers together, so that however
+//     endpoints hold at most Workers/slowShare together, so that however
 //     many endpoints hang, the others keep the rest; and a slow endpoint is
 //     claimed nothing ahead of its attempts (it answers too slowly for the
-//     bookkeeping to keep it waiting).
+//     bookkeeping to keep it waiting). An endpoint that hangs before it is
+//     known to, at its first events, holds its limit of one until its
+//     timeout: the hanging endpoints take no more than one attempt each.
 //   - The store leases an endpoint's deliveries only up to what the pace
 //     allows (storelink.ClaimCaps: claimAhead more than the limit, or the
 //     limit for a slow one), so that what is claimed can go soon; and a
@@ -39,8 +42,9 @@ import "time"
 const (
 	startLimit = 1
 	slowShare  = 16 // slow endpoints together hold at most Workers/slowShare
-	// slowAfter is what makes an attempt slow, at most: an answer that
-	// takes a second holds an attempt as long as twenty 50 ms ones.
+	// slowAfter is what makes an attempt slow (or half the webhook
+	// timeout, if less): an answer that takes a second holds an attempt as
+	// long as twenty 50 ms ones.
 	slowAfter = time.Second
 	// leaseRoom is how long, at least, a lease must still hold after an
 	// attempt's timeout for the attempt to start: the time to record it.
