@@ -41,6 +41,18 @@ func (p CapacityPolicy) Take(b *Bucket, stores int, n int64, now time.Time) (Buc
 	return cur, p.capacity(cur, size), nil
 }
 
+// Give puts n bytes back into the bucket of a client with the given number
+// of stores, never past its size, and returns the new state to store.
+func (p CapacityPolicy) Give(b *Bucket, stores int, n int64, now time.Time) Bucket {
+	size := p.Size(stores)
+	if b == nil {
+		return Bucket{Tokens: float64(size), UpdatedAt: now}
+	}
+	cur := p.refill(*b, size, now)
+	cur.Tokens = math.Min(cur.Tokens+float64(n), float64(size))
+	return cur
+}
+
 // Fits tells, before a body is read, whether n bytes would fit the capacity
 // c reported: the same errors as Take, so a client sending a Content-Length
 // is turned away before it sends the body.

@@ -22,8 +22,11 @@ type Endpoint struct {
 	// PreviousSecretUntil is the end of a secret rotation's overlap, during
 	// which deliveries are signed with the old and the new secret.
 	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
-	CreatedAt           time.Time  `json:"created_at"`
-	UpdatedAt           time.Time  `json:"updated_at"`
+	// DeletedAt is when the endpoint was deleted: nothing is sent to it
+	// any more, and it is kept only so that its history can be read.
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // Wants tells whether the endpoint takes events of state s.
@@ -81,7 +84,13 @@ const (
 	DeliverySucceeded DeliveryState = "succeeded"
 	// DeliveryFailed: the retry schedule is spent; it can be redelivered.
 	DeliveryFailed DeliveryState = "failed"
+	// DeliveryCancelled: its endpoint was deleted while it was pending;
+	// it is never sent again.
+	DeliveryCancelled DeliveryState = "cancelled"
 )
+
+// DeliveryStates lists the four delivery states.
+var DeliveryStates = []DeliveryState{DeliveryPending, DeliverySucceeded, DeliveryFailed, DeliveryCancelled}
 
 // Attempt is one try to deliver an event, as recorded.
 type Attempt struct {
@@ -92,6 +101,9 @@ type Attempt struct {
 	Error      string    `json:"error,omitempty"`
 	// Response is a bounded excerpt of the answer's body.
 	Response string `json:"response,omitempty"`
+	// URL is where the attempt went (the endpoint's URL at the time, with
+	// ${eventId} replaced); empty for attempts recorded before it was kept.
+	URL string `json:"url,omitempty"`
 }
 
 // Delivery is the delivery of one event to one endpoint, with its attempts.
@@ -110,11 +122,13 @@ type Delivery struct {
 }
 
 // DeliveryFilter selects deliveries, newest first; Before is a delivery id.
+// A Before that is no delivery of ClientID (when set) is EINVALID.
 type DeliveryFilter struct {
-	ClientID string
-	State    DeliveryState
-	Limit    int
-	Before   string
+	ClientID   string
+	EndpointID string
+	State      DeliveryState
+	Limit      int
+	Before     string
 }
 
 // DeliveryJob is a claimed delivery with all that its attempt needs.
@@ -160,6 +174,24 @@ const (
 	// deliveries wait until it is enabled again.
 	OutcomeGone
 )
+
+// outcomeWords are the outcomes as logs and metrics name them.
+var outcomeWords = [...]string{OutcomeSucceeded: "succeeded", OutcomeRetry: "retry", OutcomeFailed: "failed", OutcomeGone: "gone"}
+
+// String names the outcome in a word: succeeded, retry, failed or gone.
+func (o Outcome) String() string {
+	if int(o) >= 0 && int(o) < len(outcomeWords) {
+		return outcomeWords[o]
+	}
+	return "unknown"
+}
+
+// MarshalText makes logs and JSON name the outcome in a word, not its
+// number.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// Outcomes are every outcome, in order.
+var Outcomes = []Outcome{OutcomeSucceeded, OutcomeRetry, OutcomeFailed, OutcomeGone}
 
 // AttemptResult is the recorded end of one claimed attempt.
 type AttemptResult struct {
@@ -216,6 +248,46 @@ type EndpointService interface {
 	Redeliver(ctx context.Context, deliveryID string) error
 	// PendingDeliveries counts pending deliveries and the age of the oldest.
 	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+	// FailedDeliveries counts the deliveries that failed (their schedule
+	// spent) and were not sent again since.
+	FailedDeliveries(ctx context.Context) (int, error)
+
+	// The calls below take a clientID: "" for the operator, who sees
+	// every client's; a partner's own client id otherwise, and then an
+	// endpoint or delivery of another client is ENOTFOUND, as if it did
+	// not exist.
+
+	// Endpoint returns an endpoint, deleted or not, with its stats.
+	Endpoint(ctx context.Context, clientID, id string) (*EndpointDetail, error)
+	// EndpointDetails lists a client's endpoints that are not deleted,
+	// oldest first, each with its stats.
+	EndpointDetails(ctx context.Context, clientID string) ([]EndpointDetail, error)
+	// RedeliverFor is Redeliver of a delivery of clientID's. ECONFLICT
+	// when the delivery's endpoint was deleted.
+	RedeliverFor(ctx context.Context, clientID, deliveryID string) error
+	// TestDelivery makes the job of a test send to the endpoint: a new
+	// example event of the state (StateAssigned when none), signed as the
+	// endpoint's deliveries are, stored nowhere. ECONFLICT for a deleted
+	// endpoint; EUNPROCESSABLE for a state outside the six.
+	TestDelivery(ctx context.Context, clientID, endpointID string, state OrderState) (*DeliveryJob, error)
+
+	// DeleteEndpoint deletes an endpoint for good: nothing more is queued
+	// for it or sent to it, its pending deliveries are cancelled, and it
+	// and its deliveries stay readable. Deleting it again changes nothing.
+	DeleteEndpoint(ctx context.Context, id string) error
+	// RecoverDeliveries makes every failed delivery of the endpoint that
+	// was queued at or after since pending again, due now, with a fresh
+	// retry schedule, and returns how many. ECONFLICT for a deleted
+	// endpoint.
+	RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error)
+}
+
+// EndpointTester sends a test send's job (EndpointService.TestDelivery) at
+// once, as an attempt of a delivery goes, marked as a test, and tells what
+// came of it: the deliverer, whose client and address guard the real
+// deliveries go through. The attempt is not recorded.
+type EndpointTester interface {
+	SendTest(ctx context.Context, job *DeliveryJob) *TestResult
 }
 
 // ClaimCaps bounds, per endpoint, the deliveries that a claim leaves

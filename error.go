@@ -14,6 +14,7 @@ const (
 	EFORBIDDEN     = "forbidden"            // valid credentials for something else: 403
 	EAUTHLIMIT     = "auth_limited"         // this address failed to authenticate too often: 429
 	ENOTFOUND      = "not_found"            // 404
+	EGONE          = "gone"                 // it existed and is no longer kept: 410
 	ECONFLICT      = "conflict"             // the current state does not allow it: 409
 	ETOOLARGE      = "too_large"            // 413
 	EUNSUPPORTED   = "unsupported"          // unsupported media type: 415

@@ -514,6 +514,26 @@ func TestEventSchemaAcceptsGenerated(t *testing.T) {
 	}
 }
 
+// TestExampleEventsValid: the example event of a test send is valid against
+// the schema in every state, with the store for the store states only, a
+// TEST- order number and ids of its own.
+func TestExampleEventsValid(t *testing.T) {
+	sch := eventSchema(t)
+	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	for _, state := range storelink.OrderStates {
+		e := storelink.ExampleEvent(state, "S1", "EUR", now, func() string { return storelink.NewID(now) })
+		b := e.Marshal()
+		if err := validate(t, sch, b); err != nil {
+			t.Errorf("example %s event %s: %v", state, b, err)
+		}
+		warehouse := state == storelink.StateWarehouseFulfilled || state == storelink.StateWarehouseReturned
+		if e.State != state || (e.StoreID == "") != warehouse || !strings.HasPrefix(e.OrderNumber, "TEST-") ||
+			e.EventID == e.OrderID || e.Timestamp != "2026-11-21T09:00:00.000Z" {
+			t.Errorf("example %s event = %s", state, b)
+		}
+	}
+}
+
 // TestEventSchemaRejects: the schema is not vacuous; each mutation of a
 // valid event must fail validation, also for a validator that treats
 // "format" as an annotation (patterns carry the UUID and timestamp shapes).

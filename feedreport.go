@@ -62,4 +62,8 @@ type FeedReport struct {
 	// FileError is set when the file as a whole is rejected; nothing of it
 	// may be applied.
 	FileError bool
+	// ErrorFile is the feed's error file (errors.csv): every row dropped by
+	// an error as it stood in the file, with its line and problems, or for
+	// a file rejected as a whole its problem at line 0.
+	ErrorFile []byte
 }

@@ -124,6 +124,12 @@ type AdminService interface {
 	// Clients lists every client ordered by partner id, then country code:
 	// the operator dashboard's overview starts from it.
 	Clients(ctx context.Context) ([]Client, error)
+	// ListPartners is a page of the partners f selects (listing.go).
+	// EINVALID for an After that is not a cursor of this list.
+	ListPartners(ctx context.Context, f PartnerFilter) (*PartnerPage, error)
+	// ListClients is a page of the clients f selects (listing.go).
+	// EINVALID for an After that is not a cursor of this list.
+	ListClients(ctx context.Context, f ClientFilter) (*ClientPage, error)
 }
 
 // Authenticator resolves partner API keys.

@@ -21,28 +21,39 @@ const (
 	// UploadRejected: nothing was applied, because of a file-level problem or
 	// because no row was valid.
 	UploadRejected UploadStatus = "rejected"
+	// UploadCancelled: the client cancelled it while it was accepted;
+	// nothing was applied and its bytes went back to the capacity.
+	UploadCancelled UploadStatus = "cancelled"
 )
 
 // Final tells whether the status can change no more.
-func (s UploadStatus) Final() bool { return s == UploadApplied || s == UploadRejected }
+func (s UploadStatus) Final() bool {
+	return s == UploadApplied || s == UploadRejected || s == UploadCancelled
+}
 
 // Upload is one stock file received from a client, with its processing report
 // once it has one.
 type Upload struct {
-	ID           string       `json:"upload_id"`
-	ClientID     string       `json:"client_id"`
-	FileName     string       `json:"file_name"`
-	SizeBytes    int64        `json:"size_bytes"`
-	SHA256       string       `json:"sha256"`
-	Status       UploadStatus `json:"status"`
-	ReceivedAt   time.Time    `json:"received_at"`
-	StartedAt    *time.Time   `json:"started_at"`
-	FinishedAt   *time.Time   `json:"finished_at"`
-	RowsTotal    int          `json:"rows_total"`
-	RowsApplied  int          `json:"rows_applied"`
-	RowsRejected int          `json:"rows_rejected"`
-	Errors       []Problem    `json:"errors"`
-	Warnings     []Problem    `json:"warnings"`
+	ID          string       `json:"upload_id"`
+	ClientID    string       `json:"client_id"`
+	FileName    string       `json:"file_name"`
+	SizeBytes   int64        `json:"size_bytes"`
+	SHA256      string       `json:"sha256"`
+	Status      UploadStatus `json:"status"`
+	ReceivedAt  time.Time    `json:"received_at"`
+	StartedAt   *time.Time   `json:"started_at"`
+	FinishedAt  *time.Time   `json:"finished_at"`
+	RowsTotal   int          `json:"rows_total"`
+	RowsApplied int          `json:"rows_applied"`
+	// RowsUnchanged counts the pairs of RowsApplied whose stock row already
+	// held exactly what the file sets: nothing was written for them, and
+	// they keep the upload_id and updated_at of the upload that last
+	// changed them. A pair the file gives more than once is written, and so
+	// is not among them.
+	RowsUnchanged int       `json:"rows_unchanged"`
+	RowsRejected  int       `json:"rows_rejected"`
+	Errors        []Problem `json:"errors"`
+	Warnings      []Problem `json:"warnings"`
 }
 
 // NewUpload is a received file on its way into the store.
@@ -79,6 +90,11 @@ type StockRow struct {
 	ArticleSize     string `json:"article_size,omitempty"`
 	// Line is the line of the file the row starts on (the header is line 1).
 	Line int `json:"-"`
+	// Repeats is set when an earlier row of the file had the same store and
+	// EAN: this row overrides it (a Duplicated value warning). Such a pair
+	// is written whatever it holds, so that how many pairs an upload left
+	// unchanged does not depend on the order a driver writes rows in.
+	Repeats bool `json:"-"`
 }
 
 // Stock is a row of the stock in force: the latest feed values of a store and
@@ -96,24 +112,34 @@ type Stock struct {
 // StockFilter selects stock rows of one client; After is the cursor returned
 // with the previous page.
 type StockFilter struct {
-	StoreID string
-	EAN     string
-	Limit   int
-	After   string
+	StoreID       string
+	EAN           string
+	ArticleNumber string
+	Limit         int
+	After         string
 }
 
 // UploadFilter selects uploads of one client, newest first; Before is an
-// upload id from the previous page.
+// upload id from the previous page. Status, when set, selects uploads in
+// that status; Since and Until, when not zero, those received at or after
+// Since and before Until.
 type UploadFilter struct {
-	Limit  int
-	Before string
+	Limit        int
+	Before       string
+	Status       UploadStatus
+	Since, Until time.Time
 }
+
+// UploadStatuses are the statuses an upload can be in, in the order it
+// goes through them.
+var UploadStatuses = []UploadStatus{UploadAccepted, UploadProcessing, UploadApplied, UploadRejected, UploadCancelled}
 
 // FeedApply is called by UploadService.Apply inside the apply transaction.
 // It decodes and checks the file, calls put for every valid row in file order
 // (a later row for the same store and EAN overrides an earlier one), and
 // returns the report. stores is the set of the client's registered stores as
-// of the transaction. A report with FileError set applies nothing.
+// of the transaction. A report with FileError set applies nothing. A row
+// whose store and EAN an earlier row had carries Repeats.
 type FeedApply func(stores map[string]bool, put func(StockRow) error) (FeedReport, error)
 
 // UploadService receives, queues and applies stock uploads.
@@ -143,6 +169,24 @@ type UploadService interface {
 	// claimed again since (by anyone), released already or finished is
 	// left as it is, so a release that is sent again changes nothing.
 	Release(ctx context.Context, c *Claim, after time.Duration) error
+	// Cancel cancels an upload that is still accepted, before any
+	// processor picked it up: it will never be applied, and its size goes
+	// back to the client's capacity bucket. Cancelling a cancelled upload
+	// answers it as it is. Errors: ENOTFOUND; ECONFLICT once processing
+	// began (its capacity stays used).
+	Cancel(ctx context.Context, clientID, uploadID string, policy CapacityPolicy) (*Upload, error)
+	// UploadFile returns the file of an upload as it was received
+	// (decompressed). Errors: ENOTFOUND; EGONE once it is no longer kept.
+	UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error)
+	// UploadErrorFile returns the error file of a processed upload: every
+	// row dropped by an error as it stood in the file, with its line and
+	// problems, or for a file rejected as a whole its problem at line 0.
+	// Errors: ENOTFOUND; ECONFLICT while it is not processed, or when it
+	// was cancelled; EGONE once the upload's files are no longer kept.
+	UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error)
+	// ExpireFiles removes the files of finished uploads received more
+	// than retention ago, and returns how many it removed.
+	ExpireFiles(ctx context.Context, retention time.Duration) (int, error)
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
 	// Uploads lists a client's uploads, newest first, before f.Before when

@@ -2,16 +2,11 @@ package dashboard
 
 import (
 	"cmp"
-	"context"
 	"net/http"
 	"slices"
 
 	"storelink"
 )
-
-var uploadStatuses = []storelink.UploadStatus{
-	storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected,
-}
 
 type uploadRow struct {
 	storelink.Upload
@@ -31,14 +26,11 @@ type uploadsData struct {
 // uploadsPage is how many uploads the list shows at once.
 const uploadsPage = 50
 
-// maxScan bounds the uploads read per client to fill one filtered page.
-const maxScan = 2000
-
 func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) {
 	ctx, q := r.Context(), r.URL.Query()
-	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), Statuses: uploadStatuses}
-	if d.Status != "" && !slices.Contains(uploadStatuses, storelink.UploadStatus(d.Status)) {
-		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied or rejected."))
+	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), Statuses: storelink.UploadStatuses}
+	if d.Status != "" && !slices.Contains(storelink.UploadStatuses, storelink.UploadStatus(d.Status)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
 		return
 	}
 	var err error
@@ -64,7 +56,7 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 		before = q.Get("before")
 	}
 	for _, id := range ids {
-		list, err := h.filteredUploads(ctx, id, storelink.UploadStatus(d.Status), before, limit)
+		list, err := h.Uploads.Uploads(ctx, id, storelink.UploadFilter{Status: storelink.UploadStatus(d.Status), Before: before, Limit: limit})
 		if err != nil {
 			h.renderError(w, r, err)
 			return
@@ -87,29 +79,6 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 	}
 	v.Title, v.Nav, v.Data = "Uploads", "uploads", d
 	h.render(w, r, http.StatusOK, "uploads", v)
-}
-
-// filteredUploads lists up to limit uploads of a client with the status
-// ("" for any), newest first, reading at most maxScan.
-func (h *Handler) filteredUploads(ctx context.Context, clientID string, status storelink.UploadStatus, before string, limit int) ([]storelink.Upload, error) {
-	var out []storelink.Upload
-	for scanned := 0; scanned < maxScan && len(out) < limit; {
-		page, err := h.Uploads.Uploads(ctx, clientID, storelink.UploadFilter{Limit: 200, Before: before})
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range page {
-			if status == "" || u.Status == status {
-				out = append(out, u)
-			}
-		}
-		scanned += len(page)
-		if len(page) < 200 {
-			break
-		}
-		before = page[len(page)-1].ID
-	}
-	return out, nil
 }
 
 // problemGroup is the problems of one type: each message with its lines.

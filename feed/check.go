@@ -30,10 +30,22 @@ import (
 // the report, so a partner sees as much as could be checked, but RowsApplied
 // is then 0. A nil put only checks, for a dry run.
 func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	return check(r, stores, put, nil)
+}
+
+// CheckWithErrorFile is Check that also makes the feed's error file
+// (report.ErrorFile, errors.csv) of at most about limit bytes: past it, a
+// last row says how many dropped rows it leaves out.
+func CheckWithErrorFile(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error, limit int) (storelink.FeedReport, error) {
+	return check(r, stores, put, newErrorFile(limit))
+}
+
+func check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error, errs *errorFile) (storelink.FeedReport, error) {
 	if put == nil {
 		put = func(storelink.StockRow) error { return nil }
 	}
 	c := &checker{
+		errs:   errs,
 		col:    newCollector(),
 		stores: make(map[string]uint32, len(stores)),
 		seen:   newLineTable(),
@@ -49,6 +61,10 @@ func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) err
 		c.rep.RowsApplied = c.seen.len() // nothing of a rejected file is applied
 	}
 	c.col.report(&c.rep)
+	if c.rep.FileError {
+		c.errs.rejected(c.fileErrs)
+	}
+	c.rep.ErrorFile = c.errs.bytes()
 	return c.rep, err
 }
 
@@ -63,11 +79,14 @@ type rowKey struct {
 
 // checker holds the state of one Check.
 type checker struct {
-	rep    storelink.FeedReport
-	col    *collector
-	h      header
-	stores map[string]uint32
-	seen   *lineTable // line of the last valid row of each store and EAN
+	rep  storelink.FeedReport
+	col  *collector
+	errs *errorFile
+	// fileErrs are the problems that reject the file, for its error file.
+	fileErrs []storelink.Problem
+	h        header
+	stores   map[string]uint32
+	seen     *lineTable // line of the last valid row of each store and EAN
 	// lastStore caches the latest store lookup: feeds list a store's rows
 	// together, and comparing two short strings beats hashing one.
 	lastStore   string
@@ -103,6 +122,7 @@ func (c *checker) run(r io.Reader) error {
 		return c.readError(err)
 	}
 	headerLine, _ := cr.FieldPos(0)
+	c.errs.start(rec, comma)
 	h, errs, warn := parseHeader(rec)
 	if warn != "" {
 		c.col.add(storelink.ProblemUnknownColumns, warn, true, storelink.LineRef{LineNumber: headerLine})
@@ -137,6 +157,7 @@ func (c *checker) run(r io.Reader) error {
 // fileError records a problem that rejects the file.
 func (c *checker) fileError(typ, msg string, line int) {
 	c.rep.FileError = true
+	c.fileErrs = append(c.fileErrs, storelink.Problem{Type: typ, Message: msg})
 	c.col.fileError(typ, msg, line)
 }
 

@@ -51,6 +51,8 @@ func (c *checker) row(rec []string, line int) error {
 	h := &c.h
 	if len(rec) != h.fields {
 		c.col.add(storelink.ProblemColumnsMismatch, h.mismatch, false, c.ref(rec, line))
+		c.errs.problem(storelink.ProblemColumnsMismatch, h.mismatch)
+		c.errs.dropped(rec, line)
 		c.rep.RowsRejected++
 		return nil
 	}
@@ -65,6 +67,7 @@ func (c *checker) row(rec []string, line int) error {
 	fail := func(typ, msg string) {
 		bad = true
 		c.col.add(typ, msg, false, ref)
+		c.errs.problem(typ, msg)
 	}
 	for col := range numMandatory {
 		if v[col] == "" {
@@ -111,13 +114,15 @@ func (c *checker) row(rec []string, line int) error {
 		}
 	}
 	if bad {
+		c.errs.dropped(rec, line)
 		c.rep.RowsRejected++
 		return nil
 	}
 
 	c.rep.RowsValid++
 	k := rowKey{store: store, ean: ean}
-	if prev := c.seen.swap(k, uint32(min(line, math.MaxUint32))); prev != 0 {
+	prev := c.seen.swap(k, uint32(min(line, math.MaxUint32)))
+	if prev != 0 {
 		c.col.duplicate(int(prev), v[colStore], v[colEAN])
 	}
 	row := storelink.StockRow{
@@ -132,6 +137,7 @@ func (c *checker) row(rec []string, line int) error {
 		ArticleColor:    v[colColor],
 		ArticleSize:     v[colSize],
 		Line:            line,
+		Repeats:         prev != 0,
 	}
 	if hasRetail {
 		row.RetailPrice = c.retailPrice(retail)

@@ -39,6 +39,37 @@ func (s *Server) handleCreateClient(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, c)
 }
 
+func (s *Server) handleListPartners(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	p, err := s.Admin.ListPartners(r.Context(), storelink.PartnerFilter{Q: q.Get("q"), Limit: limit, After: q.Get("after")})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) handleListClients(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	p, err := s.Admin.ListClients(r.Context(), storelink.ClientFilter{PartnerID: q.Get("partner_id"), Q: q.Get("q"), Limit: limit,
+		After: q.Get("after")})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
 func (s *Server) handleGetClient(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("client_id")
 	c, err := s.Admin.Client(r.Context(), id)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,6 +152,40 @@ func (c *Client) PutStock(ctx context.Context, name string, body io.Reader, size
 		return nil, err
 	}
 	req.ContentLength = size
+	return c.putStock(req, size)
+}
+
+// PutStockGzip sends a stock file as name, compressed with gzip on the way
+// (Content-Encoding: gzip). body is the file itself, read once, to its
+// end; size is its length, used only to decide whether to ask the service
+// before sending (Expect: 100-continue), since the compressed length is
+// known only once sent. To retry, call again with a fresh reader.
+func (c *Client) PutStockGzip(ctx context.Context, name string, body io.Reader, size int64) (*UploadReceipt, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		// Speed over ratio: a CSV feed shrinks to a fraction at any level,
+		// and the sender should not wait on the compressor.
+		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
+		_, err := io.Copy(zw, body)
+		if err == nil {
+			err = zw.Close()
+		}
+		// A request that ended early (an answer before the body was read)
+		// closed pr: the copy stops at its next write.
+		pw.CloseWithError(err)
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.UploadURL(name), pr)
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	req.ContentLength = -1
+	req.Header.Set("Content-Encoding", "gzip")
+	return c.putStock(req, size)
+}
+
+// putStock sends an upload request whose body is set and reads the receipt.
+func (c *Client) putStock(req *http.Request, size int64) (*UploadReceipt, error) {
 	req.Header.Set("Content-Type", "application/csv")
 	req.Header.Set("Cache-Control", "no-cache")
 	if size > 64<<10 {
@@ -227,6 +262,31 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 		return err
 	}
 	_, err = c.do(req, v)
+	return err
+}
+
+// UploadErrorFile writes the error file of a processed upload
+// (errors.csv: every row it dropped, as it stood in the file, with its
+// line and problems) to w, as it arrives.
+func (c *Client) UploadErrorFile(ctx context.Context, uploadID string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.UploadStatusURL(uploadID)+"/errors.csv", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("x-api-key", c.APIKey)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return DecodeProblem(resp)
+	}
+	_, err = io.Copy(w, resp.Body)
 	return err
 }
 

@@ -33,6 +33,10 @@ type webhookOptions struct {
 	// --webhook-allow-private; the tests' receivers are on loopback, so the
 	// default allows them.
 	denyPrivate bool
+	// guardSends registers loopback URLs but has the client refuse them
+	// when it dials, so that the address guard of sending is seen at work
+	// without connecting anywhere.
+	guardSends bool
 }
 
 // wireWebhooks gives the API its webhook store, the services svc made again
@@ -56,11 +60,12 @@ func wireWebhooks(t *testing.T, svc *service.Service, reg *prometheus.Registry, 
 	store := svc.With(service.WithSealer(sealer))
 	deps.Webhooks, deps.WebhookAllowPrivate = store, !o.denyPrivate
 
-	client := webhook.NewClient(o.timeout, !o.denyPrivate)
+	client := webhook.NewClient(o.timeout, !o.denyPrivate && !o.guardSends)
 	d := worker.NewDeliverer(store, client, storelink.RetryPolicy{Schedule: o.schedule, Jitter: 0.2}, o.timeout, nil, "test", reg)
 	// Retries come due every few tens of milliseconds here; serve's 1s
 	// poll would dominate every timing the tests look at.
 	d.Interval = 10 * time.Millisecond
+	deps.Tester, deps.EndpointDeleted = d, d.DropEndpoint
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()

@@ -268,6 +268,13 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 		{"PUT", c + "/stores/S4", `{"name":"x\u0001"}`, admin, 422},
 		{"DELETE", c + "/stores/S3", "", admin, 204},
 		{"DELETE", c + "/stores/S3", "", admin, 404},
+		{"GET", "/admin/partners?q=acme&limit=1", "", admin, 200},
+		{"GET", "/admin/partners?after=%21", "", admin, 400},
+		{"GET", "/admin/partners", "", nil, 401},
+		{"GET", "/admin/clients?partner_id=" + a.PartnerID + "&q=de&limit=1", "", admin, 200},
+		{"GET", "/admin/clients?after=garbage", "", admin, 400},
+		{"GET", "/admin/clients?limit=0", "", admin, 400},
+		{"GET", "/admin/clients", "", nil, 401},
 
 		{"PUT", s + "/feed.csv", feed, csv, 200},
 		{"PUT", s + "/feed.csv", feed, map[string]string{"Content-Type": "text/csv"}, 401},
@@ -302,6 +309,16 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	for _, cl := range calls {
 		conform(t, a, router, cl)
 	}
+	// The lists' next pages, from their cursors.
+	var pp storelink.PartnerPage
+	decodeInto(t, conform(t, a, router, call{"GET", "/admin/partners?limit=1", "", admin, 200}), &pp)
+	var cp storelink.ClientPage
+	decodeInto(t, conform(t, a, router, call{"GET", "/admin/clients?limit=1", "", admin, 200}), &cp)
+	if pp.NextCursor == "" || cp.NextCursor == "" {
+		t.Fatalf("first pages of one: partners %s, clients %s; want a next_cursor on each", dump(pp), dump(cp))
+	}
+	conform(t, a, router, call{"GET", "/admin/partners?limit=1&after=" + pp.NextCursor, "", admin, 200})
+	conform(t, a, router, call{"GET", "/admin/clients?limit=1&after=" + cp.NextCursor, "", admin, 200})
 	for _, cl := range orderConformCalls(a, admin, other.ID) {
 		conform(t, a, router, cl)
 	}

@@ -28,6 +28,9 @@ func specRouter(t *testing.T) routers.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The answers of test servers on any address are matched to the
+	// spec's paths: its servers list where a deployment listens.
+	doc.Servers = nil
 	// Examples are checked in TestOpenAPIValid; here the answers are.
 	router, err := legacyrouter.NewRouter(doc, openapi3.DisableExamplesValidation())
 	if err != nil {
@@ -151,6 +154,8 @@ func TestOpenAPIWebhookResponsesConform(t *testing.T) {
 		conform(t, a, router, cl)
 	}
 
+	conformWebhookOperations(t, a, router, ok.ID, gone.ID, failed, deadURL)
+
 	// The answers checked above held every optional field of an attempt.
 	var status, excerpt, errText bool
 	for _, d := range list {
@@ -193,5 +198,100 @@ func decodeInto(t *testing.T, body []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
+	}
+}
+
+// conformWebhookOperations sends every documented status of the endpoint
+// operations (stats, test, recover, delete) and of the partner's webhook
+// calls. ok is an endpoint with a delivery that succeeded; gone a disabled
+// one whose failed delivery was made pending again; deadURL a loopback
+// address where nothing listens.
+func conformWebhookOperations(t *testing.T, a *api, router routers.Router, ok, gone, failed, deadURL string) {
+	t.Helper()
+	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
+	key := map[string]string{"x-api-key": a.APIKey}
+	var other storelink.NewClient
+	a.admin("POST", "/admin/partners/"+a.PartnerID+"/clients", `{"country_code":"AT","currency":"EUR"}`, 201, &other)
+	otherKey := map[string]string{"x-api-key": other.APIKey}
+	keyJSON := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/json"}
+	var dead storelink.EndpointSecret
+	decodeInto(t, conform(t, a, router, call{"POST", "/admin/clients/" + a.ClientID + "/webhooks", `{"url":"` + deadURL + `/x"}`, admin, 201}), &dead)
+	var done string
+	for _, d := range a.deliveries("") {
+		if d.EndpointID == ok && d.State == storelink.DeliverySucceeded {
+			done = d.ID
+		}
+	}
+	if done == "" {
+		t.Fatal("no succeeded delivery to the receiver")
+	}
+	big := `{"state":"` + strings.Repeat("x", 1<<20) + `"}`
+	w, c := "/admin/webhooks/", "/webhooks/"+a.ClientID
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	decodeInto(t, conform(t, a, router, call{"GET", c + "/deliveries?limit=1", "", key, 200}), &page)
+	for _, cl := range []call{
+		{"GET", w + ok, "", admin, 200},
+		{"GET", w + dead.ID, "", admin, 200},
+		{"GET", w + "nope", "", admin, 404},
+		{"GET", w + ok, "", nil, 401},
+
+		{"POST", w + ok + "/test", `{"state":"cancelled"}`, admin, 200},
+		{"POST", w + dead.ID + "/test", ``, admin, 200},
+		{"POST", w + ok + "/test", `{"stat":"cancelled"}`, admin, 400},
+		{"POST", w + ok + "/test", ``, nil, 401},
+		{"POST", w + "nope/test", ``, admin, 404},
+		{"POST", w + ok + "/test", big, admin, 413},
+		{"POST", w + ok + "/test", `{"state":"open"}`, admin, 422},
+
+		{"POST", w + ok + "/recover", `{"since":"2020-01-01T00:00:00Z"}`, admin, 202},
+		{"POST", w + ok + "/recover", `{"since":"2020-01-01T00:00:00Z","x":1}`, admin, 400},
+		{"POST", w + ok + "/recover", `{"since":"2020-01-01T00:00:00Z"}`, nil, 401},
+		{"POST", w + "nope/recover", `{"since":"2020-01-01T00:00:00Z"}`, admin, 404},
+		{"POST", w + ok + "/recover", big, admin, 413},
+		{"POST", w + ok + "/recover", `{"since":"last week"}`, admin, 422},
+
+		{"GET", c + "/endpoints", "", key, 200},
+		{"GET", c + "/endpoints", "", nil, 401},
+		{"GET", c + "/endpoints", "", otherKey, 403},
+		{"GET", c + "/deliveries?state=succeeded&endpoint_id=" + ok + "&after=" + page.NextCursor, "", key, 200},
+		{"GET", c + "/deliveries?after=garbage", "", key, 400},
+		{"GET", c + "/deliveries", "", nil, 401},
+		{"GET", c + "/deliveries", "", otherKey, 403},
+		{"POST", c + "/deliveries/" + done + "/redeliver", "", key, 202},
+		{"POST", c + "/deliveries/" + done + "/redeliver", "", nil, 401},
+		{"POST", c + "/deliveries/" + done + "/redeliver", "", otherKey, 403},
+		{"POST", "/webhooks/" + other.ID + "/deliveries/" + done + "/redeliver", "", otherKey, 404},
+		{"POST", c + "/endpoints/" + ok + "/test", `{"state":"returned"}`, keyJSON, 200},
+		{"POST", c + "/endpoints/" + ok + "/test", `[]`, key, 400},
+		{"POST", c + "/endpoints/" + ok + "/test", "", nil, 401},
+		{"POST", c + "/endpoints/" + ok + "/test", "", otherKey, 403},
+		{"POST", "/webhooks/" + other.ID + "/endpoints/" + ok + "/test", "", otherKey, 404},
+		{"POST", c + "/endpoints/" + ok + "/test", big, key, 413},
+		{"POST", c + "/endpoints/" + ok + "/test", `{"state":"open"}`, key, 422},
+
+		{"DELETE", w + gone, "", nil, 401},
+		{"DELETE", w + "nope", "", admin, 404},
+		{"DELETE", w + gone, "", admin, 204},
+		{"DELETE", w + gone, "", admin, 204},
+		{"GET", w + gone, "", admin, 200},
+		{"GET", "/admin/deliveries?state=cancelled&endpoint_id=" + gone, "", admin, 200},
+		{"PATCH", w + gone, `{"enabled":true}`, admin, 409},
+		{"POST", w + gone + "/rotate-secret", ``, admin, 409},
+		{"POST", w + gone + "/test", ``, admin, 409},
+		{"POST", w + gone + "/recover", `{"since":"2020-01-01T00:00:00Z"}`, admin, 409},
+		{"POST", "/admin/deliveries/" + failed + "/redeliver", ``, admin, 409},
+		{"POST", c + "/deliveries/" + failed + "/redeliver", "", key, 409},
+		{"POST", c + "/endpoints/" + gone + "/test", "", key, 409},
+	} {
+		conform(t, a, router, cl)
+	}
+	var list struct {
+		Deliveries []storelink.Delivery `json:"deliveries"`
+	}
+	a.admin("GET", "/admin/deliveries?state=cancelled&endpoint_id="+gone, "", 200, &list)
+	if len(list.Deliveries) != 1 || list.Deliveries[0].ID != failed {
+		t.Errorf("cancelled deliveries of the deleted endpoint = %s, want its one", dump(list.Deliveries))
 	}
 }

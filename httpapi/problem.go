@@ -17,6 +17,7 @@ var statusOf = map[string]int{
 	storelink.EFORBIDDEN:     http.StatusForbidden,
 	storelink.EAUTHLIMIT:     http.StatusTooManyRequests,
 	storelink.ENOTFOUND:      http.StatusNotFound,
+	storelink.EGONE:          http.StatusGone,
 	storelink.ECONFLICT:      http.StatusConflict,
 	storelink.ETOOLARGE:      http.StatusRequestEntityTooLarge,
 	storelink.EUNSUPPORTED:   http.StatusUnsupportedMediaType,
@@ -104,9 +105,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := EncodeJSON(w, v); err != nil {
 		slog.Debug("write response", "error", err) // the client went away
 	}
 }
@@ -118,6 +117,7 @@ var problemDocs = map[string]string{
 	storelink.EFORBIDDEN:     "The API key is valid, but for another client of the same partner (its key for another country). A key of another partner is answered as no key at all (unauthorized).",
 	storelink.EAUTHLIMIT:     "Too many failed authentications (wrong admin tokens, API keys or dashboard logins) came from this address. No attempt from it is taken, not even with the right credentials, until the number of seconds in Retry-After has passed.",
 	storelink.ENOTFOUND:      "The thing named in the path does not exist.",
+	storelink.EGONE:          "The thing named in the path existed and is no longer kept: an upload's file and error file are removed once --upload-retention has passed since the upload was received. The detail says when.",
 	storelink.ECONFLICT:      "The current state does not allow this request.",
 	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",
 	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",

@@ -6,15 +6,21 @@ func (s *Server) routes() {
 
 	// Operator API (CONTRACT 2).
 	m.HandleFunc("POST /admin/partners", s.admin(s.handleCreatePartner))
+	m.HandleFunc("GET /admin/partners", s.admin(s.handleListPartners))
 	m.HandleFunc("POST /admin/partners/{partner_id}/clients", s.admin(s.handleCreateClient))
+	m.HandleFunc("GET /admin/clients", s.admin(s.handleListClients))
 	m.HandleFunc("GET /admin/clients/{client_id}", s.admin(s.handleGetClient))
 	m.HandleFunc("POST /admin/clients/{client_id}/api-keys", s.admin(s.handleCreateAPIKey))
 	m.HandleFunc("DELETE /admin/clients/{client_id}/api-keys/{key_id}", s.admin(s.handleDeleteAPIKey))
 	m.HandleFunc("PUT /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handlePutStore))
 	m.HandleFunc("DELETE /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handleDeleteStore))
 	m.HandleFunc("POST /admin/clients/{client_id}/webhooks", s.admin(s.handleCreateEndpoint))
+	m.HandleFunc("GET /admin/webhooks/{endpoint_id}", s.admin(s.handleGetEndpoint))
 	m.HandleFunc("PATCH /admin/webhooks/{endpoint_id}", s.admin(s.handlePatchEndpoint))
+	m.HandleFunc("DELETE /admin/webhooks/{endpoint_id}", s.admin(s.handleDeleteEndpoint))
 	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/rotate-secret", s.admin(s.handleRotateSecret))
+	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/recover", s.admin(s.handleRecover))
+	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/test", s.admin(s.handleTestEndpoint))
 	m.HandleFunc("GET /admin/deliveries", s.admin(s.handleListDeliveries))
 	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
 
@@ -23,21 +29,30 @@ func (s *Server) routes() {
 	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitInFlight(false, s.handleValidate)))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
+	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleCancelUpload))
+	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/file", s.partner(s.handleUploadFile))
+	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/errors.csv", s.partner(s.handleUploadErrorFile))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
 
 	// Orders (CONTRACT 4), admin token.
-	m.HandleFunc("POST /orders", s.admin(s.handleCreateOrder))
+	m.HandleFunc("POST /orders", s.countOrder("create", s.admin(s.handleCreateOrder)))
 	m.HandleFunc("GET /orders", s.admin(s.handleListOrders))
 	m.HandleFunc("GET /orders/{order_id}", s.admin(s.handleGetOrder))
 	m.HandleFunc("GET /orders/{order_id}/events", s.admin(s.handleOrderEvents))
-	m.HandleFunc("POST /orders/{order_id}/cancel", s.admin(s.handleCancelOrder))
-	m.HandleFunc("POST /orders/{order_id}/fulfil", s.admin(s.handleFulfilOrder))
-	m.HandleFunc("POST /orders/{order_id}/returns", s.admin(s.handleReturnItems))
-	m.HandleFunc("POST /warehouse-orders", s.admin(s.handleCreateWarehouseOrder))
-	m.HandleFunc("POST /orders/{order_id}/warehouse-returns", s.admin(s.handleWarehouseReturn))
+	m.HandleFunc("POST /orders/{order_id}/cancel", s.countOrder("cancel", s.admin(s.handleCancelOrder)))
+	m.HandleFunc("POST /orders/{order_id}/fulfil", s.countOrder("fulfil", s.admin(s.handleFulfilOrder)))
+	m.HandleFunc("POST /orders/{order_id}/returns", s.countOrder("return", s.admin(s.handleReturnItems)))
+	m.HandleFunc("POST /warehouse-orders", s.countOrder("warehouse_create", s.admin(s.handleCreateWarehouseOrder)))
+	m.HandleFunc("POST /orders/{order_id}/warehouse-returns", s.countOrder("warehouse_return", s.admin(s.handleWarehouseReturn)))
 
 	// Order events, pulled by partners (CONTRACT 6.4), x-api-key.
 	m.HandleFunc("GET /events/{client_id}", s.partner(s.handleEvents))
+
+	// The partner's own webhooks (CONTRACT 8), x-api-key.
+	m.HandleFunc("GET /webhooks/{client_id}/endpoints", s.partner(s.handlePartnerEndpoints))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/test", s.partner(s.handlePartnerTestEndpoint))
+	m.HandleFunc("GET /webhooks/{client_id}/deliveries", s.partner(s.handlePartnerDeliveries))
+	m.HandleFunc("POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver", s.partner(s.handlePartnerRedeliver))
 
 	// Operations (CONTRACT 7).
 	m.HandleFunc("GET /healthz", s.handleHealthz)

@@ -53,6 +53,8 @@ type apiOptions struct {
 	// body.go and inflight.go.
 	maxUploadsInFlight int
 	bodyTimeout        time.Duration
+	// noProcessor leaves accepted uploads waiting: no processor runs.
+	noProcessor bool
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -83,7 +85,11 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	srv := httptest.NewServer(httpapi.NewServer(deps))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = proc.Run(ctx); close(done) }()
+	if opt.noProcessor {
+		close(done)
+	} else {
+		go func() { _ = proc.Run(ctx); close(done) }()
+	}
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 
 	a := &api{t: t, URL: srv.URL, db: db, svc: orders, webhooks: webhooks, reg: reg}

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +18,32 @@ import (
 	"storelink/feed"
 	"storelink/gcmode"
 )
+
+// countOrder counts an order call's answer by action and outcome for
+// /metrics.
+func (s *Server) countOrder(action string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(rw, r)
+		status := rw.status
+		if _, gone := ended(r); gone && !rw.wrote {
+			status = StatusClientGone
+		}
+		outcome := "succeeded"
+		switch {
+		case status < 300 && rw.Header().Get(headerReplayed) == "true":
+			outcome = "replayed"
+		case status < 300:
+		case status == http.StatusConflict:
+			outcome = "conflict"
+		case status < 500 && status != StatusClientGone:
+			outcome = "refused"
+		default:
+			outcome = "failed"
+		}
+		s.orderCalls.WithLabelValues(action, outcome).Inc()
+	}
+}
 
 // countUpload counts upload answers by status code for /metrics.
 func (s *Server) countUpload(h http.HandlerFunc) http.HandlerFunc {
@@ -63,12 +89,12 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 		s.writeError(w, r, err)
 		return
 	}
-	if err := checkContentType(r); err != nil {
+	if err := checkBodyHeaders(r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if r.ContentLength > 0 {
-		if err := s.fitsUpfront(before, r.ContentLength); err != nil {
+	if n := declaredCSVLength(r); n > 0 {
+		if err := s.fitsUpfront(before, n); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -135,46 +161,41 @@ func checkFileName(name string) error {
 	return nil
 }
 
-var csvTypes = map[string]bool{"application/csv": true, "text/csv": true, "text/plain": true, "application/octet-stream": true}
-
-func checkContentType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || !csvTypes[mt] {
-		return storelink.Errorf(storelink.EUNSUPPORTED,
-			"Content-Type %q is not accepted; send application/csv, text/csv, text/plain or application/octet-stream.", ct)
-	}
-	return nil
-}
-
-// readBody reads at most max bytes and hashes them on the way. Memory
-// follows the bytes that arrive, never the declared Content-Length: a
-// client can declare any length and send nothing. The memory is reserved
+// readBody reads the CSV file of a request, at most max bytes of it, and
+// hashes them on the way; a gzip body (checkBodyHeaders let it through) is
+// decompressed as it is read, and max and the hash are of the CSV bytes.
+// Memory follows the bytes that arrive, never the declared Content-Length:
+// a client can declare any length and send nothing. The memory is reserved
 // in mem as it grows (unbounded when mem is nil); a body that does not fit
 // is refused, before it is read when its declared length already cannot.
 // release gives the memory back and ends the eager collection
 // (gc.HoldLarge) that starts once the body is large; it is to be called
 // when the body is no longer in memory, and also after an error.
 func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory) (body []byte, sum string, release func(), err error) {
-	if r.ContentLength > max {
+	declared := declaredCSVLength(r)
+	if declared > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	if mem != nil && r.ContentLength > 0 && !mem.fits(r.ContentLength) {
+	if mem != nil && declared > 0 && !mem.fits(declared) {
 		return nil, "", func() {}, mem.errFull()
 	}
 	buf := &bodyBuffer{limit: max, max: max, mem: mem, gc: gc}
-	if r.ContentLength > 0 {
-		buf.limit, buf.declared = r.ContentLength, true
+	if declared > 0 {
+		buf.limit, buf.declared = declared, true
+	}
+	src, err := csvReader(r, max)
+	if err != nil {
+		return nil, "", func() {}, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(r.Body, max+1))
+	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(src, max+1))
 	if err != nil {
 		var e *storelink.Error
 		if errors.As(err, &e) {
 			return nil, "", buf.done, err
+		}
+		if gzipped(r) {
+			return nil, "", buf.done, badGzip(err)
 		}
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
 	}
@@ -183,6 +204,9 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory
 	}
 	if n == 0 {
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+	}
+	if err := notGzipped(r, buf.buf); err != nil {
+		return nil, "", buf.done, err
 	}
 	return buf.buf, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
@@ -198,7 +222,7 @@ type validation struct {
 
 // handleValidate checks a file like an upload and applies nothing.
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
-	if err := checkContentType(r); err != nil {
+	if err := checkBodyHeaders(r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -246,13 +270,33 @@ func (s *Server) handleGetUpload(w http.ResponseWriter, r *http.Request, c *stor
 	writeJSON(w, http.StatusOK, u)
 }
 
+// handleCancelUpload cancels an upload that waits to be processed; its
+// bytes go back to the capacity, which the answer's headers report.
+func (s *Server) handleCancelUpload(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	u, err := s.Uploads.Cancel(r.Context(), c.ID, r.PathValue("upload_id"), s.Capacity)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if capacity, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity); err == nil {
+		setRateLimit(w, capacity)
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
 func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	limit, err := queryLimit(r, 50, 500)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	list, err := s.Uploads.Uploads(r.Context(), c.ID, storelink.UploadFilter{Limit: limit, Before: r.URL.Query().Get("before")})
+	f, err := uploadFilter(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.Limit = limit
+	list, err := s.Uploads.Uploads(r.Context(), c.ID, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -275,7 +319,7 @@ func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *stor
 	}
 	q := r.URL.Query()
 	rows, next, err := s.Stock.Stock(r.Context(), c.ID, storelink.StockFilter{
-		StoreID: q.Get("store"), EAN: q.Get("ean"), Limit: limit, After: q.Get("after"),
+		StoreID: q.Get("store"), EAN: q.Get("ean"), ArticleNumber: q.Get("article_number"), Limit: limit, After: q.Get("after"),
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -288,6 +332,47 @@ func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *stor
 }
 
 // queryLimit reads ?limit= with a default and an upper bound.
+// uploadFilter reads the filters of the upload listing: status, and the
+// time range since (inclusive) to until (exclusive), RFC 3339 each.
+func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
+	q := r.URL.Query()
+	f := storelink.UploadFilter{Before: q.Get("before"), Status: storelink.UploadStatus(q.Get("status"))}
+	if f.Status != "" && !slices.Contains(storelink.UploadStatuses, f.Status) {
+		return f, storelink.Errorf(storelink.EINVALID, "status must be one of accepted, processing, applied, rejected, cancelled (got %q).", truncate(string(f.Status)))
+	}
+	for _, p := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, storelink.Errorf(storelink.EINVALID, "%s must be a time in RFC 3339, such as 2026-11-21T07:54:21Z (got %q).", p.name, truncate(v))
+		}
+		// Times are kept to the millisecond: a finer one is rounded up,
+		// which selects the same uploads on every database.
+		if ms := t.Truncate(time.Millisecond); ms.Before(t) {
+			t = ms.Add(time.Millisecond)
+		}
+		*p.t = t
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, storelink.Errorf(storelink.EINVALID, "since must be before until.")
+	}
+	return f, nil
+}
+
+// truncate shortens a value quoted back in an error.
+func truncate(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "…"
+	}
+	return v
+}
+
 func queryLimit(r *http.Request, def, max int) (int, error) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,23 +96,30 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
 }
 
-func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
+// deliveryFilter reads the filters of a listing of deliveries (state,
+// endpoint_id, limit) and its cursor, named param.
+func deliveryFilter(r *http.Request, param string) (storelink.DeliveryFilter, error) {
 	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		return storelink.DeliveryFilter{}, err
+	}
+	q := r.URL.Query()
+	state := storelink.DeliveryState(q.Get("state"))
+	if state != "" && !slices.Contains(storelink.DeliveryStates, state) {
+		return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled.")
+	}
+	return storelink.DeliveryFilter{State: state, EndpointID: q.Get("endpoint_id"), Limit: limit, Before: q.Get(param)}, nil
+}
+
+func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
+	f, err := deliveryFilter(r, "before")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	state := storelink.DeliveryState(q.Get("state"))
-	switch state {
-	case "", storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
-	default:
-		s.writeError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded or failed."))
-		return
-	}
-	list, err := s.Webhooks.Deliveries(r.Context(), storelink.DeliveryFilter{
-		ClientID: q.Get("client_id"), State: state, Limit: limit, Before: q.Get("before"),
-	})
+	f.ClientID = r.URL.Query().Get("client_id")
+	limit := f.Limit
+	list, err := s.Webhooks.Deliveries(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

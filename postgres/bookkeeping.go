@@ -150,9 +150,11 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 			code = a.StatusCode
 		}
 		// A result recorded twice (a retried batch) is one attempt.
-		b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (delivery_id, number) DO NOTHING`,
-			r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response)
+		b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response, url, endpoint_id,
+				succeeded)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (delivery_id, number) DO NOTHING`,
+			r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response, a.URL,
+			r.Job.EndpointID, m.Kind == service.MoveSucceeded)
 		// Only the lease holder moves the delivery on: the same owner and
 		// the same attempt, since a lease that ran out may have been taken
 		// again, even by this owner.

@@ -12,12 +12,13 @@ import (
 
 // endpointColumns show whether the endpoint has a key, never the key. The
 // states are a text array, which pgx reads into the state type itself.
-const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key <> '', previous_secret_until, created_at, updated_at`
+const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key <> '', previous_secret_until, deleted_at,
+	created_at, updated_at`
 
 func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 	var e storelink.Endpoint
 	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &e.States, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &e.PreviousSecretUntil,
-		&e.CreatedAt, &e.UpdatedAt); err != nil {
+		&e.DeletedAt, &e.CreatedAt, &e.UpdatedAt); err != nil {
 		return nil, noRow(err)
 	}
 	if e.States == nil {
@@ -49,7 +50,8 @@ func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at 
 
 // ListEndpoints reads a client's endpoints on the pool.
 func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = $1 ORDER BY created_at, id`, clientID)
+	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = $1 AND deleted_at IS NULL
+		ORDER BY created_at, id`, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +71,9 @@ func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelin
 // deliveries.
 func (t *pgTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `UPDATE endpoints SET url = coalesce($2, url), states = coalesce($3, states),
-		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason), updated_at = $7
-		WHERE id = $1 RETURNING `+endpointColumns, id, c.URL, statesArg(c.States), c.APIKey, c.Enabled, c.DisabledReason, c.At))
+		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason),
+		deleted_at = coalesce($8, deleted_at), updated_at = $7
+		WHERE id = $1 RETURNING `+endpointColumns, id, c.URL, statesArg(c.States), c.APIKey, c.Enabled, c.DisabledReason, c.At, c.DeletedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +96,9 @@ func statesArg(states *[]storelink.OrderState) any {
 }
 
 // Redeliver looks the delivery up and updates it in one transaction, the
-// lease looked at in the UPDATE's own WHERE (leases are columns here), and
-// wakes the deliverers of every process (NOTIFY, sent at commit) when it
-// changed it.
+// lease and the endpoint's deletion looked at in the UPDATE's own WHERE
+// (leases are columns here), and wakes the deliverers of every process
+// (NOTIFY, sent at commit) when it changed it.
 func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
 	return d.db.inTx(ctx, func(tx pgx.Tx) error {
 		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
@@ -103,7 +106,8 @@ func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
 		}
 		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $1,
 			lease_owner = NULL, lease_until = NULL, updated_at = $1
-			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)`, at, id)
+			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)
+			AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`, at, id)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -111,14 +115,28 @@ func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
 	})
 }
 
+// deliveryColumns are what a delivery shows of its row.
+const deliveryColumns = `id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at`
+
+func scanDelivery(row pgx.Row) (*storelink.Delivery, error) {
+	dl := storelink.Delivery{Attempts: []storelink.Attempt{}}
+	if err := row.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &dl.NextAttemptAt,
+		&dl.CreatedAt, &dl.UpdatedAt); err != nil {
+		return nil, err
+	}
+	return &dl, nil
+}
+
 // ListDeliveries reads the page, then the attempts of the whole page in
 // one query.
 func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	var a args
-	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
-		FROM deliveries WHERE true`
+	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE true`
 	if f.ClientID != "" {
 		q += ` AND client_id = ` + a.add(f.ClientID)
+	}
+	if f.EndpointID != "" {
+		q += ` AND endpoint_id = ` + a.add(f.EndpointID)
 	}
 	if f.State != "" {
 		q += ` AND state = ` + a.add(f.State)
@@ -132,10 +150,11 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Delivery, error) {
-		dl := storelink.Delivery{Attempts: []storelink.Attempt{}}
-		err := row.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &dl.NextAttemptAt,
-			&dl.CreatedAt, &dl.UpdatedAt)
-		return dl, err
+		dl, err := scanDelivery(row)
+		if err != nil {
+			return storelink.Delivery{}, err
+		}
+		return *dl, nil
 	})
 	if err != nil || len(out) == 0 {
 		return []storelink.Delivery{}, err
@@ -145,7 +164,7 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	for i, dl := range out {
 		ids[i], index[dl.ID] = dl.ID, i
 	}
-	rows, err = d.db.pool.Query(ctx, `SELECT delivery_id, number, at, duration_ms, coalesce(status_code, 0), error, response
+	rows, err = d.db.pool.Query(ctx, `SELECT delivery_id, number, at, duration_ms, coalesce(status_code, 0), error, response, url
 		FROM delivery_attempts WHERE delivery_id = ANY ($1) ORDER BY delivery_id, number`, ids)
 	if err != nil {
 		return nil, err
@@ -154,7 +173,7 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	for rows.Next() {
 		var id string
 		var at storelink.Attempt
-		if err := rows.Scan(&id, &at.Number, &at.At, &at.DurationMS, &at.StatusCode, &at.Error, &at.Response); err != nil {
+		if err := rows.Scan(&id, &at.Number, &at.At, &at.DurationMS, &at.StatusCode, &at.Error, &at.Response, &at.URL); err != nil {
 			return nil, err
 		}
 		dl := &out[index[id]]
@@ -163,15 +182,18 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	return out, rows.Err()
 }
 
+// FailedDeliveries counts on the pool; the partial index of failed
+// deliveries holds just those.
+func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'failed'`).Scan(&n)
+	return n, err
+}
+
 // PendingDeliveries counts on the pool.
 func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int
 	var oldest *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
 	return n, oldest, err
-}
-
-// DeliveryExists looks the delivery up on the pool.
-func (d *Driver) DeliveryExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, d.db.pool, `SELECT 1 FROM deliveries WHERE id = $1`, id))
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -199,8 +200,12 @@ func TestConcurrentMigrations(t *testing.T) {
 	must(t, err)
 	entries, _ := os.ReadDir("migrations")
 	want := []int64{}
-	for i := range entries {
-		want = append(want, int64(i+1))
+	for _, e := range entries {
+		// The version is the file name's number, 00008_… is 8: numbers
+		// are given out ahead, so one may be missing.
+		n, err := strconv.ParseInt(strings.SplitN(e.Name(), "_", 2)[0], 10, 64)
+		must(t, err)
+		want = append(want, n)
 	}
 	if !slices.Equal(versions, want) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)

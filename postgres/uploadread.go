@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
-	rows_total, rows_applied, rows_rejected, errors, warnings`
+	rows_total, rows_applied, rows_unchanged, rows_rejected, errors, warnings`
 
 // scanUpload reads an upload row; pgx decodes the jsonb problems itself.
 func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) {
 	u := &storelink.Upload{}
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &u.ReceivedAt, &u.StartedAt, &u.FinishedAt,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsUnchanged, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -45,10 +46,11 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // same upload, and the lease-expiry condition is checked again on the row
 // as it is when locked.
 //
-// The NOT EXISTS looks at the client's previous upload only. That is the
-// same test, because a client's finished uploads are always a prefix of its
-// uploads: only the earliest unfinished one is ever claimed, and only a
-// claimed one is finished. Asking for any earlier unfinished upload would
+// The NOT EXISTS looks at the client's previous upload only, cancelled ones
+// passed over. That is the same test, because a client's finished uploads
+// are always a prefix of its uploads but for cancelled ones, which can be
+// anywhere after it: only the earliest unfinished one is ever claimed, and
+// only a claimed one is finished. Asking for any earlier unfinished upload would
 // walk the client's finished history (the index on (client_id, seq) does
 // not hold the status) for every waiting upload the claim passes over; this
 // way it is one index lookup per upload passed over.
@@ -58,7 +60,7 @@ WITH pick AS (
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
 	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
-	                                 ORDER BY o.seq DESC LIMIT 1) prev
+	                                 AND o.status <> 'cancelled' ORDER BY o.seq DESC LIMIT 1) prev
 	                  WHERE prev.status IN ('accepted', 'processing'))
 	ORDER BY u.seq
 	LIMIT 1
@@ -118,13 +120,22 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 }
 
 // ListUploads numbers its parameters as they are added (args).
-func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
+func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	var a args
-	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(clientID)
-	if before != "" {
-		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(before) + `)`
+	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(p.ClientID)
+	if p.Before != "" {
+		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(p.Before) + `)`
 	}
-	q += ` ORDER BY seq DESC LIMIT ` + a.add(limit)
+	if p.Status != "" {
+		q += ` AND status = ` + a.add(string(p.Status))
+	}
+	if !p.Since.IsZero() {
+		q += ` AND received_at >= ` + a.add(p.Since)
+	}
+	if !p.Until.IsZero() {
+		q += ` AND received_at < ` + a.add(p.Until)
+	}
+	q += ` ORDER BY seq DESC LIMIT ` + a.add(p.Limit)
 	rows, err := d.db.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, err
@@ -169,4 +180,42 @@ func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads
 		WHERE status IN ('accepted', 'processing') AND seq <= $1`, pos).Scan(&n)
 	return n, err
+}
+
+// UploadFile reads one of the kept files with the upload's row.
+func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+	col := "b.body"
+	if errorFile {
+		col = "b.errors_csv"
+	}
+	var data []byte
+	var kept bool
+	var removed *time.Time
+	err := d.db.pool.QueryRow(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`, clientID, id).
+		Scan(&data, &kept, &removed)
+	if err != nil {
+		return nil, false, time.Time{}, noRow(err)
+	}
+	var at time.Time
+	if removed != nil {
+		at = *removed
+	}
+	return data, kept, at, nil
+}
+
+// ExpireFiles removes files and notes it in one statement; SKIP LOCKED
+// leaves the rows another process is removing to it.
+func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+	tag, err := d.db.pool.Exec(ctx, `WITH gone AS (
+		DELETE FROM upload_bodies WHERE upload_id IN (
+			SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
+			WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < $1
+			LIMIT $3 FOR UPDATE OF b SKIP LOCKED)
+		RETURNING upload_id)
+	UPDATE uploads SET file_expired_at = $2 FROM gone WHERE uploads.id = gone.upload_id`, cutoff, at, limit)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
 }

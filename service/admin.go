@@ -30,6 +30,17 @@ type AdminReads interface {
 	// Clients returns every client ordered by partner id, then country
 	// code, bytewise.
 	Clients(ctx context.Context) ([]storelink.Client, error)
+	// ListPartners returns up to limit partners ordered by name, then id,
+	// bytewise, after the key after (nil: from the start), whose id or
+	// name holds q once its letters A to Z are lower case (q is folded
+	// so; "" matches all). Never nil.
+	ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error)
+	// ListClients returns up to limit clients, with their partner's name,
+	// ordered by partner id, then country code, bytewise, after the key
+	// after (nil: from the start), of partnerID when it is not "", whose
+	// id, country code, partner id or partner name holds q as
+	// ListPartners matches it. Never nil.
+	ListClients(ctx context.Context, partnerID, q string, after *storelink.ListCursor, limit int) ([]storelink.ClientListing, error)
 	// GetClient returns a client, or ErrNotFound.
 	GetClient(ctx context.Context, id string) (*storelink.Client, error)
 	// ClientExists tells whether a client of that id exists.
@@ -136,6 +147,60 @@ func (s *Service) Partners(ctx context.Context) ([]storelink.Partner, error) {
 
 // Clients lists every client by partner and country.
 func (s *Service) Clients(ctx context.Context) ([]storelink.Client, error) { return s.d.Clients(ctx) }
+
+// ListPartners is a page of partners by name (storelink.PartnerFilter).
+func (s *Service) ListPartners(ctx context.Context, f storelink.PartnerFilter) (*storelink.PartnerPage, error) {
+	after, err := listCursor(f.After, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.d.ListPartners(ctx, storelink.FoldQuery(f.Q), after, f.Limit+1)
+	if err != nil {
+		return nil, err
+	}
+	p := &storelink.PartnerPage{Partners: rows}
+	if len(rows) > f.Limit {
+		p.Partners = rows[:f.Limit]
+		last := p.Partners[f.Limit-1]
+		p.NextCursor = storelink.ListCursor{First: last.Name, Second: last.ID}.String()
+	}
+	return p, nil
+}
+
+// ListClients is a page of clients by partner and country
+// (storelink.ClientFilter).
+func (s *Service) ListClients(ctx context.Context, f storelink.ClientFilter) (*storelink.ClientPage, error) {
+	after, err := listCursor(f.After, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.d.ListClients(ctx, f.PartnerID, storelink.FoldQuery(f.Q), after, f.Limit+1)
+	if err != nil {
+		return nil, err
+	}
+	p := &storelink.ClientPage{Clients: rows}
+	if len(rows) > f.Limit {
+		p.Clients = rows[:f.Limit]
+		last := p.Clients[f.Limit-1]
+		p.NextCursor = storelink.ListCursor{First: last.PartnerID, Second: last.CountryCode}.String()
+	}
+	return p, nil
+}
+
+// listCursor checks a list's page size and reads its cursor, nil for none.
+func listCursor(after string, limit int) (*storelink.ListCursor, error) {
+	if limit < 1 {
+		return nil, storelink.Errorf(storelink.EINVALID, "limit must be at least 1.")
+	}
+	if after == "" {
+		return nil, nil
+	}
+	c, err := storelink.ParseListCursor("after", after)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
 
 // CreateClient adds a client for one country with its first API key.
 func (s *Service) CreateClient(ctx context.Context, partnerID, country, currency string) (*storelink.NewClient, error) {

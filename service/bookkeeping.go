@@ -36,11 +36,13 @@ type RoundTx interface {
 	Rollback(ctx context.Context) error
 
 	// RecordAttempts writes the attempt of every result (one attempt, should
-	// the same come twice) and, for each result whose job still holds its
-	// delivery's lease (the same owner and attempt: a lease that ran out may
-	// have been taken again, even by the same owner), ends the lease and
-	// makes the change moves[i] says; the others change nothing but their
-	// attempt. now stamps the rows.
+	// the same come twice), with the URL it went to, its job's endpoint,
+	// and as succeeded when moves[i] is MoveSucceeded, and, for each result
+	// whose job still holds its delivery's lease (the same owner and
+	// attempt: a lease that ran out may have been taken again, even by the
+	// same owner), ends the lease and makes the change moves[i] says,
+	// provided the delivery is still pending; the others change nothing but
+	// their attempt. now stamps the rows.
 	RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []Move, now time.Time) error
 	// LockClaims keeps the other claims waiting until this transaction
 	// ends, so that each counts the deliveries in flight per endpoint as the
@@ -244,20 +246,28 @@ func (s *Service) open(claimed []Claimed, now time.Time) []storelink.DeliveryJob
 		c := &claimed[i]
 		o, ok := endpoints[c.Job.EndpointID]
 		if !ok {
-			previous := c.Keys.Previous
-			if !c.Keys.PreviousUntil.After(now) {
-				previous = ""
-			}
-			var sealed bool
-			if o.apiKey, o.secrets, sealed = s.sealer.OpenEndpoint(c.Keys.APIKey, c.Keys.Secret, previous); !sealed {
-				o = opened{unsealable: storelink.UnsealableReason}
-			}
+			o = s.openKeys(c.Keys, now)
 			endpoints[c.Job.EndpointID] = o
 		}
 		jobs[i] = c.Job
 		jobs[i].APIKey, jobs[i].Secrets, jobs[i].Unsealable = o.apiKey, o.secrets, o.unsealable
 	}
 	return jobs
+}
+
+// openKeys opens an endpoint's key and secrets to sign with at now: the
+// previous secret only while its overlap lasts.
+func (s *Service) openKeys(k SealedKeys, now time.Time) opened {
+	previous := k.Previous
+	if !k.PreviousUntil.After(now) {
+		previous = ""
+	}
+	var o opened
+	var sealed bool
+	if o.apiKey, o.secrets, sealed = s.sealer.OpenEndpoint(k.APIKey, k.Secret, previous); !sealed {
+		o = opened{unsealable: storelink.UnsealableReason}
+	}
+	return o
 }
 
 // ReleaseClaims gives back claimed deliveries that were not attempted

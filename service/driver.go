@@ -27,6 +27,7 @@ type Driver interface {
 	StockReads
 	AdminReads
 	EndpointCalls
+	EndpointReads
 	Bookkeeping
 	Handle
 }
@@ -40,6 +41,7 @@ type Tx interface {
 	OrderRows
 	AdminRows
 	EndpointRows
+	EndpointOpRows
 }
 
 // ErrNotFound is what a driver's row method returns (wrapped or not) when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"storelink"
@@ -31,21 +32,24 @@ type EndpointCalls interface {
 	// secret moved aside is the one replaced, whatever runs meanwhile. It
 	// returns the endpoint as stored, or ErrNotFound.
 	RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error)
-	// ListEndpoints returns a client's endpoints, oldest first, never nil.
+	// ListEndpoints returns a client's endpoints that are not deleted,
+	// oldest first, never nil.
 	ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
 	// ListDeliveries returns the deliveries f selects, newest first, at most
 	// f.Limit, each with its attempts in their order; never nil. f.State is
-	// empty or one of the three delivery states.
+	// empty or one of the delivery states; f.Before, when set, is a
+	// delivery's id.
 	ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error)
-	// DeliveryExists tells whether a delivery of that id exists.
-	DeliveryExists(ctx context.Context, id string) (bool, error)
 	// PendingDeliveries counts the pending deliveries and returns when the
 	// oldest was made, nil for none.
 	PendingDeliveries(ctx context.Context) (int, *time.Time, error)
+	// FailedDeliveries counts the deliveries in state failed.
+	FailedDeliveries(ctx context.Context) (int, error)
 	// Redeliver makes a delivery pending again, due at at, its tries
 	// counted afresh, and lets the deliverers know; a delivery whose lease
 	// is live is left to that attempt, as sending it again meanwhile would
-	// send the event twice at once. ErrNotFound when there is none.
+	// send the event twice at once, and one whose endpoint was deleted is
+	// left as it is. ErrNotFound when there is none.
 	Redeliver(ctx context.Context, id string, at time.Time) error
 }
 
@@ -76,6 +80,7 @@ type EndpointChange struct {
 	APIKey         *string // sealed
 	Enabled        *bool
 	DisabledReason *string
+	DeletedAt      *time.Time
 	At             time.Time
 }
 
@@ -126,7 +131,13 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p storelink.End
 	}
 	var e *storelink.Endpoint
 	err = s.inTx(ctx, func(tx Tx) error {
-		var err error
+		cur, err := tx.LockEndpoint(ctx, id)
+		if err != nil {
+			return err
+		}
+		if cur.DeletedAt != nil {
+			return deletedEndpoint(cur)
+		}
 		e, err = tx.UpdateEndpoint(ctx, id, c)
 		return err
 	})
@@ -142,6 +153,11 @@ func (s *Service) RotateSecret(ctx context.Context, id, secret string, overlap t
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if cur, err := s.d.GetEndpoint(ctx, id); err != nil {
+		return nil, endpointNotFound(err, id)
+	} else if cur.DeletedAt != nil {
+		return nil, deletedEndpoint(cur)
 	}
 	now := s.now()
 	e, err := s.d.RotateSecret(ctx, id, sealer.Seal(secret), now.Add(overlap), now)
@@ -160,30 +176,24 @@ func (s *Service) Endpoints(ctx context.Context, clientID string) ([]storelink.E
 // state no delivery has lists none.
 func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	if f.Before != "" {
-		// A before that is no delivery would give an empty page, which
-		// reads as the end of the list.
-		if ok, err := s.d.DeliveryExists(ctx, f.Before); err != nil {
-			return nil, err
-		} else if !ok {
+		// A before that is no delivery (of the client listed) would give
+		// an empty page, which reads as the end of the list.
+		d, err := s.d.GetDelivery(ctx, f.Before)
+		if errors.Is(err, ErrNotFound) || err == nil && f.ClientID != "" && d.ClientID != f.ClientID {
 			return nil, storelink.CursorError("before", f.Before)
+		} else if err != nil {
+			return nil, err
 		}
 	}
-	switch f.State {
-	case "", storelink.DeliveryPending, storelink.DeliverySucceeded, storelink.DeliveryFailed:
-		return s.d.ListDeliveries(ctx, f)
+	if f.State != "" && !slices.Contains(storelink.DeliveryStates, f.State) {
+		return []storelink.Delivery{}, nil
 	}
-	return []storelink.Delivery{}, nil
+	return s.d.ListDeliveries(ctx, f)
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh
-// schedule. A delivery being attempted right now is left to that attempt.
-func (s *Service) Redeliver(ctx context.Context, id string) error {
-	err := s.d.Redeliver(ctx, id, s.now())
-	if errors.Is(err, ErrNotFound) {
-		return storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
-	}
-	return err
-}
+// schedule (RedeliverFor of the operator).
+func (s *Service) Redeliver(ctx context.Context, id string) error { return s.RedeliverFor(ctx, "", id) }
 
 // PendingDeliveries counts pending deliveries and the age of the oldest.
 func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
@@ -192,6 +202,12 @@ func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, er
 		return n, 0, err
 	}
 	return n, s.now().Sub(*oldest), nil
+}
+
+// FailedDeliveries counts the deliveries that failed and wait for a
+// redelivery or a recovery.
+func (s *Service) FailedDeliveries(ctx context.Context) (int, error) {
+	return s.d.FailedDeliveries(ctx)
 }
 
 // writeSealer is the sealer of a call that seals a secret into the

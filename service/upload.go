@@ -42,9 +42,17 @@ type Uploads interface {
 	GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error)
 	// UploadExists tells whether the client has an upload of that id.
 	UploadExists(ctx context.Context, clientID, id string) (bool, error)
-	// ListUploads returns up to limit uploads of a client, newest first,
-	// those accepted before the upload before when it is not "". Never nil.
-	ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error)
+	// ListUploads returns up to q.Limit uploads of a client that q selects,
+	// newest first. Never nil.
+	ListUploads(ctx context.Context, q UploadQuery) ([]storelink.Upload, error)
+	// UploadFile returns the client's upload's file as received or, with
+	// errorFile, its error file (nil when none was written), with kept
+	// true; kept is false, with when the files were removed (zero when not
+	// known), once they are no longer kept. ErrNotFound for no upload.
+	UploadFile(ctx context.Context, clientID, id string, errorFile bool) (data []byte, kept bool, removed time.Time, err error)
+	// ExpireFiles removes the files of up to limit finished uploads
+	// received before cutoff, noting at as when, and returns how many.
+	ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error)
 	// CountUnfinished counts the uploads accepted or processing.
 	CountUnfinished(ctx context.Context) (int, error)
 	// CountWaiting counts the uploads accepted and not yet claimed, of one
@@ -74,6 +82,12 @@ type UploadTx interface {
 	// and its bytes, and lets the processors know there is work once the
 	// transaction commits.
 	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
+	// CancelUpload ends the client's upload as cancelled at at, and drops
+	// its bytes (their capacity is given back), if it is still accepted; it returns the upload as it then
+	// stands and whether this call cancelled it, or ErrNotFound.
+	CancelUpload(ctx context.Context, clientID, id string, at time.Time) (u *storelink.Upload, cancelled bool, err error)
+	// PutBucket writes the client's bucket.
+	PutBucket(ctx context.Context, clientID string, b storelink.Bucket) error
 	// LockUpload keeps every other transaction from changing the upload
 	// until this one ends and returns the owner of its lease ("" for none),
 	// or ErrNotFound when it is not processing; with it, the ids of its
@@ -82,10 +96,15 @@ type UploadTx interface {
 	LockUpload(ctx context.Context, id, clientID string) (owner string, stores map[string]bool, err error)
 	// StockWriter returns where the rows of an upload's file are put, in
 	// file order; a later row for the same store and EAN overrides an
-	// earlier one. The rows are stamped with a time read from now when the
-	// driver writes them. Per row it costs a call and no allocation.
+	// earlier one, and carries Repeats. The rows are stamped with the
+	// upload and a time read from now when the driver writes them. Per row
+	// it costs a call and no allocation.
 	StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) (put func(storelink.StockRow) error)
-	// ApplyStock makes the rows put the stock in force.
+	// ApplyStock makes the rows put the stock in force. A pair whose stock
+	// row already holds every value its row sets is not written (it keeps
+	// its upload and time) unless a row of it carries Repeats; the pairs
+	// so left are the upload's RowsUnchanged, which the driver records for
+	// FinishUpload to keep.
 	ApplyStock(ctx context.Context) error
 	// DiscardStock drops the rows put, so that none is ever in force, and
 	// returns the owner of the upload's lease ("" for none) as the
@@ -94,10 +113,12 @@ type UploadTx interface {
 	// afresh to drop them.
 	DiscardStock(ctx context.Context, uploadID string) (owner string, err error)
 	// ReleaseFulfilled ends the reservations of the client's fulfilled and
-	// returned units whose store and EAN the upload has set.
+	// returned units whose store and EAN the upload has set, written or
+	// left unchanged.
 	ReleaseFulfilled(ctx context.Context, clientID, uploadID string) error
-	// FinishUpload writes the upload's final status, time and report, ends
-	// its lease and drops its bytes. A driver that reads the upload back as
+	// FinishUpload writes the upload's final status, time and report (with
+	// the RowsUnchanged of ApplyStock, 0 when it was not called) with its
+	// error file (r.ErrorFile) beside its bytes, and ends its lease. A driver that reads the upload back as
 	// finished in the same statements sets *finished by Commit; otherwise
 	// it leaves it nil.
 	FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error
@@ -149,6 +170,45 @@ func (s *Service) Accept(ctx context.Context, nu storelink.NewUpload, policy sto
 		return nil, capacity, err
 	}
 	return u, capacity, nil
+}
+
+// Cancel cancels an accepted upload and gives its bytes back to the
+// bucket, with the bucket locked as Accept locks it. The driver's one
+// statement decides between the cancel and a processor's claim: whichever
+// comes first wins, and the other finds the upload no longer accepted.
+func (s *Service) Cancel(ctx context.Context, clientID, uploadID string, policy storelink.CapacityPolicy) (*storelink.Upload, error) {
+	var u *storelink.Upload
+	err := s.inUploadTx(ctx, func(tx UploadTx) error {
+		u = nil // inUploadTx may run this again
+		bucket, stores, _, err := tx.LockBucket(ctx, clientID, false)
+		if errors.Is(err, ErrNotFound) {
+			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+		} else if err != nil {
+			return fmt.Errorf("lock capacity: %w", err)
+		}
+		now := s.now()
+		up, cancelled, err := tx.CancelUpload(ctx, clientID, uploadID, now)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
+		case err != nil:
+			return fmt.Errorf("cancel upload %s: %w", uploadID, err)
+		case cancelled:
+			if err := tx.PutBucket(ctx, clientID, policy.Give(bucket, stores, up.SizeBytes, now)); err != nil {
+				return fmt.Errorf("give back capacity: %w", err)
+			}
+		case up.Status != storelink.UploadCancelled:
+			return storelink.Errorf(storelink.ECONFLICT,
+				"Upload %s is %s: only an upload that is still accepted, not yet picked up for processing, can be cancelled; its capacity stays used.",
+				uploadID, up.Status)
+		}
+		u = up
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // Capacity reports the bucket of a client.
@@ -266,8 +326,9 @@ func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {
 	return s.d.ReleaseUploadLeases(ctx, owner)
 }
 
-// finish records the report with the final status, ends the lease and
-// drops the bytes, which are no longer needed once the upload is final.
+// finish records the report with the final status and the error file, and
+// ends the lease. The bytes stay, for the partner to download, until
+// ExpireFiles removes them.
 func finish(ctx context.Context, tx UploadTx, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, u **storelink.Upload) error {
 	r.Errors, r.Warnings = nonNil(r.Errors), nonNil(r.Warnings)
 	if err := tx.FinishUpload(ctx, id, status, r, at, u); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"storelink"
+	"storelink/feed"
 )
 
 // Upload returns one upload of a client.
@@ -31,7 +33,21 @@ func (s *Service) Uploads(ctx context.Context, clientID string, f storelink.Uplo
 			return nil, storelink.CursorError("before", f.Before)
 		}
 	}
-	return s.d.ListUploads(ctx, clientID, f.Before, f.Limit)
+	return s.d.ListUploads(ctx, UploadQuery{ClientID: clientID, Before: f.Before, Status: f.Status, Since: f.Since, Until: f.Until, Limit: f.Limit})
+}
+
+// UploadQuery selects a page of a client's uploads, newest first.
+type UploadQuery struct {
+	ClientID string
+	// Before, when not "", is the upload the page follows: only uploads
+	// accepted before it are listed.
+	Before string
+	// Status, when not "", selects the uploads in that status.
+	Status storelink.UploadStatus
+	// Since and Until, when not zero, select the uploads received at or
+	// after Since and before Until.
+	Since, Until time.Time
+	Limit        int
 }
 
 // QueueDepth counts uploads not yet finished.
@@ -78,8 +94,9 @@ type StockReads interface {
 // StockQuery selects a page of a client's stock.
 type StockQuery struct {
 	ClientID string
-	// StoreID and EAN, when not "", select one store and one EAN.
-	StoreID, EAN string
+	// StoreID, EAN and ArticleNumber, when not "", select one store, one
+	// EAN and one article number.
+	StoreID, EAN, ArticleNumber string
 	// After, when set, is the store and EAN of the row the page follows.
 	After *StockKey
 	Limit int
@@ -98,7 +115,7 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 	} else if !ok {
 		return nil, "", storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
 	}
-	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, Limit: f.Limit + 1}
+	q := StockQuery{ClientID: clientID, StoreID: f.StoreID, EAN: f.EAN, ArticleNumber: f.ArticleNumber, Limit: f.Limit + 1}
 	if f.After != "" {
 		store, ean, err := storelink.ParseStockCursor(f.After)
 		if err != nil {
@@ -115,4 +132,104 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 	}
 	rows, next := storelink.StockPage(rows, f.Limit)
 	return rows, next, nil
+}
+
+// UploadFile returns the file of an upload as it was received.
+func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+	u, err := s.d.GetUpload(ctx, clientID, uploadID)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	if u.Status == storelink.UploadCancelled {
+		return nil, storelink.Errorf(storelink.EGONE, "Upload %s was cancelled at %s: its file was dropped then, and its size given back to the capacity.",
+			uploadID, u.FinishedAt.UTC().Format(storelink.EventTimeLayout))
+	}
+	if err := s.expired("file", u); err != nil {
+		return nil, err
+	}
+	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, false)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	if !kept {
+		return nil, goneError("file", uploadID, removed)
+	}
+	return data, nil
+}
+
+// expired is EGONE for the files of a finished upload received longer
+// ago than the retention, which are gone from then on, whether or not the
+// sweep has removed them yet. An upload still waiting keeps its file.
+func (s *Service) expired(what string, u *storelink.Upload) error {
+	if s.retention <= 0 || !u.Status.Final() {
+		return nil
+	}
+	if end := u.ReceivedAt.Add(s.retention); !s.now().Before(end) {
+		return goneError(what, u.ID, end)
+	}
+	return nil
+}
+
+// UploadErrorFile returns the error file of a processed upload. An upload
+// set aside without being processed (Fail) has none written: its error
+// file is made of its problems, at line 0.
+func (s *Service) UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+	u, err := s.d.GetUpload(ctx, clientID, uploadID)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	switch u.Status {
+	case storelink.UploadAccepted, storelink.UploadProcessing:
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s is %s: its error file is made when it has been processed.", uploadID, u.Status)
+	case storelink.UploadCancelled:
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s was cancelled before it was processed: it has no error file.", uploadID)
+	}
+	if err := s.expired("error file", u); err != nil {
+		return nil, err
+	}
+	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, true)
+	switch {
+	case err != nil:
+		return nil, s.fileError(err, uploadID)
+	case !kept:
+		return nil, goneError("error file", uploadID, removed)
+	case data == nil:
+		return feed.ProblemFile(u.Errors), nil
+	}
+	return data, nil
+}
+
+func (s *Service) fileError(err error, uploadID string) error {
+	if errors.Is(err, ErrNotFound) {
+		return storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
+	}
+	return err
+}
+
+// goneError is the answer for a file no longer kept, saying when it went.
+func goneError(what, uploadID string, removed time.Time) error {
+	if removed.IsZero() {
+		return storelink.Errorf(storelink.EGONE, "The %s of upload %s is no longer kept.", what, uploadID)
+	}
+	return storelink.Errorf(storelink.EGONE, "The %s of upload %s is no longer kept: it expired at %s, when the upload retention had passed since it was received.",
+		what, uploadID, removed.UTC().Format(storelink.EventTimeLayout))
+}
+
+// expireBatch is how many uploads' files one statement removes: a bounded
+// transaction, so that the apply of an upload never waits long for it.
+const expireBatch = 100
+
+// ExpireFiles removes, in batches, the files of the finished uploads
+// received more than retention ago; an upload still waiting or processing
+// keeps its file, whatever its age.
+func (s *Service) ExpireFiles(ctx context.Context, retention time.Duration) (int, error) {
+	now := s.now()
+	total := 0
+	for {
+		n, err := s.d.ExpireFiles(ctx, now.Add(-retention), now, expireBatch)
+		total += n
+		if err != nil || n < expireBatch {
+			return total, err
+		}
+	}
 }

@@ -52,9 +52,10 @@ var batchSizes = [...]int{128, 64, 32, 16, 8, 4, 2, 1}
 
 var (
 	// insertAttemptsSQL inserts n attempts: (delivery_id, number, at,
-	// duration_ms, status_code, error, response) each.
+	// duration_ms, status_code, error, response, url, endpoint_id,
+	// succeeded) each.
 	insertAttemptsSQL = batchStatements(`INSERT OR IGNORE INTO delivery_attempts
-		(delivery_id, number, at, duration_ms, status_code, error, response) VALUES `, 7, ``)
+		(delivery_id, number, at, duration_ms, status_code, error, response, url, endpoint_id, succeeded) VALUES `, 10, ``)
 	// The outcomes, each for n deliveries: (seq, attempts, tries) each, and
 	// the retry's next_attempt_at after them; ?1 is the time now. Only the
 	// results of the leases' holders come here (leaseBook.holder). Each row
@@ -319,7 +320,8 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		if a.StatusCode != 0 {
 			code = a.StatusCode
 		}
-		attempts[i] = []any{r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response}
+		attempts[i] = []any{r.Job.DeliveryID, a.Number, ms(a.At), a.DurationMS, code, a.Error, a.Response, a.URL, r.Job.EndpointID,
+			moves[i].Kind == service.MoveSucceeded}
 		// The same result twice in one batch moves its delivery once.
 		l := book.holder(r.Job)
 		if l == nil || slices.Contains(ended, l) {

@@ -41,3 +41,28 @@ func TestDeliveriesListingPlans(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint's stats read only the covering index of its attempts, never
+// every attempt nor a row: the endpoint's range of it, from the start of
+// the window (or its last entry of each outcome).
+func TestEndpointStatsPlans(t *testing.T) {
+	db, _ := batchFixture(t, 1)
+	for _, q := range []string{attemptCountsSQL, attemptDurationsSQL} {
+		rows, err := db.QueryForTest(context.Background(), "EXPLAIN QUERY PLAN "+q, "e", 0, "[0]")
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var steps []string
+		for _, r := range rows {
+			if d := r["detail"]; strings.Contains(d, "delivery_attempts") {
+				steps = append(steps, d)
+				if !strings.Contains(d, "USING COVERING INDEX delivery_attempts_endpoint (endpoint_id=?") {
+					t.Errorf("a step reads the attempts otherwise than by the endpoint's range of the index: %q", d)
+				}
+			}
+		}
+		if len(steps) == 0 {
+			t.Errorf("plan %v reads no attempts", rows)
+		}
+	}
+}

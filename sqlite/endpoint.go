@@ -35,17 +35,19 @@ func parseStates(col string) []storelink.OrderState {
 
 // endpointColumns are what an endpoint shows of its row: whether it has a
 // key, not the key.
-const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key != '', previous_secret_until, created_at, updated_at`
+const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key != '', previous_secret_until, deleted_at,
+	created_at, updated_at`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (*storelink.Endpoint, error) {
 	e := &storelink.Endpoint{}
 	var states string
-	var until sql.NullInt64
+	var until, deleted sql.NullInt64
 	var created, updated int64
-	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &states, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &until, &created, &updated); err != nil {
+	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &states, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &until, &deleted,
+		&created, &updated); err != nil {
 		return nil, noRow(err)
 	}
-	e.States, e.PreviousSecretUntil = parseStates(states), fromNullMS(until)
+	e.States, e.PreviousSecretUntil, e.DeletedAt = parseStates(states), fromNullMS(until), fromNullMS(deleted)
 	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
 	return e, nil
 }
@@ -96,7 +98,8 @@ func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at 
 
 // ListEndpoints reads a client's endpoints on the read pool.
 func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? ORDER BY created_at, id`, clientID)
+	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? AND deleted_at IS NULL
+		ORDER BY created_at, id`, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +140,9 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 	if c.DisabledReason != nil {
 		sets, args = append(sets, "disabled_reason = ?"), append(args, *c.DisabledReason)
 	}
+	if c.DeletedAt != nil {
+		sets, args = append(sets, "deleted_at = ?"), append(args, ms(*c.DeletedAt))
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
 	}
@@ -156,6 +162,7 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 // the deliverer's in-memory queue (deliveryQueue) is told of the delivery
 // at once: it is a cache of the file's pending deliveries that only the
 // holder of the write connection changes, dropped when the update fails.
+// A delivery of a deleted endpoint is not updated, and not queued.
 func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
 	db := d.db
 	var seq, eventSeq int64
@@ -173,10 +180,14 @@ func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
 	if !db.leases.redeliverable(id, now) {
 		return nil
 	}
-	if _, err = conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
-		WHERE seq = ?`, now, now, seq); err != nil {
+	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+		WHERE seq = ? AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`,
+		now, now, seq)
+	if n, err := rowsAffected(res, err); err != nil {
 		db.queue.reset()
 		return err
+	} else if n == 0 {
+		return nil
 	}
 	db.queue.redeliver(endpointID, orderID, queued{seq: seq, eventSeq: eventSeq, next: now})
 	return nil
@@ -195,23 +206,40 @@ func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
 	from, client := `deliveries`, ` AND client_id = ?`
 	var where string
 	switch f.State {
-	case storelink.DeliverySucceeded:
-		where = ` AND state = 'succeeded'`
+	case storelink.DeliverySucceeded, storelink.DeliveryCancelled:
+		where = ` AND state = '` + string(f.State) + `'`
 	case storelink.DeliveryPending:
 		from, where = `deliveries INDEXED BY deliveries_pending`, ` AND state = 'pending'`
 	case storelink.DeliveryFailed:
 		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
 	}
-	q := `SELECT id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at
-		FROM ` + from + ` WHERE 1 = 1` + where
+	q := `SELECT ` + deliveryColumns + ` FROM ` + from + ` WHERE 1 = 1` + where
 	var args []any
 	if f.ClientID != "" {
 		q, args = q+client, append(args, f.ClientID)
+	}
+	if f.EndpointID != "" {
+		q, args = q+` AND endpoint_id = ?`, append(args, f.EndpointID)
 	}
 	if f.Before != "" {
 		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)
 	}
 	return q + ` ORDER BY seq DESC LIMIT ?`, append(args, f.Limit)
+}
+
+// deliveryColumns are what a delivery shows of its row.
+const deliveryColumns = `id, event_id, endpoint_id, client_id, order_id, event_state, state, next_attempt_at, created_at, updated_at`
+
+func scanDelivery(row interface{ Scan(...any) error }) (*storelink.Delivery, error) {
+	var dl storelink.Delivery
+	var next sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &next,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	dl.NextAttemptAt, dl.CreatedAt, dl.UpdatedAt = fromNullMS(next), fromMS(created), fromMS(updated)
+	return &dl, nil
 }
 
 // ListDeliveries reads the page on the read pool, then each delivery's
@@ -224,15 +252,12 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	}
 	out := []storelink.Delivery{}
 	for rows.Next() {
-		var dl storelink.Delivery
-		var next sql.NullInt64
-		var created, updated int64
-		if err := rows.Scan(&dl.ID, &dl.EventID, &dl.EndpointID, &dl.ClientID, &dl.OrderID, &dl.EventState, &dl.State, &next, &created, &updated); err != nil {
+		dl, err := scanDelivery(rows)
+		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		dl.NextAttemptAt, dl.CreatedAt, dl.UpdatedAt = fromNullMS(next), fromMS(created), fromMS(updated)
-		out = append(out, dl)
+		out = append(out, *dl)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -247,7 +272,7 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 }
 
 func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response
+	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response, url
 		FROM delivery_attempts WHERE delivery_id = ? ORDER BY number`, deliveryID)
 	if err != nil {
 		return nil, err
@@ -257,7 +282,7 @@ func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.A
 	for rows.Next() {
 		var a storelink.Attempt
 		var at int64
-		if err := rows.Scan(&a.Number, &at, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response); err != nil {
+		if err := rows.Scan(&a.Number, &at, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response, &a.URL); err != nil {
 			return nil, err
 		}
 		a.At = fromMS(at)
@@ -266,15 +291,18 @@ func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.A
 	return out, rows.Err()
 }
 
+// FailedDeliveries counts the entries of the failed deliveries' index on
+// the read pool.
+func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_failed WHERE state = 'failed'`).Scan(&n)
+	return n, err
+}
+
 // PendingDeliveries counts on the read pool.
 func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int
 	var oldest sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
 	return n, fromNullMS(oldest), err
-}
-
-// DeliveryExists looks the delivery up in the read pool.
-func (d *Driver) DeliveryExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, d.db.read, `SELECT 1 FROM deliveries WHERE id = ?`, id))
 }

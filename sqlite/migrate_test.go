@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +95,175 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("up again")
+}
+
+// The migration that allows the status cancelled makes the uploads table
+// anew: down to the one before it and up again, the uploads, their bytes and their
+// queue order are all still there, and a waiting one can be cancelled.
+func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
+	ctx := context.Background()
+	f := OpenFixture(t, nil)
+	svc := f.Services()
+	p, err := svc.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
+	var ids []string
+	for i := range 3 {
+		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: []byte("store;ean\n")}, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, u.ID)
+	}
+	pv, err := goose.NewProvider(goose.DialectSQLite3, f.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		// Read as the schema of the moment has them: the services expect
+		// the latest.
+		rows, err := f.QueryForTest(ctx, `SELECT id FROM uploads WHERE client_id = ? ORDER BY seq DESC`, c.ID)
+		if err != nil || len(rows) != 3 || rows[0]["id"] != ids[2] || rows[2]["id"] != ids[0] {
+			t.Fatalf("%s: uploads %v, %v; want the three, newest first", when, rows, err)
+		}
+		var bodies int
+		if err := f.write.QueryRowContext(ctx, `SELECT count(*) FROM upload_bodies`).Scan(&bodies); err != nil || bodies != 3 {
+			t.Fatalf("%s: %d upload bodies, %v; want 3", when, bodies, err)
+		}
+	}
+	version := migrationVersion(t, pv, "upload_cancelled")
+	if _, err := pv.DownTo(ctx, version-1); err != nil {
+		t.Fatal(err)
+	}
+	check("down to the migration before")
+	if _, err := pv.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("up again")
+	u, err := svc.Cancel(ctx, c.ID, ids[1], policy)
+	if err != nil || u.Status != storelink.UploadCancelled {
+		t.Fatalf("cancel after the migration: %+v, %v", u, err)
+	}
+	var fk int
+	if err := f.write.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d violations, %v", fk, err)
+	}
+}
+
+// The webhook operations' migration rebuilds deliveries for the cancelled state and gives
+// attempts their endpoint and outcome: down and up again, every delivery
+// and its seq are kept, the sequence goes on where it was, a cancelled
+// delivery goes back to waiting (pending, its endpoint disabled), and the
+// attempts recorded before are counted in the endpoint's stats, those of
+// 2xx without an error as succeeded.
+func TestMigrationWebhookOperations(t *testing.T) {
+	ctx := context.Background()
+	db, ep := batchFixture(t, 4)
+	s := db.Services()
+	jobs, err := s.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	outcomes := []storelink.Outcome{storelink.OutcomeSucceeded, storelink.OutcomeSucceeded, storelink.OutcomeFailed, storelink.OutcomeRetry}
+	var results []storelink.AttemptResult
+	for i := range jobs {
+		r := storelink.AttemptResult{Job: &jobs[i], Outcome: outcomes[i], NextAt: now.Add(time.Hour),
+			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: now, DurationMS: int64(i), StatusCode: 204}}
+		if outcomes[i] != storelink.OutcomeSucceeded {
+			r.Attempt.StatusCode = 500
+		}
+		results = append(results, r)
+	}
+	if err := s.RecordAttempts(ctx, results); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteEndpoint(ctx, ep.ID); err != nil { // the retried one is cancelled
+		t.Fatal(err)
+	}
+	states := func(when string) map[string]string {
+		t.Helper()
+		rows, err := db.QueryForTest(ctx, `SELECT seq, state FROM deliveries ORDER BY seq`)
+		if err != nil || len(rows) != 4 {
+			t.Fatalf("%s: %d deliveries, %v", when, len(rows), err)
+		}
+		out := map[string]string{}
+		for _, r := range rows {
+			out[r["seq"]] = r["state"]
+		}
+		return out
+	}
+	sequence := func() string {
+		t.Helper()
+		rows, err := db.QueryForTest(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'deliveries'`)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("sqlite_sequence of deliveries: %v, %v", rows, err)
+		}
+		return rows[0]["seq"]
+	}
+	before, seq := states("before"), sequence()
+
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeOps := migrationVersion(t, p, "webhook_operations") - 1
+	if _, err := p.DownTo(ctx, beforeOps); err != nil {
+		t.Fatal(err)
+	}
+	down := states("down to the migration before")
+	for k, v := range before {
+		want := v
+		if v == string(storelink.DeliveryCancelled) {
+			want = string(storelink.DeliveryPending)
+		}
+		if down[k] != want {
+			t.Fatalf("down to the migration before: delivery %s is %s, want %s", k, down[k], want)
+		}
+	}
+	if got := sequence(); got != seq {
+		t.Fatalf("down to the migration before: the sequence is %s, want %s", got, seq)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sequence(); got != seq {
+		t.Fatalf("up again: the sequence is %s, want %s", got, seq)
+	}
+	rows, err := db.QueryForTest(ctx, `SELECT endpoint_id, succeeded, url FROM delivery_attempts ORDER BY delivery_id`)
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("up again: %d attempts, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if r["endpoint_id"] != ep.ID || r["url"] != "" {
+			t.Fatalf("up again: attempt %v, want of endpoint %s, with no url", r, ep.ID)
+		}
+	}
+	d, err := s.Endpoint(ctx, "", ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.Stats; st.Attempts != 4 || st.Succeeded != 2 || st.FailedDeliveries != 1 || st.Pending != 1 {
+		t.Fatalf("up again: stats %+v, want 4 attempts, 2 succeeded, 1 failed and 1 pending delivery", st)
+	}
+}
+
+// migrationVersion is the version of the migration named *_name.sql, so
+// that a test of one migration does not depend on its number.
+func migrationVersion(t *testing.T, p *goose.Provider, name string) int64 {
+	t.Helper()
+	for _, m := range p.ListSources() {
+		if strings.HasSuffix(m.Path, "_"+name+".sql") {
+			return m.Version
+		}
+	}
+	t.Fatalf("no migration *_%s.sql", name)
+	return 0
 }

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
-	rows_total, rows_applied, rows_rejected, errors, warnings`
+	rows_total, rows_applied, rows_unchanged, rows_rejected, errors, warnings`
 
 // scanUpload reads an upload row: times as Unix milliseconds, the problems
 // as JSON text.
@@ -22,7 +23,7 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 	var started, finished sql.NullInt64
 	var problems, warnings string
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &received, &started, &finished,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &problems, &warnings); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsUnchanged, &u.RowsRejected, &problems, &warnings); err != nil {
 		return nil, err
 	}
 	u.ReceivedAt, u.StartedAt, u.FinishedAt = fromMS(received), fromNullMS(started), fromNullMS(finished)
@@ -110,15 +111,27 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 }
 
 // ListUploads reads from the read pool, which never waits for the writer.
-func (d *Driver) ListUploads(ctx context.Context, clientID, before string, limit int) ([]storelink.Upload, error) {
+func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
-	args := []any{clientID}
-	if before != "" {
+	args := []any{p.ClientID}
+	if p.Before != "" {
 		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = ? AND id = ?)`
-		args = append(args, clientID, before)
+		args = append(args, p.ClientID, p.Before)
+	}
+	if p.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, p.Status)
+	}
+	if !p.Since.IsZero() {
+		q += ` AND received_at >= ?`
+		args = append(args, ms(p.Since))
+	}
+	if !p.Until.IsZero() {
+		q += ` AND received_at < ?`
+		args = append(args, ms(p.Until))
 	}
 	q += ` ORDER BY seq DESC LIMIT ?`
-	args = append(args, limit)
+	args = append(args, p.Limit)
 	rows, err := d.db.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -162,4 +175,48 @@ func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
 		WHERE status IN ('accepted', 'processing') AND seq <= ?`, pos).Scan(&n)
 	return n, err
+}
+
+// UploadFile reads from the read pool; a big file is one blob read.
+func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+	col := "b.body"
+	if errorFile {
+		col = "b.errors_csv"
+	}
+	var data []byte
+	var kept bool
+	var removed sql.NullInt64
+	err := d.db.read.QueryRowContext(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`, clientID, id).
+		Scan(&data, &kept, &removed)
+	if err != nil {
+		return nil, false, time.Time{}, noRow(err)
+	}
+	var at time.Time
+	if removed.Valid {
+		at = fromMS(removed.Int64)
+	}
+	return data, kept, at, nil
+}
+
+// ExpireFiles notes the removal on the uploads, then drops the files of
+// the uploads it noted, in one transaction on the write connection.
+func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	res, err := tx.ExecContext(ctx, `UPDATE uploads SET file_expired_at = ? WHERE id IN (
+		SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
+		WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < ? LIMIT ?)`, ms(at), ms(cutoff), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id IN (
+		SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id WHERE u.file_expired_at IS NOT NULL)`); err != nil {
+		return 0, err
+	}
+	return int(n), tx.Commit()
 }

@@ -48,6 +48,22 @@ type Request struct {
 	Keys [][]byte
 	// APIKey is sent as x-api-key when not empty.
 	APIKey string
+	// Test marks a test send (HeaderTest): an example event that is no
+	// order's, sent to check the endpoint.
+	Test bool
+}
+
+// HeaderTest is the header that marks a test send, "true": its event is an
+// example, of no real order.
+const HeaderTest = "webhook-test"
+
+// Target is the URL an attempt of the event goes to: the endpoint's URL
+// with every ${eventId} replaced by the event id.
+func Target(endpointURL, eventID string) string {
+	if !strings.Contains(endpointURL, "${eventId}") {
+		return endpointURL
+	}
+	return strings.ReplaceAll(endpointURL, "${eventId}", url.PathEscape(eventID))
 }
 
 // Result is what one attempt came to. Either Err is set (nothing usable was
@@ -141,10 +157,9 @@ func (c *Client) Send(ctx context.Context, r Request, now time.Time) Result {
 }
 
 func (c *Client) send(parent context.Context, r Request, now time.Time) Result {
-	target := r.URL
+	target := Target(r.URL, r.EventID)
 	var verdict error
-	if strings.Contains(target, "${eventId}") {
-		target = strings.ReplaceAll(target, "${eventId}", url.PathEscape(r.EventID))
+	if target != r.URL {
 		verdict = checkTarget(target) // a URL per event: not kept
 	} else {
 		verdict = c.verdicts.get(target, checkTarget)
@@ -199,6 +214,7 @@ func (c *Client) send(parent context.Context, r Request, now time.Time) Result {
 var (
 	contentTypeJSON = []string{"application/json"}
 	userAgent       = []string{UserAgent}
+	testValue       = []string{"true"}
 )
 
 // setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
@@ -220,6 +236,9 @@ func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {
 	h[HeaderSignature] = values[2:3:3]
 	if r.APIKey != "" {
 		h["x-api-key"] = values[3:4:4]
+	}
+	if r.Test {
+		h[HeaderTest] = testValue
 	}
 }
 

@@ -147,6 +147,43 @@ func TestWebhookSendWireHeaderNames(t *testing.T) {
 	}
 }
 
+// TestWebhookSendTestMark: a test send carries webhook-test: true, spelled
+// so on the wire, and a delivery none.
+func TestWebhookSendTestMark(t *testing.T) {
+	var mu sync.Mutex
+	var marks []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		marks = append(marks, strings.Join(r.Header.Values("Webhook-Test"), "|"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	c := testClient(t, time.Second)
+	req := testRequest(t, srv.URL)
+	for _, test := range []bool{true, false} {
+		req.Test = test
+		if res := c.Send(context.Background(), req, time.Now()); !res.Success() {
+			t.Fatalf("Send = %+v", res)
+		}
+	}
+	if len(marks) != 2 || marks[0] != "true" || marks[1] != "" {
+		t.Fatalf("webhook-test headers = %q, want true on the test send only", marks)
+	}
+}
+
+// TestTarget: ${eventId} is replaced by the event id, escaped as a path
+// segment; a URL without it is left as it is.
+func TestTarget(t *testing.T) {
+	for _, c := range []struct{ url, id, want string }{
+		{"https://p.example/hooks", eventID, "https://p.example/hooks"},
+		{"https://p.example/h/${eventId}?e=${eventId}", "a/b c", "https://p.example/h/a%2Fb%20c?e=a%2Fb%20c"},
+	} {
+		if got := Target(c.url, c.id); got != c.want {
+			t.Errorf("Target(%q, %q) = %q, want %q", c.url, c.id, got, c.want)
+		}
+	}
+}
+
 func TestWebhookSendStatuses(t *testing.T) {
 	now := time.Date(2025, 11, 21, 8, 20, 0, 0, time.UTC)
 	tests := []struct {

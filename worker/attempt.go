@@ -61,6 +61,22 @@ func (d *Deliverer) send(j *storelink.DeliveryJob, keys [][]byte, start time.Tim
 	return d.Client.Send(context.Background(), webhook.Request{URL: j.URL, EventID: j.EventID, Body: j.Body, Keys: keys, APIKey: j.APIKey}, start)
 }
 
+// SendTest sends a test send's job at once, through the client that every
+// attempt goes through, with webhook-test: true (storelink.EndpointTester).
+// ctx ends it early (the caller went away); the client's timeout bounds it.
+func (d *Deliverer) SendTest(ctx context.Context, j *storelink.DeliveryJob) *storelink.TestResult {
+	if j.Unsealable != "" {
+		return &storelink.TestResult{Error: j.Unsealable}
+	}
+	res := d.Client.Send(ctx, webhook.Request{URL: j.URL, EventID: j.EventID, Body: j.Body, Keys: d.keys.signingKeys(j.Secrets),
+		APIKey: j.APIKey, Test: true}, time.Now())
+	r := &storelink.TestResult{StatusCode: res.StatusCode, DurationMS: res.Duration.Milliseconds(), ResponseExcerpt: res.Excerpt}
+	if res.Err != nil {
+		r.Error = res.Err.Error()
+	}
+	return r
+}
+
 // attempt makes one delivery attempt and decides what it means.
 func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
 	start := time.Now()
@@ -73,7 +89,8 @@ func (d *Deliverer) attempt(j *storelink.DeliveryJob) storelink.AttemptResult {
 	} else {
 		res = d.send(j, d.keys.signingKeys(j.Secrets), start)
 	}
-	a := storelink.Attempt{Number: j.Attempt, At: start.UTC(), DurationMS: res.Duration.Milliseconds(), StatusCode: res.StatusCode, Response: res.Excerpt}
+	a := storelink.Attempt{Number: j.Attempt, At: start.UTC(), DurationMS: res.Duration.Milliseconds(), StatusCode: res.StatusCode,
+		Response: res.Excerpt, URL: webhook.Target(j.URL, j.EventID)}
 	if res.Err != nil {
 		a.Error = res.Err.Error()
 	}

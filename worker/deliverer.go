@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +44,8 @@ type Deliverer struct {
 	wake    chan struct{}
 	metrics deliveryMetrics
 	keys    keyCache
+	// running is Run's sending while it runs, for DropEndpoint.
+	running atomic.Pointer[sending]
 }
 
 type deliveryMetrics struct {
@@ -86,8 +90,8 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 			}),
 		},
 	}
-	for o, name := range []string{"succeeded", "retry", "failed", "gone"} {
-		d.metrics.byOutcome[o] = d.metrics.outcomes.WithLabelValues(name)
+	for _, o := range storelink.Outcomes {
+		d.metrics.byOutcome[o] = d.metrics.outcomes.WithLabelValues(o.String())
 	}
 	pending := func(age bool) func() float64 {
 		return func() float64 {
@@ -109,7 +113,22 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 		}, pending(false)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "storelink_webhook_oldest_pending_seconds", Help: "Age of the oldest pending delivery.",
-		}, pending(true)))
+		}, pending(true)),
+		// Read from the database at each scrape, so it is the same in every
+		// process and after a restart; a counter of this process's failures
+		// would be neither.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "storelink_webhook_failed_deliveries",
+			Help: "Deliveries that failed (their retry schedule spent) and wait for a redelivery or a recovery.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := store.FailedDeliveries(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
 	return d
 }
 
@@ -158,6 +177,8 @@ const (
 // between rounds.
 func (d *Deliverer) Run(ctx context.Context) error {
 	s := newSending(d)
+	d.running.Store(s)
+	defer d.running.Store(nil)
 	var workers sync.WaitGroup
 	for range d.Workers {
 		workers.Go(s.work)
@@ -265,6 +286,39 @@ func (d *Deliverer) giveBack(jobs []storelink.DeliveryJob) {
 	if err := d.Store.ReleaseClaims(ctx, jobs); err != nil {
 		// Their leases run out and they go again: at least once.
 		d.Logger.Error("release claimed deliveries", "error", err, "count", len(jobs))
+	}
+}
+
+// DropEndpoint gives back, unsent, the deliveries to the endpoint that
+// this deliverer claimed ahead and has not started: the endpoint was
+// deleted, and its deliveries cancelled, so none of them is to go out.
+// Attempts in flight finish; their results move nothing. It never blocks
+// for long: the give-back is bounded as a stop's is.
+func (d *Deliverer) DropEndpoint(endpointID string) {
+	s := d.running.Load()
+	if s == nil {
+		return
+	}
+	var dropped []storelink.DeliveryJob
+	s.mu.Lock()
+	s.claimed = slices.DeleteFunc(s.claimed, func(c claim) bool {
+		if c.job.EndpointID == endpointID {
+			dropped = append(dropped, *c.job)
+			c.pace.claimed--
+			return true
+		}
+		return false
+	})
+	s.mu.Unlock()
+	if len(dropped) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
+	defer cancel()
+	if err := d.Store.ReleaseClaims(ctx, dropped); err != nil {
+		// Their leases run out; the deliveries are cancelled, and no
+		// claim takes them again.
+		d.Logger.Error("give back the deliveries of a deleted endpoint", "error", err, "endpoint_id", endpointID, "count", len(dropped))
 	}
 }
 

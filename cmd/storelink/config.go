@@ -46,6 +46,7 @@ type config struct {
 	WebhookAllowPriv   bool
 	webhookAllowPrivOK bool // set explicitly, by flag or variable
 	UploadLease        time.Duration
+	UploadRetention    time.Duration
 	AuthFailures       int
 	MaxUploadsInFlight int
 	MaxUploadMemory    int64
@@ -144,6 +145,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		Addr: "127.0.0.1:8080", Data: "./storelink-data",
 		CapacityBase: 20 << 20, CapacityPerStore: 2 << 20, CapacityWindow: time.Hour,
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
+		UploadRetention:    worker.DefaultUploadRetention,
 		AuthFailures:       httpapi.DefaultAuthFailuresPerMinute,
 		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
@@ -165,6 +167,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.Var(scheduleValue{&c.WebhookRetry}, "webhook-retry-schedule", "delays between delivery attempts (STORELINK_WEBHOOK_RETRY_SCHEDULE)")
 	fs.BoolVar(&c.WebhookAllowPriv, "webhook-allow-private", false, "allow webhook URLs on loopback and private addresses (STORELINK_WEBHOOK_ALLOW_PRIVATE; on with --demo)")
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
+	fs.DurationVar(&c.UploadRetention, "upload-retention", c.UploadRetention, "how long an upload's file and error file are kept for download after it was received; a file still waiting to be processed is kept until it is (STORELINK_UPLOAD_RETENTION)")
 	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
 	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
 	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
@@ -181,7 +184,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "max-waiting-uploads": "STORELINK_MAX_WAITING_UPLOADS", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-concurrency":    "STORELINK_WEBHOOK_CONCURRENCY",
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
-		"upload-lease": "STORELINK_UPLOAD_LEASE", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
+		"upload-lease": "STORELINK_UPLOAD_LEASE", "upload-retention": "STORELINK_UPLOAD_RETENTION", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
 		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
 		"database-timeout": "STORELINK_DATABASE_TIMEOUT",
@@ -233,6 +236,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--auth-failures-per-minute must be at least 1")}
 	case c.MaxUploadsInFlight < 1:
 		return nil, usageError{errors.New("--max-uploads-in-flight must be at least 1")}
+	case c.UploadRetention <= 0:
+		return nil, usageError{errors.New("--upload-retention must be positive")}
 	case c.MaxUploadMemory < c.MaxFileSize:
 		return nil, usageError{fmt.Errorf("--max-upload-memory (%s) must be at least --max-file-size (%s), or a file of the largest size could never be received",
 			formatSize(c.MaxUploadMemory), formatSize(c.MaxFileSize))}

@@ -51,6 +51,7 @@ type server struct {
 	reg       *prometheus.Registry
 	proc      *worker.Processor
 	deliverer *worker.Deliverer
+	sweeper   *worker.FileSweeper
 	api       *httpapi.Server
 	http      *http.Server
 }
@@ -105,6 +106,7 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 	if s.db, err = useSecretKey(ctx, s.c, s.db, s.stdout); err != nil {
 		return "", err
 	}
+	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention))
 	if s.c.Demo {
 		if err := demo(ctx, s.db, s.stdout); err != nil {
 			return "", fmt.Errorf("demo: %w", err)
@@ -114,7 +116,8 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 }
 
 // newWorkers makes the metrics registry and the background workers: the
-// upload processor and the webhook deliverer.
+// upload processor, the webhook deliverer and the sweeper of expired
+// upload files.
 func (s *server) newWorkers() {
 	c, db := s.c, s.db
 	s.reg = prometheus.NewRegistry()
@@ -126,6 +129,7 @@ func (s *server) newWorkers() {
 	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
+	s.sweeper = &worker.FileSweeper{Uploads: db, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
 }
 
 // newAPI is the HTTP API with the dashboard, over the database and the
@@ -155,6 +159,8 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		WebhookAllowPrivate: c.WebhookAllowPriv,
 		Accepted:            s.proc.Wake,
 		Delivering:          s.deliverer.Wake,
+		Tester:              s.deliverer,
+		EndpointDeleted:     s.deliverer.DropEndpoint,
 		Logger:              s.logger,
 		Registry:            s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{
@@ -191,6 +197,7 @@ func (s *server) startWork() (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.proc.Run(workCtx) })
 	wg.Go(func() { _ = s.deliverer.Run(workCtx) })
+	wg.Go(func() { _ = s.sweeper.Run(workCtx) })
 	// Work that another process accepts wakes this one at once.
 	wg.Go(func() { listenForWork(workCtx, s.db, s.logger, s.proc.Wake, s.deliverer.Wake) })
 	return func() {

@@ -23,7 +23,8 @@ once: nothing was stored.
 Progress and messages go to stderr: a progress bar when stderr is a terminal,
 plain lines otherwise. Stdout gets the result: without --wait, the accepted
 upload as one line of JSON; with --wait, the processing report, or with --json
-the final upload status as one line of JSON.
+the final upload status as one line of JSON. With --errors-to FILE, the
+upload's error file (errors.csv) is saved to FILE once it is processed.
 
 Exit status: 0 accepted (without --wait), or applied without row errors;
 1 the file was refused (400, 413, 415), rejected, applied with row errors, or
@@ -38,7 +39,8 @@ Flags (each also read from its variable; a flag wins):
 type uploadConfig struct {
 	URL, ClientID, APIKey string
 	Name, File            string
-	Wait, JSON            bool
+	Wait, JSON, Gzip      bool
+	ErrorsTo              string
 	MaxWait, WaitTimeout  time.Duration
 }
 
@@ -77,7 +79,9 @@ func parseUploadConfig(args []string, getenv func(string) string, stderr io.Writ
 	fs.StringVar(&c.ClientID, "client-id", "", "your client id (STORELINK_CLIENT_ID)")
 	fs.StringVar(&c.APIKey, "api-key", "", "your API key; prefer the variable, which other users cannot see in the process list (STORELINK_API_KEY)")
 	fs.StringVar(&c.Name, "name", "", "the file name to send, ending in .csv (default the base name of FILE)")
+	fs.BoolVar(&c.Gzip, "gzip", false, "compress the file with gzip on the way (Content-Encoding: gzip); the service's limits and capacity count the file's own bytes")
 	fs.BoolVar(&c.Wait, "wait", false, "wait until the upload is applied or rejected and print the report")
+	fs.StringVar(&c.ErrorsTo, "errors-to", "", "save the upload's error file (errors.csv: every dropped row as it stood in the file, with its line and problems) to this file once it is processed; implies --wait")
 	fs.BoolVar(&c.JSON, "json", false, "with --wait, print the final upload status as JSON instead of the report")
 	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "how long to wait in all, before sending again, after 429 and 503 answers; 0 gives up at the first")
 	fs.DurationVar(&c.WaitTimeout, "wait-timeout", c.WaitTimeout, "with --wait, how long to wait for the processing")
@@ -108,6 +112,9 @@ func parseUploadConfig(args []string, getenv func(string) string, stderr io.Writ
 		return nil, usageError{errors.New("--max-wait must not be negative")}
 	case c.WaitTimeout <= 0:
 		return nil, usageError{errors.New("--wait-timeout must be positive")}
+	}
+	if c.ErrorsTo != "" {
+		c.Wait = true
 	}
 	c.File = files[0]
 	if c.Name == "" {

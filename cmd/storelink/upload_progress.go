@@ -20,7 +20,10 @@ type progress interface {
 
 func (u *uploader) newProgress(size int64) progress {
 	if u.tty && size > 0 {
-		return &barProgress{bar: progressbar.NewOptions64(size,
+		// One unit more than the file: the service's answer. The bar stays
+		// at the last bytes sent while the service reads and stores them,
+		// and ends with the answer.
+		return &barProgress{name: u.cfg.Name, stop: make(chan struct{}), bar: progressbar.NewOptions64(size+1,
 			progressbar.OptionSetWriter(u.stderr),
 			progressbar.OptionSetDescription(u.cfg.Name),
 			progressbar.OptionShowBytes(true),
@@ -35,14 +38,45 @@ func (u *uploader) newProgress(size int64) progress {
 	return &lineProgress{w: u.stderr, total: size, every: 5 * time.Second, last: time.Now()}
 }
 
-type barProgress struct{ bar *progressbar.ProgressBar }
+type barProgress struct {
+	name string
+	bar  *progressbar.ProgressBar
+	sent sync.Once
+	stop chan struct{}
+}
 
 func (p *barProgress) reader(r io.Reader) io.Reader {
 	pr := progressbar.NewReader(r, p.bar)
-	return &pr
+	return readerFunc(func(b []byte) (int, error) {
+		n, err := pr.Read(b)
+		if err == io.EOF {
+			p.sent.Do(p.waiting)
+		}
+		return n, err
+	})
+}
+
+// waiting says, once the whole file is read, that the service is being
+// waited for, and redraws the bar while it is, so that its clock goes on:
+// the bar draws only when bytes are added, and none are any more.
+func (p *barProgress) waiting() {
+	p.bar.Describe(p.name + ": sent, waiting for the service")
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				_ = p.bar.Add64(0)
+			}
+		}
+	}()
 }
 
 func (p *barProgress) done(ok bool) {
+	close(p.stop)
 	if ok {
 		_ = p.bar.Finish() // clears the bar
 		return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +67,14 @@ func (u *uploader) send(ctx context.Context, f *os.File, size int64) (*httpapi.U
 	for {
 		p := u.newProgress(size)
 		h := sha256.New()
-		r, err := u.client.PutStock(ctx, u.cfg.Name, p.reader(io.TeeReader(io.NewSectionReader(f, 0, size), h)), size)
+		file := p.reader(io.TeeReader(io.NewSectionReader(f, 0, size), h))
+		var r *httpapi.UploadReceipt
+		var err error
+		if u.cfg.Gzip {
+			r, err = u.client.PutStockGzip(ctx, u.cfg.Name, file, size)
+		} else {
+			r, err = u.client.PutStock(ctx, u.cfg.Name, file, size)
+		}
 		p.done(err == nil)
 		if err == nil {
 			// The service hashed what it stored; a difference means the
@@ -151,6 +157,11 @@ func (u *uploader) wait(ctx context.Context, r *httpapi.UploadReceipt) (int, err
 	if final.Status != storelink.UploadApplied || len(final.Errors) > 0 {
 		code = 1
 	}
+	if u.cfg.ErrorsTo != "" {
+		if err := u.saveErrors(ctx, final); err != nil {
+			return 2, err
+		}
+	}
 	if u.cfg.JSON {
 		return code, writeJSONLine(u.stdout, final)
 	}
@@ -158,10 +169,31 @@ func (u *uploader) wait(ctx context.Context, r *httpapi.UploadReceipt) (int, err
 	return code, nil
 }
 
+// saveErrors writes the upload's error file to --errors-to.
+func (u *uploader) saveErrors(ctx context.Context, final *storelink.Upload) error {
+	if final.Status == storelink.UploadCancelled {
+		fmt.Fprintf(u.stderr, "upload %s was cancelled: it has no error file; %s not written\n", final.ID, u.cfg.ErrorsTo)
+		return nil
+	}
+	f, err := os.Create(u.cfg.ErrorsTo)
+	if err != nil {
+		return fmt.Errorf("--errors-to: %w", err)
+	}
+	err = u.client.UploadErrorFile(ctx, final.ID, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(u.cfg.ErrorsTo) // not a file that looks whole and is not
+		return fmt.Errorf("reading the error file of upload %s into %s: %w", final.ID, u.cfg.ErrorsTo, err)
+	}
+	fmt.Fprintf(u.stderr, "error file saved to %s\n", u.cfg.ErrorsTo)
+	return nil
+}
+
+// writeJSONLine prints v as the service answers it, times included.
 func writeJSONLine(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return httpapi.EncodeJSON(w, v)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,6 +89,57 @@ func TestUploadAgainstServer(t *testing.T) {
 		// stderr is not a terminal: no progress bar.
 		if strings.ContainsAny(r.stderr+r.stdout, "\r\x1b") {
 			t.Errorf("output holds progress-bar control characters: %q", r.stderr)
+		}
+	})
+
+	t.Run("the same file again: applied, its row unchanged", func(t *testing.T) {
+		r := runUpload(t, nil, append(credentials(p), "--wait", writeFile(t, "stock.csv", validFeed))...)
+		if r.code != 0 || !strings.Contains(r.stdout, "1 total, 1 applied (1 unchanged), 0 rejected") {
+			t.Errorf("exit %d, report = %q; want 0 and the row applied unchanged", r.code, r.stdout)
+		}
+	})
+
+	t.Run("--gzip sends the file compressed; the service stores the file itself", func(t *testing.T) {
+		var big strings.Builder
+		big.WriteString(validFeed)
+		for range 3000 { // past 64 KiB: the uploader asks before sending
+			big.WriteString(`"S2";"4006381333931";"SKU-123";7;19.99;29.99;"Dept 3"` + "\n")
+		}
+		r := runUpload(t, nil, append(credentials(p), "--gzip", "--wait", "--json", writeFile(t, "big.csv", big.String()))...)
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0", r.code)
+		}
+		var u storelink.Upload
+		if err := json.Unmarshal([]byte(r.stdout), &u); err != nil {
+			t.Fatalf("stdout is not the upload's JSON: %v", err)
+		}
+		sum := sha256.Sum256([]byte(big.String()))
+		if u.Status != storelink.UploadApplied || u.SizeBytes != int64(big.Len()) || u.SHA256 != hex.EncodeToString(sum[:]) || u.RowsApplied != 2 {
+			t.Fatalf("upload = %+v, want applied, %d bytes, the file's sha256, 2 rows applied", u, big.Len())
+		}
+	})
+
+	t.Run("--errors-to saves the dropped rows as they stood in the file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "errors.csv")
+		// Its valid row is not the one of the subtest below, which expects
+		// its own to be applied, not unchanged.
+		feed := strings.Replace(rowErrorFeed, "S1;4006381333931;SKU-1;5;19.99;x\n", "S2;4006381333931;SKU-9;5;19.99;x\n", 1)
+		r := runUpload(t, nil, append(credentials(p), "--errors-to", out, writeFile(t, "rows.csv", feed))...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1 (row errors; --errors-to waits)", r.code)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 6 || lines[0] != "store;ean;article_number;quantity;price;colour_code;line;problem_type;problem_detail" ||
+			!strings.HasPrefix(lines[1], "S9;4006381333931;SKU-1;5;19.99;x;3;Store does not exist;") ||
+			!strings.HasPrefix(lines[5], "S2;4006381333931;SKU-1;-5;19.99;x;7;Invalid column value;") {
+			t.Fatalf("error file:\n%s", b)
+		}
+		if !strings.Contains(r.stderr, "error file saved to "+out) {
+			t.Errorf("stderr = %q, want it to say where the error file went", r.stderr)
 		}
 	})
 
@@ -416,4 +469,38 @@ func TestUploadRetriesFaults(t *testing.T) {
 			t.Fatalf("exit %d after %d PUTs, stderr %q; want 2 after one PUT, saying there is no space and nothing was stored", r.code, puts(), r.stderr)
 		}
 	})
+}
+
+// On a terminal the bar stays once the last byte is read, saying that the
+// service is being waited for, and ends only with the answer.
+func TestUploadBarStaysUntilAnswer(t *testing.T) {
+	var buf bytes.Buffer
+	stderr := &lockedWriter{w: &buf}
+	drawn := func() string {
+		stderr.mu.Lock()
+		defer stderr.mu.Unlock()
+		return buf.String()
+	}
+	u := &uploader{cfg: &uploadConfig{Name: "stock.csv"}, stderr: stderr, tty: true}
+	p := u.newProgress(int64(len(validFeed)))
+	bar, ok := p.(*barProgress)
+	if !ok {
+		t.Fatalf("progress on a terminal is %T, want the bar", p)
+	}
+	if _, err := io.Copy(io.Discard, p.reader(strings.NewReader(validFeed))); err != nil {
+		t.Fatal(err)
+	}
+	if bar.bar.IsFinished() {
+		t.Fatal("the bar ended when the last byte was read, before the service answered")
+	}
+	for deadline := time.Now().Add(2 * time.Second); !strings.Contains(drawn(), "stock.csv: sent, waiting for the service"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("drawn: %q, want the bar to say it waits for the service", drawn())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.done(true)
+	if !bar.bar.IsFinished() {
+		t.Fatal("the bar did not end with the answer")
+	}
 }

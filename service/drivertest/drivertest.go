@@ -58,10 +58,11 @@ func Exercise(t *testing.T, open Opener) {
 		{"Bookkeeping: claim, record, park", testBookkeeping},
 		{"Bookkeeping: each endpoint's claim cap", testClaimCaps},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
-		{"Locks: a second routing or key lock waits for the first", testLocks},
+		{"Locks: a second routing, key or client events lock waits for the first", testLocks},
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
 		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
+		{"Uploads: an apply writes only the rows that differ, and counts the others", testUploadUnchanged},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
 		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
 		{"API keys: listed, found within the partner, deleted", testKeyRows},
@@ -70,6 +71,8 @@ func Exercise(t *testing.T, open Opener) {
 		{"Sealed values: check value recorded once, resealed in a transaction", testSealedRows},
 		{"Endpoints: insert, list, rotate and update read back as written", testEndpointRows},
 		{"Deliveries: listing, attempts, pending counts and redelivery", testDeliveryListing},
+		{"Endpoints: stats rows, recovery, cancellation, deletion", testEndpointOpRows},
+		{"Partners and clients: listed by key, from a cursor, searched", testListingRows},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

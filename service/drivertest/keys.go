@@ -110,16 +110,27 @@ func testOrderKeys(e *env) {
 }
 
 // testLocks: while one transaction holds a lock, another that asks for it
-// waits until the first ends. The second is given a moment to get ahead,
-// which it can only do if the lock does not hold.
+// (or, for the client's events, writes one) waits until the first ends. The
+// second is given a moment to get ahead, which it can only do if the lock
+// does not hold.
 func testLocks(e *env) {
+	o := e.order("S1", eanA)
+	e.insert(o)
 	for _, c := range []struct {
 		name string
 		lock func(tx service.Tx) error
+		then func(tx service.Tx) error // the second's; lock when nil
 	}{
-		{"routing", func(tx service.Tx) error { return tx.LockRouting(e.ctx, e.client.ID) }},
-		{"idempotency key", func(tx service.Tx) error { return tx.LockOrderKey(e.ctx, e.client.ID, "key") }},
+		{"routing", func(tx service.Tx) error { return tx.LockRouting(e.ctx, e.client.ID) }, nil},
+		{"idempotency key", func(tx service.Tx) error { return tx.LockOrderKey(e.ctx, e.client.ID, "key") }, nil},
+		{"client events", func(tx service.Tx) error { return tx.LockClientEvents(e.ctx, e.client.ID) }, func(tx service.Tx) error {
+			_, err := tx.InsertEvent(e.ctx, e.client.ID, event(o), e.at)
+			return err
+		}},
 	} {
+		if c.then == nil {
+			c.then = c.lock
+		}
 		first := e.begin()
 		must(e.t, c.lock(first))
 		var ended atomic.Bool
@@ -127,7 +138,7 @@ func testLocks(e *env) {
 		go func() {
 			second, err := e.d.Begin(e.ctx)
 			if err == nil {
-				err = c.lock(second)
+				err = c.then(second)
 				if err == nil && !ended.Load() {
 					err = errors.New("took the lock while the first transaction held it")
 				}

@@ -139,15 +139,15 @@ func testUploadRows(e *env) {
 	if n, err := e.d.CountUnfinished(e.ctx); err != nil || n != 2 {
 		e.t.Fatalf("CountUnfinished = %d, %v; want 2", n, err)
 	}
-	list, err := e.d.ListUploads(e.ctx, e.client.ID, "", 10)
+	list, err := e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
 	if len(list) != 2 || list[0].ID != second.ID || list[1].ID != u.ID {
 		e.t.Fatalf("ListUploads = %v, want the second upload, then the first", ids(list))
 	}
-	if list, err = e.d.ListUploads(e.ctx, e.client.ID, second.ID, 10); err != nil || len(list) != 1 || list[0].ID != u.ID {
+	if list, err = e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Before: second.ID, Limit: 10}); err != nil || len(list) != 1 || list[0].ID != u.ID {
 		e.t.Fatalf("ListUploads before the second = %v, %v; want the first", ids(list), err)
 	}
-	if list, err = e.d.ListUploads(e.ctx, "other-client", "", 10); err != nil || list == nil || len(list) != 0 {
+	if list, err = e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: "other-client", Limit: 10}); err != nil || list == nil || len(list) != 0 {
 		e.t.Fatalf("ListUploads of a client without uploads = %#v, %v; want an empty list", list, err)
 	}
 }

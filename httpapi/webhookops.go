@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"storelink"
+)
+
+// The operator's and the partner's calls on endpoints and their
+// deliveries beyond registering and changing them: an endpoint with its
+// stats, deletion, recovery of failed deliveries, test sends, and the
+// partner's own view of its endpoints and deliveries.
+
+func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
+	e, err := s.Webhooks.Endpoint(r.Context(), "", r.PathValue("endpoint_id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("endpoint_id")
+	if err := s.Webhooks.DeleteEndpoint(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.EndpointDeleted(id) // what the deliverer claimed for it is not sent
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Since *string `json:"since"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Since == nil {
+		s.writeError(w, r, storelink.Errorf(storelink.EUNPROCESSABLE, "since is required: an RFC 3339 time such as 2026-11-21T00:00:00Z."))
+		return
+	}
+	since, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(*req.Since))
+	if err != nil {
+		s.writeError(w, r, storelink.Errorf(storelink.EUNPROCESSABLE, "since: %s is not an RFC 3339 time such as 2026-11-21T00:00:00Z.",
+			quoteShort(*req.Since)))
+		return
+	}
+	n, err := s.Webhooks.RecoverDeliveries(r.Context(), r.PathValue("endpoint_id"), since)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if n > 0 {
+		s.Delivering()
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int{"deliveries": n})
+}
+
+func (s *Server) handleTestEndpoint(w http.ResponseWriter, r *http.Request) {
+	s.testEndpoint(w, r, "")
+}
+
+func (s *Server) handlePartnerTestEndpoint(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	s.testEndpoint(w, r, c.ID)
+}
+
+// testEndpoint sends a test event to the path's endpoint, of clientID's
+// when it is not "", and answers what came of it. The send waits on the
+// endpoint, not the database: the request's database clock stands still
+// meanwhile, and the webhook timeout bounds it.
+func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
+	var req struct {
+		State storelink.OrderState `json:"state"`
+	}
+	if err := decodeOptional(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err := s.Webhooks.TestDelivery(r.Context(), clientID, r.PathValue("endpoint_id"), req.State)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.Tester == nil {
+		s.writeError(w, r, storelink.Errorf(storelink.EUNAVAILABLE, "This process sends no webhooks, so it cannot send a test."))
+		return
+	}
+	var res *storelink.TestResult
+	outsideDB(r, func() { res = s.Tester.SendTest(r.Context(), job) })
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handlePartnerEndpoints(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	list, err := s.Webhooks.EndpointDetails(r.Context(), c.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Endpoints []storelink.EndpointDetail `json:"endpoints"`
+	}{list})
+}
+
+func (s *Server) handlePartnerDeliveries(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	f, err := deliveryFilter(r, "after")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.ClientID = c.ID
+	list, err := s.Webhooks.Deliveries(r.Context(), f)
+	if storelink.ErrorCode(err) == storelink.EINVALID {
+		// The one filter the service refuses is the cursor, which this
+		// call names after: a partner pages on from the last delivery
+		// it saw.
+		err = storelink.CursorError("after", f.Before)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := struct {
+		Deliveries []storelink.Delivery `json:"deliveries"`
+		NextCursor string               `json:"next_cursor,omitempty"`
+	}{Deliveries: list}
+	if len(list) == f.Limit {
+		resp.NextCursor = list[len(list)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handlePartnerRedeliver(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	id := r.PathValue("delivery_id")
+	if err := s.Webhooks.RedeliverFor(r.Context(), c.ID, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Delivering()
+	writeJSON(w, http.StatusAccepted, map[string]string{"delivery_id": id, "state": string(storelink.DeliveryPending)})
+}

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// The rows of an endpoint's operations: its stats, deletion and recovery,
+// and a test send's keys. The stats read the covering index
+// delivery_attempts_endpoint (endpoint, outcome, time, with the duration)
+// and the partial indexes of pending and failed deliveries by endpoint.
+
+// GetEndpoint reads an endpoint, deleted or not, on the pool.
+func (d *Driver) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+	return scanEndpoint(d.db.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id))
+}
+
+// EndpointKeys reads an endpoint's sealed key and secrets on the pool.
+func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKeys, error) {
+	var k service.SealedKeys
+	var until *time.Time
+	err := d.db.pool.QueryRow(ctx, `SELECT api_key, secret, previous_secret, previous_secret_until FROM endpoints WHERE id = $1`, id).
+		Scan(&k.APIKey, &k.Secret, &k.Previous, &until)
+	if err != nil {
+		return service.SealedKeys{}, noRow(err)
+	}
+	if until != nil {
+		k.PreviousUntil = *until
+	}
+	return k, nil
+}
+
+// AttemptCounts reads the counts by ranges of the index, and the last
+// success and failure by its max of each outcome, in one statement.
+// "succeeded IN (false, true)" makes the start of the window a bound of the
+// index's scan, not a filter of every attempt of the endpoint.
+func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
+	var c service.AttemptCounts
+	err := d.db.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2),
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded AND at >= $2),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND NOT succeeded)`,
+		endpointID, since).Scan(&c.Attempts, &c.Succeeded, &c.LastSuccess, &c.LastFailure)
+	return c, err
+}
+
+// AttemptDurations sorts the window's durations once and picks the ranks;
+// the window is read as AttemptCounts reads it.
+func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT r, duration_ms FROM (
+			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
+			WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2) AS ranked
+		WHERE r = ANY ($3)`, endpointID, since, ranks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byRank := map[int64]int64{}
+	for rows.Next() {
+		var r, ms int64
+		if err := rows.Scan(&r, &ms); err != nil {
+			return nil, err
+		}
+		byRank[r] = ms
+	}
+	return byRank, rows.Err()
+}
+
+// DeliveryCounts counts in the partial indexes of pending deliveries by
+// endpoint and order (deliveries_order) and of failed ones by endpoint.
+func (d *Driver) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+	err = d.db.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'pending' AND endpoint_id = $1),
+		(SELECT count(*) FROM deliveries WHERE state = 'failed' AND endpoint_id = $1)`, endpointID).Scan(&pending, &failed)
+	return pending, failed, err
+}
+
+// GetDelivery reads a delivery on the pool.
+func (d *Driver) GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error) {
+	dl, err := scanDelivery(d.db.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
+	if err != nil {
+		return nil, noRow(err)
+	}
+	return dl, nil
+}
+
+// LockEndpoint reads the endpoint FOR NO KEY UPDATE: the lock of an update
+// of its columns, which the deliveries that order calls queue to it (their
+// foreign key takes KEY SHARE) do not wait for.
+func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+	return scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, id))
+}
+
+// LockClientEvents locks the client's event counter row (making it when the
+// client has written no event yet), which every transaction that writes
+// an event of the client updates first (nextEventSQL) and holds until it
+// ends: those after wait, and this transaction's later statements see what
+// those before committed.
+func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 0)
+		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq`, clientID)
+	return err
+}
+
+// CancelDeliveries cancels in one statement; the leases of attempts in
+// flight go with it, so that their results move nothing.
+func (t *pgTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, endpointID, at)
+	if err != nil {
+		return 0, fmt.Errorf("cancel deliveries: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// RecoverDeliveries updates in one statement and wakes the deliverers of
+// every process (NOTIFY, sent at commit) when it changed any.
+func (t *pgTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $3, lease_owner = NULL,
+		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, endpointID, since, at)
+	if err != nil {
+		return 0, fmt.Errorf("recover deliveries: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, nil
+	}
+	return int(tag.RowsAffected()), notify(ctx, t.tx, ChannelDeliveries)
+}

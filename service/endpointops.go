@@ -1,0 +1,269 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"storelink"
+)
+
+// EndpointReads are the reads of an endpoint's operations: the endpoint as
+// stored, its keys for a test send, the figures of its stats, and one
+// delivery, each outside a transaction of the service's.
+type EndpointReads interface {
+	// GetEndpoint returns an endpoint, deleted or not, or ErrNotFound.
+	GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error)
+	// EndpointKeys returns an endpoint's key and secrets, sealed as kept,
+	// or ErrNotFound.
+	EndpointKeys(ctx context.Context, id string) (SealedKeys, error)
+	// AttemptCounts counts the endpoint's attempts made at or after since,
+	// all and those recorded as succeeded, and returns when its last
+	// attempt recorded as succeeded and its last other one were made,
+	// however long ago (nil for none).
+	AttemptCounts(ctx context.Context, endpointID string, since time.Time) (AttemptCounts, error)
+	// AttemptDurations returns, by rank, the durations (ms) at the given
+	// ranks, from 0, of the endpoint's attempts made at or after since
+	// ordered by duration: one for each rank there is.
+	AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error)
+	// DeliveryCounts counts the endpoint's pending and failed deliveries.
+	DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error)
+	// GetDelivery returns a delivery without its attempts, or ErrNotFound.
+	GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error)
+}
+
+// AttemptCounts are an endpoint's attempt figures as a driver reads them.
+type AttemptCounts struct {
+	Attempts, Succeeded      int
+	LastSuccess, LastFailure *time.Time
+}
+
+// EndpointOpRows are the rows that deleting an endpoint and recovering its
+// deliveries change inside their transaction.
+type EndpointOpRows interface {
+	// LockEndpoint returns an endpoint, deleted or not, and keeps other
+	// transactions from changing it until this one ends; ErrNotFound for
+	// none. It does not hold up the transactions that queue deliveries to
+	// it.
+	LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error)
+	// LockClientEvents keeps the transactions that write events of the
+	// client waiting until this one ends, and lets this one's later
+	// statements see the deliveries the ones before it queued.
+	LockClientEvents(ctx context.Context, clientID string) error
+	// CancelDeliveries makes every pending delivery of the endpoint
+	// cancelled, due never, and returns how many; an attempt in flight
+	// is still recorded, and moves it no more.
+	CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error)
+	// RecoverDeliveries makes every failed delivery of the endpoint queued
+	// at or after since pending again, due at at, its tries counted
+	// afresh, lets the deliverers know, and returns how many.
+	RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error)
+}
+
+// Endpoint returns an endpoint, deleted or not, with its stats; of
+// clientID's when it is not "".
+func (s *Service) Endpoint(ctx context.Context, clientID, id string) (*storelink.EndpointDetail, error) {
+	e, err := s.endpointOf(ctx, clientID, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &storelink.EndpointDetail{Endpoint: *e}
+	if d.Stats, err = s.endpointStats(ctx, e.ID); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// EndpointDetails lists a client's endpoints, oldest first, with their
+// stats.
+func (s *Service) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
+	list, err := s.d.ListEndpoints(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]storelink.EndpointDetail, len(list))
+	for i, e := range list {
+		out[i].Endpoint = e
+		if out[i].Stats, err = s.endpointStats(ctx, e.ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// endpointOf reads an endpoint; one of another client than clientID (when
+// set) is not found, as one that does not exist.
+func (s *Service) endpointOf(ctx context.Context, clientID, id string) (*storelink.Endpoint, error) {
+	e, err := s.d.GetEndpoint(ctx, id)
+	if err != nil {
+		return nil, endpointNotFound(err, id)
+	}
+	if clientID != "" && e.ClientID != clientID {
+		return nil, endpointNotFound(ErrNotFound, id)
+	}
+	return e, nil
+}
+
+// endpointStats works an endpoint's stats out of its attempts of the last
+// StatsWindow and its deliveries now. The latencies are by nearest rank:
+// the p-quantile of n durations is the ceil(p·n)-th smallest.
+func (s *Service) endpointStats(ctx context.Context, id string) (storelink.EndpointStats, error) {
+	since := s.now().Add(-storelink.StatsWindow)
+	st := storelink.EndpointStats{Since: since}
+	c, err := s.d.AttemptCounts(ctx, id, since)
+	if err != nil {
+		return st, fmt.Errorf("count attempts of endpoint %s: %w", id, err)
+	}
+	st.Attempts, st.Succeeded, st.Failed = c.Attempts, c.Succeeded, c.Attempts-c.Succeeded
+	st.LastSuccessAt, st.LastFailureAt = c.LastSuccess, c.LastFailure
+	if c.Attempts > 0 {
+		rate := math.Round(float64(c.Succeeded)/float64(c.Attempts)*1e4) / 1e4
+		st.SuccessRate = &rate
+		p50, p95 := nearestRank(0.5, c.Attempts), nearestRank(0.95, c.Attempts)
+		ds, err := s.d.AttemptDurations(ctx, id, since, []int64{p50, p95})
+		if err != nil {
+			return st, fmt.Errorf("read attempt durations of endpoint %s: %w", id, err)
+		}
+		if d, ok := ds[p50]; ok {
+			st.LatencyP50MS = &d
+		}
+		if d, ok := ds[p95]; ok {
+			st.LatencyP95MS = &d
+		}
+	}
+	if st.Pending, st.FailedDeliveries, err = s.d.DeliveryCounts(ctx, id); err != nil {
+		return st, fmt.Errorf("count deliveries of endpoint %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// nearestRank is the rank, from 0, of the p-quantile of n values.
+func nearestRank(p float64, n int) int64 {
+	return max(int64(math.Ceil(p*float64(n)))-1, 0)
+}
+
+// DeleteEndpoint disables the endpoint for good, marks it deleted and
+// cancels its pending deliveries, in one transaction. The events of its
+// client wait meanwhile, so that none queues a delivery to it after the
+// cancellation.
+func (s *Service) DeleteEndpoint(ctx context.Context, id string) error {
+	err := s.inTx(ctx, func(tx Tx) error {
+		e, err := tx.LockEndpoint(ctx, id)
+		if err != nil || e.DeletedAt != nil {
+			return err
+		}
+		if err := tx.LockClientEvents(ctx, e.ClientID); err != nil {
+			return err
+		}
+		now := s.now()
+		off, none := false, ""
+		if _, err := tx.UpdateEndpoint(ctx, id, EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now}); err != nil {
+			return err
+		}
+		if _, err := tx.CancelDeliveries(ctx, id, now); err != nil {
+			return fmt.Errorf("cancel deliveries of endpoint %s: %w", id, err)
+		}
+		return nil
+	})
+	return endpointNotFound(err, id)
+}
+
+// RecoverDeliveries makes the endpoint's failed deliveries queued since
+// then pending again. They go out as any pending delivery does: per order,
+// in the order of their events, each after the earlier ones of its order
+// that are pending too.
+func (s *Service) RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error) {
+	var n int
+	err := s.inTx(ctx, func(tx Tx) error {
+		e, err := tx.LockEndpoint(ctx, endpointID)
+		if err != nil {
+			return err
+		}
+		if e.DeletedAt != nil {
+			return deletedEndpoint(e)
+		}
+		n, err = tx.RecoverDeliveries(ctx, endpointID, since.UTC().Truncate(time.Millisecond), s.now())
+		return err
+	})
+	if err != nil {
+		return 0, endpointNotFound(err, endpointID)
+	}
+	return n, nil
+}
+
+// RedeliverFor makes a delivery of clientID's (any when "") pending again,
+// due now, with a fresh schedule, unless its endpoint was deleted. A
+// delivery being attempted right now is left to that attempt.
+func (s *Service) RedeliverFor(ctx context.Context, clientID, id string) error {
+	notFound := storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
+	d, err := s.d.GetDelivery(ctx, id)
+	if errors.Is(err, ErrNotFound) || err == nil && clientID != "" && d.ClientID != clientID {
+		return notFound
+	} else if err != nil {
+		return err
+	}
+	e, err := s.d.GetEndpoint(ctx, d.EndpointID)
+	if err != nil {
+		return err
+	}
+	if e.DeletedAt != nil {
+		return deletedEndpoint(e)
+	}
+	if err := s.d.Redeliver(ctx, id, s.now()); errors.Is(err, ErrNotFound) {
+		return notFound
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// TestDelivery makes the job of a test send: an example event of state
+// for the endpoint's client, signed with the endpoint's secrets, sent with
+// its key, never stored.
+func (s *Service) TestDelivery(ctx context.Context, clientID, endpointID string, state storelink.OrderState) (*storelink.DeliveryJob, error) {
+	if s.sealer == nil {
+		return nil, errNoSealer
+	}
+	if state == storelink.StateNone {
+		state = storelink.StateAssigned
+	}
+	if err := storelink.CheckStates([]storelink.OrderState{state}); err != nil {
+		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "state: %q is not an order state.", state)
+	}
+	e, err := s.endpointOf(ctx, clientID, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	if e.DeletedAt != nil {
+		return nil, deletedEndpoint(e)
+	}
+	keys, err := s.d.EndpointKeys(ctx, e.ID)
+	if err != nil {
+		return nil, endpointNotFound(err, e.ID)
+	}
+	c, err := s.d.GetClient(ctx, e.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	stores, err := s.d.Stores(ctx, e.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	store := "TEST-STORE"
+	if len(stores) > 0 {
+		store = stores[0].ID
+	}
+	now := s.now()
+	ev := storelink.ExampleEvent(state, store, c.Currency, now, newIDFunc(now))
+	o := s.openKeys(keys, now)
+	return &storelink.DeliveryJob{EventID: ev.EventID, EndpointID: e.ID, URL: e.URL, Body: ev.Marshal(),
+		APIKey: o.apiKey, Secrets: o.secrets, Unsealable: o.unsealable}, nil
+}
+
+// deletedEndpoint is the answer to a change of a deleted endpoint.
+func deletedEndpoint(e *storelink.Endpoint) error {
+	return storelink.Errorf(storelink.ECONFLICT, "Webhook endpoint %q was deleted at %s; it can be read but nothing is sent to it any more.",
+		e.ID, e.DeletedAt.UTC().Format(time.RFC3339))
+}
