@@ -56,6 +56,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Events are numbered per client and read by number", testEvents},
 		{"Endpoints and deliveries", testDeliveries},
 		{"Bookkeeping: claim, record, park", testBookkeeping},
+		{"Bookkeeping: each endpoint's claim cap", testClaimCaps},
 		{"Idempotency keys: put, replace, sweep", testOrderKeys},
 		{"Locks: a second routing, key or client events lock waits for the first", testLocks},
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
