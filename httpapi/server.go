@@ -92,8 +92,8 @@ type Deps struct {
 	Logger     *slog.Logger
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
-	// Dashboard is the operator dashboard, served at / and under
-	// /dashboard/ when set.
+	// Dashboard is the operator dashboard and the partners' portal,
+	// served at /, under /dashboard/ and under /portal/ when set.
 	Dashboard http.Handler
 }
 
