@@ -271,7 +271,7 @@ var flashes = map[string]string{
 	"redelivered": "The delivery is pending again and will be sent at once.",
 	"enabled":     "The endpoint is enabled; its waiting deliveries go out now.",
 	"disabled":    "The endpoint is disabled; its deliveries wait until it is enabled.",
-	"recovered":   "%d failed deliveries are pending again; they go out at once, in event order per order.",
+	"recovered":   "Failed deliveries made pending again: %d. They go out at once, in event order per order.",
 	"deleted":     "The endpoint is deleted: nothing more is sent to it, its pending deliveries are cancelled, and its history stays here.",
 }
 

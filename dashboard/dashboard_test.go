@@ -105,6 +105,8 @@ func pagePaths(s seed) []string {
 		"/dashboard/orders/" + s.OrderID,
 		"/dashboard/deliveries",
 		"/dashboard/deliveries?state=failed&client=" + s.ClientID,
+		"/dashboard/endpoints/" + s.EndpointID,
+		"/dashboard/?q=acme&sort=failed&page=1",
 	}
 }
 
@@ -381,8 +383,13 @@ func TestPages(t *testing.T) {
 	t.Run("overview", func(t *testing.T) {
 		body := b.page("/dashboard/")
 		wantContains(t, "the overview", body, "Acme Retail · DE", "Beta Shoes · AT", s.ClientID, s.OtherClientID,
-			`<svg class="gauge"`, `<svg class="chart"`, "of the upload capacity used", "stock-later.csv",
-			"1 disabled", "failed deliveries", "uploads waiting")
+			`<svg class="gauge"`, "of the upload capacity used", "stock-later.csv",
+			"1 disabled", "2 failed deliveries", "uploads waiting", `data-client="`+s.ClientID+`" data-problems="1"`)
+		// Acme has failed deliveries: it comes first, though B comes
+		// before A in every other order.
+		if a, b := strings.Index(body, `data-client="`+s.ClientID), strings.Index(body, `data-client="`+s.OtherClientID); a < 0 || b < a {
+			t.Error("the client with failed deliveries is not listed first")
+		}
 	})
 	t.Run("client", func(t *testing.T) {
 		body := b.page(cl)
@@ -450,7 +457,11 @@ func TestPages(t *testing.T) {
 			t.Error("failed deliveries are not listed first")
 		}
 		wantContains(t, "the deliveries", body, `data-delivery="`+s.FailedDelivery+`" data-state="failed" data-attempts="1"`,
-			"HTTP 503", "upstream unavailable", "Redeliver", "http://127.0.0.1:1/hooks/${eventId}")
+			"HTTP 503", "upstream unavailable", "Redeliver", "http://127.0.0.1:1/hooks/${eventId}", "g-cancelled", "Sent to",
+			`href="/dashboard/endpoints/`+s.EndpointID+`"`)
+		if resp, _ := b.get("/dashboard/deliveries?state=lost"); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("state=lost = %d, want 400", resp.StatusCode)
+		}
 	})
 	t.Run("not found", func(t *testing.T) {
 		for _, p := range []string{"/dashboard/nope", "/dashboard/orders/nope", "/dashboard/clients/nope"} {

@@ -50,8 +50,8 @@ var funcs = template.FuncMap{
 		return map[string]string{"failed": "Failed: retry schedule spent", "pending": "Pending", "succeeded": "Succeeded",
 			"cancelled": "Cancelled: endpoint deleted"}
 	},
-	"deref":     func(f *float64) float64 { return *f },
-	"percent":   func(f float64) string { return trimZero1(fmt.Sprintf("%.1f", f*100)) + "%" },
+	"deref":   func(f *float64) float64 { return *f },
+	"percent": func(f float64) string { return trimZero1(fmt.Sprintf("%.1f", f*100)) + "%" },
 	// testState is the state a test send of the endpoint just used, for
 	// its form to keep.
 	"testState": func(t *portalTest, endpointID string) string {
