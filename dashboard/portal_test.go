@@ -16,8 +16,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"storelink"
+	"storelink/dashboard"
 )
 
 // portalLogin signs b in to the portal and returns the session cookie's
@@ -408,5 +410,37 @@ func TestPortalSignInLimited(t *testing.T) {
 	req.Header.Set("x-api-key", s.APIKey)
 	if resp, _ := b.do(req); resp.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the API after 20 failed sign-ins = %d, want 429", resp.StatusCode)
+	}
+}
+
+// TestSessionKinds: a session is taken only by its own realm, even with a
+// cookie signed for the other: an operator's session under a portal cookie
+// opens no portal page, and a partner's under a dashboard cookie no
+// dashboard page.
+func TestSessionKinds(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	s := f.seedData()
+	h := dashboard.New(dashboard.Deps{Admin: f.services, Sessions: f.services, AdminToken: f.Token})
+	for _, c := range []struct {
+		portal        bool
+		client, key   string
+		cookie, path  string
+		wantSignedOut bool
+	}{
+		{portal: true, cookie: "storelink_portal", path: "/portal/", wantSignedOut: true},
+		{portal: false, client: s.ClientID, key: s.APIKey, cookie: "storelink_session", path: "/dashboard/", wantSignedOut: true},
+		{portal: true, client: s.ClientID, key: s.APIKey, cookie: "storelink_portal", path: "/portal/"},
+		{portal: false, cookie: "storelink_session", path: "/dashboard/"},
+	} {
+		value, id := h.SessionCookie(c.portal)
+		hash := sha256.Sum256([]byte(id))
+		must(t, f.services.CreateSession(context.Background(), storelink.NewSession{IDHash: hash[:], ClientID: c.client, APIKey: c.key,
+			Expires: time.Now().Add(time.Hour)}))
+		req, _ := http.NewRequest("GET", f.URL+c.path, nil)
+		req.AddCookie(&http.Cookie{Name: c.cookie, Value: value})
+		resp, _ := f.browser().do(req)
+		if signedOut := resp.StatusCode == http.StatusSeeOther; signedOut != c.wantSignedOut {
+			t.Errorf("%s with a session of client %q = %d, want signed out %v", c.path, c.client, resp.StatusCode, c.wantSignedOut)
+		}
 	}
 }
