@@ -175,6 +175,24 @@ const (
 	OutcomeGone
 )
 
+// outcomeWords are the outcomes as logs and metrics name them.
+var outcomeWords = [...]string{OutcomeSucceeded: "succeeded", OutcomeRetry: "retry", OutcomeFailed: "failed", OutcomeGone: "gone"}
+
+// String names the outcome in a word: succeeded, retry, failed or gone.
+func (o Outcome) String() string {
+	if int(o) >= 0 && int(o) < len(outcomeWords) {
+		return outcomeWords[o]
+	}
+	return "unknown"
+}
+
+// MarshalText makes logs and JSON name the outcome in a word, not its
+// number.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// Outcomes are every outcome, in order.
+var Outcomes = []Outcome{OutcomeSucceeded, OutcomeRetry, OutcomeFailed, OutcomeGone}
+
 // AttemptResult is the recorded end of one claimed attempt.
 type AttemptResult struct {
 	Job     *DeliveryJob
@@ -230,6 +248,9 @@ type EndpointService interface {
 	Redeliver(ctx context.Context, deliveryID string) error
 	// PendingDeliveries counts pending deliveries and the age of the oldest.
 	PendingDeliveries(ctx context.Context) (int, time.Duration, error)
+	// FailedDeliveries counts the deliveries that failed (their schedule
+	// spent) and were not sent again since.
+	FailedDeliveries(ctx context.Context) (int, error)
 
 	// The calls below take a clientID: "" for the operator, who sees
 	// every client's; a partner's own client id otherwise, and then an

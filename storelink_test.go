@@ -1,8 +1,11 @@
 package storelink_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +105,22 @@ func asErr(err error, target **storelink.Error) bool {
 	e, ok := err.(*storelink.Error)
 	*target = e
 	return ok
+}
+
+// A delivery attempt's outcome is logged as a word, not as its number.
+func TestOutcomeLoggedInWords(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	for _, o := range storelink.Outcomes {
+		logger.Info("attempt", "outcome", o)
+	}
+	want := `"outcome":"succeeded"` + `"outcome":"retry"` + `"outcome":"failed"` + `"outcome":"gone"`
+	var got strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		i := strings.Index(line, `"outcome":`)
+		got.WriteString(strings.TrimSuffix(line[i:], "}"))
+	}
+	if got.String() != want {
+		t.Fatalf("logged outcomes %s, want %s", got.String(), want)
+	}
 }

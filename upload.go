@@ -34,20 +34,26 @@ func (s UploadStatus) Final() bool {
 // Upload is one stock file received from a client, with its processing report
 // once it has one.
 type Upload struct {
-	ID           string       `json:"upload_id"`
-	ClientID     string       `json:"client_id"`
-	FileName     string       `json:"file_name"`
-	SizeBytes    int64        `json:"size_bytes"`
-	SHA256       string       `json:"sha256"`
-	Status       UploadStatus `json:"status"`
-	ReceivedAt   time.Time    `json:"received_at"`
-	StartedAt    *time.Time   `json:"started_at"`
-	FinishedAt   *time.Time   `json:"finished_at"`
-	RowsTotal    int          `json:"rows_total"`
-	RowsApplied  int          `json:"rows_applied"`
-	RowsRejected int          `json:"rows_rejected"`
-	Errors       []Problem    `json:"errors"`
-	Warnings     []Problem    `json:"warnings"`
+	ID          string       `json:"upload_id"`
+	ClientID    string       `json:"client_id"`
+	FileName    string       `json:"file_name"`
+	SizeBytes   int64        `json:"size_bytes"`
+	SHA256      string       `json:"sha256"`
+	Status      UploadStatus `json:"status"`
+	ReceivedAt  time.Time    `json:"received_at"`
+	StartedAt   *time.Time   `json:"started_at"`
+	FinishedAt  *time.Time   `json:"finished_at"`
+	RowsTotal   int          `json:"rows_total"`
+	RowsApplied int          `json:"rows_applied"`
+	// RowsUnchanged counts the pairs of RowsApplied whose stock row already
+	// held exactly what the file sets: nothing was written for them, and
+	// they keep the upload_id and updated_at of the upload that last
+	// changed them. A pair the file gives more than once is written, and so
+	// is not among them.
+	RowsUnchanged int       `json:"rows_unchanged"`
+	RowsRejected  int       `json:"rows_rejected"`
+	Errors        []Problem `json:"errors"`
+	Warnings      []Problem `json:"warnings"`
 }
 
 // NewUpload is a received file on its way into the store.
@@ -84,6 +90,11 @@ type StockRow struct {
 	ArticleSize     string `json:"article_size,omitempty"`
 	// Line is the line of the file the row starts on (the header is line 1).
 	Line int `json:"-"`
+	// Repeats is set when an earlier row of the file had the same store and
+	// EAN: this row overrides it (a Duplicated value warning). Such a pair
+	// is written whatever it holds, so that how many pairs an upload left
+	// unchanged does not depend on the order a driver writes rows in.
+	Repeats bool `json:"-"`
 }
 
 // Stock is a row of the stock in force: the latest feed values of a store and
@@ -127,7 +138,8 @@ var UploadStatuses = []UploadStatus{UploadAccepted, UploadProcessing, UploadAppl
 // It decodes and checks the file, calls put for every valid row in file order
 // (a later row for the same store and EAN overrides an earlier one), and
 // returns the report. stores is the set of the client's registered stores as
-// of the transaction. A report with FileError set applies nothing.
+// of the transaction. A report with FileError set applies nothing. A row
+// whose store and EAN an earlier row had carries Repeats.
 type FeedApply func(stores map[string]bool, put func(StockRow) error) (FeedReport, error)
 
 // UploadService receives, queues and applies stock uploads.

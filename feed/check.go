@@ -30,11 +30,22 @@ import (
 // the report, so a partner sees as much as could be checked, but RowsApplied
 // is then 0. A nil put only checks, for a dry run.
 func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	return check(r, stores, put, nil)
+}
+
+// CheckWithErrorFile is Check that also makes the feed's error file
+// (report.ErrorFile, errors.csv) of at most about limit bytes: past it, a
+// last row says how many dropped rows it leaves out.
+func CheckWithErrorFile(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error, limit int) (storelink.FeedReport, error) {
+	return check(r, stores, put, newErrorFile(limit))
+}
+
+func check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error, errs *errorFile) (storelink.FeedReport, error) {
 	if put == nil {
 		put = func(storelink.StockRow) error { return nil }
 	}
 	c := &checker{
-		errs:   newErrorFile(),
+		errs:   errs,
 		col:    newCollector(),
 		stores: make(map[string]uint32, len(stores)),
 		seen:   newLineTable(),

@@ -187,10 +187,10 @@ func TestCheck(t *testing.T) {
 			rows: []string{
 				"2|S1|4023456789011|A|1|1|" + none,
 				"3|S2|4006381333931|B|2|2|" + none,
-				"4|S2|4006381333931|C|3|3|" + none,
-				"5|S1|4023456789011|D|4|4|" + none,
+				"4|S2|4006381333931|C|3|3|" + none + " (repeats)",
+				"5|S1|4023456789011|D|4|4|" + none + " (repeats)",
 				"6|S1|4006381333931|E|5|5|" + none,
-				"7|S1|4023456789011|F|6|6|" + none,
+				"7|S1|4023456789011|F|6|6|" + none + " (repeats)",
 			}},
 	}
 	for _, tt := range tests {
@@ -245,9 +245,13 @@ func rowString(r storelink.StockRow) string {
 	if r.RetailPrice != nil {
 		retail = r.RetailPrice.String()
 	}
-	return strings.Join([]string{strconv.Itoa(r.Line), r.StoreID, r.EAN, r.ArticleNumber,
+	s := strings.Join([]string{strconv.Itoa(r.Line), r.StoreID, r.EAN, r.ArticleNumber,
 		strconv.Itoa(r.Quantity), r.Price.String(), retail, r.ArticleLocation,
 		r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize}, "|")
+	if r.Repeats {
+		s += " (repeats)"
+	}
+	return s
 }
 
 func assertProblems(tb testing.TB, kind string, got []storelink.Problem, want []want) {

@@ -22,7 +22,8 @@ import (
 var errorColumns = []string{"line", "problem_type", "problem_detail"}
 
 // errorFile writes the error file while the feed is checked. The row loop
-// pays for it only on rows that are dropped.
+// pays for it only on rows that are dropped. A nil *errorFile writes
+// nothing, for checks that need no error file (a validation).
 type errorFile struct {
 	buf    bytes.Buffer
 	w      *csv.Writer
@@ -30,10 +31,15 @@ type errorFile struct {
 	// types and details are the problems of the row being checked.
 	types, details []string
 	out            []string
+	// limit bounds the file: a feed of short bad rows, each with a long
+	// message, would otherwise make an error file many times its size.
+	// omitted counts the dropped rows past it.
+	limit   int
+	omitted int
 }
 
-func newErrorFile() *errorFile {
-	e := &errorFile{}
+func newErrorFile(limit int) *errorFile {
+	e := &errorFile{limit: limit}
 	e.w = csv.NewWriter(&e.buf)
 	e.w.Comma = ';'
 	return e
@@ -41,6 +47,9 @@ func newErrorFile() *errorFile {
 
 // start writes the header: the file's, with its separator.
 func (e *errorFile) start(header []string, comma rune) {
+	if e == nil {
+		return
+	}
 	e.header = append([]string(nil), header...)
 	e.w.Comma = comma
 	_ = e.w.Write(append(append([]string(nil), e.header...), errorColumns...))
@@ -48,6 +57,9 @@ func (e *errorFile) start(header []string, comma rune) {
 
 // problem notes a problem of the row being checked.
 func (e *errorFile) problem(typ, detail string) {
+	if e == nil {
+		return
+	}
 	e.types = append(e.types, typ)
 	e.details = append(e.details, detail)
 }
@@ -56,6 +68,14 @@ func (e *errorFile) problem(typ, detail string) {
 // forgets them. A row shorter than the header is padded, so that the
 // added columns stay under their names; a longer one is written whole.
 func (e *errorFile) dropped(rec []string, line int) {
+	if e == nil {
+		return
+	}
+	if e.w.Flush(); e.buf.Len() >= e.limit {
+		e.omitted++
+		e.types, e.details = e.types[:0], e.details[:0]
+		return
+	}
 	e.out = append(e.out[:0], rec...)
 	for len(e.out) < len(e.header) {
 		e.out = append(e.out, "")
@@ -68,6 +88,10 @@ func (e *errorFile) dropped(rec []string, line int) {
 // rejected makes the file the error file of a file rejected as a whole:
 // the header, when it was read, and one row at line 0 per file problem.
 func (e *errorFile) rejected(problems []storelink.Problem) {
+	if e == nil {
+		return
+	}
+	e.omitted = 0
 	comma := e.w.Comma
 	if e.header == nil {
 		comma = ';'
@@ -79,9 +103,20 @@ func (e *errorFile) rejected(problems []storelink.Problem) {
 	writeFileProblems(e.w, len(e.header), problems)
 }
 
+// bytes ends the file, saying how many rows it leaves out when it reached
+// its limit, and returns it.
 func (e *errorFile) bytes() []byte {
+	if e == nil {
+		return nil
+	}
+	if e.omitted > 0 {
+		rec := make([]string, len(e.header), len(e.header)+3)
+		_ = e.w.Write(append(rec, "", "Error file cut short",
+			"The error file stops here, at its limit of "+strconv.Itoa(e.limit)+" bytes: "+strconv.Itoa(e.omitted)+
+				" more dropped rows are not listed. The upload's report counts every problem."))
+	}
 	e.w.Flush()
-	return bytes.Clone(e.buf.Bytes())
+	return e.buf.Bytes()
 }
 
 // writeFileProblems writes one row at line 0 per problem, after width

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestErrorFileRows(t *testing.T) {
 		"S9, 4006381333931 ,\"SKU, two\",x,19.99,blue\r\n" + // unknown store, bad quantity
 		"S1,4006381333931,SKU-3,5\r\n" + // too few fields
 		"S1,,SKU-4,,19.99,green\r\n" // two missing values
-	rep, err := Check(strings.NewReader(in), map[string]bool{"S1": true}, nil)
+	rep, err := CheckWithErrorFile(strings.NewReader(in), map[string]bool{"S1": true}, nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestErrorFileRows(t *testing.T) {
 // its header when the header could be read, with ';' and the added
 // columns alone when not.
 func TestErrorFileRejected(t *testing.T) {
-	rep, err := Check(strings.NewReader("store;ean;quantity\nS1;4006381333931;5\n"), map[string]bool{"S1": true}, nil)
+	rep, err := CheckWithErrorFile(strings.NewReader("store;ean;quantity\nS1;4006381333931;5\n"), map[string]bool{"S1": true}, nil, 1<<20)
 	if err != nil || !rep.FileError {
 		t.Fatalf("check: %+v, %v; want a file error", rep, err)
 	}
@@ -63,7 +64,7 @@ func TestErrorFileRejected(t *testing.T) {
 		t.Fatalf("error file = %q (%v), want %q", rep.ErrorFile, err, want)
 	}
 
-	rep, err = Check(strings.NewReader("\xff\xfe\x00"), nil, nil)
+	rep, err = CheckWithErrorFile(strings.NewReader("\xff\xfe\x00"), nil, nil, 1<<20)
 	if err != nil || !rep.FileError {
 		t.Fatalf("check: %+v, %v; want a file error", rep, err)
 	}
@@ -77,11 +78,41 @@ func TestErrorFileRejected(t *testing.T) {
 
 // A clean file's error file is its header and the added columns alone.
 func TestErrorFileClean(t *testing.T) {
-	rep, err := Check(strings.NewReader("\ufeffstore;ean;article_number;quantity;price\nS1;4006381333931;SKU;5;1.00\n"), map[string]bool{"S1": true}, nil)
+	rep, err := CheckWithErrorFile(strings.NewReader("\ufeffstore;ean;article_number;quantity;price\nS1;4006381333931;SKU;5;1.00\n"), map[string]bool{"S1": true}, nil, 1<<20)
 	if err != nil || rep.FileError {
 		t.Fatalf("check: %+v, %v", rep, err)
 	}
 	if got := string(rep.ErrorFile); got != "store;ean;article_number;quantity;price;line;problem_type;problem_detail\n" {
 		t.Fatalf("error file = %q", got)
+	}
+}
+
+// A file of short bad rows, each with a long message, gets an error file
+// cut at its limit, whose last row says how many rows it leaves out; a
+// check without an error file makes none.
+func TestErrorFileLimit(t *testing.T) {
+	in := "store;ean;article_number;quantity;price\n" + strings.Repeat(";;;;\n", 20000)
+	rep, err := CheckWithErrorFile(strings.NewReader(in), map[string]bool{"S1": true}, nil, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rep.ErrorFile); n > 64<<10+1024 {
+		t.Fatalf("error file of %d bytes, want about its limit of %d", n, 64<<10)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(rep.ErrorFile)).ReadAll()
+	if err != nil {
+		r := csv.NewReader(bytes.NewReader(rep.ErrorFile))
+		r.Comma = ';'
+		if recs, err = r.ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := recs[len(recs)-1]
+	listed := len(recs) - 2 // the header and the last row
+	if last[len(last)-2] != "Error file cut short" || !strings.Contains(last[len(last)-1], strconv.Itoa(20000-listed)+" more dropped rows are not listed") {
+		t.Fatalf("last row = %q, want it to say that %d rows are left out", last, 20000-listed)
+	}
+	if rep, err = Check(strings.NewReader(in), nil, nil); err != nil || rep.ErrorFile != nil {
+		t.Fatalf("Check made an error file of %d bytes (%v), want none", len(rep.ErrorFile), err)
 	}
 }

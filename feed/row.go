@@ -121,7 +121,8 @@ func (c *checker) row(rec []string, line int) error {
 
 	c.rep.RowsValid++
 	k := rowKey{store: store, ean: ean}
-	if prev := c.seen.swap(k, uint32(min(line, math.MaxUint32))); prev != 0 {
+	prev := c.seen.swap(k, uint32(min(line, math.MaxUint32)))
+	if prev != 0 {
 		c.col.duplicate(int(prev), v[colStore], v[colEAN])
 	}
 	row := storelink.StockRow{
@@ -136,6 +137,7 @@ func (c *checker) row(rec []string, line int) error {
 		ArticleColor:    v[colColor],
 		ArticleSize:     v[colSize],
 		Line:            line,
+		Repeats:         prev != 0,
 	}
 	if hasRetail {
 		row.RetailPrice = c.retailPrice(retail)

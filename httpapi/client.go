@@ -265,13 +265,13 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 	return err
 }
 
-// UploadErrorFile returns the error file of a processed upload
-// (errors.csv): every row it dropped, as it stood in the file, with its
-// line and problems.
-func (c *Client) UploadErrorFile(ctx context.Context, uploadID string) ([]byte, error) {
+// UploadErrorFile writes the error file of a processed upload
+// (errors.csv: every row it dropped, as it stood in the file, with its
+// line and problems) to w, as it arrives.
+func (c *Client) UploadErrorFile(ctx context.Context, uploadID string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.UploadStatusURL(uploadID)+"/errors.csv", nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("x-api-key", c.APIKey)
 	hc := c.HTTP
@@ -280,13 +280,14 @@ func (c *Client) UploadErrorFile(ctx context.Context, uploadID string) ([]byte, 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, DecodeProblem(resp)
+		return DecodeProblem(resp)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	_, err = io.Copy(w, resp.Body)
+	return err
 }
 
 // maxAnswer bounds what is read of an answer: a report is at most a few

@@ -482,3 +482,47 @@ func checkMatcher(t *testing.T, alert, what, op, value string, domain []string) 
 		}
 	}
 }
+
+// Order calls are counted by action and outcome, and HTTP requests by
+// route pattern, method and code: a create, its replay with the same
+// idempotency key, a fulfil of a fulfilled order (409), a create for an
+// unknown store (refused), and a made-up method.
+func TestOrderCallMetrics(t *testing.T) {
+	a := newAPI(t, apiOptions{})
+	putStock(a, "S1;"+ean1+";SKU-1;100;19.99;Dept 3")
+	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Idempotency-Key": "k-1"}
+	body := newOrderBody(a.ClientID, "M-1", "S1", ean1)
+	for range 2 {
+		if resp, b := a.do("POST", "/orders", strings.NewReader(body), admin); resp.StatusCode != 201 {
+			t.Fatalf("create = %d %s", resp.StatusCode, b)
+		}
+	}
+	resp, b := a.do("GET", "/orders?client_id="+a.ClientID, nil, map[string]string{"Authorization": "Bearer " + adminToken})
+	id := regexp.MustCompile(`"order_id":"([^"]+)"`).FindSubmatch(b)
+	if resp.StatusCode != 200 || id == nil {
+		t.Fatalf("orders = %d %s", resp.StatusCode, b)
+	}
+	a.admin("POST", "/orders/"+string(id[1])+"/fulfil", `{}`, 200, nil)
+	a.admin("POST", "/orders/"+string(id[1])+"/fulfil", `{}`, 409, nil)
+	a.admin("POST", "/orders", newOrderBody(a.ClientID, "M-2", "S9", ean1), 422, nil)
+	a.do("BREW", "/orders", nil, nil)
+
+	resp, b = a.do("GET", "/metrics", nil, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics = %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`storelink_order_calls_total{action="create",outcome="succeeded"} 1`,
+		`storelink_order_calls_total{action="create",outcome="replayed"} 1`,
+		`storelink_order_calls_total{action="create",outcome="refused"} 1`,
+		`storelink_order_calls_total{action="fulfil",outcome="succeeded"} 1`,
+		`storelink_order_calls_total{action="fulfil",outcome="conflict"} 1`,
+		`storelink_http_requests_total{code="201",method="POST",route="/orders"} 2`,
+		`storelink_http_requests_total{code="409",method="POST",route="/orders/{order_id}/fulfil"} 1`,
+		`storelink_http_requests_total{code="405",method="other",route="none"} 1`,
+	} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("GET /metrics lacks %s", want)
+		}
+	}
+}

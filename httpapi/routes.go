@@ -35,15 +35,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
 
 	// Orders (CONTRACT 4), admin token.
-	m.HandleFunc("POST /orders", s.admin(s.handleCreateOrder))
+	m.HandleFunc("POST /orders", s.countOrder("create", s.admin(s.handleCreateOrder)))
 	m.HandleFunc("GET /orders", s.admin(s.handleListOrders))
 	m.HandleFunc("GET /orders/{order_id}", s.admin(s.handleGetOrder))
 	m.HandleFunc("GET /orders/{order_id}/events", s.admin(s.handleOrderEvents))
-	m.HandleFunc("POST /orders/{order_id}/cancel", s.admin(s.handleCancelOrder))
-	m.HandleFunc("POST /orders/{order_id}/fulfil", s.admin(s.handleFulfilOrder))
-	m.HandleFunc("POST /orders/{order_id}/returns", s.admin(s.handleReturnItems))
-	m.HandleFunc("POST /warehouse-orders", s.admin(s.handleCreateWarehouseOrder))
-	m.HandleFunc("POST /orders/{order_id}/warehouse-returns", s.admin(s.handleWarehouseReturn))
+	m.HandleFunc("POST /orders/{order_id}/cancel", s.countOrder("cancel", s.admin(s.handleCancelOrder)))
+	m.HandleFunc("POST /orders/{order_id}/fulfil", s.countOrder("fulfil", s.admin(s.handleFulfilOrder)))
+	m.HandleFunc("POST /orders/{order_id}/returns", s.countOrder("return", s.admin(s.handleReturnItems)))
+	m.HandleFunc("POST /warehouse-orders", s.countOrder("warehouse_create", s.admin(s.handleCreateWarehouseOrder)))
+	m.HandleFunc("POST /orders/{order_id}/warehouse-returns", s.countOrder("warehouse_return", s.admin(s.handleWarehouseReturn)))
 
 	// Order events, pulled by partners (CONTRACT 6.4), x-api-key.
 	m.HandleFunc("GET /events/{client_id}", s.partner(s.handleEvents))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,10 +105,14 @@ type Server struct {
 	adminHash  [32]byte
 	mux        *http.ServeMux
 	uploadReqs *prometheus.CounterVec
-	bytesIn    prometheus.Counter
-	health     health
-	inFlight   *inFlight
-	bodies     bodies
+	requests   *prometheus.CounterVec
+	orderCalls *prometheus.CounterVec
+	// downloads are the places of the file downloads (uploadfiles.go).
+	downloads chan struct{}
+	bytesIn   prometheus.Counter
+	health    health
+	inFlight  *inFlight
+	bodies    bodies
 
 	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
@@ -141,6 +146,7 @@ func NewServer(d Deps) *Server {
 		s.MaxUploadMemory = DefaultMaxUploadMemory
 	}
 	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
+	s.downloads = make(chan struct{}, maxDownloads)
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.AuthLimit == nil {
@@ -149,11 +155,23 @@ func NewServer(d Deps) *Server {
 	s.uploadReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "storelink_upload_requests_total", Help: "Stock upload requests, by HTTP status code.",
 	}, []string{"code"})
+	// The route is the path pattern of routes.go and the method one of
+	// HTTP's, so that the series are as few as the routes whatever the
+	// requests; per-client and per-endpoint labels are left out for the
+	// same reason (the dashboard's lists say which).
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "storelink_http_requests_total",
+		Help: `HTTP requests answered, by route (the path pattern, e.g. "/orders/{order_id}/fulfil"; "none" for a request answered before routing or matching no route), method and status code.`,
+	}, []string{"route", "method", "code"})
+	s.orderCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "storelink_order_calls_total",
+		Help: "Order calls (create, cancel, fulfil, return, warehouse_create, warehouse_return) by outcome: succeeded, replayed (an idempotency key's answer again), conflict (409: the order's state does not allow it, or no store has the stock), refused (another 4xx), failed (5xx).",
+	}, []string{"action", "outcome"})
 	s.bytesIn = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "storelink_upload_bytes_received_total", Help: "Bytes of accepted stock files.",
 	})
 	if d.Registry != nil {
-		d.Registry.MustRegister(s.uploadReqs, s.bytesIn)
+		d.Registry.MustRegister(s.uploadReqs, s.requests, s.orderCalls, s.bytesIn)
 	}
 	s.routes()
 	return s
@@ -169,6 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, clock := withDBClock(r, s.DatabaseTimeout)
 	r, body := s.track(w, r, start, clock)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
+	route, method := "none", knownMethod(r.Method)
 	defer func() {
 		s.untrack(body, rw.closing)
 		if v := recover(); v != nil {
@@ -182,6 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = StatusClientGone
 		}
 		clock.stop()
+		s.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"remote", r.RemoteAddr)
@@ -200,7 +220,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rw, r, err)
 		return
 	}
-	if h, pattern := s.mux.Handler(r); pattern == "" {
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
 		// No route: the mux would answer in plain text; keep its status
 		// (404 or 405 with Allow) but answer with a problem.
 		rec := &headerRecorder{header: http.Header{}}
@@ -213,7 +234,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(rw, r, storelink.ENOTFOUND, "There is no such path in this API; see /openapi.yaml.")
 		return
 	}
+	route = pattern
+	if m, path, ok := strings.Cut(pattern, " "); ok {
+		route, method = path, m
+	}
 	s.mux.ServeHTTP(rw, r)
+}
+
+// knownMethod is the request's method as a metric label: one of HTTP's,
+// or "other", so that made-up methods make no series of their own.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // headerRecorder catches what the mux's own not-found and not-allowed

@@ -19,6 +19,32 @@ import (
 	"storelink/gcmode"
 )
 
+// countOrder counts an order call's answer by action and outcome for
+// /metrics.
+func (s *Server) countOrder(action string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(rw, r)
+		status := rw.status
+		if _, gone := ended(r); gone && !rw.wrote {
+			status = StatusClientGone
+		}
+		outcome := "succeeded"
+		switch {
+		case status < 300 && rw.Header().Get(headerReplayed) == "true":
+			outcome = "replayed"
+		case status < 300:
+		case status == http.StatusConflict:
+			outcome = "conflict"
+		case status < 500 && status != StatusClientGone:
+			outcome = "refused"
+		default:
+			outcome = "failed"
+		}
+		s.orderCalls.WithLabelValues(action, outcome).Inc()
+	}
+}
+
 // countUpload counts upload answers by status code for /metrics.
 func (s *Server) countUpload(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -325,6 +351,11 @@ func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			return f, storelink.Errorf(storelink.EINVALID, "%s must be a time in RFC 3339, such as 2026-11-21T07:54:21Z (got %q).", p.name, truncate(v))
+		}
+		// Times are kept to the millisecond: a finer one is rounded up,
+		// which selects the same uploads on every database.
+		if ms := t.Truncate(time.Millisecond); ms.Before(t) {
+			t = ms.Add(time.Millisecond)
 		}
 		*p.t = t
 	}

@@ -4,13 +4,44 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"storelink"
 )
 
+// Files are answered from memory, whole: a stock file is at most
+// --max-file-size and its error file at most twice that. maxDownloads
+// bounds how many are in memory at once, per process, and each has
+// downloadTimeout to be written, so that clients that do not read cannot
+// hold that memory.
+const (
+	maxDownloads    = 4
+	downloadTimeout = 2 * time.Minute
+)
+
+// download takes one of the places of the file downloads, or answers 503
+// with Retry-After when there is none; release gives it back.
+func (s *Server) download(w http.ResponseWriter) (release func(), err error) {
+	select {
+	case s.downloads <- struct{}{}:
+	default:
+		e := storelink.Errorf(storelink.EUNAVAILABLE, "%d file downloads are being sent right now, as many as are sent at once; try again in a second.", maxDownloads)
+		e.RetryAfter = 1
+		return func() {}, e
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(downloadTimeout))
+	return func() { <-s.downloads }, nil
+}
+
 // handleUploadFile answers the file of an upload as it was received (a
 // gzip upload decompressed), under its own name, while it is kept.
 func (s *Server) handleUploadFile(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	release, err := s.download(w)
+	defer release()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	id := r.PathValue("upload_id")
 	data, err := s.Uploads.UploadFile(r.Context(), c.ID, id)
 	if err != nil {
@@ -26,6 +57,12 @@ func (s *Server) handleUploadFile(w http.ResponseWriter, r *http.Request, c *sto
 
 // handleUploadErrorFile answers the error file of a processed upload.
 func (s *Server) handleUploadErrorFile(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	release, err := s.download(w)
+	defer release()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	id := r.PathValue("upload_id")
 	data, err := s.Uploads.UploadErrorFile(r.Context(), c.ID, id)
 	if err != nil {

@@ -182,6 +182,14 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	return out, rows.Err()
 }
 
+// FailedDeliveries counts on the pool; the partial index of failed
+// deliveries holds just those.
+func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'failed'`).Scan(&n)
+	return n, err
+}
+
 // PendingDeliveries counts on the pool.
 func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int

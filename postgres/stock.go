@@ -19,7 +19,7 @@ import (
 const copyBatch = 10000
 
 var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quantity", "price", "retail_price",
-	"article_location", "product_name", "product_number", "article_color", "article_size"}
+	"article_location", "product_name", "product_number", "article_color", "article_size", "repeats"}
 
 // stockWriter collects put rows and writes them to the stock with one
 // upsert when ApplyStock is called. A file of more than copyBatch rows is COPYed,
@@ -47,6 +47,7 @@ type stockColumns struct {
 	price                               []int64
 	retail                              []pgtype.Int8
 	location, name, number, color, size []string
+	repeats                             []bool
 }
 
 func (c *stockColumns) add(ord int64, r storelink.StockRow) {
@@ -58,6 +59,7 @@ func (c *stockColumns) add(ord int64, r storelink.StockRow) {
 	c.quantity, c.price, c.retail = append(c.quantity, int32(r.Quantity)), append(c.price, int64(r.Price)), append(c.retail, retail)
 	c.location, c.name, c.number = append(c.location, r.ArticleLocation), append(c.name, r.ProductName), append(c.number, r.ProductNumber)
 	c.color, c.size = append(c.color, r.ArticleColor), append(c.size, r.ArticleSize)
+	c.repeats = append(c.repeats, r.Repeats)
 }
 
 func (c *stockColumns) len() int { return len(c.ord) }
@@ -70,6 +72,7 @@ func (c *stockColumns) reset() {
 	c.ord, c.store, c.ean, c.article = c.ord[:0], c.store[:0], c.ean[:0], c.article[:0]
 	c.quantity, c.price, c.retail = c.quantity[:0], c.price[:0], c.retail[:0]
 	c.location, c.name, c.number, c.color, c.size = c.location[:0], c.name[:0], c.number[:0], c.color[:0], c.size[:0]
+	c.repeats = c.repeats[:0]
 }
 
 // StockWriter returns the put of a stockWriter on the transaction's
@@ -100,7 +103,8 @@ func (w *stockWriter) copy() error {
 		if _, err := w.conn.Exec(w.ctx, `CREATE TEMPORARY TABLE stock_in (
 			ord bigint NOT NULL, store_id text COLLATE "C" NOT NULL, ean text COLLATE "C" NOT NULL, article_number text NOT NULL,
 			quantity integer NOT NULL, price bigint NOT NULL, retail_price bigint, article_location text NOT NULL,
-			product_name text NOT NULL, product_number text NOT NULL, article_color text NOT NULL, article_size text NOT NULL
+			product_name text NOT NULL, product_number text NOT NULL, article_color text NOT NULL, article_size text NOT NULL,
+			repeats boolean NOT NULL
 		) ON COMMIT DROP`); err != nil {
 			return fmt.Errorf("create stock_in: %w", err)
 		}
@@ -111,6 +115,7 @@ func (w *stockWriter) copy() error {
 	if _, err := w.conn.CopyFrom(w.ctx, pgx.Identifier{"stock_in"}, stockInColumns, pgx.CopyFromSlice(c.len(), func(i int) ([]any, error) {
 		row[0], row[1], row[2], row[3], row[4], row[5] = c.ord[i], c.store[i], c.ean[i], c.article[i], c.quantity[i], c.price[i]
 		row[6], row[7], row[8], row[9], row[10], row[11] = c.retail[i], c.location[i], c.name[i], c.number[i], c.color[i], c.size[i]
+		row[12] = c.repeats[i]
 		return row, nil
 	})); err != nil {
 		return fmt.Errorf("copy stock rows: %w", err)
@@ -119,24 +124,52 @@ func (w *stockWriter) copy() error {
 	return nil
 }
 
-// upsertStockHead and upsertStockTail are the upsert around its FROM, which
-// is the temporary table or the arrays. ON CONFLICT cannot change one row
-// twice in a statement, so of the rows for one store and EAN only the last
-// one put is kept (DISTINCT ON … ord DESC): the later row of a file wins,
-// as when rows are written one after another.
-const upsertStockHead = `INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
-		article_location, product_name, product_number, article_color, article_size, upload_id, updated_at)
-	SELECT DISTINCT ON (store_id, ean) $1, store_id, ean, article_number, quantity, price, retail_price,
-		article_location, product_name, product_number, article_color, article_size, $2, $3`
-
-const upsertStockTail = `
+// upsertStockSQL is the statement that writes the rows put, from a source
+// (the temporary table, or the arrays) that gives them with their file
+// order, ord. ON CONFLICT cannot change one row twice in a statement, so
+// of the rows for one store and EAN only the last one put is kept
+// (DISTINCT ON … ord DESC): the later row of a file wins, as when rows are
+// written one after another. Of those, only the rows whose values differ
+// from the stock row's are written, and the rows of pairs the file repeats
+// (StockRow.Repeats, which the last row of such a pair has): the others are
+// found by the join and left as they are, not even locked, which ON
+// CONFLICT DO UPDATE … WHERE would do, writing every page it looks at. The
+// statement records on the upload how many pairs it left unchanged.
+// $1 is the client, $2 the upload, $3 the time.
+func upsertStockSQL(from string) string {
+	return `WITH src AS (
+	SELECT DISTINCT ON (store_id, ean) store_id, ean, article_number, quantity, price, retail_price,
+		article_location, product_name, product_number, article_color, article_size, repeats
+	FROM ` + from + `
 	ORDER BY store_id, ean, ord DESC
+), written AS (
+	INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
+		article_location, product_name, product_number, article_color, article_size, upload_id, updated_at)
+	SELECT $1, r.store_id, r.ean, r.article_number, r.quantity, r.price, r.retail_price,
+		r.article_location, r.product_name, r.product_number, r.article_color, r.article_size, $2, $3
+	FROM src r LEFT JOIN stock s ON s.client_id = $1 AND s.store_id = r.store_id COLLATE "C" AND s.ean = r.ean COLLATE "C"
+	WHERE s.ean IS NULL OR r.repeats
+		OR (s.article_number, s.quantity, s.price, s.retail_price, s.article_location, s.product_name,
+			s.product_number, s.article_color, s.article_size)
+		IS DISTINCT FROM (r.article_number, r.quantity, r.price, r.retail_price, r.article_location, r.product_name,
+			r.product_number, r.article_color, r.article_size)
 	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
 		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
 		retail_price = excluded.retail_price, article_location = excluded.article_location,
 		product_name = excluded.product_name, product_number = excluded.product_number,
 		article_color = excluded.article_color, article_size = excluded.article_size,
-		upload_id = excluded.upload_id, updated_at = excluded.updated_at`
+		upload_id = excluded.upload_id, updated_at = excluded.updated_at
+	RETURNING 1
+)
+UPDATE uploads SET rows_unchanged = (SELECT count(*) FROM src) - (SELECT count(*) FROM written) WHERE id = $2`
+}
+
+// stockArrays is the source of upsertStockSQL for a file that was not
+// copied: its columns as arrays, $4 on.
+const stockArrays = `unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::bigint[], $10::bigint[],
+		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::boolean[])
+		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
+		      article_location, product_name, product_number, article_color, article_size, repeats)`
 
 // queueApply queues on b the statement that writes the rows put to the
 // stock, to be sent with the rest of the apply transaction's end.
@@ -153,13 +186,8 @@ func (w *stockWriter) queueApply(b *pgx.Batch) error {
 			return nil
 		}
 		c := &w.rows
-		b.Queue(upsertStockHead+`
-	FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::bigint[], $10::bigint[],
-		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
-		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
-		      article_location, product_name, product_number, article_color, article_size)`+upsertStockTail,
-			w.client, w.upload, w.now(), c.ord, c.store, c.ean, c.article, c.quantity, c.price, c.retail,
-			c.location, c.name, c.number, c.color, c.size)
+		b.Queue(upsertStockSQL(stockArrays), w.client, w.upload, w.now(), c.ord, c.store, c.ean, c.article, c.quantity,
+			c.price, c.retail, c.location, c.name, c.number, c.color, c.size, c.repeats)
 		return nil
 	}
 	if err := w.copy(); err != nil {
@@ -169,9 +197,27 @@ func (w *stockWriter) queueApply(b *pgx.Batch) error {
 	// work_mem not to spill to disk; 64MB holds the largest file's rows,
 	// for this transaction only.
 	b.Queue(`SET LOCAL work_mem = '64MB'`)
-	b.Queue(upsertStockHead+`
-	FROM stock_in`+upsertStockTail, w.client, w.upload, w.now())
+	b.Queue(upsertStockSQL(`stock_in`), w.client, w.upload, w.now())
 	return nil
+}
+
+// queueRelease queues on b the statement that ends the reservations of the
+// client's fulfilled and returned units at the pairs put. A pair whose row
+// was left unchanged keeps the upload_id of an earlier upload, so the pairs
+// are taken from the rows put, not from the stock. A join rather than
+// EXISTS: the planner then hashes the few units and scans the rows put once,
+// where for EXISTS it would first make the rows put distinct; with no unit
+// to release it reads no row put at all.
+func (w *stockWriter) queueRelease(b *pgx.Batch) {
+	const release = `UPDATE order_items i SET reserving = false FROM `
+	const same = `
+		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
+		  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`
+	if w.copied {
+		b.Queue(release+`stock_in r`+same, w.client)
+	} else if w.rows.len() > 0 {
+		b.Queue(release+`unnest($2::text[], $3::text[]) AS r (store_id, ean)`+same, w.client, w.rows.store, w.rows.ean)
+	}
 }
 
 // args numbers query arguments as they are added: PostgreSQL's $1, $2, …

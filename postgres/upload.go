@@ -171,7 +171,9 @@ func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (stri
 	return t.owner, stores, nil
 }
 
-// ApplyStock queues the upsert of the rows put (stockWriter.queueApply).
+// ApplyStock queues the upsert of the rows put (stockWriter.queueApply),
+// which also records how many pairs it left unchanged; FinishUpload keeps
+// that count.
 // The upsert of a large file (its rows copied into a temporary table) takes
 // a while, so it is sent at once, in a round trip of its own: the time the
 // service then reads for the upload's finish is when the rows were written.
@@ -199,12 +201,11 @@ func (t *pipelinedTx) DiscardStock(context.Context, string) (string, error) {
 }
 
 // ReleaseFulfilled is queued, to go with the upload's finish; it looks only
-// at units still reserving.
-func (t *pipelinedTx) ReleaseFulfilled(_ context.Context, clientID, uploadID string) error {
-	t.b.Queue(`UPDATE order_items i SET reserving = false
-		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
-		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = i.client_id AND s.store_id = i.store_id
-		              AND s.ean = i.ean AND s.upload_id = $2)`, clientID, uploadID)
+// at units still reserving (stockWriter.queueRelease).
+func (t *pipelinedTx) ReleaseFulfilled(context.Context, string, string) error {
+	if t.w != nil {
+		t.w.queueRelease(t.b)
+	}
 	return nil
 }
 
@@ -225,12 +226,13 @@ func (t *pipelinedTx) FinishUpload(_ context.Context, id string, status storelin
 }
 
 // CancelUpload sends, in one round trip, the cancel of the upload when it
-// is still accepted and a read of the upload as it then stands. Each statement reads what was committed
+// is still accepted, the drop of a cancelled upload's bytes and a read of
+// the upload as it then stands. Each statement reads what was committed
 // when it began: a claim that won the row before the cancel is seen by the
 // read, and a claim that comes after finds the upload cancelled.
 func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
 	var cancelled, current *storelink.Upload
-	t.b.Queue(`UPDATE uploads SET status = 'cancelled', finished_at = $3
+	t.b.Queue(`UPDATE uploads SET status = 'cancelled', finished_at = $3, file_expired_at = $3
 		WHERE client_id = $1 AND id = $2 AND status = 'accepted' RETURNING `+uploadColumns, clientID, id, at).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
@@ -241,6 +243,8 @@ func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at 
 		}
 		return rows.Err()
 	})
+	t.b.Queue(`DELETE FROM upload_bodies b USING uploads u
+		WHERE b.upload_id = u.id AND u.client_id = $1 AND u.id = $2 AND u.status = 'cancelled'`, clientID, id)
 	t.b.Queue(`SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)

@@ -15,7 +15,8 @@ import (
 // file of more rows than one COPY batch (10,000) through the temporary
 // table; both keep the later of two rows for one store and EAN, also when
 // the two are in different batches, write NULL for a missing retail price,
-// and take every row once. A file rejected after some of its batches were
+// and take every row once; a pair the file repeats is written even where its
+// last row holds what the stock does. A file rejected after some of its batches were
 // copied leaves the stock as it was.
 func TestApplyPaths(t *testing.T) {
 	t.Parallel()
@@ -56,7 +57,7 @@ func TestApplyPaths(t *testing.T) {
 			}
 			for k := range tc.again {
 				rows = append(rows, storelink.StockRow{StoreID: fmt.Sprintf("S%d", k%3), EAN: fmt.Sprintf("%013d", k),
-					ArticleNumber: "SKU", Quantity: 2, Price: 2000, ProductName: "later"})
+					ArticleNumber: "SKU", Quantity: 2, Price: 2000, ProductName: "later", Repeats: true})
 			}
 			if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
 				t.Fatal(err)
@@ -73,8 +74,10 @@ func TestApplyPaths(t *testing.T) {
 				}
 				return storelink.FeedReport{RowsTotal: len(rows), RowsValid: len(rows), RowsApplied: len(rows)}, nil
 			})
-			if err != nil || u.Status != storelink.UploadApplied {
-				t.Fatalf("apply = %+v, %v", u, err)
+			// Every pair is new or differs, or is repeated (which the first
+			// file's keys set again are, with the values they already hold).
+			if err != nil || u.Status != storelink.UploadApplied || u.RowsUnchanged != 0 {
+				t.Fatalf("apply = %+v, %v; want applied, no row unchanged", u, err)
 			}
 			var n, later, nullRetail, fromUpload int
 			if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE product_name = 'later' AND quantity = 2 AND price = 2000),
@@ -95,6 +98,65 @@ func TestApplyPaths(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("file of three batches again, a unit sold at an unchanged pair", func(t *testing.T) {
+		if _, _, err := db.PutStore(ctx, c.ID, "S0", "Store 0"); err != nil {
+			t.Fatal(err)
+		}
+		ean := fmt.Sprintf("%013d", 1014) // a GTIN at S0, set by the file before and again unchanged
+		o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "1", ClientID: c.ID, StoreID: "S0",
+			Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		reserved := func() int {
+			st, _, err := db.Stock(ctx, c.ID, storelink.StockFilter{StoreID: "S0", EAN: ean, Limit: 1})
+			if err != nil || len(st) != 1 {
+				t.Fatalf("stock of S0 %s = %+v, %v", ean, st, err)
+			}
+			return st[0].Reserved
+		}
+		if r := reserved(); r != 1 {
+			t.Fatalf("%d units reserved after the fulfilment, want 1", r)
+		}
+		var rows []storelink.StockRow
+		retail := storelink.Money(2999)
+		for k := range 24_000 {
+			r := storelink.StockRow{StoreID: fmt.Sprintf("S%d", k%3), EAN: fmt.Sprintf("%013d", k), ArticleNumber: "SKU",
+				Quantity: 1, Price: 1000, ProductName: "first"}
+			if k%2 == 0 {
+				r.RetailPrice = &retail
+			}
+			if k < 1_000 {
+				r = storelink.StockRow{StoreID: r.StoreID, EAN: r.EAN, ArticleNumber: "SKU", Quantity: 2, Price: 2000, ProductName: "later"}
+			}
+			rows = append(rows, r)
+		}
+		if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := db.Claim(ctx, "w", time.Hour)
+		if err != nil || cl == nil {
+			t.Fatal(cl, err)
+		}
+		u, err := db.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+			for _, r := range rows {
+				if err := put(r); err != nil {
+					return storelink.FeedReport{}, err
+				}
+			}
+			return storelink.FeedReport{RowsTotal: len(rows), RowsValid: len(rows), RowsApplied: len(rows)}, nil
+		})
+		if err != nil || u.Status != storelink.UploadApplied || u.RowsUnchanged != len(rows) {
+			t.Fatalf("apply = %+v, %v; want applied with every row unchanged", u, err)
+		}
+		if r := reserved(); r != 0 {
+			t.Fatalf("%d units reserved after a file set their pair unchanged, want 0", r)
+		}
+	})
 
 	t.Run("file rejected after two batches were copied", func(t *testing.T) {
 		if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {

@@ -10,13 +10,13 @@ import (
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
-	rows_total, rows_applied, rows_rejected, errors, warnings`
+	rows_total, rows_applied, rows_unchanged, rows_rejected, errors, warnings`
 
 // scanUpload reads an upload row; pgx decodes the jsonb problems itself.
 func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) {
 	u := &storelink.Upload{}
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &u.ReceivedAt, &u.StartedAt, &u.FinishedAt,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsUnchanged, &u.RowsRejected, &u.Errors, &u.Warnings); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -46,10 +46,11 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // same upload, and the lease-expiry condition is checked again on the row
 // as it is when locked.
 //
-// The NOT EXISTS looks at the client's previous upload only. That is the
-// same test, because a client's finished uploads are always a prefix of its
-// uploads: only the earliest unfinished one is ever claimed, and only a
-// claimed one is finished. Asking for any earlier unfinished upload would
+// The NOT EXISTS looks at the client's previous upload only, cancelled ones
+// passed over. That is the same test, because a client's finished uploads
+// are always a prefix of its uploads but for cancelled ones, which can be
+// anywhere after it: only the earliest unfinished one is ever claimed, and
+// only a claimed one is finished. Asking for any earlier unfinished upload would
 // walk the client's finished history (the index on (client_id, seq) does
 // not hold the status) for every waiting upload the claim passes over; this
 // way it is one index lookup per upload passed over.
@@ -59,7 +60,7 @@ WITH pick AS (
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
 	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
-	                                 ORDER BY o.seq DESC LIMIT 1) prev
+	                                 AND o.status <> 'cancelled' ORDER BY o.seq DESC LIMIT 1) prev
 	                  WHERE prev.status IN ('accepted', 'processing'))
 	ORDER BY u.seq
 	LIMIT 1

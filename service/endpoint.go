@@ -43,6 +43,8 @@ type EndpointCalls interface {
 	// PendingDeliveries counts the pending deliveries and returns when the
 	// oldest was made, nil for none.
 	PendingDeliveries(ctx context.Context) (int, *time.Time, error)
+	// FailedDeliveries counts the deliveries in state failed.
+	FailedDeliveries(ctx context.Context) (int, error)
 	// Redeliver makes a delivery pending again, due at at, its tries
 	// counted afresh, and lets the deliverers know; a delivery whose lease
 	// is live is left to that attempt, as sending it again meanwhile would
@@ -200,6 +202,12 @@ func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, er
 		return n, 0, err
 	}
 	return n, s.now().Sub(*oldest), nil
+}
+
+// FailedDeliveries counts the deliveries that failed and wait for a
+// redelivery or a recovery.
+func (s *Service) FailedDeliveries(ctx context.Context) (int, error) {
+	return s.d.FailedDeliveries(ctx)
 }
 
 // writeSealer is the sealer of a call that seals a secret into the

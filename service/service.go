@@ -27,6 +27,9 @@ type Service struct {
 	d      Driver
 	clock  func() time.Time
 	sealer *storelink.Sealer
+	// retention is how long an upload's files are answered after it was
+	// received (0: for as long as they are kept).
+	retention time.Duration
 }
 
 // Option configures a Service.
@@ -42,6 +45,13 @@ func WithClock(now func() time.Time) Option {
 // encrypted at rest. Without one the endpoint calls that seal fail.
 func WithSealer(sealer *storelink.Sealer) Option {
 	return func(s *Service) { s.sealer = sealer }
+}
+
+// WithUploadRetention sets how long an upload's file and error file are
+// answered after the upload was received: from then on they are gone
+// (EGONE), whether or not ExpireFiles has removed them yet.
+func WithUploadRetention(d time.Duration) Option {
+	return func(s *Service) { s.retention = d }
 }
 
 // New returns the services over d.

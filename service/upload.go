@@ -82,8 +82,8 @@ type UploadTx interface {
 	// and its bytes, and lets the processors know there is work once the
 	// transaction commits.
 	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
-	// CancelUpload ends the client's upload as cancelled at at if it is
-	// still accepted; it returns the upload as it then
+	// CancelUpload ends the client's upload as cancelled at at, and drops
+	// its bytes (their capacity is given back), if it is still accepted; it returns the upload as it then
 	// stands and whether this call cancelled it, or ErrNotFound.
 	CancelUpload(ctx context.Context, clientID, id string, at time.Time) (u *storelink.Upload, cancelled bool, err error)
 	// PutBucket writes the client's bucket.
@@ -96,10 +96,15 @@ type UploadTx interface {
 	LockUpload(ctx context.Context, id, clientID string) (owner string, stores map[string]bool, err error)
 	// StockWriter returns where the rows of an upload's file are put, in
 	// file order; a later row for the same store and EAN overrides an
-	// earlier one. The rows are stamped with a time read from now when the
-	// driver writes them. Per row it costs a call and no allocation.
+	// earlier one, and carries Repeats. The rows are stamped with the
+	// upload and a time read from now when the driver writes them. Per row
+	// it costs a call and no allocation.
 	StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) (put func(storelink.StockRow) error)
-	// ApplyStock makes the rows put the stock in force.
+	// ApplyStock makes the rows put the stock in force. A pair whose stock
+	// row already holds every value its row sets is not written (it keeps
+	// its upload and time) unless a row of it carries Repeats; the pairs
+	// so left are the upload's RowsUnchanged, which the driver records for
+	// FinishUpload to keep.
 	ApplyStock(ctx context.Context) error
 	// DiscardStock drops the rows put, so that none is ever in force, and
 	// returns the owner of the upload's lease ("" for none) as the
@@ -108,10 +113,12 @@ type UploadTx interface {
 	// afresh to drop them.
 	DiscardStock(ctx context.Context, uploadID string) (owner string, err error)
 	// ReleaseFulfilled ends the reservations of the client's fulfilled and
-	// returned units whose store and EAN the upload has set.
+	// returned units whose store and EAN the upload has set, written or
+	// left unchanged.
 	ReleaseFulfilled(ctx context.Context, clientID, uploadID string) error
-	// FinishUpload writes the upload's final status, time and report with
-	// its error file (r.ErrorFile) beside its bytes, and ends its lease. A driver that reads the upload back as
+	// FinishUpload writes the upload's final status, time and report (with
+	// the RowsUnchanged of ApplyStock, 0 when it was not called) with its
+	// error file (r.ErrorFile) beside its bytes, and ends its lease. A driver that reads the upload back as
 	// finished in the same statements sets *finished by Commit; otherwise
 	// it leaves it nil.
 	FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error

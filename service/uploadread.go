@@ -136,6 +136,17 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 
 // UploadFile returns the file of an upload as it was received.
 func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+	u, err := s.d.GetUpload(ctx, clientID, uploadID)
+	if err != nil {
+		return nil, s.fileError(err, uploadID)
+	}
+	if u.Status == storelink.UploadCancelled {
+		return nil, storelink.Errorf(storelink.EGONE, "Upload %s was cancelled at %s: its file was dropped then, and its size given back to the capacity.",
+			uploadID, u.FinishedAt.UTC().Format(storelink.EventTimeLayout))
+	}
+	if err := s.expired("file", u); err != nil {
+		return nil, err
+	}
 	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, false)
 	if err != nil {
 		return nil, s.fileError(err, uploadID)
@@ -144,6 +155,19 @@ func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]
 		return nil, goneError("file", uploadID, removed)
 	}
 	return data, nil
+}
+
+// expired is EGONE for the files of a finished upload received longer
+// ago than the retention, which are gone from then on, whether or not the
+// sweep has removed them yet. An upload still waiting keeps its file.
+func (s *Service) expired(what string, u *storelink.Upload) error {
+	if s.retention <= 0 || !u.Status.Final() {
+		return nil
+	}
+	if end := u.ReceivedAt.Add(s.retention); !s.now().Before(end) {
+		return goneError(what, u.ID, end)
+	}
+	return nil
 }
 
 // UploadErrorFile returns the error file of a processed upload. An upload
@@ -159,6 +183,9 @@ func (s *Service) UploadErrorFile(ctx context.Context, clientID, uploadID string
 		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s is %s: its error file is made when it has been processed.", uploadID, u.Status)
 	case storelink.UploadCancelled:
 		return nil, storelink.Errorf(storelink.ECONFLICT, "Upload %s was cancelled before it was processed: it has no error file.", uploadID)
+	}
+	if err := s.expired("error file", u); err != nil {
+		return nil, err
 	}
 	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, true)
 	switch {

@@ -12,21 +12,7 @@ import (
 // Partners lists every partner by name.
 func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT id, name, created_at FROM partners ORDER BY name, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []storelink.Partner{}
-	for rows.Next() {
-		var p storelink.Partner
-		var created int64
-		if err := rows.Scan(&p.ID, &p.Name, &created); err != nil {
-			return nil, err
-		}
-		p.CreatedAt = fromMS(created)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return scanPartners(rows, err)
 }
 
 // Clients lists every client by partner and country.
@@ -62,21 +48,7 @@ func (d *Driver) ListPartners(ctx context.Context, q string, after *storelink.Li
 		query, args = query+` AND (name > ? OR name = ? AND id > ?)`, append(args, after.First, after.First, after.Second)
 	}
 	rows, err := d.db.read.QueryContext(ctx, query+` ORDER BY name, id LIMIT ?`, append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []storelink.Partner{}
-	for rows.Next() {
-		var p storelink.Partner
-		var created int64
-		if err := rows.Scan(&p.ID, &p.Name, &created); err != nil {
-			return nil, err
-		}
-		p.CreatedAt = fromMS(created)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return scanPartners(rows, err)
 }
 
 // ListClients reads a page of clients with their partners' names on the
@@ -110,6 +82,25 @@ func (d *Driver) ListClients(ctx context.Context, partnerID, q string, after *st
 		}
 		c.CreatedAt = fromMS(created)
 		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// scanPartners reads rows of id, name and created_at; err is the query's.
+func scanPartners(rows *sql.Rows, err error) ([]storelink.Partner, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []storelink.Partner{}
+	for rows.Next() {
+		var p storelink.Partner
+		var created int64
+		if err := rows.Scan(&p.ID, &p.Name, &created); err != nil {
+			return nil, err
+		}
+		p.CreatedAt = fromMS(created)
+		out = append(out, p)
 	}
 	return out, rows.Err()
 }

@@ -291,6 +291,14 @@ func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.A
 	return out, rows.Err()
 }
 
+// FailedDeliveries counts the entries of the failed deliveries' index on
+// the read pool.
+func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_failed WHERE state = 'failed'`).Scan(&n)
+	return n, err
+}
+
 // PendingDeliveries counts on the read pool.
 func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int

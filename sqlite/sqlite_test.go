@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,55 @@ func TestSecondOpenRefused(t *testing.T) {
 	defer db.Close()
 	if _, err := sqlite.Open(context.Background(), path); err == nil {
 		t.Fatal("a second Open of the same file succeeded; want it refused while the first holds it")
+	}
+}
+
+// With a retention, an upload's files are gone once it has passed since
+// the upload was received, before any sweep: the 410 comes on time. A
+// file still waiting to be processed is kept.
+func TestUploadRetentionAnswersGoneOnTime(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	f := sqlite.OpenFixture(t, func() time.Time { return now })
+	svc := f.Services().With(service.WithUploadRetention(time.Hour))
+	p, err := svc.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
+	accept := func() *storelink.Upload {
+		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	done := accept()
+	claim, err := svc.Claim(ctx, "w", time.Minute)
+	if err != nil || claim == nil {
+		t.Fatalf("claim: %v, %v", claim, err)
+	}
+	if err := svc.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := accept()
+	now = now.Add(time.Hour - time.Millisecond)
+	if _, err := svc.UploadFile(ctx, c.ID, done.ID); err != nil {
+		t.Fatalf("file a moment before the retention ends: %v", err)
+	}
+	now = now.Add(time.Millisecond)
+	for _, read := range []func(context.Context, string, string) ([]byte, error){svc.UploadFile, svc.UploadErrorFile} {
+		_, err := read(ctx, c.ID, done.ID)
+		var e *storelink.Error
+		if !errors.As(err, &e) || e.Code != storelink.EGONE || !strings.Contains(e.Message, "2026-11-26T10:00:00.000Z") {
+			t.Fatalf("a file when the retention has passed: %v, want gone since 10:00:00.000", err)
+		}
+	}
+	if _, err := svc.UploadFile(ctx, c.ID, waiting.ID); err != nil {
+		t.Fatalf("the file of an upload still waiting: %v, want it kept", err)
 	}
 }

@@ -1,132 +1,490 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc64"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"storelink"
-	"storelink/service"
 )
 
-// stockWriter collects put rows into full batches and writes each with one
-// prepared multi-row upsert; rows of one file are written in file order, so
-// a later row for the same store and EAN wins.
+// stockBatch is how many put rows are compared and written together: the
+// stock rows they replace are read with one range scan per store, and the
+// rows that differ are written with one multi-row upsert of up to this many
+// rows (15 values a row stays well under SQLite's limit of 32766).
+const stockBatch = 256
+
+// stockWriter compares put rows with the stock rows they would replace and
+// writes only the rows whose values differ, the rows of new store/EAN pairs
+// and the rows that repeat a pair of the file (StockRow.Repeats). The rows
+// put are taken in batches, each compared in one of two ways:
+//
+//   - read: the batch is sorted by store and EAN, the stored rows of each
+//     store's run are read with one scan of the range of EANs it covers,
+//     and each row's digest (stockDigest) is compared with the stored one;
+//     the rows that differ are upserted. Reading a row costs less than
+//     upserting it, so this is the way when most rows are as stored;
+//   - upsert: the batch is upserted with a DO UPDATE that applies only where
+//     the digests differ, and the count of rows changed tells how many did.
+//     This skips the read, which is the way when most rows differ (a first
+//     import, prices changed everywhere).
+//
+// A batch is read first, and the next one is upserted when more than half
+// of a batch's rows were written. Rows of one pair keep their file order, and
+// a batch's writes are made before the next batch is read, so a later row
+// of a pair compares with what an earlier one wrote, and wins.
 type stockWriter struct {
 	ctx context.Context
 	tx  *sql.Tx
-	// fixed holds the client id, upload id and time, converted to any once:
-	// they are the same on every row, and converting them for each row would
-	// allocate three times a row.
-	fixed [3]any
+	// fixed holds the client id, upload id and time, bound once per
+	// statement: they are the same on every row.
+	fixed        [3]any
+	client, upid string
 
-	stmt *sql.Stmt
-	args []any
-	n    int
+	rows    []storelink.StockRow // put since the last batch
+	digests []int64              // of rows
+	order   []int32              // indices into rows, by store and EAN
+	write   []int32              // indices into rows to write
+	held    map[uint64]heldRow   // the stored rows of one store's run, by eanKey
+	args    []any
+	buf     []byte // stockDigest's scratch
+	upsertN bool   // upsert the next batch rather than read it
+
+	scan, list *sql.Stmt
+	mine       *sql.Stmt       // repeated's lookup
+	text       []byte          // what readText read
+	upserts    [2][9]*sql.Stmt // of 1, 2, 4, … 256 rows; [1] only where the digests differ
+
+	// pairs counts the store/EAN pairs put (rows without Repeats), written
+	// those of them written by this upload.
+	pairs, written int
+
+	// sold holds the pairs at which fulfilled or returned units still
+	// reserve stock, each true once a row for it was put (ReleaseFulfilled);
+	// nil until the first batch reads them.
+	sold map[stockKey]bool
 }
 
+// heldRow is what the writer knows of a stored row: its digest (!ok for a
+// row written before digests were kept), and whether this upload wrote it
+// (only known of rows written in the batch at hand; repeated reads it).
+type heldRow struct {
+	digest int64
+	ok     bool
+	mine   bool
+}
+
+type stockKey struct{ store, ean string }
+
 func newStockWriter(ctx context.Context, tx *sql.Tx, clientID, uploadID string, now time.Time) *stockWriter {
-	return &stockWriter{ctx: ctx, tx: tx, fixed: [3]any{clientID, uploadID, ms(now)}}
+	return &stockWriter{ctx: ctx, tx: tx, fixed: [3]any{clientID, uploadID, ms(now)}, client: clientID, upid: uploadID,
+		held: make(map[uint64]heldRow, stockBatch)}
+}
+
+// readSold reads the pairs at which fulfilled or returned units still
+// reserve stock: few, through the index of reserving units.
+func (w *stockWriter) readSold() error {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT DISTINCT store_id, ean FROM order_items
+		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?`, w.client)
+	if err != nil {
+		return fmt.Errorf("read sold units: %w", err)
+	}
+	defer rows.Close()
+	w.sold = map[stockKey]bool{}
+	for rows.Next() {
+		var k stockKey
+		if err := rows.Scan(&k.store, &k.ean); err != nil {
+			return fmt.Errorf("read sold units: %w", err)
+		}
+		w.sold[k] = false
+	}
+	return rows.Err()
 }
 
 func (w *stockWriter) put(r storelink.StockRow) error {
-	var retail any
-	if r.RetailPrice != nil {
-		retail = int64(*r.RetailPrice)
-	}
-	w.args = append(w.args, w.fixed[0], r.StoreID, r.EAN, r.ArticleNumber, r.Quantity, int64(r.Price), retail,
-		r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize, w.fixed[1], w.fixed[2])
-	w.n++
-	if w.n < stockBatch {
+	var d int64
+	w.buf, d = stockDigest(w.buf, &r)
+	w.rows, w.digests = append(w.rows, r), append(w.digests, d)
+	if len(w.rows) < stockBatch {
 		return nil
 	}
-	if w.stmt == nil {
-		var err error
-		if w.stmt, err = w.tx.PrepareContext(w.ctx, stockSQL(stockBatch)); err != nil {
-			return fmt.Errorf("prepare stock upsert: %w", err)
+	return w.flush()
+}
+
+// flush compares and writes the rows put since the last flush.
+func (w *stockWriter) flush() error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	if w.sold == nil {
+		if err := w.readSold(); err != nil {
+			return err
 		}
 	}
-	if _, err := w.stmt.ExecContext(w.ctx, w.args...); err != nil {
-		return fmt.Errorf("upsert stock: %w", err)
+	w.order = w.order[:0]
+	for i := range w.rows {
+		w.order = append(w.order, int32(i))
 	}
-	w.args, w.n = w.args[:0], 0
+	var wrote int
+	var err error
+	if w.upsertN {
+		wrote, err = w.upsertBatch()
+	} else {
+		wrote, err = w.readBatch(w.order)
+	}
+	if err != nil {
+		return err
+	}
+	w.upsertN = 2*wrote > len(w.rows)
+	clear(w.rows) // let the rows' strings go
+	w.rows, w.digests = w.rows[:0], w.digests[:0]
 	return nil
 }
 
-// flush writes the last, partial batch.
-func (w *stockWriter) flush() error {
-	if w.n == 0 {
-		return nil
+// readBatch reads the stored rows of the rows idx, compares and writes
+// those that differ, and returns how many it wrote.
+func (w *stockWriter) readBatch(idx []int32) (int, error) {
+	// Stable: the rows of one pair stay in file order.
+	if !slices.IsSortedFunc(idx, w.compareRows) {
+		slices.SortStableFunc(idx, w.compareRows)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, stockSQL(w.n), w.args...); err != nil {
-		return fmt.Errorf("upsert stock: %w", err)
+	w.write = w.write[:0]
+	for start := 0; start < len(idx); {
+		store := w.rows[idx[start]].StoreID
+		end := start + 1
+		for end < len(idx) && w.rows[idx[end]].StoreID == store {
+			end++
+		}
+		if err := w.readHeld(store, idx[start:end]); err != nil {
+			return 0, err
+		}
+		for _, i := range idx[start:end] {
+			if err := w.compare(i); err != nil {
+				return 0, err
+			}
+		}
+		start = end
 	}
-	w.args, w.n = w.args[:0], 0
+	_, err := w.upsert(w.write, false)
+	return len(w.write), err
+}
+
+// upsertBatch upserts the batch where the digests differ, counting the
+// changed rows as written; a row that repeats a pair is read and written
+// after the others, as readBatch does, since whether its pair counts as
+// written depends on the rows before it.
+func (w *stockWriter) upsertBatch() (int, error) {
+	w.write = w.write[:0]
+	var repeats []int32
+	for _, i := range w.order {
+		if w.rows[i].Repeats {
+			repeats = append(repeats, i)
+			continue
+		}
+		w.pairs++
+		w.noteSold(&w.rows[i])
+		w.write = append(w.write, i)
+	}
+	changed, err := w.upsert(w.write, true)
+	if err != nil {
+		return 0, err
+	}
+	w.written += changed
+	if len(repeats) == 0 {
+		return changed, nil
+	}
+	more, err := w.readBatch(repeats)
+	return changed + more, err
+}
+
+func (w *stockWriter) compareRows(a, b int32) int {
+	x, y := &w.rows[a], &w.rows[b]
+	if c := strings.Compare(x.StoreID, y.StoreID); c != 0 {
+		return c
+	}
+	return strings.Compare(x.EAN, y.EAN)
+}
+
+// scanSlack bounds a range scan at this many stored rows per row of the run
+// (and stockBatch/8 more, for a short run): a range that holds more than
+// that is read by its EANs instead, so that a batch never reads much more
+// than its own rows, however few of a large store's articles a file names.
+const scanSlack = 4
+
+// stockHeldSQL reads the stored rows of one store that cond selects, at most
+// ?4 of them: how many, and their EANs and digests as one text,
+// "EAN:DIGEST,EAN:DIGEST,…" (a row without a digest is left out), which
+// parseHeld reads. One text rather than a result row per stored row: going
+// through database/sql row by row costs twice what SQLite's scan does. ?1
+// is the client, ?2 the store.
+func stockHeldSQL(cond string) string {
+	return `SELECT count(*), group_concat(ean || ':' || digest, ',')
+	FROM (SELECT ean, digest FROM stock WHERE client_id = ?1 AND store_id = ?2 AND ` + cond + ` LIMIT ?4)`
+}
+
+// readHeld reads into held the stored rows of the run idx of one store,
+// which is sorted by EAN: those in the range of its EANs, or, when that range
+// holds many more rows than the run, those of its EANs.
+func (w *stockWriter) readHeld(store string, idx []int32) error {
+	clear(w.held)
+	limit := scanSlack*len(idx) + stockBatch/8
+	if w.scan == nil {
+		var err error
+		if w.scan, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean BETWEEN ?3 AND ?5`)); err != nil {
+			return fmt.Errorf("prepare stock scan: %w", err)
+		}
+	}
+	n, err := w.readText(w.scan, w.client, store, w.rows[idx[0]].EAN, limit, w.rows[idx[len(idx)-1]].EAN)
+	if err != nil || n < limit {
+		return err
+	}
+	clear(w.held)
+	eans := make([]string, len(idx))
+	for j, i := range idx {
+		eans[j] = w.rows[i].EAN
+	}
+	list, _ := json.Marshal(eans)
+	if w.list == nil {
+		if w.list, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)); err != nil {
+			return fmt.Errorf("prepare stock lookup: %w", err)
+		}
+	}
+	_, err = w.readText(w.list, w.client, store, string(list), -1)
+	return err
+}
+
+// readText runs a query of stockHeldSQL and puts the rows it reads in held.
+func (w *stockWriter) readText(stmt *sql.Stmt, args ...any) (int, error) {
+	var n int
+	if err := stmt.QueryRowContext(w.ctx, args...).Scan(&n, &w.text); err != nil {
+		return 0, fmt.Errorf("read stock: %w", err)
+	}
+	parseHeld(w.text, w.held)
+	return n, nil
+}
+
+// parseHeld reads "EAN:DIGEST,…" into held by eanKey. An entry that is not
+// digits, a colon and a number is passed over: the EANs of the stock are
+// digits (the feed checks them), and a row passed over is written anew.
+func parseHeld(text []byte, held map[uint64]heldRow) {
+	for len(text) > 0 {
+		entry := text
+		if i := bytes.IndexByte(text, ','); i >= 0 {
+			entry, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		colon := bytes.IndexByte(entry, ':')
+		if colon < 0 {
+			continue
+		}
+		key, ok := eanKey(string(entry[:colon])) // no allocation: the conversion does not escape
+		digest, err := strconv.ParseInt(string(entry[colon+1:]), 10, 64)
+		if ok && err == nil {
+			held[key] = heldRow{digest: digest, ok: true}
+		}
+	}
+}
+
+// repeated tells whether the stored row of r's pair was written by this
+// upload: for a row that repeats a pair whose earlier row was in an earlier
+// batch. One lookup a repeated row, which a file has few of.
+func (w *stockWriter) repeated(r *storelink.StockRow) (bool, error) {
+	if w.mine == nil {
+		var err error
+		if w.mine, err = w.tx.PrepareContext(w.ctx, `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`); err != nil {
+			return false, fmt.Errorf("prepare stock lookup: %w", err)
+		}
+	}
+	var mine bool
+	err := w.mine.QueryRowContext(w.ctx, w.upid, w.client, r.StoreID, r.EAN).Scan(&mine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("read stock: %w", err)
+	}
+	return mine, nil
+}
+
+// compare decides whether row i is written, counting the pairs put and
+// written.
+func (w *stockWriter) compare(i int32) error {
+	r := &w.rows[i]
+	if !r.Repeats {
+		w.pairs++
+	}
+	w.noteSold(r)
+	key, keyed := eanKey(r.EAN)
+	h, found := w.held[key]
+	if keyed && found && h.ok && h.digest == w.digests[i] && !r.Repeats {
+		return nil // held exactly so: nothing to write
+	}
+	// A row of a pair not yet put is a pair written; a repeated one is,
+	// unless an earlier row of the pair was written.
+	if !r.Repeats || !keyed {
+		if !r.Repeats {
+			w.written++
+		}
+	} else if !(found && h.mine) {
+		mine, err := w.repeated(r)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			w.written++
+		}
+	}
+	if keyed {
+		w.held[key] = heldRow{digest: w.digests[i], ok: true, mine: true}
+	}
+	w.write = append(w.write, i)
 	return nil
 }
+
+// noteSold notes a row put for a pair in sold.
+func (w *stockWriter) noteSold(r *storelink.StockRow) {
+	if len(w.sold) > 0 {
+		k := stockKey{r.StoreID, r.EAN}
+		if _, ok := w.sold[k]; ok {
+			w.sold[k] = true
+		}
+	}
+}
+
+// eanKey packs an EAN of up to 14 digits (every GTIN) into a number that
+// tells apart EANs that differ only in leading zeros: its value times 256
+// plus its length, which parseHeld computes alike from the stored text.
+func eanKey(ean string) (uint64, bool) {
+	if len(ean) == 0 || len(ean) > 14 {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(ean); i++ {
+		d := ean[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + uint64(d)
+	}
+	return v<<8 | uint64(len(ean)), true
+}
+
+// upsert writes the rows idx, in statements of 256, 128, … 1 rows, and
+// returns how many rows changed. With differing, a row is written only
+// where its digest differs from the stored row's.
+func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
+	stmts := &w.upserts[0]
+	if differing {
+		stmts = &w.upserts[1]
+	}
+	changed := 0
+	for len(idx) > 0 {
+		size := 0
+		for 1<<(size+1) <= min(len(idx), stockBatch) {
+			size++
+		}
+		n := 1 << size
+		if stmts[size] == nil {
+			q := stockSQL(n)
+			if differing {
+				q += ` WHERE digest IS NOT excluded.digest`
+			}
+			var err error
+			if stmts[size], err = w.tx.PrepareContext(w.ctx, q); err != nil {
+				return 0, fmt.Errorf("prepare stock upsert: %w", err)
+			}
+		}
+		w.args = append(w.args[:0], w.fixed[:]...)
+		for _, i := range idx[:n] {
+			r := &w.rows[i]
+			var retail any
+			if r.RetailPrice != nil {
+				retail = int64(*r.RetailPrice)
+			}
+			w.args = append(w.args, r.StoreID, r.EAN, r.ArticleNumber, r.Quantity, int64(r.Price), retail,
+				r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize, w.digests[i])
+		}
+		res, err := stmts[size].ExecContext(w.ctx, w.args...)
+		if err != nil {
+			return 0, fmt.Errorf("upsert stock: %w", err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("upsert stock: %w", err)
+		}
+		changed += int(k)
+		idx = idx[n:]
+	}
+	clear(w.args)
+	return changed, nil
+}
+
+// unchanged is how many of the pairs put were left as they were.
+func (w *stockWriter) unchanged() int { return w.pairs - w.written }
 
 func (w *stockWriter) close() {
-	if w.stmt != nil {
-		w.stmt.Close()
+	for _, s := range slices.Concat([]*sql.Stmt{w.scan, w.list, w.mine}, w.upserts[0][:], w.upserts[1][:]) {
+		if s != nil {
+			s.Close()
+		}
 	}
 }
 
-// ListStock reads a page from the read pool, walking the primary key from
-// the page's start.
-func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
-	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
-		product_number, article_color, article_size, upload_id, updated_at,
-		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
-		FROM stock s WHERE client_id = ?`
-	args := []any{p.ClientID}
-	if p.StoreID != "" {
-		q += ` AND store_id = ?`
-		args = append(args, p.StoreID)
-	}
-	if p.EAN != "" {
-		q += ` AND ean = ?`
-		args = append(args, p.EAN)
-	}
-	if p.ArticleNumber != "" {
-		q += ` AND article_number = ?`
-		args = append(args, p.ArticleNumber)
-	}
-	if a := p.After; a != nil {
-		// A row value, not "store_id > ? OR (store_id = ? AND ean > ?)":
-		// SQLite walks the primary key from the cursor only for the row
-		// value; with the OR every page scans the client's stock from its
-		// start, so paging through it all takes quadratic time.
-		if p.StoreID != "" && a.StoreID == p.StoreID {
-			q += ` AND ean > ?`
-			args = append(args, a.EAN)
-		} else {
-			q += ` AND (store_id, ean) > (?, ?)`
-			args = append(args, a.StoreID, a.EAN)
+// stockSQL is the multi-row upsert of rows rows: SQLite has no COPY, and a
+// multi-row INSERT is its fastest way in. The client, upload and time are
+// ?1 to ?3, bound once; each row's values follow as plain parameters, which
+// SQLite numbers on from there.
+func stockSQL(rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO stock (client_id, upload_id, updated_at, store_id, ean, article_number, quantity, price,
+	retail_price, article_location, product_name, product_number, article_color, article_size, digest)
+	SELECT ?1, ?2, ?3, column1, column2, column3, column4, column5, column6, column7, column8, column9, column10,
+	column11, column12 FROM (VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
 		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
-	q += ` ORDER BY store_id, ean LIMIT ?`
-	args = append(args, p.Limit)
-	rows, err := d.db.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
+	// "WHERE true" tells SQLite's parser that ON CONFLICT belongs to the
+	// INSERT, not to a join of the SELECT.
+	b.WriteString(`) WHERE true ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
+	article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
+	retail_price = excluded.retail_price, article_location = excluded.article_location,
+	product_name = excluded.product_name, product_number = excluded.product_number,
+	article_color = excluded.article_color, article_size = excluded.article_size, digest = excluded.digest,
+	upload_id = excluded.upload_id, updated_at = excluded.updated_at`)
+	return b.String()
+}
+
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// stockDigest is the CRC-64 (ECMA) of the values a row sets, each number in
+// 8 bytes and each text behind its length, so that no two rows' values
+// encode alike. A CRC of 64 bits tells apart every two encodings that
+// differ only within 8 bytes of each other, which any change of one number
+// is; other changes it misses once in 2^64.
+func stockDigest(buf []byte, r *storelink.StockRow) ([]byte, int64) {
+	buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(r.Quantity))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Price))
+	if r.RetailPrice != nil {
+		buf = append(buf, 1)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(*r.RetailPrice))
+	} else {
+		buf = append(buf, 0)
 	}
-	defer rows.Close()
-	list := []storelink.Stock{}
-	for rows.Next() {
-		var s storelink.Stock
-		var price, updated int64
-		var retail sql.NullInt64
-		if err := rows.Scan(&s.StoreID, &s.EAN, &s.ArticleNumber, &s.Quantity, &price, &retail, &s.ArticleLocation,
-			&s.ProductName, &s.ProductNumber, &s.ArticleColor, &s.ArticleSize, &s.UploadID, &updated, &s.Reserved); err != nil {
-			return nil, err
-		}
-		s.Price, s.UpdatedAt = storelink.Money(price), fromMS(updated)
-		if retail.Valid {
-			r := storelink.Money(retail.Int64)
-			s.RetailPrice = &r
-		}
-		list = append(list, s)
+	for _, s := range [...]string{r.ArticleNumber, r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize} {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
 	}
-	return list, rows.Err()
+	return buf, int64(crc64.Checksum(buf, crcTable))
 }

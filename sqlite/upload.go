@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"storelink"
@@ -147,7 +146,9 @@ func (t *uploadTx) StockWriter(ctx context.Context, clientID, uploadID string, n
 	return t.w.put
 }
 
-// ApplyStock writes the last, partial batch; the others are written already.
+// ApplyStock compares and writes the last, partial batch; the others are
+// written already. The count of pairs left unchanged is written by
+// FinishUpload, with the rest of the report.
 func (t *uploadTx) ApplyStock(context.Context) error {
 	if t.w == nil {
 		return nil
@@ -174,14 +175,24 @@ func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string) (string, e
 	return leaseOwner(ctx, t.tx, uploadID)
 }
 
-// ReleaseFulfilled looks only at units still reserving, so it stays small
-// however large the stock is.
-func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, uploadID string) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE order_items SET reserving = 0
-		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?
-		  AND EXISTS (SELECT 1 FROM stock s WHERE s.client_id = order_items.client_id AND s.store_id = order_items.store_id
-		              AND s.ean = order_items.ean AND s.upload_id = ?)`, clientID, uploadID)
-	return err
+// ReleaseFulfilled ends the reservations at the pairs the writer found put
+// among those it read sold: a pair whose row was left unchanged keeps the
+// upload_id of an earlier upload, so the stock row cannot tell.
+func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, _ string) error {
+	if t.w == nil {
+		return nil
+	}
+	for k, put := range t.w.sold {
+		if !put {
+			continue
+		}
+		if _, err := t.tx.ExecContext(ctx, `UPDATE order_items SET reserving = 0
+			WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ? AND store_id = ? AND ean = ?`,
+			clientID, k.store, k.ean); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FinishUpload writes the report as JSON text; the upload is not read back
@@ -189,9 +200,13 @@ func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, uploadID stri
 func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, _ **storelink.Upload) error {
 	problems, _ := json.Marshal(r.Errors)
 	warnings, _ := json.Marshal(r.Warnings)
+	unchanged := 0
+	if t.w != nil && status == storelink.UploadApplied {
+		unchanged = t.w.unchanged()
+	}
 	_, err := t.tx.ExecContext(ctx, `UPDATE uploads SET status = ?, finished_at = ?, rows_total = ?, rows_applied = ?,
-		rows_rejected = ?, errors = ?, warnings = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?`,
-		status, ms(at), r.RowsTotal, r.RowsApplied, r.RowsRejected, string(problems), string(warnings), id)
+		rows_unchanged = ?, rows_rejected = ?, errors = ?, warnings = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?`,
+		status, ms(at), r.RowsTotal, r.RowsApplied, unchanged, r.RowsRejected, string(problems), string(warnings), id)
 	if err != nil {
 		return err
 	}
@@ -201,42 +216,16 @@ func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink
 	return nil
 }
 
-// stockBatch is how many rows go into one multi-row INSERT: 14 values a row
-// stays well under SQLite's limit of 32766 bound values.
-const stockBatch = 200
-
-const stockInsert = `INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
-	article_location, product_name, product_number, article_color, article_size, upload_id, updated_at) VALUES `
-
-const stockUpsert = ` ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
-	article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
-	retail_price = excluded.retail_price, article_location = excluded.article_location,
-	product_name = excluded.product_name, product_number = excluded.product_number,
-	article_color = excluded.article_color, article_size = excluded.article_size,
-	upload_id = excluded.upload_id, updated_at = excluded.updated_at`
-
-// stockSQL is the multi-row upsert of rows rows: SQLite has no COPY, and a
-// multi-row INSERT is its fastest way in.
-func stockSQL(rows int) string {
-	var b strings.Builder
-	b.WriteString(stockInsert)
-	for i := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-	}
-	b.WriteString(stockUpsert)
-	return b.String()
-}
-
 // CancelUpload cancels the upload in one statement when it is still
-// accepted, or else reads it as it stands: the transaction holds the one
+// accepted, and drops its bytes, or else reads it as it stands: the transaction holds the one
 // write connection, so no claim comes between.
 func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
-	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?
-		WHERE client_id = ? AND id = ? AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
+	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?1, file_expired_at = ?1
+		WHERE client_id = ?2 AND id = ?3 AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
 	if err == nil {
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
+			return nil, false, fmt.Errorf("drop upload body: %w", err)
+		}
 		return u, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

@@ -13,7 +13,7 @@ import (
 )
 
 const uploadColumns = `id, client_id, file_name, size_bytes, sha256, status, received_at, started_at, finished_at,
-	rows_total, rows_applied, rows_rejected, errors, warnings`
+	rows_total, rows_applied, rows_unchanged, rows_rejected, errors, warnings`
 
 // scanUpload reads an upload row: times as Unix milliseconds, the problems
 // as JSON text.
@@ -23,7 +23,7 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 	var started, finished sql.NullInt64
 	var problems, warnings string
 	if err := row.Scan(&u.ID, &u.ClientID, &u.FileName, &u.SizeBytes, &u.SHA256, &u.Status, &received, &started, &finished,
-		&u.RowsTotal, &u.RowsApplied, &u.RowsRejected, &problems, &warnings); err != nil {
+		&u.RowsTotal, &u.RowsApplied, &u.RowsUnchanged, &u.RowsRejected, &problems, &warnings); err != nil {
 		return nil, err
 	}
 	u.ReceivedAt, u.StartedAt, u.FinishedAt = fromMS(received), fromNullMS(started), fromNullMS(finished)

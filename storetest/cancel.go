@@ -74,6 +74,21 @@ func testCancelUpload(e *env) {
 		t.Fatalf("capacity after refused cancels: %+v, %v; want it unchanged at %d", c3, err, c.BytesLeft)
 	}
 
+	// A cancelled upload between two others holds nothing back, and lets
+	// nothing overtake: the one after it waits for the one before.
+	_, err = s.Apply(ctx, claim, rows(row("S1", "4006381333931", 6, 1999)))
+	must(t, err)
+	fourth, fifth, sixth := up(10), up(10), up(10)
+	_, err = s.Cancel(ctx, id, fifth.ID, policy)
+	must(t, err)
+	claim, err = s.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	if claim == nil || claim.ID != fourth.ID {
+		t.Fatalf("claim = %+v, want upload %s", claim, fourth.ID)
+	}
+	if next, err := s.Claim(ctx, "w", time.Minute); err != nil || next != nil {
+		t.Fatalf("claim while %s is processing = %+v, %v; want none: %s comes after it", fourth.ID, next, err, sixth.ID)
+	}
 	_, err = s.Cancel(ctx, id, "no-such-upload", policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 	_, err = s.Cancel(ctx, "no-such-client", second.ID, policy)

@@ -133,6 +133,22 @@ func testPendingDeliveries(e *env) {
 	}
 	e.record(e.result(first, storelink.OutcomeSucceeded, 200))
 	want(1, 5*time.Second)
+	failed := func() int {
+		t.Helper()
+		n, err := s.FailedDeliveries(ctx)
+		must(t, err)
+		return n
+	}
+	if n := failed(); n != 0 {
+		t.Fatalf("failed deliveries = %d before any failed, want 0", n)
+	}
 	e.record(e.result(second, storelink.OutcomeFailed, 500))
 	want(0, 0)
+	if n := failed(); n != 1 {
+		t.Fatalf("failed deliveries = %d, want 1", n)
+	}
+	must(t, s.Redeliver(ctx, second.DeliveryID))
+	if n := failed(); n != 0 {
+		t.Fatalf("failed deliveries after a redelivery = %d, want 0", n)
+	}
 }

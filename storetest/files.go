@@ -39,7 +39,11 @@ func testUploadFiles(e *env) {
 	e.clock.Advance(time.Hour)
 	waiting := accept("waiting.csv")
 
-	for _, u := range []*storelink.Upload{applied, failed, cancelled, waiting} {
+	// A cancelled upload's bytes go with the cancel, their size back to
+	// the capacity.
+	_, err = s.UploadFile(ctx, id, cancelled.ID)
+	wantCode(t, err, storelink.EGONE)
+	for _, u := range []*storelink.Upload{applied, failed, waiting} {
 		got, err := s.UploadFile(ctx, id, u.ID)
 		must(t, err)
 		if !bytes.Equal(got, body) {
@@ -76,15 +80,15 @@ func testUploadFiles(e *env) {
 	if n != 0 {
 		t.Fatalf("%d files removed within the retention, want none", n)
 	}
-	// A day after the first three: they go, the one still waiting stays.
+	// A day after the first ones: they go, the one still waiting stays.
 	e.clock.Advance(23*time.Hour + time.Second)
 	expiredAt := e.clock.Now()
 	n, err = s.ExpireFiles(ctx, retention)
 	must(t, err)
-	if n != 3 {
-		t.Fatalf("%d files removed, want the 3 finished uploads'", n)
+	if n != 2 {
+		t.Fatalf("%d files removed, want the 2 finished uploads' (the cancelled one's went with the cancel)", n)
 	}
-	for _, u := range []*storelink.Upload{applied, failed, cancelled} {
+	for _, u := range []*storelink.Upload{applied, failed} {
 		_, err := s.UploadFile(ctx, id, u.ID)
 		wantCode(t, err, storelink.EGONE)
 		if msg := asError(err).Message; !strings.Contains(msg, expiredAt.UTC().Format(storelink.EventTimeLayout)) {

@@ -18,7 +18,8 @@ func (e *env) accept(name string, n int) *storelink.Upload {
 	return u
 }
 
-// rows returns a FeedApply that puts the given rows and reports them valid.
+// rows returns a FeedApply that puts the given rows and reports them valid;
+// as the feed checker does, it marks a row whose pair an earlier row had.
 func rows(rs ...storelink.StockRow) storelink.FeedApply {
 	return func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		rep := storelink.FeedReport{RowsTotal: len(rs)}
@@ -28,6 +29,7 @@ func rows(rs ...storelink.StockRow) storelink.FeedApply {
 				rep.RowsRejected++
 				continue
 			}
+			r.Repeats = seen[r.StoreID+"\x00"+r.EAN]
 			if err := put(r); err != nil {
 				return rep, err
 			}

@@ -82,8 +82,8 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 			}),
 		},
 	}
-	for o, name := range []string{"succeeded", "retry", "failed", "gone"} {
-		d.metrics.byOutcome[o] = d.metrics.outcomes.WithLabelValues(name)
+	for _, o := range storelink.Outcomes {
+		d.metrics.byOutcome[o] = d.metrics.outcomes.WithLabelValues(o.String())
 	}
 	pending := func(age bool) func() float64 {
 		return func() float64 {
@@ -105,7 +105,22 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 		}, pending(false)),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "storelink_webhook_oldest_pending_seconds", Help: "Age of the oldest pending delivery.",
-		}, pending(true)))
+		}, pending(true)),
+		// Read from the database at each scrape, so it is the same in every
+		// process and after a restart; a counter of this process's failures
+		// would be neither.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "storelink_webhook_failed_deliveries",
+			Help: "Deliveries that failed (their retry schedule spent) and wait for a redelivery or a recovery.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			n, err := store.FailedDeliveries(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		}))
 	return d
 }
 

@@ -17,6 +17,12 @@ const (
 	checkDepth = 4
 )
 
+// errorFileLimit bounds a file's error file: twice the file, at least a
+// mebibyte. Every dropped row of a file with up to about half its rows bad
+// fits; a file of short rows that are all bad, each given a long message,
+// is cut there rather than grown to fifty times its size.
+func errorFileLimit(size int) int { return max(1<<20, 2*size) }
+
 // errStopped ends the check when the writer has stopped taking rows.
 var errStopped = errors.New("the writer stopped")
 
@@ -57,12 +63,12 @@ func checkInBackground(body []byte, stores map[string]bool, put func(storelink.S
 			}
 			return nil
 		}
-		res.report, res.err = feed.Check(bytes.NewReader(body), stores, func(r storelink.StockRow) error {
+		res.report, res.err = feed.CheckWithErrorFile(bytes.NewReader(body), stores, func(r storelink.StockRow) error {
 			if batch = append(batch, r); len(batch) == checkBatch {
 				return send()
 			}
 			return nil
-		})
+		}, errorFileLimit(len(body)))
 		if res.err == nil && len(batch) > 0 {
 			res.err = send()
 		}

@@ -41,7 +41,12 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.Cancel(ctx, c.ID, u.ID, policy); err != nil {
+		// Finished: set aside, as an upload that could not be processed.
+		claim, err := svc.Claim(ctx, "w", time.Minute)
+		if err != nil || claim == nil || claim.ID != u.ID {
+			t.Fatalf("claim = %+v, %v; want upload %s", claim, err, u.ID)
+		}
+		if err := svc.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
 			t.Fatal(err)
 		}
 		return u

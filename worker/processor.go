@@ -68,6 +68,7 @@ type processorMetrics struct {
 	processed *prometheus.CounterVec
 	rows      *prometheus.CounterVec
 	duration  prometheus.Histogram
+	lag       prometheus.Histogram
 }
 
 // NewProcessor returns a processor with its metrics registered on reg.
@@ -91,9 +92,14 @@ func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner st
 				Name: "storelink_upload_processing_seconds", Help: "Time from claim to the applied or rejected commit.",
 				Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 			}),
+			lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name:    "storelink_upload_lag_seconds",
+				Help:    "Time from an upload's acceptance (its 200) to its applied or rejected commit: the wait and the processing, what a partner waits for.",
+				Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+			}),
 		},
 	}
-	reg.MustRegister(p.metrics.processed, p.metrics.rows, p.metrics.duration,
+	reg.MustRegister(p.metrics.processed, p.metrics.rows, p.metrics.duration, p.metrics.lag,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "storelink_upload_queue_depth", Help: "Uploads accepted but not yet applied or rejected.",
 		}, func() float64 {
@@ -217,10 +223,14 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	elapsed := time.Since(start)
 	p.pace.add(time.Now())
 	p.metrics.duration.Observe(elapsed.Seconds())
+	if u.FinishedAt != nil {
+		p.metrics.lag.Observe(u.FinishedAt.Sub(u.ReceivedAt).Seconds())
+	}
 	p.metrics.processed.WithLabelValues(string(u.Status)).Inc()
 	p.metrics.rows.WithLabelValues("applied").Add(float64(u.RowsApplied))
 	p.metrics.rows.WithLabelValues("rejected").Add(float64(u.RowsRejected))
 	log.Info("upload processed", "status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied,
+		"rows_unchanged", u.RowsUnchanged,
 		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "duration_ms", elapsed.Milliseconds())
 	return true, nil
 }

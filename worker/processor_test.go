@@ -93,10 +93,10 @@ func TestCheckInBackgroundPutsWhatCheckPuts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			body := checkFeed(tc.rows, tc.badAt)
 			var direct, ahead []storelink.StockRow
-			wantReport, err := feed.Check(bytes.NewReader(body), checkStores, func(r storelink.StockRow) error {
+			wantReport, err := feed.CheckWithErrorFile(bytes.NewReader(body), checkStores, func(r storelink.StockRow) error {
 				direct = append(direct, r)
 				return nil
-			})
+			}, errorFileLimit(len(body)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,9 @@ const usage = `storelink: connects retail partners' stores to the marketplace.
 Usage:
   storelink serve [flags]     HTTP API and background workers
   storelink migrate [flags]   apply the database schema and exit
+  storelink backup --to FILE [flags]
+                              copy the SQLite database while serve runs
+  storelink probe URL         GET URL; exit 0 on a 2xx (a container's health check)
   storelink secret-key rotate [flags]
                               seal every stored secret with a new secret key
   storelink secret-key check [flags]
@@ -45,6 +48,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 		err = serve(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, args[1:], getenv, stdout, stderr)
+	case "backup":
+		err = backup(ctx, args[1:], getenv, stdout, stderr)
+	case "probe":
+		err = probe(ctx, args[1:], stdout, stderr)
 	case "secret-key":
 		err = secretKeyCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "listen":

@@ -27,7 +27,11 @@ func writeReport(w io.Writer, up *storelink.Upload) {
 	}
 	fmt.Fprintf(w, "%s: %s\n", up.FileName, outcome)
 	fmt.Fprintf(w, "  upload  %s (%s, sha256 %s)\n", up.ID, formatBytes(up.SizeBytes), up.SHA256)
-	fmt.Fprintf(w, "  rows    %d total, %d applied, %d rejected\n", up.RowsTotal, up.RowsApplied, up.RowsRejected)
+	unchanged := ""
+	if up.RowsUnchanged > 0 {
+		unchanged = fmt.Sprintf(" (%d unchanged)", up.RowsUnchanged)
+	}
+	fmt.Fprintf(w, "  rows    %d total, %d applied%s, %d rejected\n", up.RowsTotal, up.RowsApplied, unchanged, up.RowsRejected)
 	writeProblems(w, "errors", up.Errors)
 	writeProblems(w, "warnings", up.Warnings)
 }

@@ -175,12 +175,17 @@ func (u *uploader) saveErrors(ctx context.Context, final *storelink.Upload) erro
 		fmt.Fprintf(u.stderr, "upload %s was cancelled: it has no error file; %s not written\n", final.ID, u.cfg.ErrorsTo)
 		return nil
 	}
-	data, err := u.client.UploadErrorFile(ctx, final.ID)
+	f, err := os.Create(u.cfg.ErrorsTo)
 	if err != nil {
-		return fmt.Errorf("reading the error file of upload %s: %w", final.ID, err)
-	}
-	if err := os.WriteFile(u.cfg.ErrorsTo, data, 0o644); err != nil {
 		return fmt.Errorf("--errors-to: %w", err)
+	}
+	err = u.client.UploadErrorFile(ctx, final.ID, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(u.cfg.ErrorsTo) // not a file that looks whole and is not
+		return fmt.Errorf("reading the error file of upload %s into %s: %w", final.ID, u.cfg.ErrorsTo, err)
 	}
 	fmt.Fprintf(u.stderr, "error file saved to %s\n", u.cfg.ErrorsTo)
 	return nil

@@ -92,6 +92,13 @@ func TestUploadAgainstServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the same file again: applied, its row unchanged", func(t *testing.T) {
+		r := runUpload(t, nil, append(credentials(p), "--wait", writeFile(t, "stock.csv", validFeed))...)
+		if r.code != 0 || !strings.Contains(r.stdout, "1 total, 1 applied (1 unchanged), 0 rejected") {
+			t.Errorf("exit %d, report = %q; want 0 and the row applied unchanged", r.code, r.stdout)
+		}
+	})
+
 	t.Run("--gzip sends the file compressed; the service stores the file itself", func(t *testing.T) {
 		var big strings.Builder
 		big.WriteString(validFeed)
@@ -114,7 +121,10 @@ func TestUploadAgainstServer(t *testing.T) {
 
 	t.Run("--errors-to saves the dropped rows as they stood in the file", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "errors.csv")
-		r := runUpload(t, nil, append(credentials(p), "--errors-to", out, writeFile(t, "rows.csv", rowErrorFeed))...)
+		// Its valid row is not the one of the subtest below, which expects
+		// its own to be applied, not unchanged.
+		feed := strings.Replace(rowErrorFeed, "S1;4006381333931;SKU-1;5;19.99;x\n", "S2;4006381333931;SKU-9;5;19.99;x\n", 1)
+		r := runUpload(t, nil, append(credentials(p), "--errors-to", out, writeFile(t, "rows.csv", feed))...)
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1 (row errors; --errors-to waits)", r.code)
 		}

@@ -1588,12 +1588,10 @@ type Stock struct {
 	RetailPrice *Money `json:"retail_price,omitempty"`
 	StoreId     string `json:"store_id"`
 
-	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
-	//
-	// Example: 2026-11-21T07:54:21.605Z
+	// UpdatedAt When the upload `upload_id` wrote the row. A later upload that sets the row to the values it already holds leaves it as it is (it counts it in its `rows_unchanged`), so this is when the row last changed, not when a feed last named it.
 	UpdatedAt Timestamp `json:"updated_at"`
 
-	// UploadId The upload that last set this row.
+	// UploadId The upload that last changed this row. An upload that sets it to the values it already holds does not replace it; see the upload's `rows_unchanged`.
 	UploadId string `json:"upload_id"`
 }
 
@@ -1689,16 +1687,19 @@ type Upload struct {
 	// Example: 2026-11-21T07:54:21.605Z
 	ReceivedAt Timestamp `json:"received_at"`
 
-	// RowsApplied Distinct store and EAN pairs applied; 0 when rejected.
+	// RowsApplied Distinct store and EAN pairs applied (set to the file's last row for them), whether or not their stock row changed; 0 when rejected.
 	RowsApplied int `json:"rows_applied"`
 
 	// RowsRejected Rows dropped by a row error.
 	RowsRejected int `json:"rows_rejected"`
 
 	// RowsTotal Data rows read (the header is not a row); 0 until finished.
-	RowsTotal int    `json:"rows_total"`
-	Sha256    string `json:"sha256"`
-	SizeBytes int64  `json:"size_bytes"`
+	RowsTotal int `json:"rows_total"`
+
+	// RowsUnchanged Of `rows_applied`, the pairs whose stock row already held exactly the values the file sets (every field, optional ones included): nothing was written for them, so their stock row keeps the `upload_id` and `updated_at` of the upload that last changed it. `rows_applied` − `rows_unchanged` pairs were written. A pair the file gives more than once (a `Duplicated value` warning) is always written and is never counted here. An unchanged row still counts as a feed row applied for its pair: it ends the reservations of fulfilled units there, as a changed row does. 0 until applied, and when rejected.
+	RowsUnchanged int    `json:"rows_unchanged"`
+	Sha256        string `json:"sha256"`
+	SizeBytes     int64  `json:"size_bytes"`
 
 	// StartedAt When processing (last) started; null while `accepted`.
 	StartedAt *time.Time `json:"started_at"`
@@ -12712,7 +12713,7 @@ type GetUploadErrorFileResponse429Headers struct {
 
 // GetUploadErrorFileResponse503Headers the declared response headers of an HTTP 503 response for GetUploadErrorFile
 type GetUploadErrorFileResponse503Headers struct {
-	RetryAfter int
+	RetryAfter *int
 }
 
 type GetUploadErrorFileResponse struct {
@@ -12733,7 +12734,7 @@ type GetUploadErrorFileResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUploadErrorFileResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12778,7 +12779,7 @@ func (r GetUploadErrorFileResponse) GetApplicationproblemJSON500() *InternalErro
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetUploadErrorFileResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r GetUploadErrorFileResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
 }
 
@@ -12823,7 +12824,7 @@ type GetUploadFileResponse429Headers struct {
 
 // GetUploadFileResponse503Headers the declared response headers of an HTTP 503 response for GetUploadFile
 type GetUploadFileResponse503Headers struct {
-	RetryAfter int
+	RetryAfter *int
 }
 
 type GetUploadFileResponse struct {
@@ -12842,7 +12843,7 @@ type GetUploadFileResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetUploadFileResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12882,7 +12883,7 @@ func (r GetUploadFileResponse) GetApplicationproblemJSON500() *InternalError {
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetUploadFileResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r GetUploadFileResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
 }
 
@@ -18896,7 +18897,7 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18929,10 +18930,10 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 		var headers GetUploadErrorFileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RetryAfter = value
+			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
 	}
@@ -18997,7 +18998,7 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19030,10 +19031,10 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 		var headers GetUploadFileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RetryAfter = value
+			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
 	}

@@ -61,6 +61,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
 		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
+		{"Uploads: an apply writes only the rows that differ, and counts the others", testUploadUnchanged},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
 		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
 		{"API keys: listed, found within the partner, deleted", testKeyRows},
