@@ -56,6 +56,11 @@ type Deps struct {
 	// standing still (httpapi.OutsideDB): the send waits on the endpoint,
 	// bounded by the webhook timeout. Nil runs it as it is.
 	OutsideDB func(r *http.Request, fn func())
+	// Download takes a place among the process's file downloads
+	// (httpapi.Downloads's Take), shared with the API's, so that one bound
+	// holds for the files in memory; EUNAVAILABLE when there is none. Nil
+	// bounds nothing.
+	Download func(w http.ResponseWriter) (release func(), err error)
 	// EndpointDeleted is called after an endpoint was deleted, so that the
 	// deliverer drops what it claimed for it and has not sent. Optional.
 	EndpointDeleted func(endpointID string)
@@ -134,6 +139,9 @@ func New(d Deps) *Handler {
 	}
 	if h.EndpointDeleted == nil {
 		h.EndpointDeleted = func(string) {}
+	}
+	if h.Download == nil {
+		h.Download = func(http.ResponseWriter) (func(), error) { return func() {}, nil }
 	}
 	if h.SessionTTL <= 0 {
 		h.SessionTTL = 12 * time.Hour

@@ -40,6 +40,9 @@ type fixture struct {
 	// Token is the admin token.
 	Token string
 	proc  *worker.Processor
+	// downloads are the places of the file downloads, shared by the API
+	// and the dashboard as serve shares them.
+	downloads *httpapi.Downloads
 	// offset moves the dashboard's clock, to expire sessions.
 	offset atomic.Int64
 	woken  atomic.Int32
@@ -95,20 +98,21 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		wg.Go(func() { _ = deliverer.Run(ctx) })
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	f.downloads = httpapi.NewDownloads()
 	var webhooks storelink.WebhookService = f.services
 	if o.webhooks != nil {
 		webhooks = o.webhooks(f.services)
 	}
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
-		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint,
+		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
-		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		AdminToken: f.Token, AuthLimit: limit, Downloads: f.downloads, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
 	srv := httptest.NewServer(api)

@@ -325,6 +325,20 @@ func TestPortalActions(t *testing.T) {
 	if resp, _ := b.get("/portal/uploads/" + s.Waiting.ID + "/errors.csv"); resp.StatusCode != http.StatusConflict {
 		t.Errorf("errors.csv of a waiting upload = %d, want 409", resp.StatusCode)
 	}
+	// The portal's downloads share the process's places with the API's:
+	// with all of them taken, the file is a 503 with Retry-After.
+	var releases []func()
+	for range 4 {
+		release, err := f.downloads.Take(httptest.NewRecorder())
+		must(t, err)
+		releases = append(releases, release)
+	}
+	if resp, _ := b.get("/portal/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("the file with every download place taken = %d, Retry-After %q; want 503, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for _, release := range releases {
+		release()
+	}
 
 	// Redeliver: refused without the token, done with it.
 	redeliver := "/portal/deliveries/" + s.FailedDelivery + "/redeliver"

@@ -106,6 +106,12 @@ func (h *Handler) handlePortalUpload(w http.ResponseWriter, r *http.Request, v v
 // received, while it is kept (the operator's page too, of the path's
 // client).
 func (h *Handler) handlePortalUploadFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
+	release, err := h.Download(w)
+	defer release()
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	id := r.PathValue("upload_id")
 	data, err := h.Uploads.UploadFile(r.Context(), client, id)
 	if err != nil {
@@ -122,6 +128,12 @@ func (h *Handler) handlePortalUploadFile(w http.ResponseWriter, r *http.Request,
 // handlePortalErrorFile gives the error file of a processed upload of the
 // client's (the operator's page too, of the path's client).
 func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
+	release, err := h.Download(w)
+	defer release()
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	id := r.PathValue("upload_id")
 	data, err := h.Uploads.UploadErrorFile(r.Context(), client, id)
 	if err != nil {
