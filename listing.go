@@ -72,7 +72,8 @@ type ClientSummary struct {
 }
 
 // CapacityExhausted tells whether less than a tenth of the client's upload
-// capacity is left: a file of any size may be refused (429) now.
+// capacity is left: its next files are likely refused (429) until the
+// bucket refills.
 func (s ClientSummary) CapacityExhausted() bool {
 	return s.Capacity.BytesPerWindow > 0 && s.Capacity.BytesLeft*10 < s.Capacity.BytesPerWindow
 }
