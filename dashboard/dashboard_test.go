@@ -429,6 +429,17 @@ func TestPages(t *testing.T) {
 		if resp, _ := b.get("/dashboard/clients/" + s.OtherClientID + "/uploads/" + s.Bad.ID); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("an upload under another client = %d, want 404", resp.StatusCode)
 		}
+		// Its files, with the session.
+		resp, file := b.get(cl + "/uploads/" + s.Bad.ID + "/errors.csv")
+		if resp.StatusCode != 200 || !strings.Contains(file, storelink.ProblemUnknownStore) || !strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+			t.Errorf("the operator's errors.csv = %d %q", resp.StatusCode, file)
+		}
+		if resp, file := b.get(cl + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != 200 || !strings.HasPrefix(file, "store;ean;") {
+			t.Errorf("the operator's file = %d %q", resp.StatusCode, file)
+		}
+		if resp, _ := f.browser().get(cl + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("the file without a session = %d, want the login redirect", resp.StatusCode)
+		}
 	})
 	t.Run("stock", func(t *testing.T) {
 		body := b.page("/dashboard/stock?client=" + s.ClientID + "&store=S1")
