@@ -290,6 +290,30 @@ type EndpointTester interface {
 	SendTest(ctx context.Context, job *DeliveryJob) *TestResult
 }
 
+// ClaimCaps bounds, per endpoint, the deliveries that a claim leaves
+// leased (in flight and claimed ahead). Of's cap for the endpoints it
+// lists, Default for the others, bound those leased to the claiming owner
+// (on SQLite, whose one process holds the file, to any owner): a
+// deliverer lists the endpoints whose pace it has learnt
+// (worker.Deliverer), so that an endpoint that answers slowly or not at
+// all is given no more than it can take within the leases, and processes
+// sharing PostgreSQL each keep their own pace. All, when positive, bounds
+// those leased to every owner together. The claim reads Of and must not
+// change it.
+type ClaimCaps struct {
+	Default int
+	Of      map[string]int
+	All     int
+}
+
+// Cap is the cap of endpoint id for the claiming owner.
+func (c ClaimCaps) Cap(id string) int {
+	if n, ok := c.Of[id]; ok {
+		return n
+	}
+	return c.Default
+}
+
 // DeliveryQueue is the deliverers' side of deliveries: they claim due ones
 // with a lease, record how their attempts went, and give back what they
 // claimed and did not attempt. Every store offers all of it, so that a
@@ -304,12 +328,13 @@ type DeliveryQueue interface {
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
 	// RecordAndClaim records results, as RecordAttempts, then claims up to
-	// limit deliveries, as ClaimDeliveries, in one transaction: the claim
-	// sees what was recorded (the next events of these orders, the places
-	// freed under the endpoints' caps), and a deliverer's round costs one
-	// commit. When the claim fails after the record, the record is kept and
-	// the claim's error returned, with no jobs.
-	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// limit deliveries, as ClaimDeliveries but with each endpoint's cap
+	// from caps, in one transaction: the claim sees what was recorded (the
+	// next events of these orders, the places freed under the endpoints'
+	// caps), and a deliverer's round costs one commit. When the claim fails
+	// after the record, the record is kept and the claim's error returned,
+	// with no jobs.
+	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit int, caps ClaimCaps) ([]DeliveryJob, error)
 	// ReleaseClaims gives back claimed deliveries that were not attempted,
 	// as a deliverer that stops does with those it claimed ahead: each is
 	// claimable again at once, as it was before its claim, its attempt and

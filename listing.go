@@ -50,6 +50,34 @@ type ClientPage struct {
 	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
+// ClientSummary is a client as the operator's overview shows it: the
+// figures that tell whether it needs a look.
+type ClientSummary struct {
+	ClientListing
+	Stores int
+	// Endpoints counts its endpoints that are not deleted, and
+	// EndpointsDisabled those of them that are disabled.
+	Endpoints         int
+	EndpointsDisabled int
+	// FailedDeliveries counts the deliveries to its endpoints (not
+	// deleted) that failed for good and have not been sent again.
+	FailedDeliveries int
+	// RejectedUploads counts its uploads received in the StatsWindow
+	// before now that were rejected.
+	RejectedUploads int
+	// LastUpload is its latest upload, nil for none; only the id, client
+	// id, file name, size, status and received time are set.
+	LastUpload *Upload
+	Capacity   Capacity
+}
+
+// CapacityExhausted tells whether less than a tenth of the client's upload
+// capacity is left: its next files are likely refused (429) until the
+// bucket refills.
+func (s ClientSummary) CapacityExhausted() bool {
+	return s.Capacity.BytesPerWindow > 0 && s.Capacity.BytesLeft*10 < s.Capacity.BytesPerWindow
+}
+
 // ListCursor is the key of the last row of a page: the partner's name and
 // id, or the client's partner id and country code.
 type ListCursor struct{ First, Second string }

@@ -130,6 +130,12 @@ type AdminService interface {
 	// ListClients is a page of the clients f selects (listing.go).
 	// EINVALID for an After that is not a cursor of this list.
 	ListClients(ctx context.Context, f ClientFilter) (*ClientPage, error)
+	// ClientSummaries lists every client whose id, country code, partner
+	// id or partner name holds q (as ClientFilter's Q), ordered as
+	// ListClients, each with the figures the operator's overview sorts
+	// by, read together rather than client by client; policy gives the
+	// capacity.
+	ClientSummaries(ctx context.Context, q string, policy CapacityPolicy) ([]ClientSummary, error)
 }
 
 // Authenticator resolves partner API keys.
@@ -142,17 +148,31 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, clientID, apiKey string) (*Client, error)
 }
 
-// SessionStore keeps the operator dashboard's sessions in the database, so
-// that logging out ends a session for good: in every process sharing the
-// database and across restarts, whatever becomes of its cookie. A session
-// is named by the SHA-256 of its id, never by the id the cookie carries.
+// SessionStore keeps the sessions of the operator dashboard and of the
+// partner portal in the database, so that logging out ends a session for
+// good: in every process sharing the database and across restarts,
+// whatever becomes of its cookie. A session is named by the SHA-256 of its
+// id, never by the id the cookie carries.
 type SessionStore interface {
-	// CreateSession records a session that lasts until expires, and
-	// forgets the sessions that have expired.
-	CreateSession(ctx context.Context, idHash []byte, expires time.Time) error
-	// SessionActive tells whether the session exists and has not expired.
-	SessionActive(ctx context.Context, idHash []byte) (bool, error)
+	// CreateSession records a session and forgets the sessions that have
+	// expired.
+	CreateSession(ctx context.Context, s NewSession) error
+	// Session tells whether the session exists and is active, and whose it
+	// is: "" for the operator's, the client id for a partner's. A
+	// partner's session is active only while the API key it was opened
+	// with is still a key of its client.
+	Session(ctx context.Context, idHash []byte) (clientID string, active bool, err error)
 	// DeleteSession ends a session; ending one that does not exist (any
 	// more) is not an error.
 	DeleteSession(ctx context.Context, idHash []byte) error
+}
+
+// NewSession is a session to record: the operator's when ClientID is "",
+// else a partner's portal session of that client, opened with APIKey, of
+// which only the hash is kept, so that deleting the key ends the session.
+type NewSession struct {
+	IDHash   []byte
+	ClientID string
+	APIKey   string
+	Expires  time.Time
 }

@@ -1,13 +1,16 @@
-// Package dashboard is the operator dashboard: server-rendered HTML pages
-// over the same domain services as the HTTP API. Templates, styles and the
-// one small script are embedded, so the binary serves it with no build step
-// and no internet access.
+// Package dashboard is the operator dashboard under /dashboard/ and the
+// partners' portal under /portal/: server-rendered HTML pages over the
+// same domain services as the HTTP API. Templates and styles are embedded,
+// so the binary serves them with no build step, no script and no internet
+// access.
 //
-// Every page and action needs a session, got by logging in with the admin
-// token. The session lives in an HttpOnly, SameSite=Strict cookie that holds
-// an HMAC-signed session id, never the token, and in the database, so that
-// logging out ends it everywhere; actions are POSTs that carry a
-// per-session CSRF token and pass net/http's cross-origin protection.
+// Every page and action needs a session, got by logging in: with the admin
+// token on the dashboard, with a client id and one of its API keys on the
+// portal. A session lives in an HttpOnly, SameSite=Strict cookie that holds
+// an HMAC-signed session id, never a credential, and in the database, so
+// that logging out ends it everywhere; actions are POSTs that carry a
+// per-session CSRF token and pass net/http's cross-origin protection. A
+// portal session sees its own client's data and nothing else.
 package dashboard
 
 import (
@@ -15,6 +18,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -42,6 +46,24 @@ type Deps struct {
 	Stock    storelink.StockService
 	Orders   storelink.OrderService
 	Webhooks storelink.WebhookService
+	// Auth checks the client id and API key a partner signs in to the
+	// portal with; without it the portal refuses every sign-in.
+	Auth storelink.Authenticator
+	// Tester sends an endpoint's test event (the deliverer); without it a
+	// test send says that this process sends no webhooks.
+	Tester storelink.EndpointTester
+	// OutsideDB runs a test send with the request's database clock
+	// standing still (httpapi.OutsideDB): the send waits on the endpoint,
+	// bounded by the webhook timeout. Nil runs it as it is.
+	OutsideDB func(r *http.Request, fn func())
+	// Download takes a place among the process's file downloads
+	// (httpapi.Downloads's Take), shared with the API's, so that one bound
+	// holds for the files in memory; EUNAVAILABLE when there is none. Nil
+	// bounds nothing.
+	Download func(w http.ResponseWriter) (release func(), err error)
+	// EndpointDeleted is called after an endpoint was deleted, so that the
+	// deliverer drops what it claimed for it and has not sent. Optional.
+	EndpointDeleted func(endpointID string)
 	// AdminToken is what an operator logs in with; it also keys the session
 	// signatures, so changing it ends every session.
 	AdminToken string
@@ -50,8 +72,9 @@ type Deps struct {
 	// sharing the database and across restarts.
 	Sessions storelink.SessionStore
 	// LoginLimit, when set, limits failed logins per remote address. Serve
-	// passes the API's limiter, so that guesses at the admin token through
-	// the API and through the login form count together.
+	// passes the API's limiter, so that guesses at the admin token or an
+	// API key through the API, the login form and the portal's sign-in
+	// count together.
 	LoginLimit LoginLimit
 	// Capacity is the upload capacity policy, to show each client's bucket.
 	Capacity storelink.CapacityPolicy
@@ -80,7 +103,8 @@ type LoginLimit interface {
 	Failed(remoteAddr string)
 }
 
-// Handler serves the dashboard under /dashboard/ and redirects / to it.
+// Handler serves the dashboard under /dashboard/, the portal under
+// /portal/, and redirects / to the dashboard.
 type Handler struct {
 	Deps
 	logger  *slog.Logger
@@ -109,6 +133,15 @@ func New(d Deps) *Handler {
 	}
 	if h.Now == nil {
 		h.Now = time.Now
+	}
+	if h.OutsideDB == nil {
+		h.OutsideDB = func(_ *http.Request, fn func()) { fn() }
+	}
+	if h.EndpointDeleted == nil {
+		h.EndpointDeleted = func(string) {}
+	}
+	if h.Download == nil {
+		h.Download = func(http.ResponseWriter) (func(), error) { return func() {}, nil }
 	}
 	if h.SessionTTL <= 0 {
 		h.SessionTTL = 12 * time.Hour
@@ -140,17 +173,27 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /dashboard/clients/{client_id}", h.page(h.handleClient))
 	m.HandleFunc("GET /dashboard/uploads", h.page(h.handleUploads))
 	m.HandleFunc("GET /dashboard/clients/{client_id}/uploads/{upload_id}", h.page(h.handleUpload))
+	m.HandleFunc("GET /dashboard/clients/{client_id}/uploads/{upload_id}/file", h.page(h.handleUploadFile))
+	m.HandleFunc("GET /dashboard/clients/{client_id}/uploads/{upload_id}/errors.csv", h.page(h.handleErrorFile))
 	m.HandleFunc("GET /dashboard/stock", h.page(h.handleStock))
 	m.HandleFunc("GET /dashboard/orders", h.page(h.handleOrders))
 	m.HandleFunc("GET /dashboard/orders/{order_id}", h.page(h.handleOrder))
 	m.HandleFunc("GET /dashboard/deliveries", h.page(h.handleDeliveries))
+	m.HandleFunc("GET /dashboard/endpoints/{endpoint_id}", h.page(h.handleEndpoint))
 
 	m.HandleFunc("POST /dashboard/deliveries/{delivery_id}/redeliver", h.action(h.handleRedeliver))
 	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/enabled", h.action(h.handleEndpointEnabled))
+	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/recover", h.action(h.handleRecover))
+	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/test", h.action(h.handleTestEndpoint))
+	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/delete", h.action(h.handleDeleteEndpoint))
 
-	m.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
+	h.portalRoutes()
+
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, storelink.Errorf(storelink.ENOTFOUND, "There is no such page."))
-	})
+	}
+	m.HandleFunc("/dashboard/", notFound)
+	m.HandleFunc("/portal/", notFound)
 }
 
 // ServeHTTP sets the headers every dashboard answer carries and routes.
@@ -196,7 +239,11 @@ type view struct {
 	Refresh    int
 	CSSVersion string
 	LoggedIn   bool
-	Data       any
+	// Portal tells that the page is the partners' portal's; Who then names
+	// the client signed in.
+	Portal bool
+	Who    string
+	Data   any
 }
 
 // render writes a page. Templates are executed into a buffer first so that a
@@ -212,7 +259,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.Path = r.URL.RequestURI()
 	}
 	if v.Flash == "" {
-		v.Flash = flashes[r.URL.Query().Get("done")]
+		v.Flash = flash(r.URL.Query())
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -226,18 +273,36 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 }
 
 // flashes are the fixed messages an action may ask the next page to show;
-// only their keys travel in the URL, so no text can be injected.
+// only their keys travel in the URL, so no text can be injected. A %d
+// takes the number in n=.
 var flashes = map[string]string{
 	"redelivered": "The delivery is pending again and will be sent at once.",
 	"enabled":     "The endpoint is enabled; its waiting deliveries go out now.",
 	"disabled":    "The endpoint is disabled; its deliveries wait until it is enabled.",
+	"recovered":   "Failed deliveries made pending again: %d. They go out at once, in event order per order.",
+	"deleted":     "The endpoint is deleted: nothing more is sent to it, its pending deliveries are cancelled, and its history stays here.",
+}
+
+// flash is the message a page's done= (and n=) ask for, "" for none.
+func flash(q url.Values) string {
+	text := flashes[q.Get("done")]
+	if strings.Contains(text, "%d") {
+		n, err := strconv.Atoi(q.Get("n"))
+		if err != nil || n < 0 {
+			return ""
+		}
+		return fmt.Sprintf(text, n)
+	}
+	return text
 }
 
 // statusOf maps a domain error code to the page's HTTP status.
 var statusOf = map[string]int{
 	storelink.EINVALID:       http.StatusBadRequest,
+	storelink.EUNAUTHORIZED:  http.StatusUnauthorized,
 	storelink.EFORBIDDEN:     http.StatusForbidden,
 	storelink.ENOTFOUND:      http.StatusNotFound,
+	storelink.EGONE:          http.StatusGone,
 	storelink.ECONFLICT:      http.StatusConflict,
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
@@ -290,10 +355,11 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 		status = http.StatusInternalServerError
 		h.logger.Error("dashboard internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	_, loggedIn := h.session(r)
-	v := view{Title: http.StatusText(status), LoggedIn: loggedIn, Data: storelink.ErrorMessage(err)}
+	rl := realmOf(r)
+	_, loggedIn := h.session(r, rl)
+	v := view{Title: http.StatusText(status), LoggedIn: loggedIn, Portal: rl.partner, Data: storelink.ErrorMessage(err)}
 	if loggedIn {
-		v.CSRF = h.csrfFor(r)
+		v.CSRF = h.csrfFor(r, rl)
 	}
 	h.render(w, r, status, "error", v)
 }
@@ -301,11 +367,15 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, err error)
 // localPath returns p when it is a dashboard path on this site, else the
 // overview: the "back" field of a form and the "next" of the login page must
 // not send the browser elsewhere.
-func localPath(p string) string {
+func localPath(p string) string { return realmPath(operatorRealm, p) }
+
+// realmPath returns p when it is a path of the realm on this site, else
+// the realm's first page.
+func realmPath(rl realm, p string) string {
 	u, err := url.Parse(p)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/dashboard/") ||
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, rl.path) ||
 		strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") || slices.ContainsFunc(strings.Split(u.Path, "/"), dotSegment) {
-		return "/dashboard/"
+		return rl.path
 	}
 	return u.RequestURI()
 }
@@ -313,10 +383,16 @@ func localPath(p string) string {
 func dotSegment(s string) bool { return s == "." || s == ".." }
 
 // withParam returns the local path p with one query parameter set.
-func withParam(p, key, value string) string {
-	u, _ := url.Parse(localPath(p))
+func withParam(p, key, value string) string { return withParams(operatorRealm, p, key, value) }
+
+// withParams returns the realm's path p with query parameters set, given as
+// pairs of key and value.
+func withParams(rl realm, p string, kv ...string) string {
+	u, _ := url.Parse(realmPath(rl, p))
 	q := u.Query()
-	q.Set(key, value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
 	u.RawQuery = q.Encode()
 	return u.RequestURI()
 }

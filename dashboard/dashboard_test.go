@@ -105,6 +105,8 @@ func pagePaths(s seed) []string {
 		"/dashboard/orders/" + s.OrderID,
 		"/dashboard/deliveries",
 		"/dashboard/deliveries?state=failed&client=" + s.ClientID,
+		"/dashboard/endpoints/" + s.EndpointID,
+		"/dashboard/?q=acme&sort=failed&page=1",
 	}
 }
 
@@ -381,8 +383,13 @@ func TestPages(t *testing.T) {
 	t.Run("overview", func(t *testing.T) {
 		body := b.page("/dashboard/")
 		wantContains(t, "the overview", body, "Acme Retail · DE", "Beta Shoes · AT", s.ClientID, s.OtherClientID,
-			`<svg class="gauge"`, `<svg class="chart"`, "of the upload capacity used", "stock-later.csv",
-			"1 disabled", "failed deliveries", "uploads waiting")
+			`<svg class="gauge"`, "of the upload capacity used", "stock-later.csv",
+			"1 disabled", "2 failed deliveries", "uploads waiting", `data-client="`+s.ClientID+`" data-problems="1"`)
+		// Acme has failed deliveries: it comes first, though B comes
+		// before A in every other order.
+		if a, b := strings.Index(body, `data-client="`+s.ClientID), strings.Index(body, `data-client="`+s.OtherClientID); a < 0 || b < a {
+			t.Error("the client with failed deliveries is not listed first")
+		}
 	})
 	t.Run("client", func(t *testing.T) {
 		body := b.page(cl)
@@ -422,6 +429,17 @@ func TestPages(t *testing.T) {
 		if resp, _ := b.get("/dashboard/clients/" + s.OtherClientID + "/uploads/" + s.Bad.ID); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("an upload under another client = %d, want 404", resp.StatusCode)
 		}
+		// Its files, with the session.
+		resp, file := b.get(cl + "/uploads/" + s.Bad.ID + "/errors.csv")
+		if resp.StatusCode != 200 || !strings.Contains(file, storelink.ProblemUnknownStore) || !strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+			t.Errorf("the operator's errors.csv = %d %q", resp.StatusCode, file)
+		}
+		if resp, file := b.get(cl + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != 200 || !strings.HasPrefix(file, "store;ean;") {
+			t.Errorf("the operator's file = %d %q", resp.StatusCode, file)
+		}
+		if resp, _ := f.browser().get(cl + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("the file without a session = %d, want the login redirect", resp.StatusCode)
+		}
 	})
 	t.Run("stock", func(t *testing.T) {
 		body := b.page("/dashboard/stock?client=" + s.ClientID + "&store=S1")
@@ -450,7 +468,11 @@ func TestPages(t *testing.T) {
 			t.Error("failed deliveries are not listed first")
 		}
 		wantContains(t, "the deliveries", body, `data-delivery="`+s.FailedDelivery+`" data-state="failed" data-attempts="1"`,
-			"HTTP 503", "upstream unavailable", "Redeliver", "http://127.0.0.1:1/hooks/${eventId}")
+			"HTTP 503", "upstream unavailable", "Redeliver", "http://127.0.0.1:1/hooks/${eventId}", "g-cancelled", "Sent to",
+			`href="/dashboard/endpoints/`+s.EndpointID+`"`)
+		if resp, _ := b.get("/dashboard/deliveries?state=lost"); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("state=lost = %d, want 400", resp.StatusCode)
+		}
 	})
 	t.Run("not found", func(t *testing.T) {
 		for _, p := range []string{"/dashboard/nope", "/dashboard/orders/nope", "/dashboard/clients/nope"} {

@@ -34,8 +34,10 @@ type deliveriesData struct {
 }
 
 // deliveryStates is the order the page shows them in: failed ones first,
-// as they are what an operator acts on.
-var deliveryStates = []storelink.DeliveryState{storelink.DeliveryFailed, storelink.DeliveryPending, storelink.DeliverySucceeded}
+// as they are what an operator acts on; cancelled ones (of deleted
+// endpoints) last.
+var deliveryStates = []storelink.DeliveryState{storelink.DeliveryFailed, storelink.DeliveryPending, storelink.DeliverySucceeded,
+	storelink.DeliveryCancelled}
 
 // deliveriesPage is how many deliveries of each state the page shows.
 const deliveriesPage = 50
@@ -46,7 +48,7 @@ func (h *Handler) handleDeliveries(w http.ResponseWriter, r *http.Request, v vie
 	states := deliveryStates
 	if d.State != "" {
 		if !slices.Contains(deliveryStates, storelink.DeliveryState(d.State)) {
-			h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded or failed."))
+			h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled."))
 			return
 		}
 		states = []storelink.DeliveryState{storelink.DeliveryState(d.State)}
@@ -57,19 +59,11 @@ func (h *Handler) handleDeliveries(w http.ResponseWriter, r *http.Request, v vie
 		return
 	}
 	labels := map[string]string{}
-	var ids []string
 	for _, c := range d.Clients {
 		labels[c.ID] = c.Label
-		if d.Client == "" || d.Client == c.ID {
-			ids = append(ids, c.ID)
-		}
-	}
-	urls, err := h.endpointURLs(ctx, ids)
-	if err != nil {
-		h.renderError(w, r, err)
-		return
 	}
 	limit := queryLimit(r, deliveriesPage, 500)
+	var shown []storelink.Delivery
 	for _, s := range states {
 		f := storelink.DeliveryFilter{ClientID: d.Client, State: s, Limit: limit + 1}
 		if d.State != "" {
@@ -81,20 +75,43 @@ func (h *Handler) handleDeliveries(w http.ResponseWriter, r *http.Request, v vie
 			return
 		}
 		g := deliveryGroup{State: s, More: len(list) > limit}
-		for _, dl := range list[:min(len(list), limit)] {
-			g.Rows = append(g.Rows, deliveryRow{Delivery: dl, URL: urls[dl.EndpointID], ClientLabel: labels[dl.ClientID]})
+		list = list[:min(len(list), limit)]
+		shown = append(shown, list...)
+		for _, dl := range list {
+			g.Rows = append(g.Rows, deliveryRow{Delivery: dl, ClientLabel: labels[dl.ClientID]})
 		}
 		if d.State != "" && g.More {
 			d.Next = g.Rows[len(g.Rows)-1].ID
 		}
 		d.Groups = append(d.Groups, g)
 	}
+	urls, err := h.endpointURLs(ctx, clientsOf(shown))
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	for _, g := range d.Groups {
+		for i := range g.Rows {
+			g.Rows[i].URL = urls[g.Rows[i].EndpointID]
+		}
+	}
 	v.Title, v.Nav, v.Data = "Deliveries", "deliveries", d
 	h.render(w, r, http.StatusOK, "deliveries", v)
 }
 
-// endpointURLs maps the endpoints of the clients to their URLs, with any
-// password hidden.
+// clientsOf lists the clients of deliveries, each once.
+func clientsOf(list []storelink.Delivery) []string {
+	var ids []string
+	for _, d := range list {
+		if !slices.Contains(ids, d.ClientID) {
+			ids = append(ids, d.ClientID)
+		}
+	}
+	return ids
+}
+
+// endpointURLs maps the endpoints of the clients that are not deleted to
+// their URLs, with any password hidden.
 func (h *Handler) endpointURLs(ctx context.Context, clientIDs []string) (map[string]string, error) {
 	urls := map[string]string{}
 	for _, id := range clientIDs {

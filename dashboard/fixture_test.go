@@ -30,8 +30,9 @@ import (
 // fixture is a real server: the API with the dashboard mounted, on a temp
 // SQLite database, as serve wires it.
 type fixture struct {
-	t  *testing.T
-	db *sqlite.DB
+	t      *testing.T
+	db     *sqlite.DB
+	dbPath string
 	// services are the services of package service over db's driver,
 	// with its sealer, as serve has them.
 	services *service.Service
@@ -39,6 +40,9 @@ type fixture struct {
 	// Token is the admin token.
 	Token string
 	proc  *worker.Processor
+	// downloads are the places of the file downloads, shared by the API
+	// and the dashboard as serve shares them.
+	downloads *httpapi.Downloads
 	// offset moves the dashboard's clock, to expire sessions.
 	offset atomic.Int64
 	woken  atomic.Int32
@@ -62,7 +66,8 @@ type fixtureOptions struct {
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "storelink.db"))
+	dbPath := filepath.Join(t.TempDir(), "storelink.db")
+	db, err := sqlite.Open(context.Background(), dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +79,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
-	f := &fixture{t: t, db: db, services: svc, Token: "sla_" + hex.EncodeToString(key)}
+	f := &fixture{t: t, db: db, dbPath: dbPath, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
 	f.proc = worker.NewProcessor(f.services, nil, "test", reg)
@@ -82,29 +87,32 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	wake := func() {}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// The deliverer sends the test events, and runs when deliver is set.
+	client := webhook.NewClient(2*time.Second, true)
+	t.Cleanup(client.CloseIdleConnections)
+	deliverer := worker.NewDeliverer(f.services, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+		2*time.Second, nil, "test", reg)
 	if o.deliver {
-		client := webhook.NewClient(2*time.Second, true)
-		d := worker.NewDeliverer(f.services, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
-			2*time.Second, nil, "test", reg)
-		d.Interval = 20 * time.Millisecond
-		wake = d.Wake
-		wg.Go(func() { _ = d.Run(ctx) })
-		t.Cleanup(client.CloseIdleConnections)
+		deliverer.Interval = 20 * time.Millisecond
+		wake = deliverer.Wake
+		wg.Go(func() { _ = deliverer.Run(ctx) })
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	f.downloads = httpapi.NewDownloads()
 	var webhooks storelink.WebhookService = f.services
 	if o.webhooks != nil {
 		webhooks = o.webhooks(f.services)
 	}
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
+		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
-		AdminToken: f.Token, AuthLimit: limit, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		AdminToken: f.Token, AuthLimit: limit, Downloads: f.downloads, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
 	srv := httptest.NewServer(api)
@@ -166,6 +174,8 @@ func must(t testing.TB, err error) {
 // seed is what seedData made.
 type seed struct {
 	ClientID, OtherClientID     string
+	APIKey, OtherAPIKey         string
+	SecondKeyID, SecondKey      string
 	Good, Bad, Waiting          *storelink.Upload
 	OrderID, OrderNumber        string
 	FailedDelivery, EndpointID  string
@@ -203,10 +213,11 @@ func (f *fixture) seedData() seed {
 	c, err := f.services.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 	f.keep(c.APIKey)
-	s.ClientID = c.ID
+	s.ClientID, s.APIKey = c.ID, c.APIKey
 	k2, err := f.services.CreateAPIKey(ctx, c.ID)
 	must(t, err)
 	f.keep(k2.APIKey)
+	s.SecondKeyID, s.SecondKey = k2.KeyID, k2.APIKey
 	for _, id := range []string{"S1", "S2"} {
 		_, _, err := f.services.PutStore(ctx, c.ID, id, "Store "+id)
 		must(t, err)
@@ -216,7 +227,7 @@ func (f *fixture) seedData() seed {
 	c2, err := f.services.CreateClient(ctx, p2.ID, "AT", "EUR")
 	must(t, err)
 	f.keep(c2.APIKey)
-	s.OtherClientID = c2.ID
+	s.OtherClientID, s.OtherAPIKey = c2.ID, c2.APIKey
 
 	for i, n := range []storelink.NewEndpoint{
 		{URL: "http://127.0.0.1:1/hooks/${eventId}", APIKey: "partner-side-key-0123456789"},

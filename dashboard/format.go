@@ -13,7 +13,9 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with the layout.
-var pageNames = []string{"login", "error", "overview", "client", "uploads", "upload", "stock", "orders", "order", "deliveries"}
+var pageNames = []string{"login", "error", "overview", "client", "uploads", "upload", "stock", "orders", "order", "deliveries", "endpoint",
+	"portal_login", "portal_home", "portal_uploads", "portal_upload", "portal_stock", "portal_orders", "portal_order",
+	"portal_deliveries", "portal_endpoints"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -45,7 +47,28 @@ var funcs = template.FuncMap{
 	"track":    func() string { return gaugeTrack },
 	"states":   func() []storelink.OrderState { return storelink.OrderStates },
 	"groupTitles": func() map[string]string {
-		return map[string]string{"failed": "Failed: retry schedule spent", "pending": "Pending", "succeeded": "Succeeded"}
+		return map[string]string{"failed": "Failed: retry schedule spent", "pending": "Pending", "succeeded": "Succeeded",
+			"cancelled": "Cancelled: endpoint deleted"}
+	},
+	"deref":   func(f *float64) float64 { return *f },
+	"percent": func(f float64) string { return trimZero1(fmt.Sprintf("%.1f", f*100)) + "%" },
+	// testState is the state a test send of the endpoint just used, for
+	// its form to keep.
+	"testState": func(t *portalTest, endpointID string) string {
+		if t == nil || t.EndpointID != endpointID {
+			return ""
+		}
+		return t.State
+	},
+	"onlyParam": func(only bool) string { return map[bool]string{true: "problems"}[only] },
+	// dict passes named values to a template: {{template "x" (dict "A" 1)}}.
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			k, _ := kv[i].(string)
+			m[k] = kv[i+1]
+		}
+		return m
 	},
 	"clientSelect": func(clients []clientOption, client string, required bool) clientSelect {
 		return clientSelect{Clients: clients, Client: client, Required: required}
@@ -114,6 +137,9 @@ func trimZero(s string) string {
 	}
 	return s
 }
+
+// trimZero1 drops a ".0" from a number written with one decimal.
+func trimZero1(s string) string { return strings.TrimSuffix(s, ".0") }
 
 // since is the time from a to b, or "—" while b has not happened.
 func since(a time.Time, b *time.Time) string {

@@ -114,31 +114,40 @@ type orderData struct {
 const orderDeliveryScan = 200
 
 func (h *Handler) handleOrder(w http.ResponseWriter, r *http.Request, v view) {
-	ctx := r.Context()
-	o, err := h.Orders.Order(ctx, r.PathValue("order_id"))
+	o, err := h.Orders.Order(r.Context(), r.PathValue("order_id"))
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	d := orderData{Order: o, Scanned: orderDeliveryScan}
-	if d.ClientLabel, err = h.clientLabel(ctx, o.ClientID); err != nil {
+	d, err := h.orderTimeline(r, o)
+	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
+	if d.ClientLabel, err = h.clientLabel(r.Context(), o.ClientID); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	v.Title, v.Nav, v.Data = "Order "+o.OrderNumber, "orders", d
+	h.render(w, r, http.StatusOK, "order", v)
+}
+
+// orderTimeline reads an order's events and, among its client's latest
+// deliveries, theirs.
+func (h *Handler) orderTimeline(r *http.Request, o *storelink.Order) (orderData, error) {
+	ctx := r.Context()
+	d := orderData{Order: o, Scanned: orderDeliveryScan}
 	events, err := h.Orders.OrderEvents(ctx, o.ID)
 	if err != nil {
-		h.renderError(w, r, err)
-		return
+		return d, err
 	}
 	deliveries, err := h.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: o.ClientID, Limit: orderDeliveryScan})
 	if err != nil {
-		h.renderError(w, r, err)
-		return
+		return d, err
 	}
 	urls, err := h.endpointURLs(ctx, []string{o.ClientID})
 	if err != nil {
-		h.renderError(w, r, err)
-		return
+		return d, err
 	}
 	byEvent := map[string][]deliveryRow{}
 	for _, dl := range deliveries {
@@ -149,6 +158,5 @@ func (h *Handler) handleOrder(w http.ResponseWriter, r *http.Request, v view) {
 	for _, e := range events {
 		d.Events = append(d.Events, eventRow{EventRecord: e, Deliveries: byEvent[e.EventID]})
 	}
-	v.Title, v.Nav, v.Data = "Order "+o.OrderNumber, "orders", d
-	h.render(w, r, http.StatusOK, "order", v)
+	return d, nil
 }

@@ -8,8 +8,8 @@ import (
 	"storelink"
 )
 
-// clientRow is one client on the overview: who it is, its capacity and how
-// much it has sent, and what may need a look.
+// clientRow is a client as its page shows it: who it is, its capacity and
+// how much it has sent, and what may need a look.
 type clientRow struct {
 	storelink.Client
 	PartnerName string
@@ -24,62 +24,9 @@ type clientRow struct {
 	Failed int
 }
 
-type overviewData struct {
-	Clients       []clientRow
-	QueueDepth    int
-	Waiting       int
-	OldestWaiting time.Duration
-	Pending       int
-	OldestPending time.Duration
-	FailedCap     int
-}
-
-// failedCap bounds the failed deliveries counted per client on the
-// overview; more shows as "100+".
+// failedCap bounds the failed deliveries counted on a client's page; more
+// shows as "100+".
 const failedCap = 100
-
-func (h *Handler) handleOverview(w http.ResponseWriter, r *http.Request, v view) {
-	ctx := r.Context()
-	clients, err := h.Admin.Clients(ctx)
-	if err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	names, err := h.partnerNames(ctx)
-	if err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	d := overviewData{FailedCap: failedCap}
-	now := h.Now()
-	for _, c := range clients {
-		row, err := h.clientRow(ctx, c, names[c.PartnerID], now, 240, 48)
-		if err != nil {
-			h.renderError(w, r, err)
-			return
-		}
-		d.Clients = append(d.Clients, row)
-	}
-	if d.QueueDepth, err = h.Uploads.QueueDepth(ctx); err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	backlog, err := h.Uploads.Backlog(ctx, "")
-	if err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	d.Waiting = backlog.Waiting
-	if !backlog.Oldest.IsZero() {
-		d.OldestWaiting = max(now.Sub(backlog.Oldest), 0)
-	}
-	if d.Pending, d.OldestPending, err = h.Webhooks.PendingDeliveries(ctx); err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	v.Title, v.Nav, v.Data = "Overview", "overview", d
-	h.render(w, r, http.StatusOK, "overview", v)
-}
 
 // clientRow gathers what the overview and the client page show of a client.
 func (h *Handler) clientRow(ctx context.Context, c storelink.Client, partner string, now time.Time, width, height float64) (clientRow, error) {

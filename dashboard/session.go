@@ -20,11 +20,31 @@ import (
 	"storelink"
 )
 
-// cookieName is the session cookie. It is scoped to /dashboard/, so the API
-// paths never see it.
-const cookieName = "storelink_session"
+// realm is one of the two signed-in areas: the operator's dashboard and
+// the partners' portal. Each has its own cookie, scoped to its own path, and
+// its own label for signatures, so that a cookie of one is never taken by
+// the other; the session row says whose a session is, and each realm takes
+// only its own kind.
+type realm struct {
+	cookie  string // the session cookie's name
+	path    string // the cookie's path, the prefix of the realm's pages
+	purpose string // the label of its session signatures
+	login   string // its login form
+	partner bool   // its sessions are partners' (of a client), not the operator's
+}
 
-const cookiePath = "/dashboard/"
+var (
+	operatorRealm = realm{cookie: "storelink_session", path: "/dashboard/", purpose: "session", login: "/dashboard/login"}
+	portalRealm   = realm{cookie: "storelink_portal", path: "/portal/", purpose: "portal session", login: "/portal/login", partner: true}
+)
+
+// realmOf is the realm of the request's path.
+func realmOf(r *http.Request) realm {
+	if strings.HasPrefix(r.URL.Path, portalRealm.path) {
+		return portalRealm
+	}
+	return operatorRealm
+}
 
 // sessionKey derives the signing key from the admin token: every process
 // that shares a token (several serve processes on one PostgreSQL database)
@@ -58,14 +78,14 @@ func (h *Handler) mac(purpose string, msg []byte) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// newSession returns a cookie value: a random session id and the moment it
-// was issued, signed. The token itself is never in it. It also returns the
-// id, which the caller records in the session store.
-func (h *Handler) newSession() (value, id string) {
+// newSession returns a cookie value of the realm: a random session id and
+// the moment it was issued, signed. No credential is ever in it. It also
+// returns the id, which the caller records in the session store.
+func (h *Handler) newSession(rl realm) (value, id string) {
 	var payload [24]byte
 	_, _ = rand.Read(payload[:16])
 	binary.BigEndian.PutUint64(payload[16:], uint64(h.Now().Unix()))
-	return b64.EncodeToString(payload[:]) + "." + b64.EncodeToString(h.mac("session", payload[:])), hex.EncodeToString(payload[:16])
+	return b64.EncodeToString(payload[:]) + "." + b64.EncodeToString(h.mac(rl.purpose, payload[:])), hex.EncodeToString(payload[:16])
 }
 
 // sessionHash is what the session store knows a session by: the id itself
@@ -75,21 +95,22 @@ func sessionHash(id string) []byte {
 	return s[:]
 }
 
-// session checks the request's cookie and that its session has not been
-// ended, and returns the session id. A store that does not answer counts
-// as no session.
-func (h *Handler) session(r *http.Request) (string, bool) {
-	id, ok, _ := h.checkSession(r)
-	return id, ok
+// session checks the request's cookie of the realm and that its session
+// has not been ended, and returns the session's client ("" for the
+// operator's). A store that does not answer counts as no session.
+func (h *Handler) session(r *http.Request, rl realm) (string, bool) {
+	client, ok, _ := h.checkSession(r, rl)
+	return client, ok
 }
 
-// checkSession is session with the store's error, when it had one.
-func (h *Handler) checkSession(r *http.Request) (string, bool, error) {
-	id, ok := h.cookieSession(r)
+// checkSession is session with the store's error, when it had one. A
+// session of the other realm's kind is no session here.
+func (h *Handler) checkSession(r *http.Request, rl realm) (string, bool, error) {
+	id, ok := h.cookieSession(r, rl)
 	if !ok {
 		return "", false, nil
 	}
-	active, err := h.Sessions.SessionActive(r.Context(), sessionHash(id))
+	client, active, err := h.Sessions.Session(r.Context(), sessionHash(id))
 	if err != nil {
 		switch f := h.fault(r, err); {
 		case errors.Is(f, context.Canceled):
@@ -101,7 +122,10 @@ func (h *Handler) checkSession(r *http.Request) (string, bool, error) {
 		}
 		return "", false, err
 	}
-	return id, active, nil
+	if !active || (client != "") != rl.partner {
+		return "", false, nil
+	}
+	return client, true, nil
 }
 
 // sessionFault answers with the fault page when the session could not be
@@ -116,10 +140,10 @@ func (h *Handler) sessionFault(w http.ResponseWriter, r *http.Request, err error
 	return true
 }
 
-// cookieSession checks the request's cookie, its signature and age, and
-// returns the session id.
-func (h *Handler) cookieSession(r *http.Request) (string, bool) {
-	c, err := r.Cookie(cookieName)
+// cookieSession checks the request's cookie of the realm, its signature
+// and age, and returns the session id.
+func (h *Handler) cookieSession(r *http.Request, rl realm) (string, bool) {
+	c, err := r.Cookie(rl.cookie)
 	if err != nil {
 		return "", false
 	}
@@ -129,7 +153,7 @@ func (h *Handler) cookieSession(r *http.Request) (string, bool) {
 	}
 	payload, err1 := b64.DecodeString(enc)
 	got, err2 := b64.DecodeString(sig)
-	if err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(got, h.mac("session", payload)) {
+	if err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(got, h.mac(rl.purpose, payload)) {
 		return "", false
 	}
 	issued := time.Unix(int64(binary.BigEndian.Uint64(payload[16:])), 0)
@@ -140,15 +164,15 @@ func (h *Handler) cookieSession(r *http.Request) (string, bool) {
 	return hex.EncodeToString(payload[:16]), true
 }
 
-// csrfFor is the CSRF token of the request's session: derived from the
-// session id, so it needs no storage and dies with the session. Callers
-// have checked that the session is active.
-func (h *Handler) csrfFor(r *http.Request) string {
-	id, ok := h.cookieSession(r)
+// csrfFor is the CSRF token of the request's session in the realm: derived
+// from the session id, so it needs no storage and dies with the session.
+// Callers have checked that the session is active.
+func (h *Handler) csrfFor(r *http.Request, rl realm) string {
+	id, ok := h.cookieSession(r, rl)
 	if !ok {
 		return ""
 	}
-	return b64.EncodeToString(h.mac("csrf", []byte(id)))
+	return b64.EncodeToString(h.mac(rl.purpose+" csrf", []byte(id)))
 }
 
 // secure tells whether the browser reached us over TLS, directly or through
@@ -157,9 +181,9 @@ func secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, rl realm, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: value, Path: cookiePath, MaxAge: maxAge,
+		Name: rl.cookie, Value: value, Path: rl.path, MaxAge: maxAge,
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode,
 	})
 }
@@ -167,38 +191,49 @@ func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string
 // page guards a page: without a valid session the browser goes to the login
 // form and comes back afterwards.
 func (h *Handler) page(fn func(w http.ResponseWriter, r *http.Request, v view)) http.HandlerFunc {
+	return h.realmPage(operatorRealm, func(w http.ResponseWriter, r *http.Request, v view, _ string) { fn(w, r, v) })
+}
+
+// realmPage guards a page of the realm and passes the session's client on.
+func (h *Handler) realmPage(rl realm, fn func(w http.ResponseWriter, r *http.Request, v view, client string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, ok, err := h.checkSession(r)
+		client, ok, err := h.checkSession(r, rl)
 		if h.sessionFault(w, r, err) {
 			return
 		}
 		if !ok {
-			http.Redirect(w, r, "/dashboard/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			http.Redirect(w, r, rl.login+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		fn(w, r, view{CSRF: h.csrfFor(r), LoggedIn: true})
+		fn(w, r, view{CSRF: h.csrfFor(r, rl), LoggedIn: true, Portal: rl.partner}, client)
 	}
 }
 
 // action guards a POST: a session, and the session's CSRF token in the form.
 func (h *Handler) action(fn http.HandlerFunc) http.HandlerFunc {
+	return h.realmAction(operatorRealm, func(w http.ResponseWriter, r *http.Request, _ string) { fn(w, r) })
+}
+
+// realmAction guards a POST of the realm and passes the session's client
+// on.
+func (h *Handler) realmAction(rl realm, fn func(w http.ResponseWriter, r *http.Request, client string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, ok, err := h.checkSession(r)
+		client, ok, err := h.checkSession(r, rl)
 		if h.sessionFault(w, r, err) {
 			return
 		}
 		if !ok {
-			http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
+			http.Redirect(w, r, rl.login, http.StatusSeeOther)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		want := h.csrfFor(r)
+		want := h.csrfFor(r, rl)
 		if got := r.PostFormValue("csrf"); want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			h.logger.Warn("dashboard: CSRF token missing or wrong", "path", r.URL.Path, "remote", r.RemoteAddr)
-			http.Error(w, "The form is out of date or did not come from this dashboard; reload the page and try again.", http.StatusForbidden)
+			http.Error(w, "The form is out of date or did not come from this site; reload the page and try again.", http.StatusForbidden)
 			return
 		}
-		fn(w, r)
+		fn(w, r, client)
 	}
 }
 
@@ -209,7 +244,7 @@ type loginData struct {
 
 func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.URL.Query().Get("next"))
-	if _, ok := h.session(r); ok {
+	if _, ok := h.session(r, operatorRealm); ok {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
@@ -242,12 +277,12 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 			Data: loginData{Next: next, Error: "That is not the admin token."}})
 		return
 	}
-	value, id := h.newSession()
-	if err := h.Sessions.CreateSession(r.Context(), sessionHash(id), h.Now().Add(h.SessionTTL)); err != nil {
+	value, id := h.newSession(operatorRealm)
+	if err := h.Sessions.CreateSession(r.Context(), storelink.NewSession{IDHash: sessionHash(id), Expires: h.Now().Add(h.SessionTTL)}); err != nil {
 		h.renderError(w, r, fmt.Errorf("record session: %w", err))
 		return
 	}
-	h.setCookie(w, r, value, int(h.SessionTTL.Seconds()))
+	h.setCookie(w, r, operatorRealm, value, int(h.SessionTTL.Seconds()))
 	h.logger.Info("dashboard: login", "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -255,12 +290,17 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 // handleLogout ends the session in the store, so that its cookie, even if
 // kept or copied, opens nothing any more; then it clears the cookie.
 func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
-	if id, ok := h.cookieSession(r); ok {
+	h.logout(w, r, operatorRealm)
+}
+
+// logout ends the request's session of the realm and clears its cookie.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, rl realm) {
+	if id, ok := h.cookieSession(r, rl); ok {
 		if err := h.Sessions.DeleteSession(r.Context(), sessionHash(id)); err != nil {
 			h.renderError(w, r, fmt.Errorf("end session: %w", err))
 			return
 		}
 	}
-	h.setCookie(w, r, "", -1)
-	http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
+	h.setCookie(w, r, rl, "", -1)
+	http.Redirect(w, r, rl.login, http.StatusSeeOther)
 }

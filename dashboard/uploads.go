@@ -129,3 +129,13 @@ func (h *Handler) handleUpload(w http.ResponseWriter, r *http.Request, v view) {
 	v.Title, v.Nav, v.Data = "Upload "+u.FileName, "uploads", d
 	h.render(w, r, http.StatusOK, "upload", v)
 }
+
+// handleUploadFile gives the operator the file of an upload as received.
+func (h *Handler) handleUploadFile(w http.ResponseWriter, r *http.Request, v view) {
+	h.handlePortalUploadFile(w, r, v, r.PathValue("client_id"))
+}
+
+// handleErrorFile gives the operator the error file of an upload.
+func (h *Handler) handleErrorFile(w http.ResponseWriter, r *http.Request, v view) {
+	h.handlePortalErrorFile(w, r, v, r.PathValue("client_id"))
+}

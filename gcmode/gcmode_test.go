@@ -131,3 +131,26 @@ func TestLeftAlone(t *testing.T) {
 		stop()
 	}
 }
+
+// A small live heap is collected at SmallHeap; a larger one grows by
+// Headroom at most, but is never collected more eagerly than LargeBody.
+func TestSmallPercent(t *testing.T) {
+	g := New(func(string) string { return "" })
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400},
+		{8 * mib, 400},
+		{12 * mib, 400},
+		{24 * mib, 200},
+		{64 * mib, 75},
+		{96 * mib, 50},
+		{1024 * mib, 50},
+	} {
+		if got := g.smallPercent(tc.live); got != tc.want {
+			t.Errorf("live %d MiB: GOGC %d, want %d", tc.live/mib, got, tc.want)
+		}
+	}
+}

@@ -50,10 +50,11 @@ func withDBClock(r *http.Request, limit time.Duration) (*http.Request, *dbClock)
 // dbClockKey is the context key of a request's dbClock.
 type dbClockKey struct{}
 
-// outsideDB runs fn with the request's clock standing still: work that
-// waits on something other than the database and has bounds of its own (a
-// test send, which the webhook timeout bounds).
-func outsideDB(r *http.Request, fn func()) {
+// OutsideDB runs fn with the request's database clock standing still: work
+// that waits on something other than the database and has bounds of its
+// own (a test send, which the webhook timeout bounds). The dashboard's test
+// sends use it too. A request the API did not clock runs fn as it is.
+func OutsideDB(r *http.Request, fn func()) {
 	c, _ := r.Context().Value(dbClockKey{}).(*dbClock)
 	c.pause()
 	defer c.resume()

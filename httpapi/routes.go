@@ -61,10 +61,12 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
 	m.HandleFunc("GET /openapi.yaml", s.handleOpenAPI)
 
-	// The operator dashboard (CONTRACT 7): HTML pages, not API calls, so
-	// they are not in openapi.yaml.
+	// The operator dashboard (CONTRACT 7) and the partners' portal
+	// (CONTRACT 8): HTML pages, not API calls, so they are not in
+	// openapi.yaml.
 	if s.Dashboard != nil {
 		m.Handle("/dashboard/", s.Dashboard)
+		m.Handle("/portal/", s.Dashboard)
 		m.Handle("GET /{$}", s.Dashboard)
 	}
 }

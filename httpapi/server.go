@@ -93,8 +93,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
-	// Dashboard is the operator dashboard, served at / and under
-	// /dashboard/ when set.
+	// Downloads bounds the file downloads in memory at once; serve shares
+	// it with the dashboard's and portal's downloads. A new one when nil.
+	Downloads *Downloads
+	// Dashboard is the operator dashboard and the partners' portal,
+	// served at /, under /dashboard/ and under /portal/ when set.
 	Dashboard http.Handler
 }
 
@@ -107,12 +110,10 @@ type Server struct {
 	uploadReqs *prometheus.CounterVec
 	requests   *prometheus.CounterVec
 	orderCalls *prometheus.CounterVec
-	// downloads are the places of the file downloads (uploadfiles.go).
-	downloads chan struct{}
-	bytesIn   prometheus.Counter
-	health    health
-	inFlight  *inFlight
-	bodies    bodies
+	bytesIn    prometheus.Counter
+	health     health
+	inFlight   *inFlight
+	bodies     bodies
 
 	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
@@ -146,7 +147,9 @@ func NewServer(d Deps) *Server {
 		s.MaxUploadMemory = DefaultMaxUploadMemory
 	}
 	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
-	s.downloads = make(chan struct{}, maxDownloads)
+	if s.Downloads == nil {
+		s.Downloads = NewDownloads()
+	}
 	s.bodies.live = make(map[*trackedBody]time.Time)
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.AuthLimit == nil {

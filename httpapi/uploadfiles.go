@@ -19,18 +19,33 @@ const (
 	downloadTimeout = 2 * time.Minute
 )
 
-// download takes one of the places of the file downloads, or answers 503
-// with Retry-After when there is none; release gives it back.
-func (s *Server) download(w http.ResponseWriter) (release func(), err error) {
+// Downloads are the places of the file downloads of a process: the API's,
+// and the dashboard's and portal's, which serve the same files, so that
+// one bound holds for all of them.
+type Downloads struct{ places chan struct{} }
+
+// NewDownloads returns maxDownloads places.
+func NewDownloads() *Downloads { return &Downloads{places: make(chan struct{}, maxDownloads)} }
+
+// Take takes one of the places and sets the answer's write deadline, or
+// returns EUNAVAILABLE with a Retry-After when there is none; release
+// gives the place back.
+func (d *Downloads) Take(w http.ResponseWriter) (release func(), err error) {
 	select {
-	case s.downloads <- struct{}{}:
+	case d.places <- struct{}{}:
 	default:
 		e := storelink.Errorf(storelink.EUNAVAILABLE, "%d file downloads are being sent right now, as many as are sent at once; try again in a second.", maxDownloads)
 		e.RetryAfter = 1
 		return func() {}, e
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(downloadTimeout))
-	return func() { <-s.downloads }, nil
+	return func() { <-d.places }, nil
+}
+
+// download takes one of the places of the file downloads, or answers 503
+// with Retry-After when there is none; release gives it back.
+func (s *Server) download(w http.ResponseWriter) (release func(), err error) {
+	return s.Downloads.Take(w)
 }
 
 // handleUploadFile answers the file of an upload as it was received (a

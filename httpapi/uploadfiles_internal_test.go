@@ -11,7 +11,7 @@ import (
 // At most maxDownloads files are sent at once; one more is a 503 with
 // Retry-After, and a place given back is taken again.
 func TestDownloadPlaces(t *testing.T) {
-	s := &Server{downloads: make(chan struct{}, maxDownloads)}
+	s := &Server{Deps: Deps{Downloads: NewDownloads()}}
 	var releases []func()
 	for range maxDownloads {
 		release, err := s.download(httptest.NewRecorder())

@@ -91,7 +91,7 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID s
 		return
 	}
 	var res *storelink.TestResult
-	outsideDB(r, func() { res = s.Tester.SendTest(r.Context(), job) })
+	OutsideDB(r, func() { res = s.Tester.SendTest(r.Context(), job) })
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 
 // claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
 // enabled endpoint; per order and endpoint only the oldest pending event (so
-// events of one order arrive in order); per endpoint no more than a cap in
-// flight, counting those already leased (so a slow endpoint holds few
-// workers). It locks what it picked with SKIP LOCKED, checking again on the
+// events of one order arrive in order); per endpoint no more than its cap
+// leased to this owner ($2), counting those it holds already (so a slow
+// endpoint holds few of its workers): $4 for an endpoint not among the caps
+// given ($6, $7); and no more than $8 leased to every process together. It locks what it picked with SKIP LOCKED, checking again on the
 // row as locked that it is still pending and not leased, leases it, and
 // returns what the attempt needs, all in one statement.
 //
@@ -33,10 +35,12 @@ WITH due AS (
 	  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
 	                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
 ), inflight AS (
-	SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
+	SELECT endpoint_id, count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own
+	FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
 ), pick AS (
 	SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
-	WHERE due.rn + coalesce(inflight.n, 0) <= $4
+		LEFT JOIN unnest($6::text[], $7::int[]) AS caps(endpoint_id, n) ON caps.endpoint_id = due.endpoint_id
+	WHERE due.rn + coalesce(inflight.own, 0) <= coalesce(caps.n, $4) AND due.rn + coalesce(inflight.n, 0) <= $8
 	ORDER BY due.next_attempt_at, due.event_seq LIMIT $5
 ), locked AS (
 	SELECT d.id FROM deliveries d
@@ -74,14 +78,22 @@ func (t *pgTx) LockClaims(ctx context.Context) (string, error) {
 // ClaimDue leases due deliveries in one statement (claimDeliveriesSQL) and
 // returns them oldest due first.
 func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
-	limit, perEndpoint int) ([]service.Claimed, error) {
+	limit int, caps storelink.ClaimCaps) ([]service.Claimed, error) {
 	type row struct {
 		service.Claimed
 		due   time.Time
 		seq   int64
 		until *time.Time
 	}
-	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), perEndpoint, limit)
+	ids, ns := make([]string, 0, len(caps.Of)), make([]int32, 0, len(caps.Of))
+	for id, n := range caps.Of {
+		ids, ns = append(ids, id), append(ns, int32(n))
+	}
+	all := caps.All
+	if all <= 0 {
+		all = math.MaxInt32
+	}
+	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all)
 	if err != nil {
 		return nil, err
 	}

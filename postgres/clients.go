@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/service"
 )
 
 // Partners reads every partner on the pool. COLLATE "C" sorts by bytes, as
@@ -53,9 +55,7 @@ func (d *Driver) ListClients(ctx context.Context, partnerID, q string, after *st
 		query += ` AND c.partner_id = ` + a.add(partnerID)
 	}
 	if q != "" {
-		p := a.add(q)
-		query += ` AND (strpos(lower(c.id COLLATE "C"), ` + p + `) > 0 OR strpos(lower(c.country_code COLLATE "C"), ` + p + `) > 0
-			OR strpos(lower(c.partner_id COLLATE "C"), ` + p + `) > 0 OR strpos(lower(p.name COLLATE "C"), ` + p + `) > 0)`
+		query += clientMatch(a.add(q))
 	}
 	if after != nil {
 		first, second := a.add(after.First), a.add(after.Second)
@@ -69,5 +69,64 @@ func (d *Driver) ListClients(ctx context.Context, partnerID, q string, after *st
 		var c storelink.ClientListing
 		err := row.Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt, &c.PartnerName)
 		return c, err
+	})
+}
+
+// clientMatch is the condition of a client list's search, on clients c and
+// partners p, for the parameter p of q.
+func clientMatch(p string) string {
+	return ` AND (strpos(lower(c.id COLLATE "C"), ` + p + `) > 0 OR strpos(lower(c.country_code COLLATE "C"), ` + p + `) > 0
+		OR strpos(lower(c.partner_id COLLATE "C"), ` + p + `) > 0 OR strpos(lower(p.name COLLATE "C"), ` + p + `) > 0)`
+}
+
+// clientFiguresSQL reads every client's figures in one statement: each
+// count is one grouped pass over rows an index finds (failed deliveries by
+// deliveries_failed_endpoint, rejected uploads by uploads_rejected), and
+// the latest upload is one look into uploads_client per client.
+const clientFiguresSQL = `SELECT c.id, c.partner_id, c.country_code, c.currency, c.created_at, p.name,
+	coalesce(st.n, 0), coalesce(en.n, 0), coalesce(en.off, 0), coalesce(fd.n, 0), coalesce(rj.n, 0),
+	k.tokens, k.updated_at, lu.id, lu.file_name, lu.size_bytes, lu.status, lu.received_at
+FROM clients c JOIN partners p ON p.id = c.partner_id
+LEFT JOIN (SELECT client_id, count(*) AS n FROM stores GROUP BY client_id) st ON st.client_id = c.id
+LEFT JOIN (SELECT client_id, count(*) AS n, count(*) FILTER (WHERE NOT enabled) AS off FROM endpoints
+	WHERE deleted_at IS NULL GROUP BY client_id) en ON en.client_id = c.id
+LEFT JOIN (SELECT e.client_id, sum(f.n)::bigint AS n
+	FROM (SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'failed' GROUP BY endpoint_id) f
+	JOIN endpoints e ON e.id = f.endpoint_id AND e.deleted_at IS NULL GROUP BY e.client_id) fd ON fd.client_id = c.id
+LEFT JOIN (SELECT client_id, count(*) AS n FROM uploads WHERE status = 'rejected' AND received_at >= $1 GROUP BY client_id) rj
+	ON rj.client_id = c.id
+LEFT JOIN capacity k ON k.client_id = c.id
+LEFT JOIN LATERAL (SELECT id, file_name, size_bytes, status, received_at FROM uploads
+	WHERE client_id = c.id ORDER BY seq DESC LIMIT 1) lu ON true
+WHERE true`
+
+// ClientFigures reads on the pool, sorted bytewise as ListClients.
+func (d *Driver) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
+	a := args{rejectedSince}
+	query := clientFiguresSQL
+	if q != "" {
+		query += clientMatch(a.add(q))
+	}
+	rows, err := d.db.pool.Query(ctx, query+` ORDER BY c.partner_id COLLATE "C", c.country_code COLLATE "C"`, a...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (service.ClientFigures, error) {
+		var f service.ClientFigures
+		var tokens *float64
+		var updated, received *time.Time
+		var upID, name, status *string
+		var size *int64
+		err := row.Scan(&f.ID, &f.PartnerID, &f.CountryCode, &f.Currency, &f.CreatedAt, &f.PartnerName,
+			&f.Stores, &f.Endpoints, &f.EndpointsDisabled, &f.FailedDeliveries, &f.RejectedUploads,
+			&tokens, &updated, &upID, &name, &size, &status, &received)
+		if tokens != nil && updated != nil {
+			f.Bucket = &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}
+		}
+		if upID != nil {
+			f.LastUpload = &storelink.Upload{ID: *upID, ClientID: f.ID, FileName: *name, SizeBytes: *size,
+				Status: storelink.UploadStatus(*status), ReceivedAt: *received}
+		}
+		return f, err
 	})
 }

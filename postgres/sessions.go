@@ -2,17 +2,32 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
-// The dashboard sessions' rows; expiry times are timestamptz.
+// The sessions' rows, the operator's (client_id NULL) and the partners';
+// expiry times are timestamptz.
 
-// SessionActive reads on the pool.
-func (d *Driver) SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error) {
-	var active bool
-	err := d.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM dashboard_sessions WHERE id_hash = $1 AND expires_at > $2)`,
-		idHash, now).Scan(&active)
-	return active, err
+// GetSession reads on the pool. A partner's session counts only while its
+// key is still one of its client's (api_keys.hash is unique).
+func (d *Driver) GetSession(ctx context.Context, idHash []byte, now time.Time) (string, bool, error) {
+	var clientID *string
+	err := d.db.pool.QueryRow(ctx, `SELECT s.client_id FROM dashboard_sessions s
+		WHERE s.id_hash = $1 AND s.expires_at > $2
+		  AND (s.client_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.hash = s.key_hash AND k.client_id = s.client_id))`,
+		idHash, now).Scan(&clientID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	if clientID == nil {
+		return "", true, nil
+	}
+	return *clientID, true, nil
 }
 
 // DeleteSession deletes on the pool.
@@ -27,8 +42,9 @@ func (t *pgTx) DeleteExpiredSessions(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// InsertSession inserts; the id hash is the primary key.
-func (t *pgTx) InsertSession(ctx context.Context, idHash []byte, expires time.Time) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO dashboard_sessions (id_hash, expires_at) VALUES ($1, $2)`, idHash, expires)
+// InsertSession inserts; the id hash is the primary key, "" is NULL.
+func (t *pgTx) InsertSession(ctx context.Context, idHash []byte, clientID, keyHash string, expires time.Time) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO dashboard_sessions (id_hash, client_id, key_hash, expires_at) VALUES ($1, $2, $3, $4)`,
+		idHash, nullString(clientID), nullString(keyHash), expires)
 	return err
 }

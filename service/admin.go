@@ -64,10 +64,18 @@ type AdminReads interface {
 	// store at once make it once.
 	PutStore(ctx context.Context, s *storelink.Store) (created bool, err error)
 
-	// SessionActive tells whether a dashboard session of that id hash
-	// expires after now.
-	SessionActive(ctx context.Context, idHash []byte, now time.Time) (bool, error)
-	// DeleteSession deletes a dashboard session, if there is one.
+	// ClientFigures returns every client with its partner's name and its
+	// figures, ordered as ListClients, whose id, country code, partner id
+	// or partner name holds q as ListPartners matches it; RejectedUploads
+	// counts the uploads received at or after rejectedSince. Never nil.
+	ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]ClientFigures, error)
+
+	// GetSession returns the client of the session of that id hash ("" for
+	// the operator's) when the session expires after now and, for a
+	// client's, its key hash is still the hash of a key of that client;
+	// ok is false otherwise.
+	GetSession(ctx context.Context, idHash []byte, now time.Time) (clientID string, ok bool, err error)
+	// DeleteSession deletes a session, if there is one.
 	DeleteSession(ctx context.Context, idHash []byte) error
 
 	// SecretKeyCheck returns the recorded check value of the secret key,
@@ -99,11 +107,12 @@ type AdminRows interface {
 	// DeleteStoreStock deletes the stock rows of a client's store.
 	DeleteStoreStock(ctx context.Context, clientID, storeID string) error
 
-	// DeleteExpiredSessions deletes the dashboard sessions that expire at
-	// or before now.
+	// DeleteExpiredSessions deletes the sessions that expire at or before
+	// now.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) error
-	// InsertSession writes a dashboard session.
-	InsertSession(ctx context.Context, idHash []byte, expires time.Time) error
+	// InsertSession writes a session: the operator's when clientID is "",
+	// else a client's, opened with the API key of hash keyHash.
+	InsertSession(ctx context.Context, idHash []byte, clientID, keyHash string, expires time.Time) error
 
 	// LockSealed keeps every other transaction from writing the check
 	// value or an endpoint until this one ends; reads go on.
@@ -363,24 +372,60 @@ func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*s
 	return c, nil
 }
 
-// CreateSession records a dashboard session and deletes the expired ones,
-// in one transaction: the calls that add sessions keep the table to the
-// live ones.
-func (s *Service) CreateSession(ctx context.Context, idHash []byte, expires time.Time) error {
+// CreateSession records a session and deletes the expired ones, in one
+// transaction: the calls that add sessions keep the table to the live
+// ones. A partner's session keeps the hash of its API key, never the key.
+func (s *Service) CreateSession(ctx context.Context, n storelink.NewSession) error {
+	keyHash := ""
+	if n.ClientID != "" {
+		if n.APIKey == "" {
+			return storelink.Errorf(storelink.EINVALID, "A partner's session needs the API key it was opened with.")
+		}
+		keyHash = storelink.HashAPIKey(n.APIKey)
+	}
 	return s.inTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteExpiredSessions(ctx, s.now()); err != nil {
 			return err
 		}
-		return tx.InsertSession(ctx, idHash, expires)
+		return tx.InsertSession(ctx, n.IDHash, n.ClientID, keyHash, n.Expires)
 	})
 }
 
-// SessionActive tells whether a dashboard session exists and has not expired.
-func (s *Service) SessionActive(ctx context.Context, idHash []byte) (bool, error) {
-	return s.d.SessionActive(ctx, idHash, s.now())
+// Session tells whose a session is and whether it is active.
+func (s *Service) Session(ctx context.Context, idHash []byte) (string, bool, error) {
+	return s.d.GetSession(ctx, idHash, s.now())
 }
 
-// DeleteSession ends a dashboard session.
+// DeleteSession ends a session.
 func (s *Service) DeleteSession(ctx context.Context, idHash []byte) error {
 	return s.d.DeleteSession(ctx, idHash)
+}
+
+// ClientFigures are a client's figures as a driver reads them for the
+// overview (storelink.ClientSummary without its capacity, which the
+// service works out of the bucket).
+type ClientFigures struct {
+	storelink.ClientListing
+	Stores, Endpoints, EndpointsDisabled int
+	FailedDeliveries, RejectedUploads    int
+	// Bucket is the client's capacity bucket, nil when it never took
+	// from it.
+	Bucket     *storelink.Bucket
+	LastUpload *storelink.Upload
+}
+
+// ClientSummaries lists the clients that match q with their figures.
+func (s *Service) ClientSummaries(ctx context.Context, q string, policy storelink.CapacityPolicy) ([]storelink.ClientSummary, error) {
+	now := s.now()
+	rows, err := s.d.ClientFigures(ctx, storelink.FoldQuery(q), now.Add(-storelink.StatsWindow))
+	if err != nil {
+		return nil, fmt.Errorf("read client figures: %w", err)
+	}
+	out := make([]storelink.ClientSummary, len(rows))
+	for i, r := range rows {
+		out[i] = storelink.ClientSummary{ClientListing: r.ClientListing, Stores: r.Stores, Endpoints: r.Endpoints,
+			EndpointsDisabled: r.EndpointsDisabled, FailedDeliveries: r.FailedDeliveries, RejectedUploads: r.RejectedUploads,
+			LastUpload: r.LastUpload, Capacity: policy.Peek(r.Bucket, r.Stores, now)}
+	}
+	return out, nil
 }

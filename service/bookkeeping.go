@@ -54,10 +54,11 @@ type RoundTx interface {
 	// each counted as an attempt and a try: pending ones, due at now, not
 	// in flight, to enabled endpoints; of the pending deliveries of one
 	// order to one endpoint only the one of the oldest event (so that an
-	// order's events arrive in order, CONTRACT 6.3); no more than
-	// perEndpoint in flight per endpoint, counting those leased before. The
+	// order's events arrive in order, CONTRACT 6.3); no more leased to
+	// owner per endpoint than caps.Cap of it, nor to every owner than
+	// caps.All, counting those leased before (storelink.ClaimCaps). The
 	// oldest due go first, in that order.
-	ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration, limit, perEndpoint int) ([]Claimed, error)
+	ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]Claimed, error)
 }
 
 // Move is what a recorded attempt does to its delivery, decided once here
@@ -113,12 +114,12 @@ func (s *Service) ClaimDeliveries(ctx context.Context, owner string, lease time.
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}
-	return s.RecordAndClaim(ctx, nil, owner, lease, limit, perEndpoint)
+	return s.RecordAndClaim(ctx, nil, owner, lease, limit, storelink.ClaimCaps{Default: perEndpoint, All: perEndpoint})
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on.
 func (s *Service) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
-	_, err := s.RecordAndClaim(ctx, results, "", 0, 0, 0)
+	_, err := s.RecordAndClaim(ctx, results, "", 0, 0, storelink.ClaimCaps{})
 	return err
 }
 
@@ -126,7 +127,7 @@ func (s *Service) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // owner in one transaction (storelink.DeliveryQueue). A transaction that the
 // driver says ended for a transient reason is run again, as inTx does.
 func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
 	if len(results) == 0 && limit <= 0 {
 		return nil, nil
 	}
@@ -138,7 +139,7 @@ func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.Attemp
 		refused, limit = errNoSealer, 0
 	}
 	for try := 1; ; try++ {
-		jobs, err := s.round(ctx, results, owner, lease, limit, perEndpoint)
+		jobs, err := s.round(ctx, results, owner, lease, limit, caps)
 		if try < maxTries && err != nil && s.d.Transient(err) {
 			continue
 		}
@@ -152,7 +153,7 @@ func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.Attemp
 // round is one try of RecordAndClaim. A claim that fails leaves the record
 // to commit all the same: the attempts were made.
 func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-	limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
 	now := s.now()
 	tx, err := s.d.BeginRound(ctx)
 	if err != nil {
@@ -167,7 +168,7 @@ func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, 
 	var claimed []Claimed
 	var claimErr error
 	if limit > 0 {
-		claimed, claimErr = s.claim(ctx, tx, owner, now, lease, limit, perEndpoint)
+		claimed, claimErr = s.claim(ctx, tx, owner, now, lease, limit, caps)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if claimErr != nil {
@@ -185,7 +186,7 @@ func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, 
 // database's (storelink secret-key rotate while it ran) claims nothing,
 // rather than count attempts it cannot make.
 func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
-	limit, perEndpoint int) ([]Claimed, error) {
+	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
 	check, err := tx.LockClaims(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("take delivery claim lock: %w", err)
@@ -194,7 +195,7 @@ func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.
 		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
 			"no delivery is claimed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
 	}
-	claimed, err := tx.ClaimDue(ctx, owner, now, lease, limit, perEndpoint)
+	claimed, err := tx.ClaimDue(ctx, owner, now, lease, limit, caps)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}

@@ -171,8 +171,8 @@ func (r *roundTx) LockClaims(context.Context) (string, error) { return "", nil }
 // ClaimDue picks due deliveries from the queue and leases them in the book
 // once the round commits (claim).
 func (r *roundTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
-	limit, perEndpoint int) ([]service.Claimed, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, perEndpoint)
+	limit int, caps storelink.ClaimCaps) ([]service.Claimed, error) {
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, caps)
 	if err != nil {
 		r.claimFailed = true
 		return nil, err

@@ -14,18 +14,18 @@ import (
 )
 
 // claim picks up to limit due deliveries for owner from the queue, at
-// most perEndpoint in flight per endpoint, and returns them and the leases
+// most caps.Cap leased per endpoint, and returns them and the leases
 // to take for them once the transaction commits. It reads only: the picked
 // rows, their endpoints, and the rows queued since the last claim. The
 // leases ending, those of the results recorded in the same transaction,
 // count as ended.
 func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, ending []*deliveryLease, owner string,
-	now time.Time, lease time.Duration, limit, perEndpoint int) ([]service.Claimed, map[string]*deliveryLease, error) {
+	now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]service.Claimed, map[string]*deliveryLease, error) {
 	nowMS := ms(now)
 	if err := q.sync(ctx, tx, book, ending, nowMS); err != nil {
 		return nil, nil, err
 	}
-	lines := q.pick(nowMS, limit, perEndpoint)
+	lines := q.pick(nowMS, limit, caps)
 	if len(lines) == 0 {
 		return nil, nil, nil
 	}

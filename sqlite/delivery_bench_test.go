@@ -49,7 +49,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			}
 			done += len(jobs)
 			commits++
-			jobs, err = q.RecordAndClaim(ctx, results, "w1", time.Minute, round, round)
+			jobs, err = q.RecordAndClaim(ctx, results, "w1", time.Minute, round, storelink.ClaimCaps{Default: round})
 		}
 		if err != nil {
 			b.Fatal(err)

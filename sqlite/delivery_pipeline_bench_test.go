@@ -84,7 +84,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 				results[i] = storelink.AttemptResult{Job: &held[i], Outcome: storelink.OutcomeSucceeded,
 					Attempt: storelink.Attempt{Number: held[i].Attempt, At: now, DurationMS: 1, StatusCode: 204}}
 			}
-			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, 256, leased)
+			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, 256, storelink.ClaimCaps{Default: leased})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -267,3 +267,51 @@ func migrationVersion(t *testing.T, p *goose.Provider, name string) int64 {
 	t.Fatalf("no migration *_%s.sql", name)
 	return 0
 }
+
+// Migration 16 adds the partners' sessions to the dashboard's: down to the
+// migration before, the operator's session is still active and the
+// partner's is gone (nothing could tell it apart any more); up again, both
+// kinds are recorded and read.
+func TestMigrationPortalSessions(t *testing.T) {
+	ctx := context.Background()
+	db, _ := batchFixture(t, 0)
+	s := db.Services()
+	c, err := s.Clients(ctx)
+	if err != nil || len(c) == 0 {
+		t.Fatalf("clients: %v, %v", c, err)
+	}
+	key, err := s.CreateAPIKey(ctx, c[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(time.Hour)
+	op, partner := []byte("operator session"), []byte("partner session")
+	for _, n := range []storelink.NewSession{{IDHash: op, Expires: expires}, {IDHash: partner, ClientID: c[0].ID, APIKey: key.APIKey, Expires: expires}} {
+		if err := s.CreateSession(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, migrationVersion(t, p, "portal_sessions")-1); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.QueryForTest(ctx, `SELECT id_hash FROM dashboard_sessions`)
+	if err != nil || len(rows) != 1 || rows[0]["id_hash"] != string(op) {
+		t.Fatalf("down to the migration before: sessions %v, %v; want the operator's only", rows, err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if client, ok, err := s.Session(ctx, op); err != nil || !ok || client != "" {
+		t.Fatalf("up again: the operator's session = %q, %v, %v", client, ok, err)
+	}
+	if err := s.CreateSession(ctx, storelink.NewSession{IDHash: partner, ClientID: c[0].ID, APIKey: key.APIKey, Expires: expires}); err != nil {
+		t.Fatal(err)
+	}
+	if client, ok, err := s.Session(ctx, partner); err != nil || !ok || client != c[0].ID {
+		t.Fatalf("up again: the partner's session = %q, %v, %v", client, ok, err)
+	}
+}

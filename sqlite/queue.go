@@ -6,8 +6,11 @@ import (
 	"database/sql"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync/atomic"
+
+	"storelink"
 )
 
 // deliveryQueue is an index of the file's pending deliveries held in
@@ -52,7 +55,10 @@ type deliveryQueue struct {
 	last      int64 // the highest seq read from the file
 	seed      maphash.Seed
 	endpoints map[string]*endpointQueue
-	lines     map[lineKey]*queueLine
+	// list is endpoints' values, for pick to walk every round: a slice
+	// is walked faster than a map.
+	list  []*endpointQueue
+	lines map[lineKey]*queueLine
 	// endpointsChanged is set when an endpoint was enabled or disabled
 	// outside the bookkeeping: the next round reads which are disabled.
 	endpointsChanged atomic.Bool
@@ -88,7 +94,13 @@ type endpointQueue struct {
 	disabled bool
 	leased   int
 	heads    lineHeap
-	picking  int // during pick: how many it took
+	// first is when heads[0]'s first delivery is due (math.MaxInt64 when
+	// heads is empty), kept by headsChanged so that pick, which looks at
+	// every endpoint each round, reads it here rather than two pointers
+	// away.
+	first   int64
+	picking int // during pick: how many it took
+	cap     int // during pick: how many it may have leased
 }
 
 // lineHeap orders lines by their first delivery: when due, then seq.
@@ -124,8 +136,16 @@ type endpointHeap []*endpointQueue
 
 func (h endpointHeap) Len() int           { return len(h) }
 func (h endpointHeap) Less(i, j int) bool { return before(h[i].heads[0], h[j].heads[0]) }
-func (h endpointHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endpointHeap) Push(x any)        { *h = append(*h, x.(*endpointQueue)) }
+
+// headsChanged keeps e.first after a change to e.heads.
+func (e *endpointQueue) headsChanged() {
+	e.first = math.MaxInt64
+	if len(e.heads) > 0 {
+		e.first = e.heads[0].next
+	}
+}
+func (h endpointHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *endpointHeap) Push(x any)   { *h = append(*h, x.(*endpointQueue)) }
 func (h *endpointHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
@@ -147,7 +167,7 @@ const (
 // reset drops the queue: the next round reads it from the file.
 func (q *deliveryQueue) reset() {
 	q.loaded = false
-	q.endpoints, q.lines = nil, nil
+	q.endpoints, q.list, q.lines = nil, nil, nil
 }
 
 func (q *deliveryQueue) orderHash(order string) uint64 { return maphash.String(q.seed, order) }
@@ -155,8 +175,9 @@ func (q *deliveryQueue) orderHash(order string) uint64 { return maphash.String(q
 func (q *deliveryQueue) endpoint(id string) *endpointQueue {
 	e := q.endpoints[id]
 	if e == nil {
-		e = &endpointQueue{id: id}
+		e = &endpointQueue{id: id, first: math.MaxInt64}
 		q.endpoints[id] = e
+		q.list = append(q.list, e)
 	}
 	return e
 }
@@ -173,7 +194,7 @@ func (q *deliveryQueue) sync(ctx context.Context, tx querier, book *leaseBook, e
 			q.seed = maphash.MakeSeed()
 		}
 		q.last = 0
-		q.endpoints, q.lines = map[string]*endpointQueue{}, map[lineKey]*queueLine{}
+		q.endpoints, q.list, q.lines = map[string]*endpointQueue{}, nil, map[lineKey]*queueLine{}
 	}
 	if q.endpointsChanged.Swap(false) || whole {
 		disabled := map[string]bool{}
@@ -278,6 +299,7 @@ func (q *deliveryQueue) fix(l *queueLine) {
 	case l.at >= 0:
 		heap.Remove(h, l.at)
 	}
+	l.key.endpoint.headsChanged()
 	if len(l.entries) == 0 && q.lines[l.key] == l {
 		delete(q.lines, l.key)
 	}
@@ -345,17 +367,23 @@ func (q *deliveryQueue) done(l *deliveryLease) {
 }
 
 // pick takes out of their heaps up to limit lines whose first delivery is
-// due at now, oldest first across endpoints, each endpoint's up to
-// perEndpoint in flight; the caller leases their deliveries or puts the
-// lines back (fix).
-func (q *deliveryQueue) pick(now int64, limit, perEndpoint int) []*queueLine {
+// due at now, oldest first across endpoints, each endpoint's up to its cap
+// leased; the caller leases their deliveries or puts the lines back (fix).
+func (q *deliveryQueue) pick(now int64, limit int, caps storelink.ClaimCaps) []*queueLine {
 	due := func(e *endpointQueue) bool {
-		return !e.disabled && e.leased+e.picking < perEndpoint && len(e.heads) > 0 && e.heads[0].next <= now
+		return !e.disabled && e.leased+e.picking < e.cap && e.first <= now
 	}
 	var open endpointHeap
-	for _, e := range q.endpoints {
-		if due(e) {
-			open = append(open, e)
+	for _, e := range q.list {
+		if e.first <= now && !e.disabled {
+			// The leases are all this process's (one holds the file):
+			// the owner's cap and every owner's bound count the same.
+			if e.cap = caps.Cap(e.id); caps.All > 0 {
+				e.cap = min(e.cap, caps.All)
+			}
+			if due(e) {
+				open = append(open, e)
+			}
 		}
 	}
 	heap.Init(&open)
@@ -363,6 +391,7 @@ func (q *deliveryQueue) pick(now int64, limit, perEndpoint int) []*queueLine {
 	for len(picked) < limit && len(open) > 0 {
 		e := open[0]
 		picked = append(picked, heap.Pop(&e.heads).(*queueLine))
+		e.headsChanged()
 		if e.picking++; due(e) {
 			heap.Fix(&open, 0)
 		} else {

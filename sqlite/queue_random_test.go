@@ -276,7 +276,7 @@ func (h *queueHarness) recordAndClaim(claim bool) {
 		return
 	}
 	limit, per := h.limits()
-	jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, per)
+	jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, storelink.ClaimCaps{Default: per})
 	h.must(err, "RecordAndClaim")
 	h.checkClaim(jobs, limit, per)
 }
@@ -508,7 +508,7 @@ func (h *queueHarness) drain() {
 		if h.step > rounds {
 			h.fatalf("still %d pending after %d rounds of claims that all succeeded", len(h.snapshot().pending), rounds)
 		}
-		jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, 1000)
+		jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, storelink.ClaimCaps{Default: 1000})
 		h.must(err, "RecordAndClaim")
 		h.checkClaim(jobs, 1000, 1000)
 		if len(jobs) == 0 {

@@ -25,7 +25,7 @@ func TestFailedRoundLosesNothing(t *testing.T) {
 	breakEndpointRow(t, db, true)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
 		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
-	if jobs, err := db.Services().RecordAndClaim(ctx, res, "w", time.Minute, 10, 10); err == nil || len(jobs) != 0 {
+	if jobs, err := db.Services().RecordAndClaim(ctx, res, "w", time.Minute, 10, storelink.ClaimCaps{Default: 10}); err == nil || len(jobs) != 0 {
 		t.Fatalf("round with a claim that cannot read the endpoint: %d jobs, %v; want an error", len(jobs), err)
 	}
 	breakEndpointRow(t, db, false)
@@ -305,7 +305,7 @@ func BenchmarkQueueRead(b *testing.B) {
 		}
 		b.StartTimer()
 		t1 := time.Now()
-		if _, err := db.Services().RecordAndClaim(ctx, nil, "w", time.Minute, 1, 32); err != nil {
+		if _, err := db.Services().RecordAndClaim(ctx, nil, "w", time.Minute, 1, storelink.ClaimCaps{Default: 32}); err != nil {
 			b.Fatal(err)
 		}
 		read += time.Since(t1)

@@ -229,23 +229,36 @@ func testAuthenticationAcrossPartners(e *env) {
 func authErr(_ *storelink.Client, err error) error { return err }
 
 // testSessions: a session is active from its creation until it expires or
-// is deleted, and deleting it again is no error.
+// is deleted, and deleting it again is no error; a partner's session is its
+// client's, needs the key it was opened with, and ends when that key is
+// deleted.
 func testSessions(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	a, b := sha256.Sum256([]byte("session a")), sha256.Sum256([]byte("session b"))
+	session := func(id [32]byte) (string, bool) {
+		t.Helper()
+		client, ok, err := s.Session(ctx, id[:])
+		must(t, err)
+		return client, ok
+	}
 	active := func(id [32]byte) bool {
 		t.Helper()
-		ok, err := s.SessionActive(ctx, id[:])
-		must(t, err)
+		_, ok := session(id)
 		return ok
+	}
+	operator := func(id [32]byte, expires time.Time) storelink.NewSession {
+		return storelink.NewSession{IDHash: id[:], Expires: expires}
 	}
 	if active(a) {
 		t.Fatal("a session that was never created is active")
 	}
-	must(t, s.CreateSession(ctx, a[:], e.clock.Now().Add(time.Hour)))
-	must(t, s.CreateSession(ctx, b[:], e.clock.Now().Add(2*time.Hour)))
+	must(t, s.CreateSession(ctx, operator(a, e.clock.Now().Add(time.Hour))))
+	must(t, s.CreateSession(ctx, operator(b, e.clock.Now().Add(2*time.Hour))))
 	if !active(a) || !active(b) {
 		t.Fatal("new sessions are not active")
+	}
+	if client, _ := session(a); client != "" {
+		t.Fatalf("the operator's session is of client %q", client)
 	}
 	must(t, s.DeleteSession(ctx, a[:]))
 	if active(a) || !active(b) {
@@ -260,12 +273,31 @@ func testSessions(e *env) {
 		t.Fatal("an expired session is active")
 	}
 	c := sha256.Sum256([]byte("session c"))
-	must(t, s.CreateSession(ctx, c[:], e.clock.Now().Add(time.Hour)))
+	must(t, s.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))))
 	if !active(c) || active(b) {
 		t.Fatal("after a new login: c must be active, b not")
 	}
 	// A session id can be recorded only once.
-	if err := s.CreateSession(ctx, c[:], e.clock.Now().Add(time.Hour)); err == nil {
+	if err := s.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))); err == nil {
 		t.Fatal("creating the same session twice succeeded")
+	}
+
+	// A partner's session, opened with its second key, and one with the
+	// first: deleting the second key ends the first session only.
+	key, err := s.CreateAPIKey(ctx, e.client.ID)
+	must(t, err)
+	p1, p2 := sha256.Sum256([]byte("partner 1")), sha256.Sum256([]byte("partner 2"))
+	must(t, s.CreateSession(ctx, storelink.NewSession{IDHash: p1[:], ClientID: e.client.ID, APIKey: key.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
+	must(t, s.CreateSession(ctx, storelink.NewSession{IDHash: p2[:], ClientID: e.client.ID, APIKey: e.client.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
+	for _, id := range [][32]byte{p1, p2} {
+		if client, ok := session(id); !ok || client != e.client.ID {
+			t.Fatalf("a partner's session = %q, %v; want its client, active", client, ok)
+		}
+	}
+	err = s.CreateSession(ctx, storelink.NewSession{IDHash: a[:], ClientID: e.client.ID, Expires: e.clock.Now().Add(time.Hour)})
+	wantCode(t, err, storelink.EINVALID)
+	must(t, s.DeleteAPIKey(ctx, e.client.ID, key.KeyID))
+	if active(p1) || !active(p2) {
+		t.Fatalf("after deleting the key: its session active %v, the other %v; want false, true", active(p1), active(p2))
 	}
 }

@@ -23,13 +23,17 @@ const (
 	// it sooner; the Transport then finds it closed, and a request that it
 	// took is sent again on a new connection (see setHeaders).
 	maxIdle = 30 * time.Second
-	// maxIdlePerHost and maxIdleConns bound the connections kept: at least
-	// as many to one endpoint as the deliverer may have attempts in flight
-	// to it (worker.Deliverer's PerEndpoint, at most its 128 Workers), so
-	// that a busy endpoint's connections are reused rather than dialled
-	// again after each answer.
+	// maxIdlePerHost and maxIdleConns bound the connections kept: as many
+	// to one endpoint as the deliverer may have attempts in flight to it
+	// (worker.MaxPerEndpoint, --webhook-concurrency's most), so that a busy
+	// endpoint's connections are reused rather than dialled again after
+	// each answer; and in all, enough for each of a thousand endpoints that
+	// take events at once to keep one (the least used are closed first),
+	// since dialling and closing a connection costs more than an attempt
+	// on one. An idle connection costs a few tens of KiB (its buffers and two
+	// goroutines) and a file descriptor.
 	maxIdlePerHost = 128
-	maxIdleConns   = 256
+	maxIdleConns   = 1024
 )
 
 // newTransport returns the Transport that every attempt of a Client goes

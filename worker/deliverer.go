@@ -23,14 +23,18 @@ type Deliverer struct {
 	Retry  storelink.RetryPolicy
 	Logger *slog.Logger
 	Owner  string
+	// Timeout is the webhook timeout: the longest an attempt takes.
+	Timeout time.Duration
 	// Lease must outlast an attempt (the webhook timeout) and the wait of a
 	// delivery claimed ahead for the attempts before it to the same endpoint
-	// (claimAhead more), with room to record it.
+	// (claimAhead more), with room to record it (leaseRoom): a claimed
+	// delivery whose lease would not is given back unsent.
 	Lease time.Duration
 	// Workers is the number of attempts in flight at once; PerEndpoint caps
-	// those to one endpoint, so a slow endpoint cannot hold them all. Up to
-	// claimAhead times as many again are claimed ahead, to go as places
-	// free.
+	// those to one endpoint, each endpoint being paced below it by what it
+	// has answered (pacing.go), so that slow endpoints cannot hold them
+	// all. Up to claimAhead times as many again are claimed ahead, to go as
+	// places free.
 	Workers     int
 	PerEndpoint int
 	// Interval is how often due deliveries are looked for when nothing
@@ -52,13 +56,17 @@ type deliveryMetrics struct {
 }
 
 // The deliverer's defaults: attempts in flight in all, and to one endpoint
-// at most (serve's --webhook-concurrency). 32 to one endpoint keep requests
-// on the wire while a round's results are recorded, so a fast receiver is
-// not left waiting on the bookkeeping; an endpoint that answers slowly gets
-// no more than that many requests at once, and its retries back off.
+// at most (serve's --webhook-concurrency, up to MaxPerEndpoint). An attempt
+// mostly waits on the network, and a goroutine and a connection cost little,
+// so there are many in flight: the endpoints that hang hold one each until
+// their first timeout (pacing.go), a small part of 256. 32 to one endpoint
+// keep requests on the wire while a round's results are recorded, so a fast
+// receiver is not left waiting on the bookkeeping; an endpoint that answers
+// slowly gets fewer (pacing.go), and its retries back off.
 const (
-	DefaultWorkers     = 128
+	DefaultWorkers     = 256
 	DefaultPerEndpoint = 32
+	MaxPerEndpoint     = 128
 )
 
 // NewDeliverer returns a deliverer with its metrics registered on reg.
@@ -68,8 +76,8 @@ func NewDeliverer(store storelink.WebhookService, client *webhook.Client, retry 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Deliverer{
-		Store: store, Client: client, Retry: retry, Logger: logger, Owner: owner,
-		Lease: (1+claimAhead)*timeout + 30*time.Second, Workers: DefaultWorkers, PerEndpoint: DefaultPerEndpoint, Interval: time.Second,
+		Store: store, Client: client, Retry: retry, Logger: logger, Owner: owner, Timeout: timeout,
+		Lease: (1+claimAhead)*timeout + leaseRoom + 20*time.Second, Workers: DefaultWorkers, PerEndpoint: DefaultPerEndpoint, Interval: time.Second,
 		wake: make(chan struct{}, 1),
 		metrics: deliveryMetrics{
 			outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -153,12 +161,12 @@ const (
 //
 // One loop does all the bookkeeping, each round in one transaction: it
 // records the results in and, in the same transaction, claims deliveries
-// for after the attempts in flight. An endpoint has at most PerEndpoint
-// attempts in flight and claimAhead times as many claimed to go next, so
-// that the next rounds are on hand when attempts end: the database records
-// and claims while the endpoint receives, rather than each waiting for the
-// other in turn. A claimed delivery goes as soon as its endpoint has fewer
-// than PerEndpoint in flight, and fewer than Workers are in flight in all.
+// for after the attempts in flight. An endpoint has at most its pace's
+// limit of attempts in flight and claimAhead times as many claimed to go
+// next (pacing.go), so that the next rounds are on hand when attempts end:
+// the database records and claims while the endpoint receives, rather than
+// each waiting for the other in turn. A claimed delivery goes as soon as
+// its endpoint's pace lets it and fewer than Workers are in flight in all.
 //
 // Results are recorded when at least as many are in as attempts are still
 // in flight (so when every attempt has handed in its own, waiting longer
@@ -168,8 +176,7 @@ const (
 // of the delivery rate, and leaves the one writer to the order calls
 // between rounds.
 func (d *Deliverer) Run(ctx context.Context) error {
-	s := &sending{d: d, load: map[string]int{}, signal: make(chan struct{}, 1)}
-	s.idle = sync.NewCond(&s.mu)
+	s := newSending(d)
 	d.running.Store(s)
 	defer d.running.Store(nil)
 	var workers sync.WaitGroup
@@ -195,11 +202,14 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	done := ctx.Done()
 	var spare []storelink.AttemptResult
 	for {
+		now := time.Now()
 		s.mu.Lock()
 		flush := len(s.batch) > 0 && (len(s.batch) >= s.running || len(s.batch) >= recordBatch || late)
 		limit := 0
+		var caps storelink.ClaimCaps
 		if (claim || flush) && ctx.Err() == nil {
-			limit = claimAhead*d.Workers - len(s.claimed)
+			limit = claimAhead*d.Workers - s.waiting(now)
+			caps = s.claimCaps(now)
 		}
 		var record []storelink.AttemptResult
 		if flush {
@@ -208,10 +218,16 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			delay.Reset(recordDelay)
 			timing = true
 		}
+		stale := s.takeStale()
 		over := ctx.Err() != nil && s.running == 0 && len(s.claimed) == 0 && len(s.batch) == 0
 		s.mu.Unlock()
+		if len(stale) > 0 {
+			d.giveBack(stale)
+			claim = true
+			continue
+		}
 		if flush || limit > 0 {
-			jobs := d.recordAndClaim(ctx, record, limit)
+			jobs := d.recordAndClaim(ctx, record, limit, caps)
 			if flush {
 				clear(record)
 				spare = record
@@ -220,7 +236,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			}
 			claim = false
 			if len(jobs) > 0 {
-				s.add(jobs)
+				s.add(jobs, now.Add(d.Lease))
 			}
 			continue
 		}
@@ -235,6 +251,9 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			claim = true
 		case <-ticker.C:
 			claim = true
+			s.mu.Lock()
+			s.review(time.Now())
+			s.mu.Unlock()
 		case <-done:
 			done = nil // stopping: no more claims
 			d.release(s)
@@ -245,13 +264,23 @@ func (d *Deliverer) Run(ctx context.Context) error {
 // release gives back the deliveries claimed and not yet started.
 func (d *Deliverer) release(s *sending) {
 	s.mu.Lock()
-	jobs := make([]storelink.DeliveryJob, len(s.claimed))
-	for i, j := range s.claimed {
-		jobs[i] = *j
+	jobs := s.takeStale()
+	for _, c := range s.claimed {
+		jobs = append(jobs, *c.job)
+		c.pace.claimed--
 	}
 	s.claimed = nil
 	s.mu.Unlock()
-	// Only at a stop: bounded as the rest of a stop is.
+	d.giveBack(jobs)
+}
+
+// giveBack gives back claimed deliveries that were not attempted, each
+// claimable again at once, as it was before its claim.
+func (d *Deliverer) giveBack(jobs []storelink.DeliveryJob) {
+	if len(jobs) == 0 {
+		return
+	}
+	// Bounded as a stop is: the leases run out otherwise.
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
 	if err := d.Store.ReleaseClaims(ctx, jobs); err != nil {
@@ -272,9 +301,10 @@ func (d *Deliverer) DropEndpoint(endpointID string) {
 	}
 	var dropped []storelink.DeliveryJob
 	s.mu.Lock()
-	s.claimed = slices.DeleteFunc(s.claimed, func(j *storelink.DeliveryJob) bool {
-		if j.EndpointID == endpointID {
-			dropped = append(dropped, *j)
+	s.claimed = slices.DeleteFunc(s.claimed, func(c claim) bool {
+		if c.job.EndpointID == endpointID {
+			dropped = append(dropped, *c.job)
+			c.pace.claimed--
 			return true
 		}
 		return false
@@ -301,16 +331,16 @@ const stopBound = 3 * time.Second
 // recordAndClaim records batch and claims up to limit deliveries. A record
 // that fails is logged: the leases run out and the deliveries are tried
 // again, at least once, never lost. The store caps the deliveries leased
-// per endpoint, those in flight and those claimed ahead of them; the
-// attempts in flight are capped at PerEndpoint as they start.
-func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.AttemptResult, limit int) []storelink.DeliveryJob {
+// per endpoint, those in flight and those claimed ahead of them, by caps;
+// the attempts in flight are capped by the endpoints' paces as they start.
+func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.AttemptResult, limit int, caps storelink.ClaimCaps) []storelink.DeliveryJob {
 	// Not the loop's context: a stop must not cut off the record of the
 	// attempts made. Still, once the loop stops, a database that does not
 	// answer gets stopBound, not the whole time.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopBound, cancel) })()
-	jobs, err := d.Store.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, (1+claimAhead)*d.PerEndpoint)
+	jobs, err := d.Store.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, caps)
 	if err != nil {
 		d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
 	}

@@ -224,53 +224,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	}
 }
 
-// A slow endpoint holds at most PerEndpoint attempts, so the other
-// endpoint's events all go through while it hangs.
-func TestDelivererPerEndpointCap(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	hold := make(chan struct{})
-	slow, fast := newCounter(t, hold, 0), newCounter(t, nil, 0)
-	f.endpoint(slow.URL)
-	f.endpoint(fast.URL)
-	var ids []string
-	for range 20 {
-		ids = append(ids, f.event())
-	}
-	d := f.deliverer("test", 10*time.Second)
-	d.Workers, d.PerEndpoint = 8, 3
-	run(t, d)
-	released := false
-	defer func() {
-		if !released {
-			close(hold)
-		}
-	}()
-
-	waitFor(t, 5*time.Second, "every event at the fast endpoint", func() bool {
-		_, _, total := fast.state()
-		return total == len(ids)
-	})
-	time.Sleep(50 * time.Millisecond) // time to take more, were it allowed
-	if inflight, peak, _ := slow.state(); inflight != 3 || peak != 3 {
-		t.Errorf("slow endpoint: %d in flight, at most %d, want 3 (PerEndpoint)", inflight, peak)
-	}
-	close(hold)
-	released = true
-	waitFor(t, 5*time.Second, "every event at the slow endpoint", func() bool {
-		_, _, total := slow.state()
-		return total == len(ids)
-	})
-	if _, peak, _ := slow.state(); peak > 3 {
-		t.Errorf("slow endpoint had %d requests at once, want at most 3", peak)
-	}
-	for _, id := range ids {
-		if slow.count(id) != 1 || fast.count(id) != 1 {
-			t.Errorf("event %s received %d and %d times, want once each", id, slow.count(id), fast.count(id))
-		}
-	}
-}
-
 // A deliverer that claimed a delivery and died: another takes it when the
 // lease runs out, and the dead one's late result changes nothing.
 func TestDelivererLeaseRunsOut(t *testing.T) {

@@ -228,8 +228,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--max-waiting-uploads must be 0 (no limit) or more")}
 	case c.WebhookTimeout <= 0:
 		return nil, usageError{errors.New("--webhook-timeout must be positive")}
-	case c.WebhookConcurrency < 1 || c.WebhookConcurrency > worker.DefaultWorkers:
-		return nil, usageError{fmt.Errorf("--webhook-concurrency must be from 1 to %d", worker.DefaultWorkers)}
+	case c.WebhookConcurrency < 1 || c.WebhookConcurrency > worker.MaxPerEndpoint:
+		return nil, usageError{fmt.Errorf("--webhook-concurrency must be from 1 to %d", worker.MaxPerEndpoint)}
 	case c.UploadLease <= 0:
 		return nil, usageError{errors.New("--upload-lease must be positive")}
 	case c.AuthFailures < 1:

@@ -325,11 +325,13 @@ func TestPostgresKillWhileDelivering(t *testing.T) {
 	checkSignatures(t, rec)
 
 	// What the dead process held was attempted again only once its lease
-	// had run out, by the survivor.
+	// had run out, by the survivor. An attempt that started before the
+	// kill is the dead process's own, recorded by a COMMIT it sent just
+	// before it died.
 	for _, h := range orphans {
 		var first *time.Time
-		if err := conn.QueryRow(ctx, `SELECT min(at) FROM delivery_attempts WHERE delivery_id = $1 AND number > $2`,
-			h.id, h.attempts).Scan(&first); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT min(at) FROM delivery_attempts WHERE delivery_id = $1 AND number > $2 AND at > $3`,
+			h.id, h.attempts, killed).Scan(&first); err != nil {
 			t.Fatal(err)
 		}
 		switch {

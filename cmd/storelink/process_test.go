@@ -27,10 +27,14 @@ var (
 )
 
 // TestMain removes the built binary when the tests are done. Run with
-// bareEnv set, the binary is the webhook benchmark's bare client instead.
+// bareEnv or epBareEnv set, the binary is a webhook benchmark's bare client
+// instead.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(bareEnv); path != "" {
 		os.Exit(runBareClient(path))
+	}
+	if path := os.Getenv(epBareEnv); path != "" {
+		os.Exit(runEPBare(path))
 	}
 	code := m.Run()
 	if binaryPath != "" {

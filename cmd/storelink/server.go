@@ -138,9 +138,13 @@ func (s *server) newAPI(token string) *httpapi.Server {
 	c, db := s.c, s.db
 	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
 		MaxWaiting: c.MaxWaitingUploads}
-	// One limiter for the API and the dashboard's login: guesses at the
-	// admin token count together whichever way they come.
+	// One limiter for the API, the dashboard's login and the portal's
+	// sign-in: guesses at the admin token or an API key count together
+	// whichever way they come.
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
+	// One bound for the files in memory, whether the API, the dashboard or
+	// the portal sends them.
+	downloads := httpapi.NewDownloads()
 	return httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
 		// On PostgreSQL the key can be rotated while this process runs; it
@@ -149,6 +153,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Fault: db.Fault, ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
+		Downloads:           downloads,
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
 		MaxUploadsInFlight:  c.MaxUploadsInFlight,
@@ -164,7 +169,8 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Logger:              s.logger,
 		Registry:            s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{
-			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Sessions: db, LoginLimit: authLimit,
+			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Auth: db, Sessions: db, LoginLimit: authLimit,
+			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
 			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault,
 		}),
 	})

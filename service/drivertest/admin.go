@@ -150,28 +150,55 @@ func testStoreRows(e *env) {
 }
 
 func testSessionRows(e *env) {
-	idA, idB := []byte("session a"), []byte("session b")
+	idA, idB, idC, idD := []byte("session a"), []byte("session b"), []byte("session c"), []byte("session d")
+	key, err := e.seed.CreateAPIKey(e.ctx, e.client.ID)
+	must(e.t, err)
 	t0 := e.tick()
 	e.inTx(func(tx service.Tx) {
-		must(e.t, tx.InsertSession(e.ctx, idA, t0.Add(time.Hour)))
-		must(e.t, tx.InsertSession(e.ctx, idB, t0.Add(2*time.Hour)))
+		must(e.t, tx.InsertSession(e.ctx, idA, "", "", t0.Add(time.Hour)))
+		must(e.t, tx.InsertSession(e.ctx, idB, "", "", t0.Add(2*time.Hour)))
+		// A partner's session, and one whose key hash is no key of its
+		// client (the client's first key is another).
+		must(e.t, tx.InsertSession(e.ctx, idC, e.client.ID, storelink.HashAPIKey(key.APIKey), t0.Add(time.Hour)))
+		must(e.t, tx.InsertSession(e.ctx, idD, e.client.ID, storelink.HashAPIKey("slk_not_a_key"), t0.Add(time.Hour)))
 	})
-	active := func(id []byte, at time.Time) bool {
+	session := func(id []byte, at time.Time) (string, bool) {
 		e.t.Helper()
-		ok, err := e.d.SessionActive(e.ctx, id, at)
+		client, ok, err := e.d.GetSession(e.ctx, id, at)
 		must(e.t, err)
-		return ok
+		return client, ok
 	}
-	if !active(idA, t0) || active(idA, t0.Add(time.Hour)) || active([]byte("none"), t0) {
-		e.t.Fatal("SessionActive: want a session active before its expiry only, and no unknown one")
+	if c, ok := session(idA, t0); !ok || c != "" {
+		e.t.Fatalf("GetSession(operator's) = %q, %v; want \"\", true", c, ok)
+	}
+	if _, ok := session(idA, t0.Add(time.Hour)); ok {
+		e.t.Fatal("GetSession: a session is active at its expiry")
+	}
+	if _, ok := session([]byte("none"), t0); ok {
+		e.t.Fatal("GetSession: an unknown session is active")
+	}
+	if c, ok := session(idC, t0); !ok || c != e.client.ID {
+		e.t.Fatalf("GetSession(partner's) = %q, %v; want the client, true", c, ok)
+	}
+	if _, ok := session(idD, t0); ok {
+		e.t.Fatal("GetSession: a partner's session whose key hash is no key of its client is active")
+	}
+	if ok, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, key.KeyID); err != nil || !ok {
+		e.t.Fatalf("DeleteAPIKey = %v, %v", ok, err)
+	}
+	if _, ok := session(idC, t0); ok {
+		e.t.Fatal("GetSession: a partner's session is active after its key was deleted")
 	}
 	e.inTx(func(tx service.Tx) { must(e.t, tx.DeleteExpiredSessions(e.ctx, t0.Add(time.Hour))) })
-	if active(idA, t0) || !active(idB, t0) {
-		e.t.Fatal("DeleteExpiredSessions: want the session expired at that time gone, the other kept")
+	if _, ok := session(idA, t0); ok {
+		e.t.Fatal("DeleteExpiredSessions: the session expired at that time is kept")
+	}
+	if _, ok := session(idB, t0); !ok {
+		e.t.Fatal("DeleteExpiredSessions: a session not yet expired is gone")
 	}
 	must(e.t, e.d.DeleteSession(e.ctx, idB))
 	must(e.t, e.d.DeleteSession(e.ctx, idB))
-	if active(idB, t0) {
+	if _, ok := session(idB, t0); ok {
 		e.t.Fatal("DeleteSession kept the session")
 	}
 }

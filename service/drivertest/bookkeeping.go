@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,12 +20,19 @@ func (e *env) round(fn func(tx service.RoundTx)) {
 	must(e.t, tx.Commit(e.ctx))
 }
 
-// claimDue locks the claims and claims in tx.
+// claimDue locks the claims and claims in tx, with one cap for every
+// endpoint.
 func (e *env) claimDue(tx service.RoundTx, owner string, now time.Time, limit, perEndpoint int) []service.Claimed {
+	e.t.Helper()
+	return e.claimCaps(tx, owner, now, limit, storelink.ClaimCaps{Default: perEndpoint})
+}
+
+// claimCaps locks the claims and claims in tx with caps.
+func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit int, caps storelink.ClaimCaps) []service.Claimed {
 	e.t.Helper()
 	_, err := tx.LockClaims(e.ctx)
 	must(e.t, err)
-	got, err := tx.ClaimDue(e.ctx, owner, now, time.Minute, limit, perEndpoint)
+	got, err := tx.ClaimDue(e.ctx, owner, now, time.Minute, limit, caps)
 	must(e.t, err)
 	return got
 }
@@ -159,4 +167,56 @@ func testBookkeeping(e *env) {
 			t.Fatalf("claimed %s after enabling, want %s as attempt 2, try 1", events(got), second.EventID)
 		}
 	})
+}
+
+// testClaimCaps: each endpoint's cap bounds what the owner has leased, the
+// deliveries leased before counted: the cap listed for it, or the default
+// for one not listed; All bounds what every owner has leased together.
+func testClaimCaps(e *env) {
+	t := e.t
+	var eps [3]*storelink.Endpoint
+	for i := range eps {
+		ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://%c.test/", 'a'+i)},
+			"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+		must(t, err)
+		eps[i] = ep
+	}
+	// Four orders, each with an event to every endpoint.
+	for range 4 {
+		o := e.order("S1", eanA)
+		e.insert(o)
+		at := e.tick()
+		for _, ep := range eps {
+			e.queue(o, ep.ID, at)
+		}
+	}
+	count := func(claimed []service.Claimed) map[string]int {
+		n := map[string]int{}
+		for _, c := range claimed {
+			n[c.Job.EndpointID]++
+		}
+		return n
+	}
+	now := e.tick()
+	caps := storelink.ClaimCaps{Default: 2, Of: map[string]int{eps[0].ID: 1, eps[1].ID: 3}}
+	var first []service.Claimed
+	e.round(func(tx service.RoundTx) { first = e.claimCaps(tx, "w1", now, 100, caps) })
+	if n := count(first); n[eps[0].ID] != 1 || n[eps[1].ID] != 3 || n[eps[2].ID] != 2 {
+		t.Fatalf("claimed per endpoint %v, want 1, 3 and 2 (listed, listed, default)", n)
+	}
+	// The caps count what the owner has leased already: raised by one
+	// each, one more each.
+	caps = storelink.ClaimCaps{Default: 3, Of: map[string]int{eps[0].ID: 2, eps[1].ID: 4}}
+	var second []service.Claimed
+	e.round(func(tx service.RoundTx) { second = e.claimCaps(tx, "w1", now, 100, caps) })
+	if n := count(second); len(second) != 3 || n[eps[0].ID] != 1 || n[eps[1].ID] != 1 || n[eps[2].ID] != 1 {
+		t.Fatalf("second claim per endpoint %v, want one more each", n)
+	}
+	// All bounds every owner's leases together: 2, 4 and 3 are leased.
+	caps = storelink.ClaimCaps{Default: 10, All: 4}
+	var third []service.Claimed
+	e.round(func(tx service.RoundTx) { third = e.claimCaps(tx, "w2", now, 100, caps) })
+	if n := count(third); len(third) != 3 || n[eps[0].ID] != 2 || n[eps[2].ID] != 1 {
+		t.Fatalf("another owner's claim per endpoint %v, want 2, 0 and 1: up to 4 leased in all", n)
+	}
 }

@@ -1,0 +1,11 @@
+package dashboard
+
+// SessionCookie makes a session cookie's value of the portal (portal true)
+// or of the dashboard, and its session id, as a sign-in does, without
+// recording the session: a test records it as it likes.
+func (h *Handler) SessionCookie(portal bool) (value, id string) {
+	if portal {
+		return h.newSession(portalRealm)
+	}
+	return h.newSession(operatorRealm)
+}

@@ -1,0 +1,275 @@
+package dashboard
+
+import (
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"storelink"
+)
+
+// The portal's pages. Each reads only the signed-in client's data: lists
+// are filtered by its id, and a single upload, order, delivery or endpoint
+// is looked up within it, so that another client's answers 404 as if it did
+// not exist.
+
+type portalHomeData struct {
+	portalClient
+	Gauge     gauge
+	Chart     chart
+	Endpoints []storelink.EndpointDetail
+	// Failed and Pending sum the deliveries of its endpoints.
+	Failed, Pending int
+	Uploads         []storelink.Upload
+	Orders          []storelink.Order
+}
+
+func (h *Handler) handlePortalHome(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	ctx, now := r.Context(), h.Now()
+	d := portalHomeData{portalClient: c}
+	capacity, err := h.Uploads.Capacity(ctx, c.ID, h.Capacity)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d.Gauge = newGauge(capacity)
+	uploads, err := h.uploadsSince(ctx, c.ID, chartSince(now, h.Capacity.Window))
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d.Chart = newChart(uploads, now, h.Capacity.Window, capacity.BytesPerWindow, 720, 120)
+	if d.Endpoints, err = h.Webhooks.EndpointDetails(ctx, c.ID); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	for _, e := range d.Endpoints {
+		d.Failed += e.Stats.FailedDeliveries
+		d.Pending += e.Stats.Pending
+	}
+	if d.Uploads, err = h.Uploads.Uploads(ctx, c.ID, storelink.UploadFilter{Limit: 5}); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if d.Orders, err = h.Orders.Orders(ctx, storelink.OrderFilter{ClientID: c.ID, Limit: 5}); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	v.Title, v.Nav, v.Data = c.Label(), "home", d
+	h.render(w, r, http.StatusOK, "portal_home", v)
+}
+
+type portalUploadsData struct {
+	Status   string
+	Statuses []storelink.UploadStatus
+	Uploads  []storelink.Upload
+	Next     string
+}
+
+func (h *Handler) handlePortalUploads(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	q := r.URL.Query()
+	d := portalUploadsData{Status: q.Get("status"), Statuses: storelink.UploadStatuses}
+	if d.Status != "" && !slices.Contains(storelink.UploadStatuses, storelink.UploadStatus(d.Status)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
+		return
+	}
+	limit := queryLimit(r, uploadsPage, 500)
+	var err error
+	d.Uploads, err = h.Uploads.Uploads(r.Context(), c.ID, storelink.UploadFilter{Status: storelink.UploadStatus(d.Status), Before: q.Get("before"), Limit: limit})
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if len(d.Uploads) == limit {
+		d.Next = d.Uploads[limit-1].ID
+	}
+	v.Title, v.Nav, v.Data = "Uploads", "uploads", d
+	h.render(w, r, http.StatusOK, "portal_uploads", v)
+}
+
+func (h *Handler) handlePortalUpload(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	u, err := h.Uploads.Upload(r.Context(), c.ID, r.PathValue("upload_id"))
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d := uploadData{Upload: u, ClientLabel: c.Label(), Errors: groupProblems(u.Errors), Warnings: groupProblems(u.Warnings)}
+	if !u.Status.Final() {
+		v.Refresh = 1 // until it is applied or rejected
+	}
+	v.Title, v.Nav, v.Data = "Upload "+u.FileName, "uploads", d
+	h.render(w, r, http.StatusOK, "portal_upload", v)
+}
+
+// handlePortalUploadFile gives the file of an upload of the client's, as
+// received, while it is kept (the operator's page too, of the path's
+// client).
+func (h *Handler) handlePortalUploadFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
+	release, err := h.Download(w)
+	defer release()
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	id := r.PathValue("upload_id")
+	data, err := h.Uploads.UploadFile(r.Context(), client, id)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	name := id + ".csv"
+	if u, err := h.Uploads.Upload(r.Context(), client, id); err == nil {
+		name = u.FileName
+	}
+	download(w, "text/csv", name, data)
+}
+
+// handlePortalErrorFile gives the error file of a processed upload of the
+// client's (the operator's page too, of the path's client).
+func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
+	release, err := h.Download(w)
+	defer release()
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	id := r.PathValue("upload_id")
+	data, err := h.Uploads.UploadErrorFile(r.Context(), client, id)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	download(w, "text/csv; charset=utf-8", id+"-errors.csv", data)
+}
+
+// download answers a file as an attachment named name, as the API's
+// downloads are.
+func download(w http.ResponseWriter, contentType, name string, data []byte) {
+	hd := w.Header()
+	hd.Set("Content-Type", contentType)
+	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	hd.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (h *Handler) handlePortalStock(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	q := r.URL.Query()
+	d := stockData{Client: c.ID, Stores: c.Stores, Store: q.Get("store"), EAN: q.Get("ean"), After: q.Get("after")}
+	var err error
+	d.Rows, d.Next, err = h.Stock.Stock(r.Context(), c.ID, storelink.StockFilter{
+		StoreID: d.Store, EAN: d.EAN, Limit: queryLimit(r, stockPage, 1000), After: d.After,
+	})
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	v.Title, v.Nav, v.Data = "Stock in force", "stock", d
+	h.render(w, r, http.StatusOK, "portal_stock", v)
+}
+
+func (h *Handler) handlePortalOrders(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	q := r.URL.Query()
+	d := ordersData{Client: c.ID, State: q.Get("state"), Number: q.Get("number")}
+	if d.State != "" && !slices.Contains(storelink.OrderStates, storelink.OrderState(d.State)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "state must be one of the six order states."))
+		return
+	}
+	limit := queryLimit(r, ordersPage, 500)
+	var err error
+	d.Orders, err = h.Orders.Orders(r.Context(), storelink.OrderFilter{
+		ClientID: c.ID, OrderNumber: d.Number, State: storelink.OrderState(d.State), Limit: limit, Before: q.Get("before"),
+	})
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if len(d.Orders) == limit {
+		d.Next = d.Orders[limit-1].ID
+	}
+	v.Title, v.Nav, v.Data = "Orders", "orders", d
+	h.render(w, r, http.StatusOK, "portal_orders", v)
+}
+
+// handlePortalOrder shows an order of the client's with its events and
+// their deliveries; another client's order is not found.
+func (h *Handler) handlePortalOrder(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	ctx, id := r.Context(), r.PathValue("order_id")
+	o, err := h.Orders.Order(ctx, id)
+	if err == nil && o.ClientID != c.ID {
+		err = storelink.Errorf(storelink.ENOTFOUND, "Order %q not found.", id)
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d, err := h.orderTimeline(r, o)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d.ClientLabel = c.Label()
+	v.Title, v.Nav, v.Data = "Order "+o.OrderNumber, "orders", d
+	h.render(w, r, http.StatusOK, "portal_order", v)
+}
+
+func (h *Handler) handlePortalDeliveries(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	ctx, q := r.Context(), r.URL.Query()
+	d := deliveriesData{Client: c.ID, State: q.Get("state"), States: deliveryStates}
+	if d.State != "" && !slices.Contains(deliveryStates, storelink.DeliveryState(d.State)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled."))
+		return
+	}
+	limit := queryLimit(r, deliveriesPage, 500)
+	list, err := h.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: c.ID, State: storelink.DeliveryState(d.State),
+		Before: q.Get("before"), Limit: limit})
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	urls, err := h.endpointURLs(ctx, []string{c.ID})
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	g := deliveryGroup{State: storelink.DeliveryState(d.State)}
+	for _, dl := range list {
+		g.Rows = append(g.Rows, deliveryRow{Delivery: dl, URL: urls[dl.EndpointID]})
+	}
+	d.Groups = []deliveryGroup{g}
+	if len(list) == limit {
+		d.Next = list[limit-1].ID
+	}
+	v.Title, v.Nav, v.Data = "Deliveries", "deliveries", d
+	h.render(w, r, http.StatusOK, "portal_deliveries", v)
+}
+
+// portalTest is a test send just made from the endpoints page.
+type portalTest struct {
+	EndpointID string
+	State      string
+	Result     *storelink.TestResult
+}
+
+type portalEndpointsData struct {
+	Endpoints []storelink.EndpointDetail
+	Test      *portalTest
+}
+
+func (h *Handler) handlePortalEndpoints(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	h.showPortalEndpoints(w, r, v, c, nil)
+}
+
+// showPortalEndpoints renders the client's endpoints with their stats,
+// and the result of a test send when there was one.
+func (h *Handler) showPortalEndpoints(w http.ResponseWriter, r *http.Request, v view, c portalClient, test *portalTest) {
+	d := portalEndpointsData{Test: test}
+	var err error
+	if d.Endpoints, err = h.Webhooks.EndpointDetails(r.Context(), c.ID); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	v.Title, v.Nav, v.Data = "Webhook endpoints", "endpoints", d
+	h.render(w, r, http.StatusOK, "portal_endpoints", v)
+}
