@@ -74,6 +74,24 @@ type Claim struct {
 	Attempts int
 }
 
+// BatchLimit bounds a batch of uploads claimed together
+// (UploadService.ClaimBatch): how many, and how many bytes their files hold
+// together. Small files are applied together so that the cost of a
+// transaction's commit is shared; the bounds keep a batch's apply short, so
+// that the first upload of a batch does not wait long for the last.
+type BatchLimit struct {
+	Uploads int
+	Bytes   int64
+}
+
+// BatchResult is what became of one claim of a batch
+// (UploadService.ApplyBatch): the upload as finished, applied or rejected,
+// or why it was not finished.
+type BatchResult struct {
+	Upload *Upload
+	Err    error
+}
+
 // StockRow is one valid feed row: for its store and EAN, the absolute quantity
 // and price, and the optional fields (empty when not given).
 type StockRow struct {
@@ -158,6 +176,24 @@ type UploadService interface {
 	// report and finishes the upload, all or nothing. It fails with
 	// ECONFLICT when the claim's lease was lost.
 	Apply(ctx context.Context, c *Claim, fn FeedApply) (*Upload, error)
+	// ClaimBatch leases, as Claim does, the oldest upload that can be
+	// claimed, and with it, in acceptance order, the next ones that can be
+	// claimed once it is, as long as they fit in limit: an upload waiting
+	// behind its client's earlier upload can be claimed with it. An upload
+	// claimed before (whose processor died or lost its lease) is claimed
+	// alone, and so is a file larger than limit.Bytes. It returns the claims
+	// in acceptance order, or none.
+	ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit BatchLimit) ([]*Claim, error)
+	// ApplyBatch applies claims, in their order, in one transaction, each all
+	// or nothing as Apply applies it alone: a rejected file writes nothing,
+	// and a claim whose lease was lost is not applied (ECONFLICT), nor are
+	// its client's later claims, which are given back uncounted. When the
+	// apply of one fails otherwise, nothing of the transaction is kept and
+	// the claims are applied one at a time, so that the failure is that
+	// claim's alone. fn returns what Apply would be given for a claim; it may
+	// be called twice for one. It returns what became of each claim, in
+	// their order.
+	ApplyBatch(ctx context.Context, claims []*Claim, fn func(*Claim) FeedApply) []BatchResult
 	// Fail finishes a claimed upload as rejected with one problem, applying
 	// nothing: for an upload that could not be processed at all.
 	Fail(ctx context.Context, c *Claim, problem Problem) error

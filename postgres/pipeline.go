@@ -42,7 +42,19 @@ type pipelinedTx struct {
 	w     *stockWriter
 	wake  bool // an upload was inserted: the processors are told at commit
 	done  bool
+	// savepoint is where the savepoint of the upload at hand stands.
+	savepoint savepointState
 }
+
+// savepointState is where a pipelined transaction's savepoint stands: none
+// asked for, asked for and not yet made (nothing needed it), or made.
+type savepointState int8
+
+const (
+	savepointNone savepointState = iota
+	savepointWanted
+	savepointMade
+)
 
 // send sends the statements queued, in one round trip.
 func (t *pipelinedTx) send(ctx context.Context) error {

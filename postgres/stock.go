@@ -36,6 +36,9 @@ type stockWriter struct {
 	rows   stockColumns     // put since the last COPY
 	n      int64            // rows put so far: the file order
 	copied bool             // stock_in exists and holds the earlier rows
+	// before is called before each COPY: the transaction's queued
+	// statements go first (pipelinedTx.beforeCopy).
+	before func(context.Context) error
 }
 
 // stockColumns holds rows column by column, as the upsert's arrays take
@@ -79,7 +82,7 @@ func (c *stockColumns) reset() {
 // connection. LockUpload has sent everything queued before, so the rows
 // copied follow the upload's lock in the transaction.
 func (t *pipelinedTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
-	t.w = &stockWriter{ctx: ctx, conn: t.conn.Conn(), client: clientID, upload: uploadID, now: now}
+	t.w = &stockWriter{ctx: ctx, conn: t.conn.Conn(), client: clientID, upload: uploadID, now: now, before: t.beforeCopy}
 	return t.w.put
 }
 
@@ -97,15 +100,20 @@ func (w *stockWriter) copy() error {
 	if w.rows.len() == 0 {
 		return nil
 	}
+	if err := w.before(w.ctx); err != nil {
+		return err
+	}
 	if !w.copied {
 		// A file's rows are rows of one client and upload: those are
-		// added by apply, not copied with every row.
-		if _, err := w.conn.Exec(w.ctx, `CREATE TEMPORARY TABLE stock_in (
+		// added by apply, not copied with every row. An earlier upload of
+		// the transaction (a batch) may have made the table: it is
+		// emptied, its statements having been sent (before).
+		if _, err := w.conn.Exec(w.ctx, `CREATE TEMPORARY TABLE IF NOT EXISTS stock_in (
 			ord bigint NOT NULL, store_id text COLLATE "C" NOT NULL, ean text COLLATE "C" NOT NULL, article_number text NOT NULL,
 			quantity integer NOT NULL, price bigint NOT NULL, retail_price bigint, article_location text NOT NULL,
 			product_name text NOT NULL, product_number text NOT NULL, article_color text NOT NULL, article_size text NOT NULL,
 			repeats boolean NOT NULL
-		) ON COMMIT DROP`); err != nil {
+		) ON COMMIT DROP; TRUNCATE stock_in`); err != nil {
 			return fmt.Errorf("create stock_in: %w", err)
 		}
 		w.copied = true
@@ -172,7 +180,9 @@ const stockArrays = `unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8
 		      article_location, product_name, product_number, article_color, article_size, repeats)`
 
 // queueApply queues on b the statement that writes the rows put to the
-// stock, to be sent with the rest of the apply transaction's end.
+// stock, to be sent with the rest of the apply transaction's end. The rows
+// of a file that was copied are all copied first (copy sends what was
+// queued before: b must be the transaction's batch as it is after).
 //
 // A file that never filled a batch is upserted from arrays (unnest): the
 // temporary table costs more than such a file's upsert. Creating and
@@ -189,9 +199,6 @@ func (w *stockWriter) queueApply(b *pgx.Batch) error {
 		b.Queue(upsertStockSQL(stockArrays), w.client, w.upload, w.now(), c.ord, c.store, c.ean, c.article, c.quantity,
 			c.price, c.retail, c.location, c.name, c.number, c.color, c.size, c.repeats)
 		return nil
-	}
-	if err := w.copy(); err != nil {
-		return err
 	}
 	// The sort that picks the last row of each store and EAN must fit in
 	// work_mem not to spill to disk; 64MB holds the largest file's rows,

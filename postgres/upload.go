@@ -76,7 +76,7 @@ func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWait
 
 // lockBucketSQL reads a client's bucket and store count and locks the
 // bucket row, which must exist. (FOR UPDATE cannot lock the nullable side
-// of an outer join, hence not loadBucket's join with clients.)
+// of an outer join, hence not GetBucket's join with clients.)
 const lockBucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.client_id), k.tokens, k.updated_at
 	FROM capacity k WHERE k.client_id = $1 FOR UPDATE`
 
@@ -132,6 +132,90 @@ func (db *DB) wake(channel string) {
 	})
 }
 
+// Savepoint is made only when the rows put start to be written before
+// ApplyStock, by a COPY (stockWriter.copy): a file of at most copyBatch
+// rows is only written by ApplyStock, which the service calls after the
+// savepoint's release, so until then there is nothing to undo. A
+// savepoint that writes is a subtransaction with an id of its own, which
+// every snapshot taken meanwhile lists; more than 64 of them in a
+// transaction spill from shared memory to the subtransaction log and slow
+// every session's visibility checks. A batch of small files makes none.
+func (t *pipelinedTx) Savepoint(context.Context) error {
+	t.savepoint = savepointWanted
+	return nil
+}
+
+// RollbackToSavepoint drops the writer, whose rows are not applied, and
+// rolls back to the savepoint if one was made: a temporary table of the
+// rows, made since, goes with it.
+func (t *pipelinedTx) RollbackToSavepoint(context.Context) error {
+	t.w = nil
+	if t.savepoint == savepointMade {
+		t.b.Queue(`ROLLBACK TO SAVEPOINT upload`)
+	}
+	return nil
+}
+
+// ReleaseSavepoint is queued, when one was made.
+func (t *pipelinedTx) ReleaseSavepoint(context.Context) error {
+	if t.savepoint == savepointMade {
+		t.b.Queue(`RELEASE SAVEPOINT upload`)
+	}
+	t.savepoint = savepointNone
+	return nil
+}
+
+// beforeCopy is called by the writer before it sends a statement of its
+// own on the connection: what is queued goes first, with the savepoint
+// that was asked for.
+func (t *pipelinedTx) beforeCopy(ctx context.Context) error {
+	if t.savepoint == savepointWanted {
+		t.b.Queue(`SAVEPOINT upload`)
+		t.savepoint = savepointMade
+	}
+	return t.send(ctx)
+}
+
+// LockUploads sends, with the BEGIN (or what else is queued), the
+// statements that lock the uploads' rows, in acceptance order, and read
+// their lease owners and the clients' stores: one round trip.
+func (t *pipelinedTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]string, map[string]map[string]bool, error) {
+	owner := make(map[string]string, len(ids))
+	t.b.Queue(`SELECT id, coalesce(lease_owner, '') FROM uploads WHERE id = ANY($1) AND status = 'processing'
+		ORDER BY seq FOR UPDATE`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, o string
+			if err := rows.Scan(&id, &o); err != nil {
+				return err
+			}
+			owner[id] = o
+		}
+		return rows.Err()
+	})
+	stores := make(map[string]map[string]bool, len(clientIDs))
+	for _, c := range clientIDs {
+		stores[c] = map[string]bool{}
+	}
+	t.b.Queue(`SELECT client_id, id FROM stores WHERE client_id = ANY($1)`, clientIDs).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var client, store string
+			if err := rows.Scan(&client, &store); err != nil {
+				return err
+			}
+			stores[client][store] = true
+		}
+		return rows.Err()
+	})
+	if err := t.send(ctx); err != nil {
+		return nil, nil, err
+	}
+	owners := make([]string, len(ids))
+	for i, id := range ids {
+		owners[i] = owner[id]
+	}
+	return owners, stores, nil
+}
+
 // LockUpload sends, with the BEGIN, the statements that lock the upload's
 // row and read its lease owner and the client's stores: one round trip.
 // While the lock is held, no other process can claim the upload again, even
@@ -182,6 +266,11 @@ func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (stri
 func (t *pipelinedTx) ApplyStock(ctx context.Context) error {
 	if t.w == nil {
 		return nil
+	}
+	if t.w.copied {
+		if err := t.w.copy(); err != nil {
+			return err
+		}
 	}
 	if err := t.w.queueApply(t.b); err != nil {
 		return err

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"storelink"
@@ -38,54 +40,86 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 	return &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}, stores, nil
 }
 
-// claimUploadSQL leases the oldest upload that is waiting, or whose lease
-// ran out, and whose client has no earlier unfinished upload: that NOT
-// EXISTS is what keeps a client's uploads in acceptance order. SKIP LOCKED
-// passes over uploads another process is claiming or applying right now
-// (an apply holds its upload's row lock), so two processes never claim the
-// same upload, and the lease-expiry condition is checked again on the row
-// as it is when locked.
-//
-// The NOT EXISTS looks at the client's previous upload only, cancelled ones
-// passed over. That is the same test, because a client's finished uploads
-// are always a prefix of its uploads but for cancelled ones, which can be
-// anywhere after it: only the earliest unfinished one is ever claimed, and
-// only a claimed one is finished. Asking for any earlier unfinished upload would
-// walk the client's finished history (the index on (client_id, seq) does
-// not hold the status) for every waiting upload the claim passes over; this
-// way it is one index lookup per upload passed over.
-const claimUploadSQL = `
-WITH pick AS (
-	SELECT u.seq FROM uploads u
+// claimUploadsSQL leases the uploads a claim takes (service.Uploads'
+// ClaimUploads). cand is the uploads that can be claimed, in acceptance
+// order: waiting, or under a lease that ran out, with no earlier unfinished
+// upload of their client under a lease that holds, each locked, those
+// another process is claiming or applying right now passed over (SKIP
+// LOCKED; an apply holds its uploads' row locks), so that two processes
+// never claim the same upload; the lease-expiry condition is checked again
+// on each row as it is when locked. That the NOT EXISTS of cand is read
+// from the statement's snapshot is what ok makes up for: an upload is
+// claimed only when every earlier unfinished upload of its client is in
+// cand, locked by this statement, so that of a client's uploads no two
+// processes ever hold one each, and a client's uploads are claimed in
+// acceptance order. Both look at the client's unfinished uploads only (the
+// index uploads_unfinished_client), not at every upload it ever sent. Of
+// ok, pick takes the first, and the next ones while their files' bytes add
+// up to at most $5 and none was claimed before. $1 is the owner, $2 now, $3
+// the lease's end, $4 the most uploads.
+const claimUploadsSQL = `
+WITH cand AS (
+	SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
-	  AND NOT EXISTS (SELECT 1 FROM (SELECT o.status FROM uploads o WHERE o.client_id = u.client_id AND o.seq < u.seq
-	                                 AND o.status <> 'cancelled' ORDER BY o.seq DESC LIMIT 1) prev
-	                  WHERE prev.status IN ('accepted', 'processing'))
+	  AND NOT EXISTS (SELECT 1 FROM uploads o
+	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
+	                    AND o.status = 'processing' AND o.lease_until >= $2)
 	ORDER BY u.seq
-	LIMIT 1
+	LIMIT $4
 	FOR UPDATE SKIP LOCKED
+), ok AS (
+	SELECT c.seq, c.size_bytes, c.attempts FROM cand c
+	WHERE NOT EXISTS (SELECT 1 FROM uploads o
+	                  WHERE o.client_id = c.client_id AND o.seq < c.seq AND o.status IN ('accepted', 'processing')
+	                    AND o.seq NOT IN (SELECT seq FROM cand))
+), pick AS (
+	SELECT seq FROM (
+		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes,
+			count(*) FILTER (WHERE attempts > 0) OVER w AS tried
+		FROM ok WINDOW w AS (ORDER BY seq)
+	) t WHERE n = 1 OR (bytes <= $5 AND tried = 0)
 )
 UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
 FROM pick WHERE uploads.seq = pick.seq
-RETURNING id, client_id, file_name, size_bytes, sha256, received_at, attempts,
+RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
 
-// ClaimUpload claims in one statement that commits on its own: one round
-// trip, its body included.
-func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error) {
+// ClaimUploads claims in one statement that commits on its own: one round
+// trip, the bodies included.
+func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error) {
 	at := now()
-	c := &storelink.Claim{}
-	err := d.db.pool.QueryRow(ctx, claimUploadSQL, owner, at, at.Add(lease)).
-		Scan(&c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Body)
+	rows, err := d.db.pool.Query(ctx, claimUploadsSQL, owner, at, at.Add(lease), limit.Uploads, limit.Bytes)
 	if err != nil {
-		return nil, noRow(err)
+		return nil, err
 	}
-	if c.Body == nil {
-		return nil, fmt.Errorf("upload %s: its body is missing", c.ID)
+	defer rows.Close()
+	type claimed struct {
+		seq int64
+		c   *storelink.Claim
 	}
-	c.StartedAt = &at
-	return c, nil
+	var list []claimed
+	for rows.Next() {
+		c := &storelink.Claim{}
+		c.StartedAt = &at
+		var seq int64
+		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Body); err != nil {
+			return nil, err
+		}
+		list = append(list, claimed{seq, c})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]*storelink.Claim, len(list))
+	for i, l := range list {
+		if l.c.Body == nil {
+			return nil, fmt.Errorf("upload %s: its body is missing", l.c.ID)
+		}
+		out[i] = l.c
+	}
+	return out, nil
 }
 
 // ReleaseUpload is one statement on the pool, which commits on its own.

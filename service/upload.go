@@ -25,12 +25,20 @@ type Uploads interface {
 	// GetBucket returns a client's capacity bucket (nil when it never took
 	// from it) and its number of stores, or ErrNotFound for no client.
 	GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error)
-	// ClaimUpload leases, until lease after the time it reads from now, the
-	// oldest upload that is waiting or whose lease ran out and whose client
-	// has no earlier unfinished upload, counting the attempt; it returns the
-	// claim with its body and StartedAt, or ErrNotFound when there is none.
-	// The driver reads now when its claim can no longer wait for a lock.
-	ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error)
+	// ClaimUploads leases, until lease after the time it reads from now, the
+	// uploads a claim takes together, in acceptance order, and counts an
+	// attempt of each; it returns the claims in that order, with their
+	// bodies and StartedAt, or none. An upload can be claimed when it is
+	// waiting, or processing under a lease that ran out, and each earlier
+	// unfinished upload of its client can be claimed too (and is claimed
+	// with it). Of those, taken in acceptance order, a claim takes the
+	// first, and after it the next ones while they number at most
+	// limit.Uploads, their files hold at most limit.Bytes together (the
+	// first's included) and none was claimed before (attempts 0), the first
+	// included: an upload claimed before is claimed alone, so that a file
+	// that kills its processor never takes others' attempts with it. The
+	// driver reads now when its claim can no longer wait for a lock.
+	ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error)
 	// ReleaseUpload clears the lease of c's upload and makes it claimable
 	// at until, uncounting the attempt, when c still holds it: the upload
 	// processing, with c's owner and start.
@@ -94,6 +102,11 @@ type UploadTx interface {
 	// client's stores. The two are one call so that a driver can send them
 	// to the database together.
 	LockUpload(ctx context.Context, id, clientID string) (owner string, stores map[string]bool, err error)
+	// LockUploads is LockUpload of several uploads at once, for a batch:
+	// owners[i] is the owner of the lease of ids[i] ("" for none, or when it
+	// is not processing), and stores holds, for each client of clientIDs,
+	// the ids of its stores.
+	LockUploads(ctx context.Context, ids, clientIDs []string) (owners []string, stores map[string]map[string]bool, err error)
 	// StockWriter returns where the rows of an upload's file are put, in
 	// file order; a later row for the same store and EAN overrides an
 	// earlier one, and carries Repeats. The rows are stamped with the
@@ -106,6 +119,17 @@ type UploadTx interface {
 	// so left are the upload's RowsUnchanged, which the driver records for
 	// FinishUpload to keep.
 	ApplyStock(ctx context.Context) error
+	// Savepoint marks where RollbackToSavepoint goes back to, for one
+	// upload of several applied in the transaction, before its rows are
+	// put; ReleaseSavepoint drops the mark, keeping what was written since.
+	// The marks do not nest: one upload's is released before the next
+	// one's is made. The locks of LockUploads, taken before, are kept
+	// either way.
+	Savepoint(ctx context.Context) error
+	// RollbackToSavepoint undoes what was written since the mark, with the
+	// rows put, which are not to be applied, and keeps the mark.
+	RollbackToSavepoint(ctx context.Context) error
+	ReleaseSavepoint(ctx context.Context) error
 	// DiscardStock drops the rows put, so that none is ever in force, and
 	// returns the owner of the upload's lease ("" for none) as the
 	// transaction then sees it, or ErrNotFound when it is not processing: a
@@ -222,18 +246,29 @@ func (s *Service) Capacity(ctx context.Context, clientID string, policy storelin
 	return policy.Peek(bucket, stores, s.now()), nil
 }
 
-// Claim leases the next upload to process. Which one is next (the oldest
-// claimable upload of a client with no earlier unfinished one) is the
-// driver's one statement, so that two processes never claim the same.
+// Claim leases the next upload to process: a batch of one.
 func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) (*storelink.Claim, error) {
-	c, err := s.d.ClaimUpload(ctx, owner, lease, s.now)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("claim upload: %w", err)
+	claims, err := s.ClaimBatch(ctx, owner, lease, storelink.BatchLimit{Uploads: 1})
+	if err != nil || len(claims) == 0 {
+		return nil, err
 	}
-	c.Owner, c.Status = owner, storelink.UploadProcessing
-	return c, nil
+	return claims[0], nil
+}
+
+// ClaimBatch leases the next uploads to process. Which ones (the oldest
+// claimable upload, and the next ones that can go with it) is the
+// driver's one statement, so that two processes never claim the same, nor
+// two uploads of one client between them.
+func (s *Service) ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit) ([]*storelink.Claim, error) {
+	limit.Uploads = max(limit.Uploads, 1)
+	claims, err := s.d.ClaimUploads(ctx, owner, lease, limit, s.now)
+	if err != nil {
+		return nil, fmt.Errorf("claim uploads: %w", err)
+	}
+	for _, c := range claims {
+		c.Owner, c.Status = owner, storelink.UploadProcessing
+	}
+	return claims, nil
 }
 
 // Apply runs fn inside one transaction that holds the upload's lock after

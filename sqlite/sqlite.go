@@ -63,6 +63,8 @@ type DB struct {
 	queue  deliveryQueue
 	// checkpoints copies the WAL back into the file in the background.
 	checkpoints *checkpointer
+	// uploadTurn orders the upload calls' transactions.
+	uploadTurn uploadTurn
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -92,7 +94,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 		f.Close()
 	}
-	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() }, orderTurn: make(chan struct{}, 1)}
+	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() }, orderTurn: make(chan struct{}, 1),
+		uploadTurn: newUploadTurn()}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
@@ -112,7 +115,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements)); err != nil {
+	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements, uploadStatements)); err != nil {
 		db.Close()
 		return nil, err
 	}

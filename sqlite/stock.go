@@ -45,6 +45,9 @@ const stockBatch = 256
 type stockWriter struct {
 	ctx context.Context
 	tx  *sql.Tx
+	// stmt returns a statement of stockStatements, prepared once, bound to
+	// the transaction (uploadTx.stmt).
+	stmt func(query string) (*sql.Stmt, error)
 	// fixed holds the client id, upload id and time, bound once per
 	// statement: they are the same on every row.
 	fixed        [3]any
@@ -59,10 +62,7 @@ type stockWriter struct {
 	buf     []byte // stockDigest's scratch
 	upsertN bool   // upsert the next batch rather than read it
 
-	scan, list *sql.Stmt
-	mine       *sql.Stmt       // repeated's lookup
-	text       []byte          // what readText read
-	upserts    [2][9]*sql.Stmt // of 1, 2, 4, … 256 rows; [1] only where the digests differ
+	text []byte // what readText read
 
 	// pairs counts the store/EAN pairs put (rows without Repeats), written
 	// those of them written by this upload.
@@ -85,16 +85,40 @@ type heldRow struct {
 
 type stockKey struct{ store, ean string }
 
-func newStockWriter(ctx context.Context, tx *sql.Tx, clientID, uploadID string, now time.Time) *stockWriter {
-	return &stockWriter{ctx: ctx, tx: tx, fixed: [3]any{clientID, uploadID, ms(now)}, client: clientID, upid: uploadID,
+func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), clientID, uploadID string, now time.Time) *stockWriter {
+	return &stockWriter{ctx: ctx, tx: tx, stmt: stmt, fixed: [3]any{clientID, uploadID, ms(now)}, client: clientID, upid: uploadID,
 		held: make(map[uint64]heldRow, stockBatch)}
 }
+
+// The writer's statements, prepared once on the write connection (see
+// DB.prepare): parsing them again for every file would cost a small file
+// about as much as its writes.
+var (
+	soldSQL = `SELECT DISTINCT store_id, ean FROM order_items
+		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?`
+	stockScanSQL    = stockHeldSQL(`ean BETWEEN ?3 AND ?5`)
+	stockListSQL    = stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)
+	stockMineSQL    = `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`
+	stockUpserts    [2][9]string // of 1, 2, 4, … 256 rows; [1] only where the digests differ
+	stockStatements = func() []string {
+		list := []string{soldSQL, stockScanSQL, stockListSQL, stockMineSQL}
+		for size := range stockUpserts[0] {
+			stockUpserts[0][size] = stockSQL(1 << size)
+			stockUpserts[1][size] = stockSQL(1<<size) + ` WHERE digest IS NOT excluded.digest`
+			list = append(list, stockUpserts[0][size], stockUpserts[1][size])
+		}
+		return list
+	}()
+)
 
 // readSold reads the pairs at which fulfilled or returned units still
 // reserve stock: few, through the index of reserving units.
 func (w *stockWriter) readSold() error {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT DISTINCT store_id, ean FROM order_items
-		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?`, w.client)
+	stmt, err := w.stmt(soldSQL)
+	if err != nil {
+		return fmt.Errorf("read sold units: %w", err)
+	}
+	rows, err := stmt.QueryContext(w.ctx, w.client)
 	if err != nil {
 		return fmt.Errorf("read sold units: %w", err)
 	}
@@ -237,13 +261,11 @@ func stockHeldSQL(cond string) string {
 func (w *stockWriter) readHeld(store string, idx []int32) error {
 	clear(w.held)
 	limit := scanSlack*len(idx) + stockBatch/8
-	if w.scan == nil {
-		var err error
-		if w.scan, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean BETWEEN ?3 AND ?5`)); err != nil {
-			return fmt.Errorf("prepare stock scan: %w", err)
-		}
+	scan, err := w.stmt(stockScanSQL)
+	if err != nil {
+		return fmt.Errorf("prepare stock scan: %w", err)
 	}
-	n, err := w.readText(w.scan, w.client, store, w.rows[idx[0]].EAN, limit, w.rows[idx[len(idx)-1]].EAN)
+	n, err := w.readText(scan, w.client, store, w.rows[idx[0]].EAN, limit, w.rows[idx[len(idx)-1]].EAN)
 	if err != nil || n < limit {
 		return err
 	}
@@ -253,12 +275,11 @@ func (w *stockWriter) readHeld(store string, idx []int32) error {
 		eans[j] = w.rows[i].EAN
 	}
 	list, _ := json.Marshal(eans)
-	if w.list == nil {
-		if w.list, err = w.tx.PrepareContext(w.ctx, stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)); err != nil {
-			return fmt.Errorf("prepare stock lookup: %w", err)
-		}
+	lookup, err := w.stmt(stockListSQL)
+	if err != nil {
+		return fmt.Errorf("prepare stock lookup: %w", err)
 	}
-	_, err = w.readText(w.list, w.client, store, string(list), -1)
+	_, err = w.readText(lookup, w.client, store, string(list), -1)
 	return err
 }
 
@@ -299,14 +320,12 @@ func parseHeld(text []byte, held map[uint64]heldRow) {
 // upload: for a row that repeats a pair whose earlier row was in an earlier
 // batch. One lookup a repeated row, which a file has few of.
 func (w *stockWriter) repeated(r *storelink.StockRow) (bool, error) {
-	if w.mine == nil {
-		var err error
-		if w.mine, err = w.tx.PrepareContext(w.ctx, `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`); err != nil {
-			return false, fmt.Errorf("prepare stock lookup: %w", err)
-		}
+	lookup, err := w.stmt(stockMineSQL)
+	if err != nil {
+		return false, fmt.Errorf("prepare stock lookup: %w", err)
 	}
 	var mine bool
-	err := w.mine.QueryRowContext(w.ctx, w.upid, w.client, r.StoreID, r.EAN).Scan(&mine)
+	err = lookup.QueryRowContext(w.ctx, w.upid, w.client, r.StoreID, r.EAN).Scan(&mine)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	} else if err != nil {
@@ -382,9 +401,9 @@ func eanKey(ean string) (uint64, bool) {
 // returns how many rows changed. With differing, a row is written only
 // where its digest differs from the stored row's.
 func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
-	stmts := &w.upserts[0]
+	queries := &stockUpserts[0]
 	if differing {
-		stmts = &w.upserts[1]
+		queries = &stockUpserts[1]
 	}
 	changed := 0
 	for len(idx) > 0 {
@@ -393,15 +412,9 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 			size++
 		}
 		n := 1 << size
-		if stmts[size] == nil {
-			q := stockSQL(n)
-			if differing {
-				q += ` WHERE digest IS NOT excluded.digest`
-			}
-			var err error
-			if stmts[size], err = w.tx.PrepareContext(w.ctx, q); err != nil {
-				return 0, fmt.Errorf("prepare stock upsert: %w", err)
-			}
+		stmt, err := w.stmt(queries[size])
+		if err != nil {
+			return 0, fmt.Errorf("prepare stock upsert: %w", err)
 		}
 		w.args = append(w.args[:0], w.fixed[:]...)
 		for _, i := range idx[:n] {
@@ -413,7 +426,7 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 			w.args = append(w.args, r.StoreID, r.EAN, r.ArticleNumber, r.Quantity, int64(r.Price), retail,
 				r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize, w.digests[i])
 		}
-		res, err := stmts[size].ExecContext(w.ctx, w.args...)
+		res, err := stmt.ExecContext(w.ctx, w.args...)
 		if err != nil {
 			return 0, fmt.Errorf("upsert stock: %w", err)
 		}
@@ -430,14 +443,6 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 
 // unchanged is how many of the pairs put were left as they were.
 func (w *stockWriter) unchanged() int { return w.pairs - w.written }
-
-func (w *stockWriter) close() {
-	for _, s := range slices.Concat([]*sql.Stmt{w.scan, w.list, w.mine}, w.upserts[0][:], w.upserts[1][:]) {
-		if s != nil {
-			s.Close()
-		}
-	}
-}
 
 // stockSQL is the multi-row upsert of rows rows: SQLite has no COPY, and a
 // multi-row INSERT is its fastest way in. The client, upload and time are

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"storelink"
@@ -13,11 +15,16 @@ import (
 )
 
 // BeginUpload starts a write transaction on the write pool, as the
-// background loops' transactions do: the upload calls are not order calls
-// and do not take the order calls' turn.
+// background loops' transactions do, once the upload calls' turn
+// (uploadTurn) is its: the upload calls are not order calls and do not
+// take the order calls' turn.
 func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
+	if err := d.db.uploadTurn.take(ctx); err != nil {
+		return nil, err
+	}
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
+		d.db.uploadTurn.give()
 		return nil, err
 	}
 	return &uploadTx{db: d.db, tx: tx}, nil
@@ -27,45 +34,123 @@ func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
 // sent when its method is called: SQLite is in the process, so a statement
 // costs no round trip.
 type uploadTx struct {
-	db *DB
-	tx *sql.Tx
-	w  *stockWriter // made by StockWriter
+	db    *DB
+	tx    *sql.Tx
+	w     *stockWriter // made by StockWriter
+	ended bool         // the turn was given back
+	// stmts holds the statements bound to tx (stmt).
+	stmts map[string]*sql.Stmt
 }
 
-// Commit commits. When it returns nil what was written is on disk
-// (synchronous=FULL).
+// stmt returns query's statement bound to the transaction, once per
+// transaction: prepared when the database was opened (uploadStatements),
+// or else now. The transaction closes it when it ends.
+func (t *uploadTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s := t.stmts[query]; s != nil {
+		return s, nil
+	}
+	var s *sql.Stmt
+	if p := t.db.prepared[query]; p != nil {
+		s = t.tx.StmtContext(ctx, p)
+	} else {
+		var err error
+		if s, err = t.tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+	}
+	if t.stmts == nil {
+		t.stmts = map[string]*sql.Stmt{}
+	}
+	t.stmts[query] = s
+	return s, nil
+}
+
+// exec runs a statement with stmt.
+func (t *uploadTx) exec(ctx context.Context, query string, args ...any) error {
+	s, err := t.stmt(ctx, query)
+	if err == nil {
+		_, err = s.ExecContext(ctx, args...)
+	}
+	return err
+}
+
+// uploadStatements are the statements of the upload calls' transactions
+// (accepts, claims, applies), prepared once on the write connection
+// (DB.prepare): parsing them again each time cost a small upload about a
+// fifth of its accept and half of its apply (bench/README.md).
+var uploadStatements = slices.Concat([]string{bucketSQL, waitingSQL, putBucketSQL, insertUploadSQL, insertBodySQL,
+	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimUploadsSQL, claimBodiesSQL}, stockStatements)
+
+// Commit commits and gives the turn back. When it returns nil what was
+// written is on disk (synchronous=FULL).
 func (t *uploadTx) Commit(context.Context) error {
-	t.closeWriter()
-	if err := t.tx.Commit(); err != nil {
+	t.w = nil
+	err := t.tx.Commit()
+	t.end()
+	if err != nil {
 		return fmt.Errorf("commit upload transaction: %w", err)
 	}
 	return nil
 }
 
-// Rollback rolls back; after Commit it does nothing.
+// Rollback rolls back and gives the turn back; after Commit it does
+// nothing.
 func (t *uploadTx) Rollback(context.Context) error {
-	t.closeWriter()
-	if err := t.tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
+	t.w = nil
+	err := t.tx.Rollback()
+	t.end()
+	if !errors.Is(err, sql.ErrTxDone) {
 		return err
 	}
 	return nil
 }
 
-func (t *uploadTx) closeWriter() {
-	if t.w != nil {
-		t.w.close()
+func (t *uploadTx) end() {
+	if !t.ended {
+		t.ended = true
+		t.db.uploadTurn.give()
 	}
+}
+
+// Savepoint makes a savepoint. (Its statement journal copies the pages
+// the upload's writes change for the first time since the savepoint: a
+// small file's few.)
+func (t *uploadTx) Savepoint(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `SAVEPOINT upload`)
+	return err
+}
+
+// RollbackToSavepoint rolls back to the savepoint, and drops the writer,
+// whose rows are undone.
+func (t *uploadTx) RollbackToSavepoint(ctx context.Context) error {
+	t.w = nil
+	_, err := t.tx.ExecContext(ctx, `ROLLBACK TO upload`)
+	return err
+}
+
+// ReleaseSavepoint releases the savepoint.
+func (t *uploadTx) ReleaseSavepoint(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `RELEASE upload`)
+	return err
 }
 
 // LockBucket reads the bucket: the transaction holds the one write
 // connection, so no other writer runs until it ends.
 func (t *uploadTx) LockBucket(ctx context.Context, clientID string, countWaiting bool) (*storelink.Bucket, int, int, error) {
-	bucket, stores, err := loadBucket(ctx, t.tx, clientID)
+	read, err := t.stmt(ctx, bucketSQL)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	bucket, stores, err := scanBucket(read.QueryRowContext(ctx, clientID))
 	if err != nil || !countWaiting {
 		return bucket, stores, 0, err
 	}
+	count, err := t.stmt(ctx, waitingSQL)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	var waiting int
-	if err := t.tx.QueryRowContext(ctx, waitingSQL, clientID).Scan(&waiting); err != nil {
+	if err := count.QueryRowContext(ctx, clientID).Scan(&waiting); err != nil {
 		return nil, 0, 0, fmt.Errorf("count waiting uploads: %w", err)
 	}
 	return bucket, stores, waiting, nil
@@ -78,14 +163,17 @@ func (t *uploadTx) LockBucket(ctx context.Context, clientID string, countWaiting
 const waitingSQL = `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
 	WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND client_id = ?`
 
-// loadBucket reads a client's bucket and store count; service.ErrNotFound
-// for no client.
-func loadBucket(ctx context.Context, q querier, clientID string) (*storelink.Bucket, int, error) {
+// bucketSQL reads a client's bucket and store count.
+const bucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
+	FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = ?`
+
+// scanBucket reads the row of bucketSQL; service.ErrNotFound for no
+// client.
+func scanBucket(row *sql.Row) (*storelink.Bucket, int, error) {
 	var stores int
 	var tokens sql.NullFloat64
 	var updated sql.NullInt64
-	err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
-		FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = ?`, clientID).Scan(&stores, &tokens, &updated)
+	err := row.Scan(&stores, &tokens, &updated)
 	if err != nil {
 		return nil, 0, noRow(err)
 	}
@@ -99,20 +187,25 @@ func loadBucket(ctx context.Context, q querier, clientID string) (*storelink.Buc
 // is told: only one process holds the file, and its server wakes its own
 // processor after an accept.
 func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO capacity (client_id, tokens, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
-		u.ClientID, next.Tokens, ms(next.UpdatedAt)); err != nil {
+	if err := t.exec(ctx, putBucketSQL, u.ClientID, next.Tokens, ms(next.UpdatedAt)); err != nil {
 		return fmt.Errorf("update capacity: %w", err)
 	}
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO uploads (id, client_id, file_name, size_bytes, sha256, status, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, u.ID, u.ClientID, u.FileName, u.SizeBytes, u.SHA256, u.Status, ms(u.ReceivedAt)); err != nil {
+	if err := t.exec(ctx, insertUploadSQL, u.ID, u.ClientID, u.FileName, u.SizeBytes, u.SHA256, u.Status, ms(u.ReceivedAt)); err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `INSERT INTO upload_bodies (upload_id, body) VALUES (?, ?)`, u.ID, body); err != nil {
+	if err := t.exec(ctx, insertBodySQL, u.ID, body); err != nil {
 		return fmt.Errorf("insert upload body: %w", err)
 	}
 	return nil
 }
+
+const (
+	putBucketSQL = `INSERT INTO capacity (client_id, tokens, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`
+	insertUploadSQL = `INSERT INTO uploads (id, client_id, file_name, size_bytes, sha256, status, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	insertBodySQL = `INSERT INTO upload_bodies (upload_id, body) VALUES (?, ?)`
+)
 
 // LockUpload reads the lease owner and the client's stores: the
 // transaction holds the one write connection, which is SQLite's lock.
@@ -132,6 +225,66 @@ func (t *uploadTx) LockUpload(ctx context.Context, id, clientID string) (string,
 	return owner, stores, nil
 }
 
+// LockUploads reads the lease owners and the clients' stores, two
+// queries: the transaction holds the one write connection, which is
+// SQLite's lock.
+const (
+	lockUploadsSQL = `SELECT id, coalesce(lease_owner, '') FROM uploads
+		WHERE id IN (SELECT value FROM json_each(?)) AND status = 'processing'`
+	lockStoresSQL = `SELECT client_id, id FROM stores WHERE client_id IN (SELECT value FROM json_each(?))`
+)
+
+func (t *uploadTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]string, map[string]map[string]bool, error) {
+	owner := make(map[string]string, len(ids))
+	lock, err := t.stmt(ctx, lockUploadsSQL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := lock.QueryContext(ctx, jsonList(ids))
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var id, o string
+		if err := rows.Scan(&id, &o); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		owner[id] = o
+	}
+	if err := rows.Close(); err != nil {
+		return nil, nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	owners := make([]string, len(ids))
+	for i, id := range ids {
+		owners[i] = owner[id]
+	}
+	stores := make(map[string]map[string]bool, len(clientIDs))
+	for _, c := range clientIDs {
+		stores[c] = map[string]bool{}
+	}
+	list, err := t.stmt(ctx, lockStoresSQL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err = list.QueryContext(ctx, jsonList(slices.Collect(maps.Keys(stores))))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var client, store string
+		if err := rows.Scan(&client, &store); err != nil {
+			return nil, nil, err
+		}
+		stores[client][store] = true
+	}
+	return owners, stores, rows.Err()
+}
+
 func leaseOwner(ctx context.Context, tx *sql.Tx, id string) (string, error) {
 	var owner sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT lease_owner FROM uploads WHERE id = ? AND status = 'processing'`, id).Scan(&owner)
@@ -141,8 +294,7 @@ func leaseOwner(ctx context.Context, tx *sql.Tx, id string) (string, error) {
 // StockWriter returns the writer's put: rows are upserted in batches as
 // they come (stockWriter), stamped with the time the writer is made.
 func (t *uploadTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
-	t.closeWriter()
-	t.w = newStockWriter(ctx, t.tx, clientID, uploadID, now())
+	t.w = newStockWriter(ctx, t.tx, func(q string) (*sql.Stmt, error) { return t.stmt(ctx, q) }, clientID, uploadID, now())
 	return t.w.put
 }
 
@@ -162,8 +314,7 @@ func (t *uploadTx) ApplyStock(context.Context) error {
 // copy every stock page it touches into a statement journal on every
 // import, rejected or not.)
 func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string) (string, error) {
-	t.closeWriter()
-	t.w = nil
+	t.w, t.stmts = nil, nil
 	if err := t.tx.Rollback(); err != nil {
 		return "", err
 	}
@@ -204,17 +355,21 @@ func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink
 	if t.w != nil && status == storelink.UploadApplied {
 		unchanged = t.w.unchanged()
 	}
-	_, err := t.tx.ExecContext(ctx, `UPDATE uploads SET status = ?, finished_at = ?, rows_total = ?, rows_applied = ?,
-		rows_unchanged = ?, rows_rejected = ?, errors = ?, warnings = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?`,
-		status, ms(at), r.RowsTotal, r.RowsApplied, unchanged, r.RowsRejected, string(problems), string(warnings), id)
-	if err != nil {
+	if err := t.exec(ctx, finishSQL, status, ms(at), r.RowsTotal, r.RowsApplied, unchanged, r.RowsRejected,
+		string(problems), string(warnings), id); err != nil {
 		return err
 	}
-	if _, err := t.tx.ExecContext(ctx, `UPDATE upload_bodies SET errors_csv = ? WHERE upload_id = ?`, r.ErrorFile, id); err != nil {
+	if err := t.exec(ctx, errorFileSQL, r.ErrorFile, id); err != nil {
 		return fmt.Errorf("write error file: %w", err)
 	}
 	return nil
 }
+
+const (
+	finishSQL = `UPDATE uploads SET status = ?, finished_at = ?, rows_total = ?, rows_applied = ?,
+		rows_unchanged = ?, rows_rejected = ?, errors = ?, warnings = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?`
+	errorFileSQL = `UPDATE upload_bodies SET errors_csv = ? WHERE upload_id = ?`
+)
 
 // CancelUpload cancels the upload in one statement when it is still
 // accepted, and drops its bytes, or else reads it as it stands: the transaction holds the one
@@ -237,8 +392,5 @@ func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at tim
 
 // PutBucket writes the client's bucket row, made if it is missing.
 func (t *uploadTx) PutBucket(ctx context.Context, clientID string, b storelink.Bucket) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO capacity (client_id, tokens, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
-		clientID, b.Tokens, ms(b.UpdatedAt))
-	return err
+	return t.exec(ctx, putBucketSQL, clientID, b.Tokens, ms(b.UpdatedAt))
 }

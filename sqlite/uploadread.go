@@ -1,11 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"storelink"
@@ -38,44 +41,121 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 
 // GetBucket reads from the read pool, which never waits for the writer.
 func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
-	return loadBucket(ctx, d.db.read, clientID)
+	return scanBucket(d.db.read.QueryRowContext(ctx, bucketSQL, clientID))
 }
 
-// ClaimUpload claims in a write transaction of its own, reading now once
-// it began: the write connection may have been waited for. The NOT EXISTS
-// is what keeps a client's uploads in acceptance order.
-func (d *Driver) ClaimUpload(ctx context.Context, owner string, lease time.Duration, now func() time.Time) (*storelink.Claim, error) {
-	tx, err := d.db.write.BeginTx(ctx, nil)
+// claimUploadsSQL leases the uploads a claim takes (service.Uploads'
+// ClaimUploads). cand is the uploads that can be claimed, in acceptance
+// order: waiting, or under a lease that ran out, and with no earlier
+// unfinished upload of their client that cannot be claimed; an earlier one
+// that can is in cand before them. The NOT EXISTS is what keeps a client's
+// uploads in acceptance order; it looks at the client's unfinished uploads
+// only (the index uploads_unfinished_client). Of cand, pick takes the first,
+// and the next ones while their files' bytes add up to at most ?5 and none
+// was claimed before. ?1 is the owner, ?2 the lease's end, ?3 now, ?4 the
+// most uploads.
+const claimUploadsSQL = `
+WITH cand AS (
+	SELECT u.seq, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
+	WHERE u.status IN ('accepted', 'processing')
+	  AND (u.status = 'accepted' OR u.lease_until < ?3)
+	  AND NOT EXISTS (SELECT 1 FROM uploads o INDEXED BY uploads_unfinished_client
+	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
+	                    AND o.status = 'processing' AND o.lease_until >= ?3)
+	ORDER BY u.seq
+	LIMIT ?4
+), pick AS (
+	SELECT seq FROM (
+		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes, sum(attempts > 0) OVER w AS tried
+		FROM cand WINDOW w AS (ORDER BY seq)
+	) WHERE n = 1 OR (bytes <= ?5 AND tried = 0)
+)
+UPDATE uploads SET status = 'processing', lease_owner = ?1, lease_until = ?2, started_at = ?3, attempts = attempts + 1
+WHERE seq IN (SELECT seq FROM pick)
+RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts`
+
+// claimBodiesSQL reads the bodies of the uploads claimed, a JSON array of
+// their ids.
+const claimBodiesSQL = `SELECT upload_id, body FROM upload_bodies WHERE upload_id IN (SELECT value FROM json_each(?))`
+
+// ClaimUploads claims in a write transaction of its own, in its turn
+// (uploadTurn), reading now once it began: the write connection may have
+// been waited for.
+func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error) {
+	if err := d.db.uploadTurn.take(ctx); err != nil {
+		return nil, err
+	}
+	defer d.db.uploadTurn.give()
+	sqlTx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
+	tx := orderTx{Tx: sqlTx, prepared: d.db.prepared}
 	defer tx.Rollback()
 	at := now()
-	c := &storelink.Claim{}
-	var received int64
-	err = tx.QueryRowContext(ctx, `UPDATE uploads
-		SET status = 'processing', lease_owner = ?, lease_until = ?, started_at = ?, attempts = attempts + 1
-		WHERE seq = (
-			SELECT u.seq FROM uploads u
-			WHERE u.status IN ('accepted', 'processing')
-			  AND (u.status = 'accepted' OR u.lease_until < ?)
-			  AND NOT EXISTS (SELECT 1 FROM uploads o
-			                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing'))
-			ORDER BY u.seq LIMIT 1)
-		RETURNING id, client_id, file_name, size_bytes, sha256, received_at, attempts`,
-		owner, ms(at.Add(lease)), ms(at), ms(at)).
-		Scan(&c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &received, &c.Attempts)
+	rows, err := tx.QueryContext(ctx, claimUploadsSQL, owner, ms(at.Add(lease)), ms(at), limit.Uploads, limit.Bytes)
 	if err != nil {
-		return nil, noRow(err)
+		return nil, err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT body FROM upload_bodies WHERE upload_id = ?`, c.ID).Scan(&c.Body); err != nil {
-		return nil, fmt.Errorf("read upload body %s: %w", c.ID, err)
+	type claimed struct {
+		seq int64
+		c   *storelink.Claim
+	}
+	var list []claimed
+	byID := map[string]*storelink.Claim{}
+	ids := make([]string, 0, limit.Uploads)
+	for rows.Next() {
+		c := &storelink.Claim{}
+		var seq, received int64
+		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &received, &c.Attempts); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.ReceivedAt, c.StartedAt = fromMS(received), &at
+		list = append(list, claimed{seq, c})
+		byID[c.ID] = c
+		ids = append(ids, c.ID)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil || len(list) == 0 {
+		return nil, err
+	}
+	bodies, err := tx.QueryContext(ctx, claimBodiesSQL, jsonList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read upload bodies: %w", err)
+	}
+	for bodies.Next() {
+		var id string
+		var body []byte
+		if err := bodies.Scan(&id, &body); err != nil {
+			bodies.Close()
+			return nil, fmt.Errorf("read upload bodies: %w", err)
+		}
+		if c := byID[id]; c != nil {
+			c.Body = body
+			delete(byID, id)
+		}
+	}
+	if err := bodies.Close(); err != nil {
+		return nil, err
+	}
+	if err := bodies.Err(); err != nil {
+		return nil, fmt.Errorf("read upload bodies: %w", err)
+	}
+	if len(byID) > 0 {
+		return nil, fmt.Errorf("uploads %v: their bodies are missing", slices.Sorted(maps.Keys(byID)))
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
-	c.ReceivedAt, c.StartedAt = fromMS(received), &at
-	return c, nil
+	slices.SortFunc(list, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]*storelink.Claim, len(list))
+	for i, l := range list {
+		out[i] = l.c
+	}
+	return out, nil
 }
 
 // ReleaseUpload writes on the write pool, outside any transaction: one

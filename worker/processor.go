@@ -4,7 +4,9 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"storelink"
+	"storelink/feed"
 	"storelink/gcmode"
 )
 
@@ -30,6 +33,14 @@ import (
 // during an apply, so giving up takes more than MaxAttempts of them.
 const MaxAttempts = 3
 
+// DefaultBatch bounds the small uploads a processor claims and applies
+// together, in one transaction. Applying a file of a few rows costs less
+// than the commit that makes it durable; a batch shares one commit. The
+// bounds keep a batch's apply to a few milliseconds of row writes (256 KiB
+// of CSV is about 4,000 rows); a larger file is applied alone, as it always
+// was, its check streaming beside its writes.
+var DefaultBatch = storelink.BatchLimit{Uploads: 256, Bytes: 256 << 10}
+
 // Processor applies accepted stock uploads, oldest first, in acceptance
 // order per client.
 type Processor struct {
@@ -42,8 +53,12 @@ type Processor struct {
 	// Interval is how often the queue is polled when nothing wakes the loop,
 	// to pick up what a crash or another process left.
 	Interval time.Duration
-	// Workers is the number of uploads processed at once.
+	// Workers is the number of claims (an upload, or a batch of small
+	// ones) processed at once.
 	Workers int
+	// Batch bounds the uploads claimed and applied together; Uploads 1
+	// applies each alone.
+	Batch storelink.BatchLimit
 	// Fault tells a fault of the service from other errors: it returns
 	// ENOSPACE for a full disk and EUNAVAILABLE for a database that cannot
 	// be reached (the store's Fault function). After a fault the workers
@@ -78,7 +93,7 @@ func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner st
 	}
 	p := &Processor{
 		Uploads: uploads, Logger: logger, Owner: owner,
-		Lease: time.Minute, Interval: time.Second, Workers: 2,
+		Lease: time.Minute, Interval: time.Second, Workers: 2, Batch: DefaultBatch,
 		wake: make(chan struct{}, 1),
 		pace: pace{start: time.Now()},
 		metrics: processorMetrics{
@@ -181,45 +196,86 @@ func (p *Processor) loop(ctx context.Context) {
 	}
 }
 
-// RunOnce claims and processes one upload; it reports whether there was one.
-// An error that is a fault of the service (ENOSPACE, EUNAVAILABLE) has
-// started a pause, which Run keeps; its claim, if any, was given back.
+// RunOnce claims and processes one upload, or a batch of small ones; it
+// reports whether there was one. An error that is a fault of the service
+// (ENOSPACE, EUNAVAILABLE) has started a pause, which Run keeps; its
+// claims, if any, were given back.
 func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	if err := p.releasePending(ctx); err != nil {
 		return false, err
 	}
 	p.gate.RLock()
-	c, err := p.Uploads.Claim(ctx, p.Owner, p.Lease)
+	claims, err := p.Uploads.ClaimBatch(ctx, p.Owner, p.Lease, p.Batch)
 	p.gate.RUnlock()
 	if err != nil {
 		return false, p.faulted(err)
 	}
-	if c == nil {
+	switch len(claims) {
+	case 0:
 		return false, nil
+	case 1:
+		return true, p.runOne(ctx, claims[0])
 	}
+	return true, p.runBatch(ctx, claims)
+}
+
+// runOne processes one claim alone: a large file, an upload claimed
+// before, or the only one waiting.
+func (p *Processor) runOne(ctx context.Context, c *storelink.Claim) error {
 	start := time.Now()
-	log := p.Logger.With("upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts)
 	if c.Attempts > MaxAttempts {
 		err := p.Uploads.Fail(ctx, c, storelink.Problem{
 			Type:        "Processing failed",
 			Message:     fmt.Sprintf("The file could not be processed in %d attempts and was set aside. Please upload it again; if this repeats, contact the marketplace.", MaxAttempts),
 			LineNumbers: []storelink.LineRef{},
 		})
-		log.Error("upload given up", "error", err)
+		p.Logger.Error("upload given up", "upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts, "error", err)
 		p.metrics.processed.WithLabelValues(string(storelink.UploadRejected)).Inc()
 		p.pace.add(time.Now())
-		return true, err
+		return err
 	}
 	u, err := p.apply(ctx, c)
 	if err != nil && ctx.Err() == nil {
 		if f := p.fault(err); f != nil {
-			return true, p.giveBack(ctx, c, f, err)
+			return p.giveBack(ctx, c, f, err)
 		}
 	}
 	if err != nil {
-		return true, fmt.Errorf("upload %s: %w", c.ID, err)
+		return fmt.Errorf("upload %s: %w", c.ID, err)
 	}
 	p.faults.healed()
+	p.processed(c, u, start, 1)
+	return nil
+}
+
+// runBatch applies claims of small files together (UploadService.ApplyBatch)
+// and deals with each one's end as runOne does; none of them was claimed
+// before, so none is to be given up on.
+func (p *Processor) runBatch(ctx context.Context, claims []*storelink.Claim) error {
+	start := time.Now()
+	results := p.Uploads.ApplyBatch(ctx, claims, checkSmall)
+	var errs []error
+	for i, r := range results {
+		c := claims[i]
+		switch {
+		case r.Err == nil:
+			p.processed(c, r.Upload, start, len(claims))
+			continue
+		case ctx.Err() == nil && p.fault(r.Err) != nil:
+			errs = append(errs, p.giveBack(ctx, c, p.fault(r.Err), r.Err))
+		default:
+			errs = append(errs, fmt.Errorf("upload %s: %w", c.ID, r.Err))
+		}
+	}
+	if len(errs) < len(claims) {
+		p.faults.healed()
+	}
+	return errors.Join(errs...)
+}
+
+// processed counts and logs a finished upload, processed since start in a
+// batch of batch uploads.
+func (p *Processor) processed(c *storelink.Claim, u *storelink.Upload, start time.Time, batch int) {
 	elapsed := time.Since(start)
 	p.pace.add(time.Now())
 	p.metrics.duration.Observe(elapsed.Seconds())
@@ -229,10 +285,9 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	p.metrics.processed.WithLabelValues(string(u.Status)).Inc()
 	p.metrics.rows.WithLabelValues("applied").Add(float64(u.RowsApplied))
 	p.metrics.rows.WithLabelValues("rejected").Add(float64(u.RowsRejected))
-	log.Info("upload processed", "status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied,
-		"rows_unchanged", u.RowsUnchanged,
-		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "duration_ms", elapsed.Milliseconds())
-	return true, nil
+	p.Logger.Info("upload processed", "upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts,
+		"status", u.Status, "rows_total", u.RowsTotal, "rows_applied", u.RowsApplied, "rows_unchanged", u.RowsUnchanged,
+		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "batch", batch, "duration_ms", elapsed.Milliseconds())
 }
 
 // apply runs the feed check inside the store's apply transaction; a panic in
@@ -249,4 +304,20 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkInBackground(body, stores, put)
 	})
+}
+
+// checkSmall is the check of a small file of a batch, on the caller's
+// goroutine: for a few rows, a goroutine beside the writes would cost more
+// than it saves. A panic in the check is its error, which ends the batch's
+// transaction; the uploads are then applied one at a time, and the panic
+// is that upload's alone.
+func checkSmall(c *storelink.Claim) storelink.FeedApply {
+	return func(stores map[string]bool, put func(storelink.StockRow) error) (report storelink.FeedReport, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic while checking: %v", r)
+			}
+		}()
+		return feed.CheckWithErrorFile(bytes.NewReader(c.Body), stores, put, errorFileLimit(len(c.Body)))
+	}
 }

@@ -40,14 +40,27 @@ func (e *env) accept(body string) *storelink.Upload {
 func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	c, err := e.d.ClaimUpload(e.ctx, owner, time.Minute, func() time.Time { return now })
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, func() time.Time { return now })
 	must(e.t, err)
+	if len(claims) != 1 {
+		e.t.Fatalf("claimed %d uploads, want upload %s", len(claims), want.ID)
+	}
+	c := claims[0]
 	if c.ID != want.ID || c.ClientID != want.ClientID || c.FileName != want.FileName || c.SizeBytes != want.SizeBytes ||
 		!c.ReceivedAt.Equal(want.ReceivedAt) || c.StartedAt == nil || !c.StartedAt.Equal(now) {
 		e.t.Fatalf("claimed %+v, want upload %s started at %v", c.Upload, want.ID, now)
 	}
 	c.Owner = owner
 	return c
+}
+
+// claimNone claims for owner, failing unless nothing is claimed.
+func (e *env) claimNone(owner, what string) {
+	e.t.Helper()
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, e.tick)
+	if err != nil || len(claims) != 0 {
+		e.t.Fatalf("%s: claimed %d uploads, %v; want none", what, len(claims), err)
+	}
 }
 
 // apply runs an apply of c's upload that puts rows and finishes it with
@@ -159,8 +172,7 @@ func testUploadClaims(e *env) {
 		e.t.Fatalf("claim body %q, attempts %d; want first, 1", c.Body, c.Attempts)
 	}
 	// The client's second upload waits for its first to be finished.
-	_, err := e.d.ClaimUpload(e.ctx, "w2", time.Minute, e.tick)
-	wantNotFound(e.t, "claim behind the client's unfinished upload", err)
+	e.claimNone("w2", "claim behind the client's unfinished upload")
 
 	// Released, the claim no longer counts and the upload is claimable at
 	// the time given; a second release of the same claim changes nothing.
@@ -183,8 +195,7 @@ func testUploadClaims(e *env) {
 	}
 	e.apply(c, storelink.UploadRejected)
 	e.claim("w5", second)
-	_, err = e.d.ClaimUpload(e.ctx, "w6", time.Minute, e.tick)
-	wantNotFound(e.t, "claim with nothing waiting", err)
+	e.claimNone("w6", "claim with nothing waiting")
 }
 
 func testUploadApply(e *env) {

@@ -1,0 +1,163 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"storelink"
+	"storelink/service"
+)
+
+// TestBatchClaimBehindALockedUpload: an upload whose row another process
+// has locked, claiming it right now, is passed over, and so is every later
+// upload of its client: the claim, which reads the queue as it was when it
+// began, takes a client's upload only with every earlier unfinished one of
+// the client in the same claim. Another client's uploads are claimed.
+func TestBatchClaimBehindALockedUpload(t *testing.T) {
+	dbURL := newSchema(t)
+	db := openAt(t, dbURL, fixedClock())
+	ctx := context.Background()
+	clients := setup(t, db, 2)
+	accept := func(client string) *storelink.Upload {
+		u, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		must(t, err)
+		return u
+	}
+	a1, b1, a2, b2 := accept(clients[0]), accept(clients[1]), accept(clients[0]), accept(clients[1])
+
+	other, err := pgx.Connect(ctx, dbURL)
+	must(t, err)
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM uploads WHERE id = $1 FOR UPDATE`, a1.ID); err != nil {
+		t.Fatal(err)
+	}
+	claims, err := db.ClaimBatch(ctx, "w1", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
+	must(t, err)
+	if got := claimIDs(claims); got != b1.ID+" "+b2.ID {
+		t.Fatalf("claimed %q while a1 is locked, want b1 and b2 (%s %s), not a2 (%s)", got, b1.ID, b2.ID, a2.ID)
+	}
+	must(t, tx.Rollback(ctx))
+	claims, err = db.ClaimBatch(ctx, "w2", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
+	must(t, err)
+	if got := claimIDs(claims); got != a1.ID+" "+a2.ID {
+		t.Fatalf("claimed %q once a1 is free, want a1 and a2 (%s %s)", got, a1.ID, a2.ID)
+	}
+}
+
+func claimIDs(claims []*storelink.Claim) string {
+	var ids []string
+	for _, c := range claims {
+		ids = append(ids, c.ID)
+	}
+	return strings.Join(ids, " ")
+}
+
+// TestBatchesAcrossProcesses: workers of two processes claiming and
+// applying batches at once never hold uploads of one client at the same
+// time, claim each upload once and apply a client's uploads in acceptance
+// order.
+func TestBatchesAcrossProcesses(t *testing.T) {
+	dbURL := newSchema(t)
+	clock := fixedClock()
+	a, b := openAt(t, dbURL, clock), openAt(t, dbURL, clock)
+	ctx := context.Background()
+	clients := setup(t, a, 4)
+	const perClient = 12
+	order := map[string][]string{} // client → upload ids in acceptance order
+	for i := range perClient {
+		for _, c := range clients {
+			u, _, err := []*service.Service{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			must(t, err)
+			order[c] = append(order[c], u.ID)
+		}
+	}
+
+	var mu sync.Mutex
+	held := map[string]string{} // client → worker holding its uploads
+	next := map[string]int{}    // client → index of the upload due next
+	claimed := map[string]int{} // upload → times claimed
+	var failures []string
+	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
+	var done atomic.Int32
+	var wg sync.WaitGroup
+	for w := range 6 {
+		db, owner := []*service.Service{a, b}[w%2], fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for done.Load() < int32(len(clients)*perClient) {
+				claims, err := db.ClaimBatch(ctx, owner, time.Hour, storelink.BatchLimit{Uploads: 5, Bytes: 1 << 20})
+				if err != nil {
+					mu.Lock()
+					fail("claim: %v", err)
+					mu.Unlock()
+					return
+				}
+				if len(claims) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				last := map[string]string{} // client → its last upload in the batch
+				mu.Lock()
+				for _, c := range claims {
+					claimed[c.ID]++
+					if h := held[c.ClientID]; h != "" && h != owner {
+						fail("upload %s of client %s claimed by %s while %s holds the client's uploads", c.ID, c.ClientID, owner, h)
+					}
+					if i := next[c.ClientID]; i >= len(order[c.ClientID]) || c.ID != order[c.ClientID][i] {
+						fail("claimed %s of client %s as its upload %d, out of acceptance order %v", c.ID, c.ClientID, i, order[c.ClientID])
+					}
+					held[c.ClientID] = owner
+					next[c.ClientID]++
+					last[c.ClientID] = c.ID
+				}
+				mu.Unlock()
+				results := db.ApplyBatch(ctx, claims, func(c *storelink.Claim) storelink.FeedApply {
+					return func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+						time.Sleep(time.Millisecond) // let the other workers try to claim meanwhile
+						if last[c.ClientID] == c.ID {
+							mu.Lock()
+							held[c.ClientID] = "" // before the commit: the next may be claimed from then on
+							mu.Unlock()
+						}
+						err := put(storelink.StockRow{StoreID: "S1", EAN: "4006381333931", ArticleNumber: c.ID, Quantity: 1, Price: 100})
+						return storelink.FeedReport{RowsTotal: 1, RowsValid: 1, RowsApplied: 1}, err
+					}
+				})
+				for i, r := range results {
+					if r.Err != nil || r.Upload == nil || r.Upload.Status != storelink.UploadApplied {
+						mu.Lock()
+						fail("apply %s: %+v", claims[i].ID, r)
+						mu.Unlock()
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatal(strings.Join(failures, "\n"))
+	}
+	for c, ids := range order {
+		for _, id := range ids {
+			if claimed[id] != 1 {
+				t.Fatalf("upload %s claimed %d times, want once", id, claimed[id])
+			}
+		}
+		st, _, err := a.Stock(ctx, c, storelink.StockFilter{Limit: 10})
+		must(t, err)
+		if len(st) != 1 || st[0].ArticleNumber != ids[len(ids)-1] {
+			t.Fatalf("stock of client %s = %+v, want the last upload's row", c, st)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package drivertest
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"storelink"
+	"storelink/service"
+)
+
+// acceptFor writes a waiting upload of a client, as accept does for the
+// env's client.
+func (e *env) acceptFor(clientID, body string) *storelink.Upload {
+	e.t.Helper()
+	now := e.tick()
+	u := &storelink.Upload{ID: storelink.NewID(now), ClientID: clientID, FileName: "f.csv", SizeBytes: int64(len(body)),
+		SHA256: "00", Status: storelink.UploadAccepted, ReceivedAt: now, Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}
+	tx := e.beginUpload()
+	_, _, _, err := tx.LockBucket(e.ctx, clientID, false)
+	must(e.t, err)
+	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
+	must(e.t, tx.Commit(e.ctx))
+	return u
+}
+
+// otherClient makes a second client, with stores S1 and S2.
+func (e *env) otherClient() string {
+	e.t.Helper()
+	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	must(e.t, err)
+	c, err := e.seed.CreateClient(e.ctx, p.ID, "FR", "EUR")
+	must(e.t, err)
+	for _, id := range []string{"S1", "S2"} {
+		_, _, err = e.seed.PutStore(e.ctx, c.ID, id, "Store "+id)
+		must(e.t, err)
+	}
+	return c.ID
+}
+
+// claimBatch claims for owner within limit, failing unless the claims are
+// of want, in that order, each with its body, attempt and start.
+func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int, want ...*storelink.Upload) []*storelink.Claim {
+	e.t.Helper()
+	now := e.tick()
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, limit, func() time.Time { return now })
+	must(e.t, err)
+	var got, wanted []string
+	for _, c := range claims {
+		got = append(got, c.ID)
+	}
+	for _, u := range want {
+		wanted = append(wanted, u.ID)
+	}
+	if !reflect.DeepEqual(got, wanted) {
+		e.t.Fatalf("%s claimed %v within %+v, want %v", owner, got, limit, wanted)
+	}
+	for i, c := range claims {
+		if c.ClientID != want[i].ClientID || c.SizeBytes != want[i].SizeBytes || int64(len(c.Body)) != c.SizeBytes ||
+			c.Attempts != attempts || c.StartedAt == nil || !c.StartedAt.Equal(now) {
+			e.t.Fatalf("claim %d = %+v with a body of %d bytes, want upload %s, attempt %d, started at %v",
+				i, c.Upload, len(c.Body), want[i].ID, attempts, now)
+		}
+		c.Owner = owner
+	}
+	return claims
+}
+
+var anyBatch = storelink.BatchLimit{Uploads: 100, Bytes: 1 << 20}
+
+// testUploadBatchClaims: a claim takes the oldest upload that can be
+// claimed and, in acceptance order, the next ones that can go with it (a
+// client's later upload with its earlier one), within the count and the
+// bytes of its limit (the first whatever its size); never an upload behind
+// its client's upload under a live lease; an upload claimed before alone.
+func testUploadBatchClaims(e *env) {
+	b := e.otherClient()
+	a1, b1, a2, b2 := e.accept("a1-x"), e.acceptFor(b, "b1-x"), e.accept("a2-x"), e.acceptFor(b, "b2-x")
+	first := e.claimBatch("w1", storelink.BatchLimit{Uploads: 3, Bytes: 1 << 20}, 1, a1, b1, a2)
+	e.claimBatch("w2", anyBatch, 0) // b2 waits behind b1, held by w1
+
+	// Given back, the three are claimed again, within 10 bytes: two.
+	for _, c := range first {
+		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
+	}
+	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, b1)
+	// Their lease runs out: each was claimed before, and is claimed alone.
+	e.at = e.at.Add(2 * time.Minute)
+	c := e.claimBatch("w3", anyBatch, 2, a1)
+	e.apply(c[0], storelink.UploadApplied)
+	c = e.claimBatch("w3", anyBatch, 2, b1)
+	// a2, given back uncounted, is claimed as if never before; b2 waits
+	// behind b1.
+	c = append(c, e.claimBatch("w4", anyBatch, 1, a2)...)
+	e.apply(c[0], storelink.UploadRejected)
+	e.apply(c[1], storelink.UploadApplied)
+	// The first is claimed whatever its size.
+	c = e.claimBatch("w5", storelink.BatchLimit{Uploads: 10, Bytes: 3}, 1, b2)
+	e.apply(c[0], storelink.UploadApplied)
+	e.claimBatch("w6", anyBatch, 0)
+}
+
+// testUploadBatchApply: LockUploads reads the lease owners of a batch and
+// its clients' stores; rolled back to its savepoint, an upload's rows,
+// written already or not, are undone and those of the uploads before and
+// after it in the transaction are kept, the later of two uploads winning
+// where both set a store and EAN. The files are large enough to be written
+// as they are put.
+func testUploadBatchApply(e *env) {
+	const n = 10_050 // more than a SQLite batch (256 rows) and a PostgreSQL COPY (10,000)
+	rowsOf := func(qty, from int) []storelink.StockRow {
+		rows := make([]storelink.StockRow, n)
+		for i := range rows {
+			rows[i] = storelink.StockRow{StoreID: "S1", EAN: fmt.Sprintf("%013d", from+i), ArticleNumber: "A", Quantity: qty, Price: 100}
+		}
+		return rows
+	}
+	kept, rejected, later := e.accept("kept"), e.accept("rejected"), e.accept("later")
+	claims := e.claimBatch("w1", anyBatch, 1, kept, rejected, later)
+	done := e.accept("done")
+	e.at = e.at.Add(time.Second)
+
+	tx := e.beginUpload()
+	owners, stores, err := tx.LockUploads(e.ctx, []string{kept.ID, rejected.ID, done.ID, later.ID}, []string{e.client.ID, e.client.ID, e.client.ID, e.client.ID})
+	must(e.t, err)
+	if !reflect.DeepEqual(owners, []string{"w1", "w1", "", "w1"}) || !reflect.DeepEqual(stores, map[string]map[string]bool{e.client.ID: {"S1": true, "S2": true}}) {
+		e.t.Fatalf("LockUploads = %q, %v; want w1, w1, none (not processing), w1, and the client's stores S1, S2", owners, stores)
+	}
+	apply := func(c *storelink.Claim, rows []storelink.StockRow, status storelink.UploadStatus) {
+		e.t.Helper()
+		must(e.t, tx.Savepoint(e.ctx))
+		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		for _, r := range rows {
+			must(e.t, put(r))
+		}
+		if status == storelink.UploadRejected {
+			must(e.t, tx.RollbackToSavepoint(e.ctx))
+		}
+		must(e.t, tx.ReleaseSavepoint(e.ctx))
+		if status == storelink.UploadApplied {
+			must(e.t, tx.ApplyStock(e.ctx))
+			must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+		}
+		var finished *storelink.Upload
+		must(e.t, tx.FinishUpload(e.ctx, c.ID, status, storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
+			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished))
+	}
+	apply(claims[0], rowsOf(1, 0), storelink.UploadApplied)
+	apply(claims[1], rowsOf(2, 0), storelink.UploadRejected)
+	apply(claims[2], rowsOf(3, n/2), storelink.UploadApplied)
+	must(e.t, tx.Commit(e.ctx))
+
+	for _, w := range []struct {
+		u      *storelink.Upload
+		status storelink.UploadStatus
+	}{{kept, storelink.UploadApplied}, {rejected, storelink.UploadRejected}, {later, storelink.UploadApplied}} {
+		got, err := e.d.GetUpload(e.ctx, e.client.ID, w.u.ID)
+		must(e.t, err)
+		if got.Status != w.status || got.RowsApplied != n {
+			e.t.Fatalf("upload %s = %s with %d rows applied, want %s, %d", w.u.FileName, got.Status, got.RowsApplied, w.status, n)
+		}
+	}
+	byQty := map[int]int{}
+	for after := (*service.StockKey)(nil); ; {
+		page := e.stock(service.StockQuery{ClientID: e.client.ID, After: after, Limit: 5000})
+		if len(page) == 0 {
+			break
+		}
+		for _, r := range page {
+			want := storelink.Upload{ID: kept.ID}
+			if r.Quantity == 3 {
+				want.ID = later.ID
+			}
+			if r.UploadID != want.ID {
+				e.t.Fatalf("stock row %s of quantity %d is of upload %s, want %s", r.EAN, r.Quantity, r.UploadID, want.ID)
+			}
+			byQty[r.Quantity]++
+		}
+		last := page[len(page)-1]
+		after = &service.StockKey{StoreID: last.StoreID, EAN: last.EAN}
+	}
+	if !reflect.DeepEqual(byQty, map[int]int{1: n / 2, 3: n}) {
+		e.t.Fatalf("stock rows by quantity = %v, want %d of the first upload, %d of the later, none of the rejected", byQty, n/2, n)
+	}
+}

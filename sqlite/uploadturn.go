@@ -1,0 +1,38 @@
+package sqlite
+
+import "context"
+
+// uploadTurn hands the upload calls' write transactions (accepts, cancels,
+// the processor's claims and applies) their turn at the write connection
+// one at a time, first come first served: a channel's waiting senders are
+// let in in the order they came.
+//
+// The write pool alone hands its one connection to a random waiter
+// (database/sql). With dozens of uploads arriving at once the processor,
+// one waiter among them, got the connection about once in as many
+// hand-overs: it applied a fiftieth of what was accepted and its backlog
+// grew without bound. In turn, it waits for the accepts that came before
+// it, and then applies, in one batch, what they left waiting: the longer
+// the line, the larger its batches (worker.DefaultBatch bounds them), so it
+// keeps up with any rate of small uploads the accepts reach. And an accept
+// waits for those before it, not for any number that came after.
+//
+// The holder of the turn still takes the connection from the write pool,
+// where it meets the writers that are not upload calls (order calls, the
+// deliverer's rounds), a few at most.
+type uploadTurn chan struct{}
+
+func newUploadTurn() uploadTurn { return make(uploadTurn, 1) }
+
+// take waits for the turn; it returns ctx's error when ctx ends first.
+func (t uploadTurn) take(ctx context.Context) error {
+	select {
+	case t <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give ends a turn.
+func (t uploadTurn) give() { <-t }
