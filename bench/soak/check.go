@@ -134,7 +134,7 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 	res.totals = append(res.totals,
 		fmt.Sprintf("requests %d (2xx %d, 4xx %d, 5xx %d, unanswered %d) in %s of workload", rn.total, rn.ok, rn.client, rn.server, rn.none, s.workloadEnd.Sub(s.started).Round(time.Second)),
 		fmt.Sprintf("faults %d (%s)", len(faults), strings.Join(fk, ", ")),
-		fmt.Sprintf("uploads %d sent, %d acknowledged; order changes %d acknowledged, %d of unknown outcome; events %d", n.sent, n.acked, s.orders.count(func(c *call) bool { return c.acked }), s.orders.count(func(c *call) bool { return c.maybe }), len(events)),
+		fmt.Sprintf("uploads %d sent, %d acknowledged; order changes %d acknowledged, %d of unknown outcome; events %d", n.sent, n.acked, s.orders.count(func(c *call) bool { return c.acked }), s.orders.count(func(c *call) bool { return c.maybe }), countEvents(events)),
 		fmt.Sprintf("deliveries %d expected, %d received (%d distinct), duplicates %d, %d excused while an endpoint was disabled by 410", dn.expected, dn.hits, dn.distinct, dn.hits-dn.distinct, dn.excused),
 		fmt.Sprintf("max lag (event to first successful receipt) %s; to the steady receivers %s", dn.maxLag.Round(time.Millisecond), dn.maxSteady.Round(time.Millisecond)),
 	)
@@ -208,5 +208,15 @@ func checkRequests(ops []op, faults []fault, no5xx, answered *invariant) request
 	}
 	no5xx.note = fmt.Sprintf("%d 5xx, %d of them during a fault of their serve or the database", n.server, excused5xx)
 	answered.note = fmt.Sprintf("%d unanswered, %d of them during a fault of their serve or the database", n.none, excusedNone)
+	return n
+}
+
+func countEvents(all []clientEvents) int {
+	n := 0
+	for _, ce := range all {
+		for _, evs := range ce.events {
+			n += len(evs)
+		}
+	}
 	return n
 }

@@ -42,8 +42,8 @@ type uploadCounts struct{ sent, acked, applied, rejected, maybeFound, listed int
 // checksum, applied (or rejected, for a file that must be) with the rows
 // its file has; an upload listed is one a client sent, and one answered
 // 4xx is not listed. Acceptance order extends what each client saw (an
-// upload sent after another's 200 comes after it), and each upload is
-// processed only after the one accepted before it has finished.
+// upload sent after another's 200 comes after it), and uploads finish in
+// acceptance order.
 func (s *soak) checkUploads(c *clientModel, list []uploadJSON, once, order *invariant, st *stockState, n *uploadCounts) {
 	st.key(c)
 	c.mu.Lock()
@@ -139,16 +139,20 @@ func (s *soak) checkUploads(c *clientModel, list []uploadJSON, once, order *inva
 				c.idx, b.name, b.sent.Format("15:04:05.000"), latest.name, latest.answered.Format("15:04:05.000"))
 		}
 	}
-	// Processing one after the other in acceptance order.
+	// Applied one after the other in acceptance order: an upload's apply
+	// begins only once the one before it has committed, and each stamps
+	// finished_at inside its transaction, so the stamps follow acceptance
+	// order. (started_at is stamped before the claim is sent, which may
+	// wait for a connection: it can precede the end of the upload before.)
 	var prev *uploadJSON
 	for i := range list {
 		u := &list[i]
-		if u.FinishedAt == nil || u.StartedAt == nil {
+		if u.FinishedAt == nil {
 			continue
 		}
-		if prev != nil && u.StartedAt.Before(*prev.FinishedAt) {
-			order.fail("client %d: upload %s (%s) started at %s, before %s (%s), accepted before it, finished at %s",
-				c.idx, u.ID, u.FileName, u.StartedAt.Format("15:04:05.000"), prev.ID, prev.FileName, prev.FinishedAt.Format("15:04:05.000"))
+		if prev != nil && u.FinishedAt.Before(*prev.FinishedAt) {
+			order.fail("client %d: upload %s (%s) finished at %s, before %s (%s), accepted before it, finished at %s",
+				c.idx, u.ID, u.FileName, u.FinishedAt.Format("15:04:05.000"), prev.ID, prev.FileName, prev.FinishedAt.Format("15:04:05.000"))
 		}
 		prev = u
 	}
