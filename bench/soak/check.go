@@ -136,7 +136,8 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 		fmt.Sprintf("faults %d (%s)", len(faults), strings.Join(fk, ", ")),
 		fmt.Sprintf("uploads %d sent, %d acknowledged; order changes %d acknowledged, %d of unknown outcome; events %d", n.sent, n.acked, s.orders.count(func(c *call) bool { return c.acked }), s.orders.count(func(c *call) bool { return c.maybe }), countEvents(events)),
 		fmt.Sprintf("deliveries %d expected, %d received (%d distinct), duplicates %d, %d excused while an endpoint was disabled by 410", dn.expected, dn.hits, dn.distinct, dn.hits-dn.distinct, dn.excused),
-		fmt.Sprintf("max lag (event to first successful receipt) %s; to the steady receivers %s", dn.maxLag.Round(time.Millisecond), dn.maxSteady.Round(time.Millisecond)),
+		fmt.Sprintf("lag from event to first successful receipt: median %s, p99 %s, max %s; max to the steady receivers %s",
+			dn.lagQuantile(0.5).Round(time.Millisecond), dn.lagQuantile(0.99).Round(time.Millisecond), dn.maxLag.Round(time.Millisecond), dn.maxSteady.Round(time.Millisecond)),
 	)
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -15,6 +16,16 @@ const goneMargin = 2 * time.Second
 type deliveryCounts struct {
 	expected, hits, distinct, excused int
 	maxLag, maxSteady                 time.Duration
+	lags                              []time.Duration
+}
+
+// lagQuantile is the q-quantile (nearest rank) of the lags.
+func (n *deliveryCounts) lagQuantile(q float64) time.Duration {
+	if len(n.lags) == 0 {
+		return 0
+	}
+	slices.Sort(n.lags)
+	return n.lags[min(len(n.lags)-1, int(q*float64(len(n.lags))))]
 }
 
 // received is what a receiver got of one event.

@@ -37,8 +37,7 @@ type hit struct {
 	arrived          time.Time
 	answered         time.Time
 	status           int
-	gen              int  // the receiver's listener generation when it arrived
-	cut              bool // the receiver went down before answering
+	cut              bool // the answer never left: the connection was gone or closed
 	bad              string
 }
 
@@ -62,7 +61,6 @@ type receiver struct {
 	mu        sync.Mutex
 	keys      [][]byte
 	srv       *http.Server
-	gen       int
 	down      bool
 	goneUntil time.Time
 	goneFirst time.Time // the first 410 of the current gone window
@@ -105,7 +103,6 @@ func (r *receiver) up() error {
 	srv := &http.Server{Handler: http.HandlerFunc(r.serveHTTP), ReadHeaderTimeout: 5 * time.Second}
 	r.mu.Lock()
 	r.srv, r.down = srv, false
-	r.gen++
 	r.mu.Unlock()
 	go func() { _ = srv.Serve(ln) }()
 	return nil
@@ -117,7 +114,6 @@ func (r *receiver) goDown() {
 	r.mu.Lock()
 	srv := r.srv
 	r.down = true
-	r.gen++
 	r.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
@@ -157,7 +153,6 @@ func (r *receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	h.state, h.order = ev.State, ev.OrderID
 	r.mu.Lock()
-	h.gen = r.gen
 	switch {
 	case err != nil:
 		h.bad = "body: " + err.Error()
@@ -185,12 +180,17 @@ func (r *receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if retryAfter != "" {
 		w.Header().Set("Retry-After", retryAfter)
 	}
+	// The answer reached storelink unless the connection was gone before
+	// it was written, or writing it failed (the receiver went down).
+	answered := time.Now()
+	gone := req.Context().Err() != nil
+	w.WriteHeader(status)
+	flushErr := http.NewResponseController(w).Flush()
 	r.mu.Lock()
-	h.status, h.answered = status, time.Now()
-	h.cut = r.gen != h.gen || req.Context().Err() != nil
+	h.status, h.answered = status, answered
+	h.cut = gone || flushErr != nil
 	r.hits = append(r.hits, h)
 	r.mu.Unlock()
-	w.WriteHeader(status)
 }
 
 // decide picks the answer by profile; r.mu is held.
