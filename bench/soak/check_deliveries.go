@@ -154,6 +154,7 @@ func checkEndpoint(r *receiver, hits []hit, ce clientEvents, dels []deliveryJSON
 			if ts, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err == nil {
 				lag := g.success.Sub(ts)
 				n.maxLag = max(n.maxLag, lag)
+				n.lags = append(n.lags, lag)
 				if r.profile == profileSteady {
 					n.maxSteady = max(n.maxSteady, lag)
 				}

@@ -196,7 +196,11 @@ func TestCheckEndpoint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &receiver{name: "r", gone: tc.gone}
 			delivered, inOrder := &invariant{}, &invariant{}
-			checkEndpoint(r, tc.hits, ce, tc.dels, &deliveryCounts{}, delivered, inOrder)
+			n := &deliveryCounts{}
+			checkEndpoint(r, tc.hits, ce, tc.dels, n, delivered, inOrder)
+			if !tc.delivered && (n.expected == 0 || len(n.lags) != n.expected || n.maxLag <= 0) {
+				t.Errorf("%d lags of %d deliveries, max %s", len(n.lags), n.expected, n.maxLag)
+			}
 			if (delivered.broken > 0) != tc.delivered || (inOrder.broken > 0) != tc.inOrder {
 				t.Errorf("delivered broken %d (%s), in order broken %d (%s); want %v, %v",
 					delivered.broken, delivered.example, inOrder.broken, inOrder.example, tc.delivered, tc.inOrder)
