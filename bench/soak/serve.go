@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -106,27 +107,12 @@ func (s *serve) start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=", "STORELINK_DATABASE_URL=")
 	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return err
-	}
+	listening := make(chan struct{})
+	cmd.Stdout = &lineWatcher{out: logf, prefix: "storelink: listening on ", seen: listening}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start serve %d: %w", s.idx, err)
 	}
-	listening := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		said := false
-		for sc.Scan() {
-			fmt.Fprintf(logf, "stdout: %s\n", sc.Text())
-			if !said && strings.HasPrefix(sc.Text(), "storelink: listening on ") {
-				said = true
-				close(listening)
-			}
-		}
-	}()
 	exited := make(chan struct{})
 	s.mu.Lock()
 	s.cmd, s.exited, s.expected, s.exitErr = cmd, exited, false, nil
@@ -238,4 +224,31 @@ func (s *serve) ready(ctx context.Context, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// lineWatcher copies a serve's standard output into its log, each line
+// marked, and closes seen at the first line that starts with prefix.
+type lineWatcher struct {
+	out    io.Writer
+	prefix string
+	seen   chan struct{}
+	buf    []byte
+	said   bool
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		fmt.Fprintf(w.out, "stdout: %s\n", line)
+		if !w.said && strings.HasPrefix(line, w.prefix) {
+			w.said = true
+			close(w.seen)
+		}
+	}
 }
