@@ -134,6 +134,7 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 	res.totals = append(res.totals,
 		fmt.Sprintf("requests %d (2xx %d, 4xx %d, 5xx %d, unanswered %d) in %s of workload", rn.total, rn.ok, rn.client, rn.server, rn.none, s.workloadEnd.Sub(s.started).Round(time.Second)),
 		fmt.Sprintf("faults %d (%s)", len(faults), strings.Join(fk, ", ")),
+		fmt.Sprintf("4xx answers: %s", rn.refusals()),
 		fmt.Sprintf("uploads %d sent, %d acknowledged; order changes %d acknowledged, %d of unknown outcome; events %d", n.sent, n.acked, s.orders.count(func(c *call) bool { return c.acked }), s.orders.count(func(c *call) bool { return c.maybe }), countEvents(events)),
 		fmt.Sprintf("deliveries %d expected, %d received (%d distinct), duplicates %d, %d excused while an endpoint was disabled by 410", dn.expected, dn.hits, dn.distinct, dn.hits-dn.distinct, dn.excused),
 		fmt.Sprintf("lag from event to first successful receipt: median %s, p99 %s, max %s; max to the steady receivers %s",
@@ -167,12 +168,30 @@ func (b *orderBook) count(f func(*call) bool) int {
 }
 
 // requestCounts are the totals of the requests sent.
-type requestCounts struct{ total, ok, client, server, none int }
+type requestCounts struct {
+	total, ok, client, server, none int
+	refused                         map[string]int // the 4xx, by kind and status
+}
+
+// refusals lists the 4xx by kind and status, most frequent first.
+func (n requestCounts) refusals() string {
+	var out []string
+	for k, v := range n.refused {
+		out = append(out, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return n.refused[strings.Fields(out[i])[0]] > n.refused[strings.Fields(out[j])[0]]
+	})
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
 
 // checkRequests: a 5xx or a request without an answer only while its serve
 // was being killed or stopped, or while the database was down.
 func checkRequests(ops []op, faults []fault, no5xx, answered *invariant) requestCounts {
-	var n requestCounts
+	n := requestCounts{refused: map[string]int{}}
 	excused5xx, excusedNone := 0, 0
 	covered := func(o op) bool {
 		for _, f := range faults {
@@ -203,6 +222,7 @@ func checkRequests(ops []op, faults []fault, no5xx, answered *invariant) request
 			}
 		case o.Status >= 400:
 			n.client++
+			n.refused[fmt.Sprintf("%s→%d", o.Kind, o.Status)]++
 		default:
 			n.ok++
 		}
