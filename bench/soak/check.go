@@ -139,6 +139,7 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 		fmt.Sprintf("deliveries %d expected, %d received (%d distinct), duplicates %d, %d excused while an endpoint was disabled by 410", dn.expected, dn.hits, dn.distinct, dn.hits-dn.distinct, dn.excused),
 		fmt.Sprintf("lag from event to first successful receipt: median %s, p99 %s, max %s; max to the steady receivers %s",
 			dn.lagQuantile(0.5).Round(time.Millisecond), dn.lagQuantile(0.99).Round(time.Millisecond), dn.maxLag.Round(time.Millisecond), dn.maxSteady.Round(time.Millisecond)),
+		fmt.Sprintf("longest lag: %s", dn.worst),
 	)
 	return res, nil
 }

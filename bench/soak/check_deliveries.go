@@ -17,6 +17,7 @@ type deliveryCounts struct {
 	expected, hits, distinct, excused int
 	maxLag, maxSteady                 time.Duration
 	lags                              []time.Duration
+	worst                             string // the delivery of the longest lag
 }
 
 // lagQuantile is the q-quantile (nearest rank) of the lags.
@@ -153,7 +154,9 @@ func checkEndpoint(r *receiver, hits []hit, ce clientEvents, dels []deliveryJSON
 			}
 			if ts, err := time.Parse(time.RFC3339Nano, ev.Timestamp); err == nil {
 				lag := g.success.Sub(ts)
-				n.maxLag = max(n.maxLag, lag)
+				if lag > n.maxLag {
+					n.maxLag, n.worst = lag, fmt.Sprintf("event %s (%s of order %s) to %s", ev.EventID, ev.State, id, r.name)
+				}
 				n.lags = append(n.lags, lag)
 				if r.profile == profileSteady {
 					n.maxSteady = max(n.maxSteady, lag)
