@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -189,6 +190,7 @@ func (s *soak) run(ctx context.Context) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	s.writeFaults()
 	return res.print(s.out), nil
 }
 
@@ -203,4 +205,15 @@ func (s *soak) shutdown() {
 	if s.pg != nil {
 		s.pg.stopForGood()
 	}
+}
+
+// writeFaults lists the faults, with their windows, in faults.txt of the
+// run's folder, for reading beside the serves' logs.
+func (s *soak) writeFaults() {
+	_, faults := s.hist.snapshot()
+	var b strings.Builder
+	for _, f := range faults {
+		fmt.Fprintf(&b, "%s %s serve=%d until %s %s\n", f.Start.UTC().Format("15:04:05.000"), f.Kind, f.Serve, f.End.UTC().Format("15:04:05.000"), f.Note)
+	}
+	_ = os.WriteFile(filepath.Join(s.dir, "faults.txt"), []byte(b.String()), 0o600)
 }
