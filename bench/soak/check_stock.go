@@ -25,14 +25,24 @@ type stockState struct {
 	applied map[string]*appliedUpload
 	byKey   map[int]map[stockKey][]*appliedUpload
 	lo, hi  map[int]map[stockKey]int
+	// cur is the stock the applied uploads leave, in acceptance order: per
+	// row, its values and the upload that last changed them.
+	cur map[int]map[stockKey]current
+}
+
+type current struct {
+	row    feedRow
+	upload *appliedUpload
 }
 
 func (st *stockState) key(c *clientModel) {
 	if st.byKey == nil {
 		st.byKey, st.lo, st.hi = map[int]map[stockKey][]*appliedUpload{}, map[int]map[stockKey]int{}, map[int]map[stockKey]int{}
+		st.cur = map[int]map[stockKey]current{}
 	}
 	if st.byKey[c.idx] == nil {
 		st.byKey[c.idx], st.lo[c.idx], st.hi[c.idx] = map[stockKey][]*appliedUpload{}, map[stockKey]int{}, map[stockKey]int{}
+		st.cur[c.idx] = map[stockKey]current{}
 	}
 }
 
@@ -104,8 +114,17 @@ func (s *soak) checkUploads(c *clientModel, list []uploadJSON, once, order *inva
 		if u.Status == "applied" && u.StartedAt != nil {
 			a := &appliedUpload{id: u.ID, name: r.name, feed: r.feed, started: *u.StartedAt, final: r.final}
 			st.applied[u.ID] = a
-			for k := range r.feed.rows {
+			unchanged := 0
+			for k, row := range r.feed.rows {
 				st.byKey[c.idx][k] = append(st.byKey[c.idx][k], a)
+				if was, ok := st.cur[c.idx][k]; ok && was.row == row && !r.feed.dupKeys[k] {
+					unchanged++
+					continue
+				}
+				st.cur[c.idx][k] = current{row, a}
+			}
+			if u.RowsUnchanged != unchanged {
+				once.fail("upload %s (%s): %d rows unchanged, %d by the uploads applied before it", r.name, u.ID, u.RowsUnchanged, unchanged)
 			}
 		}
 	}
@@ -174,9 +193,10 @@ func cents(s string) int {
 
 type stockCounts struct{ rows, reserved, uncertain int }
 
-// checkStock: the stock in force is, row by row, the last applied upload
-// that set the row (quantity, price, article number and upload id), with
-// the units reserved that the orders hold.
+// checkStock: the stock in force is, row by row, what the last applied
+// upload that set the row set (quantity, prices, article number), with the
+// id of the upload that last changed it, and with the units reserved that
+// the orders hold.
 func (s *soak) checkStock(c *clientModel, rows []stockJSON, st *stockState, inv *invariant, n *stockCounts) {
 	st.key(c)
 	got := map[stockKey]stockJSON{}
@@ -188,20 +208,20 @@ func (s *soak) checkStock(c *clientModel, rows []stockJSON, st *stockState, inv 
 		got[k] = r
 	}
 	n.rows += len(rows)
-	for k, list := range st.byKey[c.idx] {
-		last := list[len(list)-1]
-		want := last.feed.rows[k]
+	for k, cur := range st.cur[c.idx] {
+		want, last := cur.row, cur.upload
 		g, ok := got[k]
 		switch {
 		case !ok:
 			inv.fail("client %d: %s/%s, set by upload %s, is not in the stock", c.idx, k.store, k.ean, last.name)
-		case g.UploadID != last.id || g.Quantity != want.quantity || cents(g.Price.String()) != cents(want.price) || g.Article != want.article:
-			inv.fail("client %d: %s/%s is quantity %d, price %s, article %s from upload %s; the last applied upload that set it, %s (%s), says %d, %s, %s",
-				c.idx, k.store, k.ean, g.Quantity, g.Price, g.Article, g.UploadID, last.name, last.id, want.quantity, want.price, want.article)
+		case g.UploadID != last.id || g.Quantity != want.quantity || cents(g.Price.String()) != cents(want.price) ||
+			g.Retail == nil || cents(g.Retail.String()) != cents(want.retail) || g.Article != want.article:
+			inv.fail("client %d: %s/%s is quantity %d, price %s, retail %v, article %s from upload %s; the upload that last changed it, %s (%s), says %d, %s, %s, %s",
+				c.idx, k.store, k.ean, g.Quantity, g.Price, g.Retail, g.Article, g.UploadID, last.name, last.id, want.quantity, want.price, want.retail, want.article)
 		}
 	}
 	for k, g := range got {
-		if _, ok := st.byKey[c.idx][k]; !ok {
+		if _, ok := st.cur[c.idx][k]; !ok {
 			inv.fail("client %d: %s/%s is in the stock (from upload %s), which no applied upload set", c.idx, k.store, k.ean, g.UploadID)
 		}
 		lo, hi := st.lo[c.idx][k], st.hi[c.idx][k]

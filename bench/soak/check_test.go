@@ -125,6 +125,19 @@ func TestCheckUploads(t *testing.T) {
 			l[1].RowsApplied = 0
 			return l
 		}, "rows total/applied/rejected"},
+		{"a feed sent again: its row unchanged", func(c *clientModel, l []uploadJSON) []uploadJSON {
+			c.uploads[2].feed = c.uploads[1].feed
+			l[2].RowsUnchanged = 1
+			return l
+		}, ""},
+		{"a feed sent again, its row counted as changed", func(c *clientModel, l []uploadJSON) []uploadJSON {
+			c.uploads[2].feed = c.uploads[1].feed
+			return l
+		}, "rows unchanged"},
+		{"a changed row counted as unchanged", func(_ *clientModel, l []uploadJSON) []uploadJSON {
+			l[2].RowsUnchanged = 1
+			return l
+		}, "rows unchanged"},
 		{"an upload no client sent", func(_ *clientModel, l []uploadJSON) []uploadJSON {
 			return append(l, uploadJSON{ID: "ghost", FileName: "ghost.csv", Status: "applied"})
 		}, "which no client sent"},

@@ -14,29 +14,31 @@ import (
 
 // uploadJSON is an upload as the service reports it.
 type uploadJSON struct {
-	ID           string     `json:"upload_id"`
-	FileName     string     `json:"file_name"`
-	SHA256       string     `json:"sha256"`
-	Status       string     `json:"status"`
-	StartedAt    *time.Time `json:"started_at"`
-	FinishedAt   *time.Time `json:"finished_at"`
-	RowsTotal    int        `json:"rows_total"`
-	RowsApplied  int        `json:"rows_applied"`
-	RowsRejected int        `json:"rows_rejected"`
-	Errors       []struct {
+	ID            string     `json:"upload_id"`
+	FileName      string     `json:"file_name"`
+	SHA256        string     `json:"sha256"`
+	Status        string     `json:"status"`
+	StartedAt     *time.Time `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+	RowsTotal     int        `json:"rows_total"`
+	RowsApplied   int        `json:"rows_applied"`
+	RowsUnchanged int        `json:"rows_unchanged"`
+	RowsRejected  int        `json:"rows_rejected"`
+	Errors        []struct {
 		Type string `json:"type"`
 	} `json:"errors"`
 }
 
 // stockJSON is a row of the stock in force.
 type stockJSON struct {
-	StoreID  string      `json:"store_id"`
-	EAN      string      `json:"ean"`
-	Article  string      `json:"article_number"`
-	Quantity int         `json:"quantity"`
-	Price    json.Number `json:"price"`
-	Reserved int         `json:"reserved"`
-	UploadID string      `json:"upload_id"`
+	StoreID  string       `json:"store_id"`
+	EAN      string       `json:"ean"`
+	Article  string       `json:"article_number"`
+	Quantity int          `json:"quantity"`
+	Price    json.Number  `json:"price"`
+	Retail   *json.Number `json:"retail_price"`
+	Reserved int          `json:"reserved"`
+	UploadID string       `json:"upload_id"`
 }
 
 // eventJSON is the part of an event the checker compares.

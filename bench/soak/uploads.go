@@ -17,6 +17,7 @@ type stockKey struct{ store, ean string }
 type feedRow struct {
 	quantity int
 	price    string // as written: two decimals
+	retail   string
 	article  string
 }
 
@@ -28,7 +29,9 @@ type feed struct {
 	badRows    int                  // rows that must be dropped as errors
 	rejected   bool                 // the whole file must be rejected
 	big        bool
-	duplicates int // valid rows overridden by a later row of the same key
+	resent     bool              // the body of an earlier feed, sent again
+	duplicates int               // valid rows overridden by a later row of the same key
+	dupKeys    map[stockKey]bool // the keys given more than once: always written
 }
 
 // clientModel is one client account and everything its clients sent.
@@ -89,13 +92,32 @@ func price(rng *rand.Rand) (string, int) {
 }
 
 // makeFeed generates a file: small (a few dozen rows, now and then with
-// bad rows or a duplicate), large (9,000 rows, about 300 KB), or, rarely, one that must
-// be rejected whole. seq names the upload in the article numbers, so the
-// stock shows which upload set a row.
+// bad rows or a duplicate), large (9,000 rows, about 300 KB), the latest
+// acknowledged one sent again, or, rarely, one that must be rejected
+// whole. seq names the upload in the article numbers, so the stock shows
+// which upload set a row.
 func (c *clientModel) makeFeed(rng *rand.Rand, seq int, initial bool) *feed {
-	f := &feed{rows: map[stockKey]feedRow{}}
+	f := &feed{rows: map[stockKey]feedRow{}, dupKeys: map[stockKey]bool{}}
 	var b bytes.Buffer
 	roll := rng.Float64()
+	if !initial && roll > 0.88 {
+		// The client's latest acknowledged feed again, under a new name: the
+		// rows no upload changed since are left unchanged, keeping the
+		// upload_id of the upload that last changed them.
+		c.mu.Lock()
+		var prev *feed
+		for i := len(c.uploads) - 1; i >= 0 && prev == nil; i-- {
+			if u := c.uploads[i]; u.status == 200 && !u.feed.rejected {
+				prev = u.feed
+			}
+		}
+		c.mu.Unlock()
+		if prev != nil {
+			again := *prev
+			again.resent = true
+			return &again
+		}
+	}
 	if !initial && roll < 0.03 {
 		// No price column: "Missing mandatory columns", nothing applied.
 		f.rejected = true
@@ -112,11 +134,13 @@ func (c *clientModel) makeFeed(rng *rand.Rand, seq int, initial bool) *feed {
 		p, cents := price(rng)
 		retail := cents + rng.IntN(1000)
 		art := fmt.Sprintf("A%d-%s-%d", c.idx, k.ean[8:], seq)
-		fmt.Fprintf(&b, "%s;%s;%s;%d;%s;%d.%02d\n", k.store, k.ean, art, qty, p, retail/100, retail%100)
+		r := fmt.Sprintf("%d.%02d", retail/100, retail%100)
+		fmt.Fprintf(&b, "%s;%s;%s;%d;%s;%s\n", k.store, k.ean, art, qty, p, r)
 		if _, dup := f.rows[k]; dup {
 			f.duplicates++
+			f.dupKeys[k] = true
 		}
-		f.rows[k] = feedRow{quantity: qty, price: p, article: art}
+		f.rows[k] = feedRow{quantity: qty, price: p, retail: r, article: art}
 		f.total++
 	}
 	used := map[stockKey]bool{}
