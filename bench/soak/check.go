@@ -97,7 +97,8 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 		}
 		s.checkUploads(c, list, uploadsOnce, uploadsOrder, st, &n)
 	}
-	uploadsOnce.note = fmt.Sprintf("%d acknowledged, %d applied, %d rejected as expected, %d unacknowledged found accepted", n.acked, n.applied, n.rejected, n.maybeFound)
+	uploadsOnce.note = fmt.Sprintf("%d acknowledged, %d applied, %d rejected as expected, %d unacknowledged found accepted; %d sent again, %d rows unchanged",
+		n.acked, n.applied, n.rejected, n.maybeFound, n.resent, n.unchanged)
 	uploadsOrder.note = fmt.Sprintf("%d uploads in %d clients' acceptance orders", n.listed, len(s.clients))
 
 	events, err := s.checkOrders(rd, changes, st)

@@ -46,7 +46,7 @@ func (st *stockState) key(c *clientModel) {
 	}
 }
 
-type uploadCounts struct{ sent, acked, applied, rejected, maybeFound, listed int }
+type uploadCounts struct{ sent, acked, applied, rejected, maybeFound, listed, resent, unchanged int }
 
 // checkUploads: every acknowledged upload is listed once with its id and
 // checksum, applied (or rejected, for a file that must be) with the rows
@@ -122,6 +122,10 @@ func (s *soak) checkUploads(c *clientModel, list []uploadJSON, once, order *inva
 					continue
 				}
 				st.cur[c.idx][k] = current{row, a}
+			}
+			n.unchanged += unchanged
+			if r.feed.resent {
+				n.resent++
 			}
 			if u.RowsUnchanged != unchanged {
 				once.fail("upload %s (%s): %d rows unchanged, %d by the uploads applied before it", r.name, u.ID, u.RowsUnchanged, unchanged)
