@@ -34,21 +34,29 @@ func (l *lifecycle) add(format string, args ...any) {
 
 // serveFaults injects one fault of the serves or the database every 3 to 7
 // seconds until ctx is done; one at a time, so on PostgreSQL at most one
-// serve of the three is down.
+// serve of the three is down. The kinds come in rounds, each a shuffle of
+// two kills, a SIGTERM and (on PostgreSQL) a database restart, so that a
+// short run has every kind.
 func (s *soak) serveFaults(ctx context.Context, rng *rand.Rand) {
-	for {
-		sleep(ctx, jitter(rng, 3*time.Second, 7*time.Second))
-		if ctx.Err() != nil {
-			return
-		}
-		x := rng.Float64()
-		switch {
-		case s.pg != nil && x < 0.25:
-			s.restartPG(rng)
-		case x < 0.7:
-			s.bounce(rng, s.serves[rng.IntN(len(s.serves))], syscall.SIGKILL)
-		default:
-			s.bounce(rng, s.serves[rng.IntN(len(s.serves))], syscall.SIGTERM)
+	kinds := []string{"kill", "kill", "term"}
+	if s.pg != nil {
+		kinds = append(kinds, "pg-restart")
+	}
+	for round := 0; ; round++ {
+		rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+		for _, kind := range kinds {
+			sleep(ctx, jitter(rng, 3*time.Second, 7*time.Second))
+			if ctx.Err() != nil {
+				return
+			}
+			switch kind {
+			case "pg-restart":
+				s.restartPG(rng)
+			case "kill":
+				s.bounce(rng, s.serves[rng.IntN(len(s.serves))], syscall.SIGKILL)
+			default:
+				s.bounce(rng, s.serves[rng.IntN(len(s.serves))], syscall.SIGTERM)
+			}
 		}
 	}
 }
@@ -117,20 +125,27 @@ func (s *soak) restartPG(rng *rand.Rand) {
 	s.hist.addFault(f)
 }
 
-// receiverFaults takes a receiver down for 2 to 8 seconds, or makes a picky
-// one answer 410 for 1 to 4 seconds and then enables its endpoint again,
-// every 3 to 8 seconds until ctx is done.
+// receiverFaults, every 3 to 8 seconds until ctx is done, takes a flaky or
+// picky receiver down for 2 to 8 seconds, or, every other time, makes a
+// picky one answer 410 for 1 to 4 seconds and then enables its endpoint
+// again.
 func (s *soak) receiverFaults(ctx context.Context, rng *rand.Rand) {
-	for {
+	var downable, picky []*receiver
+	for _, r := range s.receivers {
+		if r.profile != profileSteady {
+			downable = append(downable, r)
+		}
+		if r.profile == profilePicky {
+			picky = append(picky, r)
+		}
+	}
+	for n := 0; ; n++ {
 		sleep(ctx, jitter(rng, 3*time.Second, 8*time.Second))
 		if ctx.Err() != nil {
 			return
 		}
-		r := s.receivers[rng.IntN(len(s.receivers))]
-		if r.profile == profileSteady {
-			continue
-		}
-		if r.profile == profilePicky && rng.IntN(2) == 0 {
+		if n%2 == 1 {
+			r := picky[rng.IntN(len(picky))]
 			d := jitter(rng, time.Second, 4*time.Second)
 			f := fault{Kind: "gone", Serve: -1, Start: time.Now(), Note: r.name}
 			r.setGone(d)
@@ -140,6 +155,7 @@ func (s *soak) receiverFaults(ctx context.Context, rng *rand.Rand) {
 			s.hist.addFault(f)
 			continue
 		}
+		r := downable[rng.IntN(len(downable))]
 		f := fault{Kind: "receiver-down", Serve: -1, Start: time.Now(), Note: r.name}
 		r.goDown()
 		time.Sleep(jitter(rng, 2*time.Second, 8*time.Second))
