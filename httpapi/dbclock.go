@@ -115,8 +115,33 @@ func (c *dbClock) stop() {
 }
 
 // ended tells why the request's context ended (storelink.RequestEnded).
+// A request that has spent its database timeout counts as timed out even
+// when the clock's timer has not yet run: a wait of the driver's own that
+// is as long as the timeout (a connect_timeout of the same length) may end
+// a moment before the timer ends the context, and the request still waited
+// the database the whole timeout.
 func ended(r *http.Request) (timeout error, gone bool) {
-	return storelink.RequestEnded(r.Context())
+	timeout, gone = storelink.RequestEnded(r.Context())
+	if timeout == nil && !gone {
+		if c, _ := r.Context().Value(dbClockKey{}).(*dbClock); c.over() {
+			timeout = c.cause
+		}
+	}
+	return timeout, gone
+}
+
+// over tells whether the clock has spent its limit.
+func (c *dbClock) over() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	spent := c.spent
+	if !c.since.IsZero() {
+		spent += time.Since(c.since)
+	}
+	return spent >= c.limit
 }
 
 // StatusClientGone is the status the request log records for a request
