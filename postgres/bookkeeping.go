@@ -163,12 +163,13 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 		switch m.Kind {
 		case service.MovePark:
 			// The endpoint is disabled only when the lease holder's
-			// delivery was parked.
+			// delivery was parked, and was not changed since the attempt
+			// began ($8, Move.Since).
 			b.Queue(`WITH parked AS (
 					UPDATE deliveries SET next_attempt_at = $6, tries = $7, lease_owner = NULL,
 						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
 				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
-				WHERE id IN (SELECT endpoint_id FROM parked)`, append(job, m.Disable, m.NextAt, m.Tries)...)
+				WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $8`, append(job, m.Disable, m.NextAt, m.Tries, m.Since)...)
 		case service.MoveRetry:
 			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)
