@@ -69,33 +69,39 @@ func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int,
 var anyBatch = storelink.BatchLimit{Uploads: 100, Bytes: 1 << 20}
 
 // testUploadBatchClaims: a claim takes the oldest upload that can be
-// claimed and, in acceptance order, the next ones that can go with it (a
-// client's later upload with its earlier one), within the count and the
-// bytes of its limit (the first whatever its size); never an upload behind
-// its client's upload under a live lease; an upload claimed before alone.
+// claimed and, client by client (the clients in the order of their oldest
+// such upload, each client's in acceptance order), the next ones that can
+// go with it (a client's later upload with its earlier one), within the
+// count and the bytes of its limit (the first whatever its size); never an
+// upload behind its client's upload under a live lease; an upload claimed
+// before alone.
 func testUploadBatchClaims(e *env) {
 	b := e.otherClient()
 	a1, b1, a2, b2 := e.accept("a1-x"), e.acceptFor(b, "b1-x"), e.accept("a2-x"), e.acceptFor(b, "b2-x")
 	first := e.claimBatch("w1", storelink.BatchLimit{Uploads: 3, Bytes: 1 << 20}, 1, a1, b1, a2)
 	e.claimBatch("w2", anyBatch, 0) // b2 waits behind b1, held by w1
 
-	// Given back, the three are claimed again, within 10 bytes: two.
+	// Given back, the three are claimed again, within 10 bytes: two, client
+	// by client (a's two before b's first).
 	for _, c := range first {
 		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
 	}
-	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, b1)
+	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, a2)
 	// Their lease runs out: each was claimed before, and is claimed alone.
 	e.at = e.at.Add(2 * time.Minute)
 	c := e.claimBatch("w3", anyBatch, 2, a1)
 	e.apply(c[0], storelink.UploadApplied)
-	c = e.claimBatch("w3", anyBatch, 2, b1)
-	// a2, given back uncounted, is claimed as if never before; b2 waits
-	// behind b1.
-	c = append(c, e.claimBatch("w4", anyBatch, 1, a2)...)
+	// b1's head is now the oldest: b1, given back uncounted, is claimed as
+	// if never before, with b2; a2, claimed before, not with them, but
+	// alone.
+	c = e.claimBatch("w4", anyBatch, 1, b1, b2)
+	c = append(c, e.claimBatch("w3", anyBatch, 2, a2)...)
 	e.apply(c[0], storelink.UploadRejected)
 	e.apply(c[1], storelink.UploadApplied)
+	e.apply(c[2], storelink.UploadApplied)
 	// The first is claimed whatever its size.
-	c = e.claimBatch("w5", storelink.BatchLimit{Uploads: 10, Bytes: 3}, 1, b2)
+	a3 := e.accept("a3-x")
+	c = e.claimBatch("w5", storelink.BatchLimit{Uploads: 10, Bytes: 3}, 1, a3)
 	e.apply(c[0], storelink.UploadApplied)
 	e.claimBatch("w6", anyBatch, 0)
 }

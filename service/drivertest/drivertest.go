@@ -62,7 +62,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
 		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
-		{"Uploads: a claim takes a batch in acceptance order, within its bounds", testUploadBatchClaims},
+		{"Uploads: a claim takes a batch client by client, within its bounds", testUploadBatchClaims},
 		{"Uploads: a batch's rows are locked at once, each upload undone alone", testUploadBatchApply},
 		{"Uploads: an apply writes only the rows that differ, and counts the others", testUploadUnchanged},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
