@@ -189,3 +189,80 @@ func testUploadBatchApply(e *env) {
 		e.t.Fatalf("stock rows by quantity = %v, want %d of the first upload, %d of the later, none of the rejected", byQty, n/2, n)
 	}
 }
+
+// testUploadBatchSmall: in one transaction, small files of two clients,
+// two of the first on the same pairs: each file's rows are written after
+// the earlier files' (the later file wins), and compared with them, so that
+// each counts as unchanged the pairs that already held what it sets after
+// the files before it; each finish reads its upload back as finished; a
+// rejected file between them writes nothing.
+func testUploadBatchSmall(e *env) {
+	b := e.otherClient()
+	row := func(ean string, qty int) storelink.StockRow {
+		return storelink.StockRow{StoreID: "S1", EAN: ean, ArticleNumber: "A", Quantity: qty, Price: 100}
+	}
+	a1, b1, a2, a3 := e.accept("a1"), e.acceptFor(b, "b1"), e.accept("a2"), e.accept("a3")
+	claims := e.claimBatch("w1", anyBatch, 1, a1, b1, a2, a3)
+	files := [][]storelink.StockRow{
+		{row("4006381333931", 1), row("4006381333948", 5)},
+		{row("4006381333931", 7)},
+		{row("4006381333931", 2), row("4006381333948", 5)}, // the second pair as a1 left it
+		{row("4006381333931", 9)},                          // rejected
+	}
+	status := []storelink.UploadStatus{storelink.UploadApplied, storelink.UploadApplied, storelink.UploadApplied, storelink.UploadRejected}
+	tx := e.beginUpload()
+	defer tx.Rollback(e.ctx)
+	ids, clients := make([]string, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		ids[i], clients[i] = c.ID, c.ClientID
+	}
+	_, _, err := tx.LockUploads(e.ctx, ids, clients)
+	must(e.t, err)
+	finished := make([]*storelink.Upload, len(claims))
+	for i, c := range claims {
+		must(e.t, tx.Savepoint(e.ctx))
+		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		for _, r := range files[i] {
+			must(e.t, put(r))
+		}
+		if status[i] == storelink.UploadRejected {
+			must(e.t, tx.RollbackToSavepoint(e.ctx))
+		}
+		must(e.t, tx.ReleaseSavepoint(e.ctx))
+		if status[i] == storelink.UploadApplied {
+			must(e.t, tx.ApplyStock(e.ctx))
+			must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+		}
+		n := len(files[i])
+		must(e.t, tx.FinishUpload(e.ctx, c.ID, status[i], storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
+			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished[i]))
+	}
+	must(e.t, tx.Commit(e.ctx))
+	for i, c := range claims {
+		got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+		must(e.t, err)
+		wantUnchanged := 0
+		if i == 2 {
+			wantUnchanged = 1
+		}
+		if got.Status != status[i] || got.RowsUnchanged != wantUnchanged || got.FinishedAt == nil {
+			e.t.Fatalf("upload %d = %s, %d rows unchanged, finished at %v; want %s, %d", i, got.Status, got.RowsUnchanged, got.FinishedAt, status[i], wantUnchanged)
+		}
+		if finished[i] != nil && (finished[i].Status != got.Status || finished[i].RowsUnchanged != got.RowsUnchanged) {
+			e.t.Fatalf("upload %d read as finished %+v, read back %+v", i, finished[i], got)
+		}
+	}
+	want := map[string][2]any{
+		e.client.ID + " 4006381333931": {2, a2.ID}, e.client.ID + " 4006381333948": {5, a1.ID},
+		b + " 4006381333931": {7, b1.ID},
+	}
+	got := map[string][2]any{}
+	for _, client := range []string{e.client.ID, b} {
+		for _, r := range e.stock(service.StockQuery{ClientID: client, Limit: 100}) {
+			got[client+" "+r.EAN] = [2]any{r.Quantity, r.UploadID}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		e.t.Fatalf("stock = %v, want %v", got, want)
+	}
+}

@@ -64,6 +64,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
 		{"Uploads: a claim takes a batch client by client, within its bounds", testUploadBatchClaims},
 		{"Uploads: a batch's rows are locked at once, each upload undone alone", testUploadBatchApply},
+		{"Uploads: a batch's small files are written in order, each compared with the ones before", testUploadBatchSmall},
 		{"Uploads: an apply writes only the rows that differ, and counts the others", testUploadUnchanged},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
 		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
