@@ -78,10 +78,16 @@ func (t *pipelinedTx) send(ctx context.Context) error {
 }
 
 // Commit sends what is queued with COMMIT, and then wakes the processors
-// for an upload inserted (see wake).
+// for an upload inserted (see wake). The writes kept for the batch (its
+// files' rows, releases and finishes) are queued before COMMIT: after it
+// they would run in a transaction of their own, with the uploads' locks
+// already given up.
 func (t *pipelinedTx) Commit(ctx context.Context) error {
 	if t.done {
 		return errors.New("commit of a pipelined transaction that ended")
+	}
+	if err := t.flushBatch(); err != nil {
+		return err // Rollback ends it
 	}
 	queueCommit(t.b)
 	if err := t.send(ctx); err != nil {
