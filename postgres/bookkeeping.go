@@ -35,8 +35,10 @@ import (
 // index, whatever the table's statistics say: a scalar subquery per
 // endpoint for "has a due delivery" (its earliest due, the first entry of
 // deliveries_endpoint_due) and per delivery for "is the oldest pending
-// event of its order to this endpoint" (deliveries_order's first entry), an
-// array of ids for the rows to lock. Written as EXISTS and NOT
+// event of its order to this endpoint" (deliveries_order's first entry,
+// asked for in that index's order: with min(), the planner read the
+// endpoint's every pending delivery for each candidate instead), an array
+// of ids for the rows to lock. Written as EXISTS and NOT
 // EXISTS, they were joins, which on a table whose statistics say it is
 // nearly empty (a new database, a backlog grown since the last ANALYZE) the
 // planner made as a scan of every due delivery, and for each candidate a
@@ -67,8 +69,9 @@ WITH eps AS (
 		SELECT d.id, d.next_attempt_at, d.event_seq FROM deliveries d
 		WHERE d.endpoint_id = i.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= $1
 		  AND (d.lease_until IS NULL OR d.lease_until < $1)
-		  AND d.event_seq = (SELECT min(p.event_seq) FROM deliveries p
-		                     WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id AND p.state = 'pending')
+		  AND d.event_seq = (SELECT p.event_seq FROM deliveries p
+		                     WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id AND p.state = 'pending'
+		                     ORDER BY p.endpoint_id, p.order_id, p.event_seq LIMIT 1)
 		ORDER BY d.next_attempt_at, d.event_seq
 		LIMIT greatest(least(coalesce(caps.n, $4) - i.own, $8 - i.n), 0)) d
 ), pick AS (
