@@ -29,8 +29,10 @@ type Bookkeeping interface {
 	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
 }
 
-// RoundTx is one transaction of the deliverer's bookkeeping. Its claim sees
-// what its record wrote; nothing of either is seen by others before Commit.
+// RoundTx is one transaction of the deliverer's bookkeeping, ended by Commit
+// or by its claim (ClaimDue). Its claim sees what its record wrote; nothing
+// of either is seen by others before the round commits, and a driver may
+// send nothing before then.
 type RoundTx interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
