@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -29,15 +31,33 @@ import (
 // and stops once it has the endpoint's share: what a claim reads is about
 // what it can take, not the backlog.
 //
-// The caller holds the delivery-claim advisory lock (LockClaims): the
+// Each look is written so that the planner cannot but make it through an
+// index, whatever the table's statistics say: a scalar subquery per
+// endpoint for "has a due delivery" (its earliest due, the first entry of
+// deliveries_endpoint_due) and per delivery for "is the oldest pending
+// event of its order to this endpoint" (deliveries_order's first entry,
+// asked for in that index's order: with min(), the planner read the
+// endpoint's every pending delivery for each candidate instead), an array
+// of ids for the rows to lock. Written as EXISTS and NOT
+// EXISTS, they were joins, which on a table whose statistics say it is
+// nearly empty (a new database, a backlog grown since the last ANALYZE) the
+// planner made as a scan of every due delivery, and for each candidate a
+// scan of its endpoint's every pending delivery: a second a claim at a
+// backlog of a few thousand, the claim lock held meanwhile.
+//
+// It claims nothing unless the secret key's check value in settings ($10)
+// is $9 or there is none: another process may have moved the database to a
+// new key (storelink secret-key rotate) while this one ran.
+//
+// The transaction holds the delivery-claim advisory lock (claimLockSQL): the
 // in-flight count is exact only if no other claim runs between counting and
 // leasing, which SQLite's single writer gives for free and PostgreSQL needs
 // a lock for.
 const claimDeliveriesSQL = `
 WITH eps AS (
 	SELECT e.id FROM endpoints e
-	WHERE e.enabled AND EXISTS (SELECT 1 FROM deliveries d
-	                            WHERE d.endpoint_id = e.id AND d.state = 'pending' AND d.next_attempt_at <= $1)
+	WHERE e.enabled AND coalesce((SELECT value FROM settings WHERE name = $10), '') IN ('', $9)
+	  AND (SELECT min(d.next_attempt_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') <= $1
 ), inflight AS (
 	SELECT eps.id AS endpoint_id, f.n, f.own FROM eps CROSS JOIN LATERAL (
 		SELECT count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own FROM deliveries
@@ -49,15 +69,16 @@ WITH eps AS (
 		SELECT d.id, d.next_attempt_at, d.event_seq FROM deliveries d
 		WHERE d.endpoint_id = i.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= $1
 		  AND (d.lease_until IS NULL OR d.lease_until < $1)
-		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
-		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+		  AND d.event_seq = (SELECT p.event_seq FROM deliveries p
+		                     WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id AND p.state = 'pending'
+		                     ORDER BY p.endpoint_id, p.order_id, p.event_seq LIMIT 1)
 		ORDER BY d.next_attempt_at, d.event_seq
 		LIMIT greatest(least(coalesce(caps.n, $4) - i.own, $8 - i.n), 0)) d
 ), pick AS (
 	SELECT id FROM due ORDER BY next_attempt_at, event_seq LIMIT $5
 ), locked AS (
 	SELECT d.id FROM deliveries d
-	WHERE d.id IN (SELECT id FROM pick) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
+	WHERE d.id = ANY (ARRAY(SELECT id FROM pick)) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
 	FOR UPDATE SKIP LOCKED
 )
 UPDATE deliveries d SET lease_owner = $2, lease_until = $3, attempts = d.attempts + 1, tries = d.tries + 1
@@ -66,38 +87,61 @@ WHERE d.id = locked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
 	e.url, e.api_key, e.secret, e.previous_secret, e.previous_secret_until, d.next_attempt_at, d.event_seq`
 
-// BeginRound starts a transaction of the deliverer's bookkeeping: on
-// PostgreSQL an ordinary one, as the leases are columns of the rows and
-// every process claims from them.
-func (d *Driver) BeginRound(ctx context.Context) (service.RoundTx, error) {
-	tx, err := d.db.pool.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &pgTx{tx: tx}, nil
+// claimLockSQL takes the delivery-claim advisory lock until the
+// transaction ends and reads the secret key's check value under it. It has
+// the claim that follows planned for its parameters each time
+// (plan_cache_mode, until the transaction ends): a generic plan, which
+// PostgreSQL may settle on for a statement prepared on the connection,
+// knows neither the time nor the limits, and a claim is run hundreds of
+// times a second on a table that changes as fast.
+const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
+	FROM (SELECT pg_advisory_xact_lock($1, 0), set_config('plan_cache_mode', 'force_custom_plan', true)) AS l`
+
+// BeginRound starts a round of the deliverer's bookkeeping. It sends
+// nothing: the round's statements are queued and sent in one batch, by
+// Commit or ClaimDue, which PostgreSQL runs as one implicit transaction
+// (pgx's SendBatch), so that the claim lock is held by the server alone,
+// from the claim to the commit, never across a round trip to this process.
+func (d *Driver) BeginRound(context.Context) (service.RoundTx, error) {
+	return &pgRound{db: d.db}, nil
 }
 
-// LockClaims takes the delivery-claim advisory lock until the transaction
-// ends and reads the secret key's check value under it, in one round trip:
-// another process may have moved the database to a new key (storelink
-// secret-key rotate) while this one ran.
-func (t *pgTx) LockClaims(ctx context.Context) (string, error) {
-	var check string
-	err := t.tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
-		FROM (SELECT pg_advisory_xact_lock($1, 0)) AS l`, lockDeliveryClaims, settingKeyCheck).Scan(&check)
-	return check, err
+// pgRound is a round of the deliverer's bookkeeping: the record's
+// statements, queued until the round is sent.
+type pgRound struct {
+	db   *DB
+	b    pgx.Batch
+	done bool
 }
 
-// ClaimDue leases due deliveries in one statement (claimDeliveriesSQL) and
-// returns them oldest due first.
-func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, error) {
-	type row struct {
-		service.Claimed
-		due   time.Time
-		seq   int64
-		until *time.Time
+// Commit sends the round's record, if any, in one batch.
+func (t *pgRound) Commit(ctx context.Context) error {
+	if t.done {
+		return nil
 	}
+	t.done = true
+	if t.b.Len() == 0 {
+		return nil
+	}
+	return t.db.pool.SendBatch(ctx, &t.b).Close()
+}
+
+// Rollback drops the round's record, unless it was sent.
+func (t *pgRound) Rollback(context.Context) error {
+	t.done = true
+	return nil
+}
+
+// ClaimDue sends the round's record, the claim lock and the claim
+// (claimDeliveriesSQL) in one batch, committed as one transaction, and
+// returns what it leased, oldest due first. Should the claim fail, the
+// record is sent again alone.
+func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration,
+	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
+	if t.done {
+		return nil, "", errors.New("claim in an ended round")
+	}
+	t.done = true
 	ids, ns := make([]string, 0, len(caps.Of)), make([]int32, 0, len(caps.Of))
 	for id, n := range caps.Of {
 		ids, ns = append(ids, id), append(ns, int32(n))
@@ -106,9 +150,49 @@ func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease 
 	if all <= 0 {
 		all = math.MaxInt32
 	}
-	rows, err := t.tx.Query(ctx, claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all)
+	records := t.b.Len()
+	b := &pgx.Batch{QueuedQueries: slices.Clone(t.b.QueuedQueries)}
+	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck)
+	b.Queue(claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all, keyCheck, settingKeyCheck)
+	br := t.db.pool.SendBatch(ctx, b)
+	claimed, check, err := readClaim(br, records, owner)
+	if cerr := br.Close(); err == nil {
+		err = cerr // the commit's
+	}
+	if err == nil {
+		return claimed, check, nil
+	}
+	if records > 0 && ctx.Err() == nil {
+		// The batch's transaction was rolled back: the attempts were made
+		// all the same.
+		if rerr := t.db.pool.SendBatch(ctx, &t.b).Close(); rerr != nil {
+			return nil, "", fmt.Errorf("%w (and the record again: %v)", err, rerr)
+		}
+	}
+	return nil, "", err
+}
+
+// readClaim reads a claim's batch: the record's results, the key check and
+// the leased deliveries, oldest due first.
+func readClaim(br pgx.BatchResults, records int, owner string) ([]service.Claimed, string, error) {
+	for range records {
+		if _, err := br.Exec(); err != nil {
+			return nil, "", fmt.Errorf("record delivery attempts: %w", err)
+		}
+	}
+	var check string
+	if err := br.QueryRow().Scan(&check); err != nil {
+		return nil, "", fmt.Errorf("take delivery claim lock: %w", err)
+	}
+	type row struct {
+		service.Claimed
+		due   time.Time
+		seq   int64
+		until *time.Time
+	}
+	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer rows.Close()
 	var list []row
@@ -118,7 +202,7 @@ func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease 
 		var payload string
 		if err := rows.Scan(&j.DeliveryID, &j.EventID, &j.EndpointID, &j.Attempt, &j.Try, &payload,
 			&j.URL, &k.APIKey, &k.Secret, &k.Previous, &c.until, &c.due, &c.seq); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		j.Body = []byte(payload)
 		if c.until != nil {
@@ -127,7 +211,7 @@ func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease 
 		list = append(list, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// RETURNING has no order: the oldest due first, as SQLite gives them.
 	slices.SortFunc(list, func(a, b row) int {
@@ -140,7 +224,7 @@ func (t *pgTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease 
 	for i := range list {
 		out[i] = list[i].Claimed
 	}
-	return out, nil
+	return out, check, nil
 }
 
 // endedSQL ends a delivery as succeeded or failed, by the kind of its move.
@@ -151,10 +235,10 @@ var endedSQL = [...]string{
 		lease_until = NULL, updated_at = $4`,
 }
 
-// RecordAttempts records finished attempts and moves their deliveries on,
-// all sent as one batch.
-func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
-	b := &pgx.Batch{}
+// RecordAttempts queues the statements that record finished attempts and
+// move their deliveries on, sent with the round.
+func (t *pgRound) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+	b := &t.b
 	for i := range results {
 		r, m := &results[i], &moves[i]
 		a := r.Attempt
@@ -190,7 +274,7 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 			b.Queue(endedSQL[m.Kind]+held, job...)
 		}
 	}
-	return t.tx.SendBatch(ctx, b).Close()
+	return nil
 }
 
 // ReleaseClaims ends the leases that jobs still hold, in one statement:

@@ -60,6 +60,13 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // The UPDATE checks each row again as it is when it writes it (an upload
 // cancelled meanwhile is not claimed). $1 is the owner, $2 now, $3 the
 // lease's end.
+//
+// locked and the UPDATE find their rows by seq from an array (= ANY
+// (ARRAY(…))), computed once, through the index: joined to the heads or the
+// picks instead, on a table whose statistics say it is nearly empty (a new
+// database, or a backlog that grew since the last ANALYZE), the planner
+// may scan every unfinished upload and compute the picks again for each,
+// which took seconds a claim with a backlog of a few thousand.
 const claimUploadsSQL = `
 WITH RECURSIVE heads AS (
 	(SELECT client_id, seq FROM uploads WHERE status IN ('accepted', 'processing') ORDER BY client_id, seq LIMIT 1)
@@ -69,7 +76,7 @@ WITH RECURSIVE heads AS (
 		WHERE status IN ('accepted', 'processing') AND client_id > h.client_id ORDER BY client_id, seq LIMIT 1) n
 ), locked AS (
 	SELECT u.seq, u.client_id FROM uploads u
-	WHERE u.seq IN (SELECT seq FROM heads) AND u.status IN ('accepted', 'processing')
+	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
 	ORDER BY u.seq
 	LIMIT $4
@@ -89,7 +96,7 @@ WITH RECURSIVE heads AS (
 	) t WHERE n = 1 OR (n <= $4 AND bytes <= $5 AND tried = 0)
 )
 UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
-FROM pick WHERE uploads.seq = pick.seq AND uploads.status IN ('accepted', 'processing')
+WHERE uploads.seq = ANY (ARRAY(SELECT seq FROM pick)) AND uploads.status IN ('accepted', 'processing')
 	AND (uploads.status = 'accepted' OR uploads.lease_until < $2)
 RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`

@@ -29,8 +29,10 @@ type Bookkeeping interface {
 	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
 }
 
-// RoundTx is one transaction of the deliverer's bookkeeping. Its claim sees
-// what its record wrote; nothing of either is seen by others before Commit.
+// RoundTx is one transaction of the deliverer's bookkeeping, ended by Commit
+// or by its claim (ClaimDue). Its claim sees what its record wrote; nothing
+// of either is seen by others before the round commits, and a driver may
+// send nothing before then.
 type RoundTx interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
@@ -44,21 +46,28 @@ type RoundTx interface {
 	// provided the delivery is still pending; the others change nothing but
 	// their attempt. now stamps the rows.
 	RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []Move, now time.Time) error
-	// LockClaims keeps the other claims waiting until this transaction
-	// ends, so that each counts the deliveries in flight per endpoint as the
-	// one before left them, and returns the check value of the secret key
-	// that the database's secrets are sealed with, as the database has it
-	// now, or "" when nothing but this process can change it.
-	LockClaims(ctx context.Context) (keyCheck string, err error)
-	// ClaimDue leases up to limit deliveries for owner until now+lease,
-	// each counted as an attempt and a try: pending ones, due at now, not
-	// in flight, to enabled endpoints; of the pending deliveries of one
-	// order to one endpoint only the one of the oldest event (so that an
-	// order's events arrive in order, CONTRACT 6.3); no more leased to
-	// owner per endpoint than caps.Cap of it, nor to every owner than
-	// caps.All, counting those leased before (storelink.ClaimCaps). The
-	// oldest due go first, in that order.
-	ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]Claimed, error)
+	// ClaimDue ends the round: it commits the round's record together with
+	// a claim, so that a driver can send them at once and hold no lock of
+	// its claims across a round trip to this process (which the kernel may
+	// stop for a while: a process capped by a CPU quota). Commit and
+	// Rollback after it do nothing. Should the claim fail, the record
+	// commits all the same, if it can, and the claim's error is returned.
+	//
+	// The claim keeps the other claims waiting until it commits, so that
+	// each counts the deliveries in flight per endpoint as the one before
+	// left them, and leases nothing unless the check value of the secret key
+	// that the database's secrets are sealed with is keyCheck, or the
+	// database has none; it returns the database's check value, or "" when
+	// nothing but this process can change it. It leases up to limit
+	// deliveries for owner until now+lease, each counted as an attempt and
+	// a try: pending ones, due at now, not in flight, to enabled endpoints;
+	// of the pending deliveries of one order to one endpoint only the one of
+	// the oldest event (so that an order's events arrive in order, CONTRACT
+	// 6.3); no more leased to owner per endpoint than caps.Cap of it, nor to
+	// every owner than caps.All, counting those leased before
+	// (storelink.ClaimCaps). The oldest due go first, in that order.
+	ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration, limit int,
+		caps storelink.ClaimCaps) (claimed []Claimed, dbKeyCheck string, err error)
 }
 
 // Move is what a recorded attempt does to its delivery, decided once here
@@ -172,39 +181,28 @@ func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, 
 			return nil, fmt.Errorf("record delivery attempts: %w", err)
 		}
 	}
-	var claimed []Claimed
-	var claimErr error
-	if limit > 0 {
-		claimed, claimErr = s.claim(ctx, tx, owner, now, lease, limit, caps)
+	if limit <= 0 {
+		return nil, tx.Commit(ctx)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		if claimErr != nil {
-			return nil, claimErr // what made the commit fail
-		}
+	claimed, err := s.claim(ctx, tx, owner, now, lease, limit, caps)
+	if err != nil {
 		return nil, err
-	}
-	if claimErr != nil {
-		return nil, claimErr
 	}
 	return s.open(claimed, now), nil
 }
 
-// claim leases due deliveries in tx. A process whose key is no longer the
-// database's (storelink secret-key rotate while it ran) claims nothing,
-// rather than count attempts it cannot make.
+// claim leases due deliveries in tx and commits it. A process whose key is
+// no longer the database's (storelink secret-key rotate while it ran)
+// claims nothing, rather than count attempts it cannot make.
 func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
-	check, err := tx.LockClaims(ctx)
+	claimed, check, err := tx.ClaimDue(ctx, owner, s.sealer.Check(), now, lease, limit, caps)
 	if err != nil {
-		return nil, fmt.Errorf("take delivery claim lock: %w", err)
+		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	if check != "" && check != s.sealer.Check() {
 		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
 			"no delivery is claimed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
-	}
-	claimed, err := tx.ClaimDue(ctx, owner, now, lease, limit, caps)
-	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return claimed, nil
 }

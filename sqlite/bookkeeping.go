@@ -152,6 +152,7 @@ type roundTx struct {
 	ended       []*deliveryLease          // by the record
 	taken       map[string]*deliveryLease // by the claim
 	claimFailed bool
+	claimed     bool // ClaimDue ended the round
 	done        bool
 }
 
@@ -164,29 +165,36 @@ func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.Attemp
 	return err
 }
 
-// LockClaims takes no lock and reads no key: the round holds the one write
-// connection, which keeps every other claim out, and only this process,
-// which checked its key against the file before it was given it, can
-// change the file's key.
-func (r *roundTx) LockClaims(context.Context) (string, error) { return "", nil }
-
-// ClaimDue picks due deliveries from the queue and leases them in the book
-// once the round commits (claim).
-func (r *roundTx) ClaimDue(ctx context.Context, owner string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, error) {
+// ClaimDue picks due deliveries from the queue, leases them in the book
+// (claim) and commits the round. It takes no lock and reads no key: the
+// round holds the one write connection, which keeps every other claim out,
+// and only this process, which checked its key against the file before it
+// was given it, can change the file's key.
+func (r *roundTx) ClaimDue(ctx context.Context, owner, _ string, now time.Time, lease time.Duration,
+	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
 	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, caps)
 	if err != nil {
 		r.claimFailed = true
-		return nil, err
+	} else {
+		r.taken = taken
 	}
-	r.taken = taken
-	return claimed, nil
+	r.claimed = true
+	if cerr := r.Commit(ctx); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return claimed, "", nil
 }
 
 // Commit commits, applies the round to the lease book and gives the write
 // connection back.
 func (r *roundTx) Commit(context.Context) error {
 	if r.done {
+		if r.claimed {
+			return nil // ClaimDue committed
+		}
 		return errors.New("commit of an ended transaction")
 	}
 	r.done = true

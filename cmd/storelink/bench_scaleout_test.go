@@ -16,7 +16,7 @@ package main
 //     BenchmarkOrders's create → fulfil → return for the run's length
 //     (ordersTarget.order), while the demo's webhook endpoint points at a
 //     receiver in this process that holds every request: the events' deliveries
-//     queue up;
+//     queue up, to each of the demo client's scaleOutEndpoints endpoints;
 //   - deliveries: the receiver answers 204 from then on; delivered events/s
 //     is the queued deliveries over the time until none is pending.
 //
@@ -52,6 +52,12 @@ import (
 )
 
 const scaleOutOrderClients = 16
+
+// scaleOutEndpoints is the number of the demo client's webhook endpoints,
+// each at its own path of the receiver: every event is delivered to each,
+// so that the deliveries' drain is long enough to measure and no one
+// endpoint's in-flight cap (shared by the processes) bounds it.
+const scaleOutEndpoints = 16
 
 // BenchmarkPostgresScaleOut is the benchmark of issue 15 item 5; see the top
 // of the file.
@@ -199,6 +205,12 @@ func scaleOutOnce(b *testing.B, ctl *cpuController, cores float64, n int, run ti
 	// Orders, their deliveries held at the receiver.
 	t0 := newOrdersTarget(b, procs[0], procs[0].PID())
 	t0.webhooks(b, &rc.srv.URL)
+	for i := 1; i < scaleOutEndpoints; i++ {
+		body := fmt.Appendf(nil, `{"url":%q}`, fmt.Sprintf("%s/webhooks/%d", rc.srv.URL, i))
+		if err := epDo(procs[0], http.MethodPost, "/admin/clients/"+procs[0].ClientID+"/webhooks", "", body, http.StatusCreated, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 	targets := make([]*ordersTarget, n)
 	for i, p := range procs {
 		targets[i] = &ordersTarget{proc: p, pid: p.PID(), eans: t0.eans}

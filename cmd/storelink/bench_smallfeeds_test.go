@@ -285,7 +285,9 @@ func smallRunOnce(b *testing.B, t smallTarget, clients []scaleClient, run time.D
 				}
 				if err != nil {
 					mu.Lock()
-					failure = fmt.Errorf("PUT by uploader %d: %w", u, err)
+					log := p.stderr.String()
+					log = log[max(len(log)-2000, 0):]
+					failure = fmt.Errorf("PUT by uploader %d: %w\nthe end of its serve's log:\n%s", u, err, log)
 					mu.Unlock()
 					return
 				}

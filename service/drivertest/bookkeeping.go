@@ -10,7 +10,8 @@ import (
 	"storelink/service"
 )
 
-// round runs fn in a round of the deliverer's bookkeeping and commits it.
+// round runs fn in a round of the deliverer's bookkeeping and commits it,
+// unless fn's claim did.
 func (e *env) round(fn func(tx service.RoundTx)) {
 	e.t.Helper()
 	tx, err := e.d.BeginRound(e.ctx)
@@ -27,13 +28,17 @@ func (e *env) claimDue(tx service.RoundTx, owner string, now time.Time, limit, p
 	return e.claimCaps(tx, owner, now, limit, storelink.ClaimCaps{Default: perEndpoint})
 }
 
-// claimCaps locks the claims and claims in tx with caps.
+// claimCaps claims in tx with caps, with the database's secret key, and
+// ends the round.
 func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit int, caps storelink.ClaimCaps) []service.Claimed {
 	e.t.Helper()
-	_, err := tx.LockClaims(e.ctx)
+	key, err := e.d.SecretKeyCheck(e.ctx)
 	must(e.t, err)
-	got, err := tx.ClaimDue(e.ctx, owner, now, time.Minute, limit, caps)
+	got, check, err := tx.ClaimDue(e.ctx, owner, key, now, time.Minute, limit, caps)
 	must(e.t, err)
+	if check != "" && check != key {
+		e.t.Fatalf("claim answered key check %q, the database has %q", check, key)
+	}
 	return got
 }
 
@@ -78,14 +83,6 @@ func testBookkeeping(e *env) {
 	o1.State = storelink.StateFulfilled
 	second := e.queue(o1, ep.ID, e.tick())
 	now := e.tick()
-
-	// Rolled back: nothing leased.
-	tx, err := e.d.BeginRound(e.ctx)
-	must(t, err)
-	if got := e.claimDue(tx, "w0", now, 10, 10); len(got) != 2 {
-		t.Fatalf("claimed %s, want two", events(got))
-	}
-	must(t, tx.Rollback(e.ctx))
 
 	var claimed []service.Claimed
 	e.round(func(tx service.RoundTx) { claimed = e.claimDue(tx, "w1", now, 10, 10) })
@@ -187,6 +184,26 @@ func testBookkeeping(e *env) {
 	}
 	_, err = e.seed.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
+
+	// A process whose secret key is no longer the database's claims
+	// nothing, and is told the database's, where other processes can change
+	// it; a driver that says nothing else can (SQLite) claims as ever.
+	key, err := e.d.RecordSecretKeyCheck(e.ctx, "check-of-the-database's-key")
+	must(t, err)
+	tx, err := e.d.BeginRound(e.ctx)
+	must(t, err)
+	stale, check, err := tx.ClaimDue(e.ctx, "w1", "not-"+key, parkAt, time.Minute, 10, storelink.ClaimCaps{Default: 10})
+	must(t, err)
+	must(t, tx.Commit(e.ctx))
+	if check == "" {
+		if events(stale) != second.EventID {
+			t.Fatalf("claimed %s after enabling, want %s", events(stale), second.EventID)
+		}
+		return
+	}
+	if len(stale) != 0 || check != key {
+		t.Fatalf("claim with a stale key leased %s and answered key check %q, want nothing and %q", events(stale), check, key)
+	}
 	e.round(func(tx service.RoundTx) {
 		got := e.claimDue(tx, "w1", parkAt, 10, 10)
 		if events(got) != second.EventID || got[0].Job.Attempt != 3 || got[0].Job.Try != 1 {
