@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"storelink"
 	"storelink/postgres"
@@ -65,8 +67,20 @@ func newSchema(t testing.TB) string {
 			t.Fatalf("connect to the test database: %v", err)
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
+		// A DROP SCHEMA may be chosen as a deadlock's victim against
+		// the last statements of a serve that was just stopped or
+		// killed (its backend still running them): it is tried again.
+		for try := 1; ; try++ {
+			_, err := conn.Exec(ctx, sql)
+			var pgErr *pgconn.PgError
+			if err != nil && errors.As(err, &pgErr) && pgErr.Code == "40P01" && try < 5 {
+				time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+			return
 		}
 	}
 	admin("CREATE SCHEMA " + schema)
