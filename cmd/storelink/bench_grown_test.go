@@ -77,6 +77,14 @@ const (
 	grownFillVersion = "1" // part of a template's name: changed when the fill changes
 )
 
+// grownPart tells whether a part of the rounds (apply, orders, pages) is
+// measured: all of them unless STORELINK_BENCH_GROWN_PARTS lists some, for
+// a profile of one.
+func grownPart(name string) bool {
+	v := os.Getenv("STORELINK_BENCH_GROWN_PARTS")
+	return v == "" || slices.Contains(strings.Split(v, ","), name)
+}
+
 // grownSizes are the rows of other clients' stock to measure on, the first
 // being the baseline.
 func grownSizes(b *testing.B) []int {
@@ -346,9 +354,11 @@ func runGrown(b *testing.B, name string, serves []*grownServe) {
 	loadBefore := loadAverage()
 	feeds := [2]benchFeedData{benchFeed(benchFeedBytes, -1, 0), benchFeed(benchFeedBytes, -1, 1)}
 	for _, g := range serves {
-		o := grownClient(b, g.p, "orders", "S1", "S2", "S3")
-		g.orders = newOrdersTarget(b, o, g.p.PID())
-		g.orders.verify(b, g.orders.drive(b, ordersWarmUp))
+		if grownPart("orders") {
+			o := grownClient(b, g.p, "orders", "S1", "S2", "S3")
+			g.orders = newOrdersTarget(b, o, g.p.PID())
+			g.orders.verify(b, g.orders.drive(b, ordersWarmUp))
+		}
 	}
 	round := 0
 	for b.Loop() {
@@ -410,16 +420,23 @@ func (g *grownServe) round(b *testing.B, round int, feeds [2]benchFeedData) grow
 		}
 		return n
 	}
+	// The pages read need the client's stock: the first feed at least.
 	r.first = s.importFeedUnchanged(b, "first.csv", feeds[0], bigPoll, unchanged(feeds[0]))
-	r.changed = s.importFeedUnchanged(b, "changed.csv", feeds[1], bigPoll, unchanged(feeds[1]))
-	again := benchChanged(feeds[1], 50, uint64(round+1))
-	r.resent = s.importFeedUnchanged(b, "again.csv", again, bigPoll, unchanged(again))
+	if grownPart("apply") {
+		r.changed = s.importFeedUnchanged(b, "changed.csv", feeds[1], bigPoll, unchanged(feeds[1]))
+		again := benchChanged(feeds[1], 50, uint64(round+1))
+		r.resent = s.importFeedUnchanged(b, "again.csv", again, bigPoll, unchanged(again))
+	}
 
-	o := g.orders.drive(b, grownOrders)
-	g.orders.verify(b, o)
-	r.create = o.lat[callCreate]
-	r.orderCPU = o.cpu / time.Duration(o.transitions)
-
+	if grownPart("orders") {
+		o := g.orders.drive(b, grownOrders)
+		g.orders.verify(b, o)
+		r.create = o.lat[callCreate]
+		r.orderCPU = o.cpu / time.Duration(o.transitions)
+	}
+	if !grownPart("pages") {
+		return r
+	}
 	cpu := cpuTime(b, g.p.PID())
 	r.pages = readStockPages(b, c, grownPages)
 	r.pageCPU = (cpuTime(b, g.p.PID()) - cpu) / grownPages
@@ -501,6 +518,9 @@ func printGrown(name string, serves []*grownServe, loadBefore, loadAfter string)
 	}
 	fmt.Println("figure (median of the rounds [min-max]); each size's ratio to the baseline is the median of the per-round ratios [min-max]")
 	for _, f := range grownFigures {
+		if f.of(base.rounds[0]) == 0 {
+			continue // a part not measured (STORELINK_BENCH_GROWN_PARTS)
+		}
 		fmt.Printf("%s:\n", f.name)
 		for _, g := range serves {
 			n := min(len(g.rounds), len(base.rounds))
