@@ -19,6 +19,13 @@ package main
 // change. Each run copies every size's template to a data folder of its own
 // and starts a `storelink serve` on each, all three running at once.
 //
+// BenchmarkGrownTables/postgres does the same on PostgreSQL (skipped without
+// STORELINK_TEST_DATABASE_URL): the templates are databases of the test
+// server, storelink_grown_<rows>_<migrations>, filled by COPY
+// (postgres.DB.FillStockForTest) and vacuumed and analysed, as autovacuum
+// would have; each run makes its databases from them (CREATE DATABASE …
+// TEMPLATE) and drops them at the end.
+//
 // Each of the N rounds then takes the sizes in turn (in an order that
 // rotates, so that no size always goes first) and on each:
 //
@@ -32,13 +39,17 @@ package main
 //   - reads 200 pages of 100 rows of the round's client's stock
 //     (GET /stock/{client}/stock, following next_cursor).
 //
+// STORELINK_BENCH_GROWN_PARTS (apply, orders, pages; comma-separated)
+// measures some parts only, for a profile; the first import is always made.
+//
 // The figure of each size is set beside that of the size without other
 // clients' rows (the baseline, measured in the same run): the ratio of the
 // times, median of the per-round ratios (target at most 1.5 at 10 million
-// rows; MET or MISSED, a benchmark never fails on speed). The load average
-// is printed with every round. The bytes per stock row of each template
-// are printed: the stock table and its indexes (SQLite's dbstat), and the
-// whole file.
+// rows; MET or MISSED, a benchmark never fails on speed), with serve's CPU
+// time beside each (less swayed by other work on the machine, but a slower
+// import is polled more). The load average is printed with every round. The
+// bytes per stock row of each template are printed: the stock table and its
+// indexes (SQLite's dbstat; pg_total_relation_size), and the whole database.
 
 import (
 	"context"
@@ -121,7 +132,7 @@ func (s grownStat) String() string {
 	if s.Rows == 0 {
 		return "no rows of other clients"
 	}
-	return fmt.Sprintf("%d rows of %d other clients: %.1f bytes per row in the stock table and its %d other index(es), %.1f in the whole file (%.0f MB); made in %.0f s",
+	return fmt.Sprintf("%d rows of %d other clients: %.1f bytes per row in the stock table and its %d other index(es), %.1f in the whole database (%.0f MB); made in %.0f s",
 		s.Rows, s.Clients, float64(s.StockBytes)/float64(s.Rows), s.Indexes, float64(s.FileBytes)/float64(s.Rows), float64(s.FileBytes)/1e6, s.Seconds)
 }
 
