@@ -597,8 +597,10 @@ func pgTemplate(b *testing.B, rows int) (string, grownStat) {
 	var st grownStat
 	var comment *string
 	var old []string
-	rowsOf, err := conn.Query(ctx, `SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE datname LIKE $1`,
-		fmt.Sprintf("storelink_grown_%d_%%", rows))
+	// starts_with, not LIKE, whose _ matches any character: the template
+	// of 1,000,000 rows is not one of 10,000,000.
+	rowsOf, err := conn.Query(ctx, `SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database WHERE starts_with(datname, $1)`,
+		fmt.Sprintf("storelink_grown_%d_", rows))
 	if err == nil {
 		for rowsOf.Next() {
 			var n string
