@@ -171,7 +171,8 @@ const (
 	// OutcomeFailed: failed, and the schedule is spent.
 	OutcomeFailed
 	// OutcomeGone: the endpoint answered 410; it is disabled and its
-	// deliveries wait until it is enabled again.
+	// deliveries wait until it is enabled again, unless it was changed
+	// (enabled again) after the attempt began.
 	OutcomeGone
 )
 

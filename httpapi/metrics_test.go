@@ -1,13 +1,11 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"storelink"
+	"storelink/internal/promcheck"
 )
 
 const (
@@ -23,11 +22,6 @@ const (
 	promConfigFile = "../deploy/prometheus.yml"
 	alertsFile     = "../deploy/alerts.yml"
 )
-
-// externalMetrics are the series deploy/alerts.yml may use that storelink
-// does not expose: Prometheus's own up, and the blackbox exporter's
-// probe_success for /readyz. Each must name a job of deploy/prometheus.yml.
-var externalMetrics = []string{"up", "probe_success"}
 
 // TestMetricsMatchDeployAndREADME runs a real server with the processor and
 // the webhook deliverer, makes it produce every label value of its counters
@@ -46,11 +40,11 @@ func TestMetricsMatchDeployAndREADME(t *testing.T) {
 
 	t.Run("registered metrics are exposed", func(t *testing.T) {
 		for _, name := range slices.Sorted(maps.Keys(registered)) {
-			if _, ok := exp.types[name]; !ok {
+			if _, ok := exp.Types[name]; !ok {
 				t.Errorf("%s is registered but not in GET /metrics; exerciseMetrics must make it appear", name)
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(exp.types)) {
+		for _, name := range slices.Sorted(maps.Keys(exp.Types)) {
 			if _, ok := registered[name]; strings.HasPrefix(name, "storelink_") && !ok {
 				t.Errorf("%s is in GET /metrics but was not seen registered", name)
 			}
@@ -131,52 +125,9 @@ func exerciseMetrics(t *testing.T, a *api) {
 	a.placeOrder("METRICS-1")
 }
 
-// exposition is a parsed GET /metrics: the type of each family, and for
-// each series name (families, and _bucket, _sum, _count) the values seen of
-// each label.
-type exposition struct {
-	types  map[string]string
-	series map[string]map[string]map[string]bool
-}
-
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+\S+`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
-func parseExposition(t *testing.T, text string) exposition {
-	t.Helper()
-	e := exposition{types: map[string]string{}, series: map[string]map[string]map[string]bool{}}
-	for _, line := range strings.Split(text, "\n") {
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			e.types[f[2]] = f[3]
-			continue
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("GET /metrics: cannot read line %q", line)
-		}
-		labels := e.series[m[1]]
-		if labels == nil {
-			labels = map[string]map[string]bool{}
-			e.series[m[1]] = labels
-		}
-		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			if labels[p[1]] == nil {
-				labels[p[1]] = map[string]bool{}
-			}
-			labels[p[1]][p[2]] = true
-		}
-	}
-	return e
-}
-
 // waitExposition reads GET /metrics until the series name has every one of
 // the label's values, for at most 10s.
-func waitExposition(t *testing.T, a *api, name, label string, values ...string) exposition {
+func waitExposition(t *testing.T, a *api, name, label string, values ...string) promcheck.Exposition {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -184,13 +135,15 @@ func waitExposition(t *testing.T, a *api, name, label string, values ...string) 
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /metrics = %d %s", resp.StatusCode, b)
 		}
-		e := parseExposition(t, string(b))
-		missing := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return e.series[name][label][v] })
-		if len(missing) == 0 {
+		e, err := promcheck.Parse(string(b))
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
+		}
+		if e.Has(name, label, values...) {
 			return e
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GET /metrics: after 10s %s has no series with %s in %v:\n%s", name, label, missing, b)
+			t.Fatalf("GET /metrics: after 10s %s has no series with %s in each of %v:\n%s", name, label, values, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -363,123 +316,15 @@ func alertRules(t *testing.T) []alertRule {
 	return rules
 }
 
-var (
-	// selectorRE is a metric name with its label matchers.
-	selectorRE = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}`)
-	matcherRE  = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*$`)
-	identRE    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
-	// PromQL's functions and keywords that the rules may use.
-	promqlWords = []string{
-		"sum", "min", "max", "avg", "count", "topk", "bottomk", "quantile", "stddev", "group",
-		"rate", "irate", "increase", "delta", "deriv", "histogram_quantile", "clamp_min", "clamp_max",
-		"abs", "absent", "absent_over_time", "max_over_time", "min_over_time", "avg_over_time", "time", "vector", "scalar",
-		"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset",
-	}
-)
-
-// checkAlertExpr checks that an expression names only metrics GET /metrics
-// shows (or Prometheus's up and the blackbox exporter's probe_success on a
-// scraped job), with labels those metrics have and values they take.
-func checkAlertExpr(t *testing.T, r alertRule, exp exposition, jobs []string) {
+// checkAlertExpr checks that an alert's expression names only metrics GET
+// /metrics shows (or Prometheus's up and the blackbox exporter's
+// probe_success on a scraped job), with labels those metrics have and
+// values they take.
+func checkAlertExpr(t *testing.T, r alertRule, exp promcheck.Exposition, jobs []string) {
 	t.Helper()
-	expr := r.Expr
-	if strings.Count(expr, "(") != strings.Count(expr, ")") || strings.Count(expr, "{") != strings.Count(expr, "}") ||
-		strings.Count(expr, "[") != strings.Count(expr, "]") {
-		t.Errorf("alert %s: unbalanced brackets in %q", r.Alert, expr)
-	}
-	for _, m := range selectorRE.FindAllStringSubmatch(expr, -1) {
-		name := m[1]
-		for _, matcher := range strings.Split(m[2], ",") {
-			if strings.TrimSpace(matcher) == "" {
-				continue
-			}
-			mm := matcherRE.FindStringSubmatch(matcher)
-			if mm == nil {
-				t.Errorf("alert %s: cannot read the matcher %q of %s", r.Alert, matcher, name)
-				continue
-			}
-			label, op, value := mm[1], mm[2], mm[3]
-			var domain []string
-			switch {
-			case slices.Contains(externalMetrics, name):
-				if label != "job" {
-					t.Errorf("alert %s: %s{%s}: only job is checked; use job", r.Alert, name, label)
-					continue
-				}
-				domain = jobs
-			default:
-				values, ok := exp.series[name][label]
-				if !ok {
-					t.Errorf("alert %s: %s has no label %s in GET /metrics (labels: %v)", r.Alert, name, label,
-						slices.Sorted(maps.Keys(exp.series[name])))
-					continue
-				}
-				domain = slices.Collect(maps.Keys(values))
-				if label == "code" { // every HTTP status may come
-					for c := 100; c < 600; c++ {
-						domain = append(domain, strconv.Itoa(c))
-					}
-				}
-			}
-			checkMatcher(t, r.Alert, fmt.Sprintf("%s{%s}", name, strings.TrimSpace(matcher)), op, value, domain)
-		}
-	}
-
-	// What is left without strings, matchers, ranges and grouping labels
-	// is functions, keywords and metric names.
-	rest := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).ReplaceAllString(expr, " ")
-	rest = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`).ReplaceAllString(rest, " ")
-	rest = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`).ReplaceAllString(rest, " ")
-	rest = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?\b`).ReplaceAllString(rest, " ")
-	metrics := 0
-	for _, id := range identRE.FindAllString(rest, -1) {
-		switch {
-		case slices.Contains(promqlWords, id):
-		case slices.Contains(externalMetrics, id):
-			metrics++
-			if !strings.Contains(expr, id+`{job="`) {
-				t.Errorf("alert %s: %s must select a job of %s, as %s{job=\"...\"}", r.Alert, id, promConfigFile, id)
-			}
-		case strings.HasPrefix(id, "storelink_"):
-			metrics++
-			if _, ok := exp.series[id]; !ok {
-				t.Errorf("alert %s: %s is not in GET /metrics", r.Alert, id)
-			}
-		default:
-			t.Errorf("alert %s: %q is neither a storelink metric nor a PromQL function or keyword this test knows", r.Alert, id)
-		}
-	}
-	if metrics == 0 {
-		t.Errorf("alert %s: %q uses no metric", r.Alert, expr)
-	}
-}
-
-// checkMatcher checks that a matcher can select something: an = or != value
-// is one the label takes, and each alternative of a =~ or !~ regexp matches
-// one.
-func checkMatcher(t *testing.T, alert, what, op, value string, domain []string) {
-	t.Helper()
-	alts := []string{value}
-	if op == "=~" || op == "!~" {
-		alts = strings.Split(value, "|")
-	}
-	for _, alt := range alts {
-		pattern := regexp.QuoteMeta(alt)
-		if op == "=~" || op == "!~" {
-			pattern = alt
-		}
-		re, err := regexp.Compile("^(?:" + pattern + ")$")
-		if err != nil {
-			t.Errorf("alert %s: %s: %v", alert, what, err)
-			continue
-		}
-		if !slices.ContainsFunc(domain, re.MatchString) {
-			slices.Sort(domain)
-			if len(domain) > 20 {
-				domain = append(domain[:20], "…")
-			}
-			t.Errorf("alert %s: %s: %q matches none of the values %v", alert, what, alt, domain)
-		}
+	_, problems := promcheck.Check(r.Expr, exp, jobs)
+	for _, p := range problems {
+		t.Errorf("alert %s: %s", r.Alert, p)
 	}
 }
 

@@ -161,3 +161,79 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyWritesUnderItsLocks: an apply's stock rows and finish are
+// written in its transaction, with its upload's row locked: while its
+// commit waits (on a stock row another session holds), a process past the
+// lease cannot claim the upload again and apply it a second time.
+func TestApplyWritesUnderItsLocks(t *testing.T) {
+	dbURL := newSchema(t)
+	var skew atomic.Int64
+	base := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return base.Add(time.Duration(skew.Load())) }
+	a, b := openAt(t, dbURL, clock), openAt(t, dbURL, clock)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := setup(t, a, 1)[0]
+	const ean = "4006381333931"
+	putQty := func(q int) func(*storelink.Claim) storelink.FeedApply {
+		return func(*storelink.Claim) storelink.FeedApply {
+			return func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+				err := put(storelink.StockRow{StoreID: "S1", EAN: ean, ArticleNumber: "A", Quantity: q, Price: 100})
+				return storelink.FeedReport{RowsTotal: 1, RowsValid: 1, RowsApplied: 1}, err
+			}
+		}
+	}
+	accept := func() {
+		_, _, err := a.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		must(t, err)
+	}
+	limit := storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}
+	accept() // a first upload makes the stock row
+	c0, err := a.ClaimBatch(ctx, "w0", time.Minute, limit)
+	must(t, err)
+	if r := a.ApplyBatch(ctx, c0, putQty(1)); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	accept()
+	c1, err := a.ClaimBatch(ctx, "w1", time.Minute, limit)
+	must(t, err)
+	blocker, err := pgx.Connect(ctx, dbURL)
+	must(t, err)
+	defer blocker.Close(ctx)
+	btx, err := blocker.Begin(ctx)
+	must(t, err)
+	defer btx.Rollback(ctx)
+	_, err = btx.Exec(ctx, `SELECT 1 FROM stock WHERE ean = $1 FOR UPDATE`, ean)
+	must(t, err)
+	waiters := func(n int) {
+		for range 200 {
+			var k int
+			must(t, blocker.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&k))
+			if k >= n {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("fewer than %d sessions waiting on a lock", n)
+	}
+	r1 := make(chan error, 1)
+	go func() { r1 <- a.ApplyBatch(ctx, c1, putQty(2))[0].Err }()
+	waiters(1)                         // w1's write waits for the stock row
+	skew.Store(int64(2 * time.Minute)) // w1's lease runs out meanwhile
+	c2, err := b.ClaimBatch(ctx, "w2", time.Minute, limit)
+	must(t, err)
+	r2 := make(chan error, 1)
+	if len(c2) > 0 {
+		go func() { r2 <- b.ApplyBatch(ctx, c2, putQty(3))[0].Err }()
+		waiters(2)
+	} else {
+		r2 <- nil
+	}
+	must(t, btx.Rollback(ctx))
+	e1, e2 := <-r1, <-r2
+	if len(c2) > 0 {
+		t.Fatalf("upload %s claimed again by w2 while w1's apply held it (w1: %v, w2: %v)", c2[0].ID, e1, e2)
+	}
+	must(t, e1)
+}

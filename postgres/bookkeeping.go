@@ -17,31 +17,44 @@ import (
 // events of one order arrive in order); per endpoint no more than its cap
 // leased to this owner ($2), counting those it holds already (so a slow
 // endpoint holds few of its workers): $4 for an endpoint not among the caps
-// given ($6, $7); and no more than $8 leased to every process together. It locks what it picked with SKIP LOCKED, checking again on the
-// row as locked that it is still pending and not leased, leases it, and
-// returns what the attempt needs, all in one statement.
+// given ($6, $7); and no more than $8 leased to every process together. It
+// locks what it picked with SKIP LOCKED, checking again on the row as locked
+// that it is still pending and not leased, leases it, and returns what the
+// attempt needs, all in one statement.
+//
+// It reads endpoint by endpoint: eps is the enabled endpoints with a due
+// delivery, inflight counts each one's deliveries leased (the index
+// deliveries_leased holds the leased ones only), and due walks each one's
+// pending deliveries in the order they are taken (deliveries_endpoint_due)
+// and stops once it has the endpoint's share: what a claim reads is about
+// what it can take, not the backlog.
 //
 // The caller holds the delivery-claim advisory lock (LockClaims): the
 // in-flight count is exact only if no other claim runs between counting and
 // leasing, which SQLite's single writer gives for free and PostgreSQL needs
 // a lock for.
 const claimDeliveriesSQL = `
-WITH due AS (
-	SELECT d.id, d.endpoint_id, d.next_attempt_at, d.event_seq,
-	       row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.event_seq) AS rn
-	FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-	WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
-	  AND e.enabled
-	  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
-	                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+WITH eps AS (
+	SELECT e.id FROM endpoints e
+	WHERE e.enabled AND EXISTS (SELECT 1 FROM deliveries d
+	                            WHERE d.endpoint_id = e.id AND d.state = 'pending' AND d.next_attempt_at <= $1)
 ), inflight AS (
-	SELECT endpoint_id, count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own
-	FROM deliveries WHERE state = 'pending' AND lease_until >= $1 GROUP BY endpoint_id
+	SELECT eps.id AS endpoint_id, f.n, f.own FROM eps CROSS JOIN LATERAL (
+		SELECT count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own FROM deliveries
+		WHERE endpoint_id = eps.id AND state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1) f
+), due AS (
+	SELECT d.id, d.next_attempt_at, d.event_seq
+	FROM inflight i LEFT JOIN unnest($6::text[], $7::int[]) AS caps(endpoint_id, n) ON caps.endpoint_id = i.endpoint_id
+	CROSS JOIN LATERAL (
+		SELECT d.id, d.next_attempt_at, d.event_seq FROM deliveries d
+		WHERE d.endpoint_id = i.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= $1
+		  AND (d.lease_until IS NULL OR d.lease_until < $1)
+		  AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id
+		                  AND p.state = 'pending' AND p.event_seq < d.event_seq)
+		ORDER BY d.next_attempt_at, d.event_seq
+		LIMIT greatest(least(coalesce(caps.n, $4) - i.own, $8 - i.n), 0)) d
 ), pick AS (
-	SELECT due.id FROM due LEFT JOIN inflight ON inflight.endpoint_id = due.endpoint_id
-		LEFT JOIN unnest($6::text[], $7::int[]) AS caps(endpoint_id, n) ON caps.endpoint_id = due.endpoint_id
-	WHERE due.rn + coalesce(inflight.own, 0) <= coalesce(caps.n, $4) AND due.rn + coalesce(inflight.n, 0) <= $8
-	ORDER BY due.next_attempt_at, due.event_seq LIMIT $5
+	SELECT id FROM due ORDER BY next_attempt_at, event_seq LIMIT $5
 ), locked AS (
 	SELECT d.id FROM deliveries d
 	WHERE d.id IN (SELECT id FROM pick) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
@@ -163,12 +176,13 @@ func (t *pgTx) RecordAttempts(ctx context.Context, results []storelink.AttemptRe
 		switch m.Kind {
 		case service.MovePark:
 			// The endpoint is disabled only when the lease holder's
-			// delivery was parked.
+			// delivery was parked, and was not changed since the attempt
+			// began ($8, Move.Since).
 			b.Queue(`WITH parked AS (
 					UPDATE deliveries SET next_attempt_at = $6, tries = $7, lease_owner = NULL,
 						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
 				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
-				WHERE id IN (SELECT endpoint_id FROM parked)`, append(job, m.Disable, m.NextAt, m.Tries)...)
+				WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $8`, append(job, m.Disable, m.NextAt, m.Tries, m.Since)...)
 		case service.MoveRetry:
 			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)

@@ -28,7 +28,7 @@ func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pgTx{tx: tx}, nil
+	return &pgTx{tx: tx, db: d.db}, nil
 }
 
 // Transient tells deadlock victims and serialization failures: with many
@@ -36,10 +36,26 @@ func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
 func (d *Driver) Transient(err error) bool { return retryable(err) }
 
 // pgTx is a transaction begun by Driver.Begin.
-type pgTx struct{ tx pgx.Tx }
+type pgTx struct {
+	tx pgx.Tx
+	db *DB
+	// wake: deliveries were inserted, the deliverers are told at commit.
+	wake bool
+}
 
-// Commit commits.
-func (t *pgTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+// Commit commits, and then wakes the deliverers of every process for the
+// deliveries inserted (see DB.wake: a NOTIFY sent from the transaction
+// itself would make the commits of every order call, in every process,
+// wait for one another's flush).
+func (t *pgTx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return err
+	}
+	if t.wake && t.db != nil {
+		t.db.wake(ChannelDeliveries)
+	}
+	return nil
+}
 
 // Rollback rolls back; after Commit it does nothing (pgx's ErrTxClosed).
 func (t *pgTx) Rollback(ctx context.Context) error {

@@ -147,15 +147,18 @@ func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storeli
 	})
 }
 
-// InsertDeliveries writes the deliveries and wakes the deliverers of every
-// process (NOTIFY, sent at commit), in one batch.
+// InsertDeliveries writes the deliveries in one batch; the deliverers of
+// every process are woken once the transaction has committed (Commit).
 func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) error {
 	b := &pgx.Batch{}
 	for _, d := range ds {
 		b.Queue(insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID, d.EventState, d.At)
 	}
-	b.Queue(`SELECT pg_notify($1, current_schema())`, ChannelDeliveries)
-	return t.tx.SendBatch(ctx, b).Close()
+	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	t.wake = true
+	return nil
 }
 
 func nullString(s string) any {

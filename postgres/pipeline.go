@@ -44,6 +44,13 @@ type pipelinedTx struct {
 	done  bool
 	// savepoint is where the savepoint of the upload at hand stands.
 	savepoint savepointState
+	// The writes of a batch's small files, kept to be sent as a few
+	// statements for all of them (flushBatch): the writers of the files
+	// applied and not copied, those whose reservations are released, and
+	// the uploads finished.
+	applied  []*stockWriter
+	released []*stockWriter
+	finished []finish
 }
 
 // savepointState is where a pipelined transaction's savepoint stands: none
@@ -56,8 +63,12 @@ const (
 	savepointMade
 )
 
-// send sends the statements queued, in one round trip.
+// send sends the statements queued, in one round trip, after the batch's
+// writes kept until then (flushBatch).
 func (t *pipelinedTx) send(ctx context.Context) error {
+	if err := t.flushBatch(); err != nil {
+		return err
+	}
 	b := t.b
 	t.b = &pgx.Batch{}
 	if b.Len() == 0 {
@@ -67,10 +78,16 @@ func (t *pipelinedTx) send(ctx context.Context) error {
 }
 
 // Commit sends what is queued with COMMIT, and then wakes the processors
-// for an upload inserted (see wake).
+// for an upload inserted (see wake). The writes kept for the batch (its
+// files' rows, releases and finishes) are queued before COMMIT: after it
+// they would run in a transaction of their own, with the uploads' locks
+// already given up.
 func (t *pipelinedTx) Commit(ctx context.Context) error {
 	if t.done {
 		return errors.New("commit of a pipelined transaction that ended")
+	}
+	if err := t.flushBatch(); err != nil {
+		return err // Rollback ends it
 	}
 	queueCommit(t.b)
 	if err := t.send(ctx); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // copyBatch is how many put rows are sent in one COPY. Larger batches save
 // round trips; this one keeps a batch to a few megabytes. A file of at most
-// this many rows is not copied at all (see stockWriter.queueApply).
+// this many rows is not copied at all (see queueApplyAll).
 const copyBatch = 10000
 
 var stockInColumns = []string{"ord", "store_id", "ean", "article_number", "quantity", "price", "retail_price",
@@ -133,9 +133,9 @@ func (w *stockWriter) copy() error {
 }
 
 // upsertStockSQL is the statement that writes the rows put, from a source
-// (the temporary table, or the arrays) that gives them with their file
-// order, ord. ON CONFLICT cannot change one row twice in a statement, so
-// of the rows for one store and EAN only the last one put is kept
+// (the temporary table) that gives them with their file order, ord. ON
+// CONFLICT cannot change one row twice in a statement, so of the rows for
+// one store and EAN only the last one put is kept
 // (DISTINCT ON … ord DESC): the later row of a file wins, as when rows are
 // written one after another. Of those, only the rows whose values differ
 // from the stock row's are written, and the rows of pairs the file repeats
@@ -172,40 +172,101 @@ func upsertStockSQL(from string) string {
 UPDATE uploads SET rows_unchanged = (SELECT count(*) FROM src) - (SELECT count(*) FROM written) WHERE id = $2`
 }
 
-// stockArrays is the source of upsertStockSQL for a file that was not
-// copied: its columns as arrays, $4 on.
-const stockArrays = `unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::integer[], $9::bigint[], $10::bigint[],
-		$11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::boolean[])
-		AS r (ord, store_id, ean, article_number, quantity, price, retail_price,
-		      article_location, product_name, product_number, article_color, article_size, repeats)`
-
-// queueApply queues on b the statement that writes the rows put to the
-// stock, to be sent with the rest of the apply transaction's end. The rows
-// of a file that was copied are all copied first (copy sends what was
-// queued before: b must be the transaction's batch as it is after).
-//
-// A file that never filled a batch is upserted from arrays (unnest): the
-// temporary table costs more than such a file's upsert. Creating and
-// dropping it writes a few dozen rows to the system catalogues and sends
-// catalogue invalidations that every connection of the server processes;
-// with many small uploads at once that costs more of the database's time
-// than the upserts themselves.
-func (w *stockWriter) queueApply(b *pgx.Batch) error {
-	if !w.copied {
-		if w.rows.len() == 0 {
-			return nil
-		}
-		c := &w.rows
-		b.Queue(upsertStockSQL(stockArrays), w.client, w.upload, w.now(), c.ord, c.store, c.ean, c.article, c.quantity,
-			c.price, c.retail, c.location, c.name, c.number, c.color, c.size, c.repeats)
-		return nil
-	}
+// queueApply queues on b the statement that writes the rows put of a file
+// that was copied to the stock, once they are all copied (copy sends what
+// was queued before: b must be the transaction's batch as it is after). A file
+// that never filled a batch is not copied: its rows are written from arrays
+// with the transaction's other small files (queueApplyAll). The temporary
+// table costs more than such a file's upsert: creating and dropping it
+// writes a few dozen rows to the system catalogues and sends catalogue
+// invalidations that every connection of the server processes; with many
+// small uploads at once that costs more of the database's time than the
+// upserts themselves.
+func (w *stockWriter) queueApply(b *pgx.Batch) {
 	// The sort that picks the last row of each store and EAN must fit in
 	// work_mem not to spill to disk; 64MB holds the largest file's rows,
 	// for this transaction only.
 	b.Queue(`SET LOCAL work_mem = '64MB'`)
 	b.Queue(upsertStockSQL(`stock_in`), w.client, w.upload, w.now())
-	return nil
+}
+
+// upsertStockAllSQL is upsertStockSQL for the rows of several files of
+// distinct clients at once, from arrays: each row names its file ($1, a
+// number from 1) and the files' clients and uploads are $15 and $16, in that
+// order; $17 is the time. The statement records on each upload how many
+// pairs it left unchanged.
+const upsertStockAllSQL = `WITH files AS (
+	SELECT * FROM unnest($15::text[], $16::text[]) WITH ORDINALITY AS f (client_id, upload_id, file)
+), src AS (
+	SELECT DISTINCT ON (r.file, r.store_id, r.ean) r.file, r.store_id, r.ean, r.article_number, r.quantity, r.price, r.retail_price,
+		r.article_location, r.product_name, r.product_number, r.article_color, r.article_size, r.repeats
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint[],
+		$9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::boolean[])
+		AS r (file, ord, store_id, ean, article_number, quantity, price, retail_price,
+		      article_location, product_name, product_number, article_color, article_size, repeats)
+	ORDER BY r.file, r.store_id, r.ean, r.ord DESC
+), written AS (
+	INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, retail_price,
+		article_location, product_name, product_number, article_color, article_size, upload_id, updated_at)
+	SELECT f.client_id, r.store_id, r.ean, r.article_number, r.quantity, r.price, r.retail_price,
+		r.article_location, r.product_name, r.product_number, r.article_color, r.article_size, f.upload_id, $17
+	FROM src r JOIN files f ON f.file = r.file
+	LEFT JOIN stock s ON s.client_id = f.client_id AND s.store_id = r.store_id COLLATE "C" AND s.ean = r.ean COLLATE "C"
+	WHERE s.ean IS NULL OR r.repeats
+		OR (s.article_number, s.quantity, s.price, s.retail_price, s.article_location, s.product_name,
+			s.product_number, s.article_color, s.article_size)
+		IS DISTINCT FROM (r.article_number, r.quantity, r.price, r.retail_price, r.article_location, r.product_name,
+			r.product_number, r.article_color, r.article_size)
+	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
+		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
+		retail_price = excluded.retail_price, article_location = excluded.article_location,
+		product_name = excluded.product_name, product_number = excluded.product_number,
+		article_color = excluded.article_color, article_size = excluded.article_size,
+		upload_id = excluded.upload_id, updated_at = excluded.updated_at
+	RETURNING upload_id
+), put AS (
+	SELECT file, count(*) AS n FROM src GROUP BY file
+), changed AS (
+	SELECT upload_id, count(*) AS n FROM written GROUP BY upload_id
+)
+UPDATE uploads u SET rows_unchanged = p.n - coalesce(c.n, 0)
+FROM files f JOIN put p ON p.file = f.file LEFT JOIN changed c ON c.upload_id = f.upload_id
+WHERE u.id = f.upload_id`
+
+// queueApplyAll queues on b the statements that write the rows of the
+// small files ws (not copied), in their order, stamped at: one statement
+// for the first file of each client, one for the second, and so on, so
+// that a statement never changes a row twice and a client's later file is
+// written, and compared, after its earlier one.
+func queueApplyAll(b *pgx.Batch, ws []*stockWriter, at time.Time) {
+	rounds := [][]*stockWriter{}
+	round := map[string]int{} // client → its files so far
+	for _, w := range ws {
+		k := round[w.client]
+		round[w.client] = k + 1
+		if k == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[k] = append(rounds[k], w)
+	}
+	for _, r := range rounds {
+		var all stockColumns
+		var file []int64
+		clients, uploads := make([]string, len(r)), make([]string, len(r))
+		for i, w := range r {
+			clients[i], uploads[i] = w.client, w.upload
+			c := &w.rows
+			for range c.ord {
+				file = append(file, int64(i+1))
+			}
+			all.ord, all.store, all.ean, all.article = append(all.ord, c.ord...), append(all.store, c.store...), append(all.ean, c.ean...), append(all.article, c.article...)
+			all.quantity, all.price, all.retail = append(all.quantity, c.quantity...), append(all.price, c.price...), append(all.retail, c.retail...)
+			all.location, all.name, all.number = append(all.location, c.location...), append(all.name, c.name...), append(all.number, c.number...)
+			all.color, all.size, all.repeats = append(all.color, c.color...), append(all.size, c.size...), append(all.repeats, c.repeats...)
+		}
+		b.Queue(upsertStockAllSQL, file, all.ord, all.store, all.ean, all.article, all.quantity, all.price, all.retail,
+			all.location, all.name, all.number, all.color, all.size, all.repeats, clients, uploads, at)
+	}
 }
 
 // queueRelease queues on b the statement that ends the reservations of the

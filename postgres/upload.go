@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -169,6 +170,11 @@ func (t *pipelinedTx) ReleaseSavepoint(context.Context) error {
 // own on the connection: what is queued goes first, with the savepoint
 // that was asked for.
 func (t *pipelinedTx) beforeCopy(ctx context.Context) error {
+	// The earlier uploads' writes go before the savepoint, which must undo
+	// this upload's alone.
+	if err := t.flushBatch(); err != nil {
+		return err
+	}
 	if t.savepoint == savepointWanted {
 		t.b.Queue(`SAVEPOINT upload`)
 		t.savepoint = savepointMade
@@ -255,30 +261,34 @@ func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (stri
 	return t.owner, stores, nil
 }
 
-// ApplyStock queues the upsert of the rows put (stockWriter.queueApply),
-// which also records how many pairs it left unchanged; FinishUpload keeps
-// that count.
-// The upsert of a large file (its rows copied into a temporary table) takes
-// a while, so it is sent at once, in a round trip of its own: the time the
-// service then reads for the upload's finish is when the rows were written.
-// A small file's is sent with the rest, at COMMIT: its round trip would
-// cost about what its upsert takes.
+// ApplyStock queues the upsert of the rows put of a file that was copied
+// (stockWriter.queueApply), which also records how many pairs it left
+// unchanged; FinishUpload keeps that count. Such an upsert takes a while,
+// so it is sent at once, in a round trip of its own: the time the service
+// then reads for the upload's finish is when the rows were written. A small
+// file's rows are kept, to be written with the other small files of the
+// transaction (flushBatch) at COMMIT: its round trip would cost about what
+// its upsert takes, and a statement per file most of what a batch of them
+// costs PostgreSQL.
 func (t *pipelinedTx) ApplyStock(ctx context.Context) error {
-	if t.w == nil {
+	switch {
+	case t.w == nil:
+		return nil
+	case !t.w.copied:
+		if t.w.rows.len() > 0 {
+			t.applied = append(t.applied, t.w)
+		}
 		return nil
 	}
-	if t.w.copied {
-		if err := t.w.copy(); err != nil {
-			return err
-		}
-	}
-	if err := t.w.queueApply(t.b); err != nil {
+	// The earlier files' writes go first (the copies flushed them already).
+	if err := t.flushBatch(); err != nil {
 		return err
 	}
-	if t.w.copied {
-		return t.send(ctx)
+	if err := t.w.copy(); err != nil {
+		return err
 	}
-	return nil
+	t.w.queueApply(t.b)
+	return t.send(ctx)
 }
 
 // DiscardStock has nothing to drop: the rows put are written to the stock
@@ -292,25 +302,109 @@ func (t *pipelinedTx) DiscardStock(context.Context, string) (string, error) {
 // ReleaseFulfilled is queued, to go with the upload's finish; it looks only
 // at units still reserving (stockWriter.queueRelease).
 func (t *pipelinedTx) ReleaseFulfilled(context.Context, string, string) error {
-	if t.w != nil {
+	switch {
+	case t.w == nil:
+	case t.w.copied:
 		t.w.queueRelease(t.b)
+	case t.w.rows.len() > 0:
+		t.released = append(t.released, t.w) // with the others' (flushBatch)
 	}
 	return nil
 }
 
-// FinishUpload is queued, to go with COMMIT; its RETURNING reads the upload
-// as finished into *finished, so that no round trip reads it back. pgx
-// encodes the problems as the jsonb they are kept in.
+// FinishUpload is kept, to be written with the other uploads finished in
+// the transaction, in one statement at COMMIT (flushBatch), whose RETURNING
+// reads the upload as finished into *finished, so that no round trip reads
+// it back.
 func (t *pipelinedTx) FinishUpload(_ context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error {
-	t.b.Queue(`UPDATE uploads SET status = $1, finished_at = $2, rows_total = $3, rows_applied = $4,
-		rows_rejected = $5, errors = $6, warnings = $7, lease_owner = NULL, lease_until = NULL WHERE id = $8
-		RETURNING `+uploadColumns,
-		status, at, r.RowsTotal, r.RowsApplied, r.RowsRejected, r.Errors, r.Warnings, id).QueryRow(func(row pgx.Row) error {
-		u, err := scanUpload(row)
-		*finished = u
-		return err
+	t.finished = append(t.finished, finish{id: id, status: status, report: r, at: at, into: finished})
+	return nil
+}
+
+// finish is an upload's finish, kept until flushBatch.
+type finish struct {
+	id     string
+	status storelink.UploadStatus
+	report storelink.FeedReport
+	at     time.Time
+	into   **storelink.Upload
+}
+
+// finishSQL finishes uploads, one row of the arrays each; $1 the ids, $2 the
+// statuses, $3 the times, $4 to $6 the row counts, $7 and $8 the problems as
+// JSON.
+const finishSQL = `UPDATE uploads SET status = f.fstatus, finished_at = f.fat, rows_total = f.ftotal, rows_applied = f.fapplied,
+	rows_rejected = f.frejected, errors = f.ferrors::jsonb, warnings = f.fwarnings::jsonb, lease_owner = NULL, lease_until = NULL
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::integer[], $5::integer[], $6::integer[], $7::text[], $8::text[])
+	AS f (fid, fstatus, fat, ftotal, fapplied, frejected, ferrors, fwarnings)
+WHERE id = f.fid
+RETURNING ` + uploadColumns
+
+// flushBatch queues the writes kept for the transaction's small files: their
+// rows (stockWriter.queueApplyAll), the release of reservations at their
+// pairs, and the uploads' finishes, a statement or a few for all of them
+// rather than a few for each; error files one statement each. It runs
+// before anything is sent, so that what is kept goes in order with the
+// rest.
+func (t *pipelinedTx) flushBatch() error {
+	if len(t.applied) > 0 {
+		queueApplyAll(t.b, t.applied, t.applied[0].now())
+		t.applied = nil
+	}
+	if len(t.released) > 0 {
+		var clients, stores, eans []string
+		for _, w := range t.released {
+			for range w.rows.store {
+				clients = append(clients, w.client)
+			}
+			stores, eans = append(stores, w.rows.store...), append(eans, w.rows.ean...)
+		}
+		t.b.Queue(`UPDATE order_items i SET reserving = false
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS r (client_id, store_id, ean)
+			WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = r.client_id
+			  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`, clients, stores, eans)
+		t.released = nil
+	}
+	if len(t.finished) == 0 {
+		return nil
+	}
+	n := len(t.finished)
+	ids, statuses, ats := make([]string, n), make([]string, n), make([]time.Time, n)
+	totals, applied, rejected := make([]int32, n), make([]int32, n), make([]int32, n)
+	problems, warnings := make([]string, n), make([]string, n)
+	into := make(map[string]**storelink.Upload, n)
+	for i, f := range t.finished {
+		r := &f.report
+		ids[i], statuses[i], ats[i] = f.id, string(f.status), f.at
+		totals[i], applied[i], rejected[i] = int32(r.RowsTotal), int32(r.RowsApplied), int32(r.RowsRejected)
+		e, err := json.Marshal(r.Errors)
+		if err != nil {
+			return err
+		}
+		w, err := json.Marshal(r.Warnings)
+		if err != nil {
+			return err
+		}
+		problems[i], warnings[i], into[f.id] = string(e), string(w), f.into
+		if r.ErrorFile != nil {
+			// A file's upload_bodies row has no error file before its
+			// finish: only one is written.
+			t.b.Queue(`UPDATE upload_bodies SET errors_csv = $2 WHERE upload_id = $1`, f.id, r.ErrorFile)
+		}
+	}
+	t.finished = nil
+	t.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			u, err := scanUpload(rows)
+			if err != nil {
+				return err
+			}
+			if p := into[u.ID]; p != nil {
+				*p = u
+			}
+		}
+		return rows.Err()
 	})
-	t.b.Queue(`UPDATE upload_bodies SET errors_csv = $2 WHERE upload_id = $1`, id, r.ErrorFile)
 	return nil
 }
 

@@ -41,47 +41,56 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 }
 
 // claimUploadsSQL leases the uploads a claim takes (service.Uploads'
-// ClaimUploads). cand is the uploads that can be claimed, in acceptance
-// order: waiting, or under a lease that ran out, with no earlier unfinished
-// upload of their client under a lease that holds, each locked, those
-// another process is claiming or applying right now passed over (SKIP
-// LOCKED; an apply holds its uploads' row locks), so that two processes
-// never claim the same upload; the lease-expiry condition is checked again
-// on each row as it is when locked. That the NOT EXISTS of cand is read
-// from the statement's snapshot is what ok makes up for: an upload is
-// claimed only when every earlier unfinished upload of its client is in
-// cand, locked by this statement, so that of a client's uploads no two
-// processes ever hold one each, and a client's uploads are claimed in
-// acceptance order. Both look at the client's unfinished uploads only (the
-// index uploads_unfinished_client), not at every upload it ever sent. Of
-// ok, pick takes the first, and the next ones while their files' bytes add
-// up to at most $5 and none was claimed before. $1 is the owner, $2 now, $3
-// the lease's end, $4 the most uploads.
+// ClaimUploads), client by client, so that the processes on one database
+// share the clients between them and none reads the backlog of another's.
+// heads is each client's oldest unfinished upload, found by skipping
+// through the index uploads_unfinished_client from one client to the next
+// (a loose index scan: a look per client, not per upload waiting). locked
+// is those heads that can be claimed (waiting, or under a lease that ran
+// out), oldest first, each locked, those another process is claiming or
+// applying right now passed over (SKIP LOCKED; an apply holds its uploads'
+// row locks), the condition checked again on each row as it is when locked:
+// a head that another claim took meanwhile is passed over too, never the
+// upload behind it. A client whose head this statement holds is its alone:
+// cand is, per such client, its unfinished uploads from the head on (at most
+// $4), and ok those of them before the first that cannot be claimed. pick
+// takes the clients in the order of their heads, each client's uploads in
+// acceptance order: the first, and the next ones while they number at most
+// $4, their files' bytes add up to at most $5 and none was claimed before.
+// The UPDATE checks each row again as it is when it writes it (an upload
+// cancelled meanwhile is not claimed). $1 is the owner, $2 now, $3 the
+// lease's end.
 const claimUploadsSQL = `
-WITH cand AS (
-	SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u
-	WHERE u.status IN ('accepted', 'processing')
+WITH RECURSIVE heads AS (
+	(SELECT client_id, seq FROM uploads WHERE status IN ('accepted', 'processing') ORDER BY client_id, seq LIMIT 1)
+	UNION ALL
+	SELECT n.client_id, n.seq FROM heads h CROSS JOIN LATERAL (
+		SELECT client_id, seq FROM uploads
+		WHERE status IN ('accepted', 'processing') AND client_id > h.client_id ORDER BY client_id, seq LIMIT 1) n
+), locked AS (
+	SELECT u.seq, u.client_id FROM uploads u
+	WHERE u.seq IN (SELECT seq FROM heads) AND u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < $2)
-	  AND NOT EXISTS (SELECT 1 FROM uploads o
-	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
-	                    AND o.status = 'processing' AND o.lease_until >= $2)
 	ORDER BY u.seq
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
-), ok AS (
-	SELECT c.seq, c.size_bytes, c.attempts FROM cand c
-	WHERE NOT EXISTS (SELECT 1 FROM uploads o
-	                  WHERE o.client_id = c.client_id AND o.seq < c.seq AND o.status IN ('accepted', 'processing')
-	                    AND o.seq NOT IN (SELECT seq FROM cand))
+), cand AS (
+	SELECT l.seq AS head, o.seq, o.size_bytes, o.attempts,
+		bool_and(o.status = 'accepted' OR o.lease_until < $2) OVER (PARTITION BY l.seq ORDER BY o.seq) AS free
+	FROM locked l CROSS JOIN LATERAL (
+		SELECT seq, size_bytes, attempts, status, lease_until FROM uploads
+		WHERE client_id = l.client_id AND status IN ('accepted', 'processing') AND seq >= l.seq
+		ORDER BY seq LIMIT $4) o
 ), pick AS (
 	SELECT seq FROM (
 		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes,
 			count(*) FILTER (WHERE attempts > 0) OVER w AS tried
-		FROM ok WINDOW w AS (ORDER BY seq)
-	) t WHERE n = 1 OR (bytes <= $5 AND tried = 0)
+		FROM cand WHERE free WINDOW w AS (ORDER BY head, seq)
+	) t WHERE n = 1 OR (n <= $4 AND bytes <= $5 AND tried = 0)
 )
 UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
-FROM pick WHERE uploads.seq = pick.seq
+FROM pick WHERE uploads.seq = pick.seq AND uploads.status IN ('accepted', 'processing')
+	AND (uploads.status = 'accepted' OR uploads.lease_until < $2)
 RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
 

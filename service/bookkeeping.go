@@ -69,6 +69,11 @@ type Move struct {
 	NextAt time.Time
 	// Disable is the reason its endpoint is disabled for, by MovePark.
 	Disable string
+	// Since is when the parked attempt began (MovePark): an endpoint
+	// changed at or after it (updated_at), as by an operator enabling it
+	// again while the attempt was in flight, is left as it is, so that an
+	// answer older than the change does not undo it.
+	Since time.Time
 	// Tries is the count of tries a parked delivery keeps (MovePark): the
 	// one before this attempt's, which does not count.
 	Tries int
@@ -85,7 +90,9 @@ const (
 	// MoveFailed ends it, failed: its schedule is spent.
 	MoveFailed
 	// MovePark keeps it pending, due at NextAt, its try not counted, and
-	// disables its endpoint: it goes again once the endpoint is enabled.
+	// disables its endpoint unless the endpoint changed since the attempt
+	// began (Since): it goes again once the endpoint is enabled, or at once
+	// if it is.
 	MovePark
 )
 
@@ -205,7 +212,10 @@ func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.
 // moves decides what each result does to its delivery: a success ends it,
 // a retry makes it due again when the deliverer's policy said, a spent
 // schedule fails it, and a 410 parks it, disabling its endpoint, so that it
-// goes again, its try not counted, once the endpoint is enabled.
+// goes again, its try not counted, once the endpoint is enabled. A 410 to
+// an attempt that began before the endpoint's last change (an operator
+// enabled it again meanwhile) leaves the endpoint as the operator left it:
+// the delivery is due at once, and its next attempt's answer decides.
 func moves(results []storelink.AttemptResult, now time.Time) []Move {
 	out := make([]Move, len(results))
 	for i := range results {
@@ -218,7 +228,7 @@ func moves(results []storelink.AttemptResult, now time.Time) []Move {
 		case storelink.OutcomeFailed:
 			out[i].Kind = MoveFailed
 		case storelink.OutcomeGone:
-			out[i] = Move{Kind: MovePark, NextAt: now, Tries: max(r.Job.Try-1, 0),
+			out[i] = Move{Kind: MovePark, NextAt: now, Tries: max(r.Job.Try-1, 0), Since: r.Attempt.At.UTC(),
 				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}
 		}
 	}

@@ -31,13 +31,19 @@ type Uploads interface {
 	// bodies and StartedAt, or none. An upload can be claimed when it is
 	// waiting, or processing under a lease that ran out, and each earlier
 	// unfinished upload of its client can be claimed too (and is claimed
-	// with it). Of those, taken in acceptance order, a claim takes the
-	// first, and after it the next ones while they number at most
-	// limit.Uploads, their files hold at most limit.Bytes together (the
-	// first's included) and none was claimed before (attempts 0), the first
-	// included: an upload claimed before is claimed alone, so that a file
-	// that kills its processor never takes others' attempts with it. The
-	// driver reads now when its claim can no longer wait for a lock.
+	// with it). Of those, taken client by client (the clients in the order
+	// of their oldest upload that can be claimed, each client's uploads in
+	// acceptance order), a claim takes the first, and after it the next
+	// ones while they number at most limit.Uploads, their files hold at
+	// most limit.Bytes together (the first's included) and none was claimed
+	// before (attempts 0), the first included: an upload claimed before is
+	// claimed alone, so that a file that kills its processor never takes
+	// others' attempts with it. Taken client by client, a claim holds few
+	// clients when their backlogs are deep, and leaves the others to the
+	// other processes on the database. A driver may look at the oldest
+	// limit.Uploads uploads that can be claimed only, of every client or of
+	// each. The driver reads now when its claim can no longer wait for a
+	// lock.
 	ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error)
 	// ReleaseUpload clears the lease of c's upload and makes it claimable
 	// at until, uncounting the attempt, when c still holds it: the upload

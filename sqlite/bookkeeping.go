@@ -41,7 +41,9 @@ const (
 	// endpoint.
 	goneSQL = `UPDATE deliveries SET next_attempt_at = ?5, attempts = ?3, tries = ?4, updated_at = ?1
 		WHERE seq = ?2 AND state = 'pending'`
-	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3`
+	// disableSQL disables the endpoint unless it changed since the parked
+	// attempt began (?4, Move.Since).
+	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3 AND updated_at < ?4`
 )
 
 // The statements that record a batch of attempts take their rows as
@@ -355,9 +357,11 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		l := p.l
 		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, p.m.Tries, ms(p.m.NextAt))
 		if n, _ := rowsAffected(res, err); n > 0 {
-			_, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID)
-			if e := q.endpoints[l.endpointID]; e != nil {
-				e.disabled = true
+			res, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID, ms(p.m.Since))
+			if n, _ := rowsAffected(res, err); n > 0 {
+				if e := q.endpoints[l.endpointID]; e != nil {
+					e.disabled = true
+				}
 			}
 		}
 		if err != nil {

@@ -92,7 +92,7 @@ func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueu
 		// A lease that ran out on this delivery was an attempt and a try,
 		// whether or not its result came in.
 		attempts, tries, lostAttempt, lostTry := p.attempts, p.tries, 0, 0
-		if a, t := book.previous(p.id); a > 0 {
+		if a, t := book.previous(p.id, ending); a > 0 {
 			attempts, tries = max(attempts, a), max(tries, t)
 			lostAttempt, lostTry = attempts, tries
 		}

@@ -81,11 +81,13 @@ func (b *leaseBook) expired(now int64, ending []*deliveryLease) []*deliveryLease
 }
 
 // previous returns the lease that ran out on a delivery claimed again, if
-// any: its attempt and try were made, and count.
-func (b *leaseBook) previous(id string) (attempt, try int) {
+// any: its attempt and try were made, and count. A lease ending (its result
+// recorded in the same transaction) is not one: the file has its numbers,
+// as its move left them (a park's try does not count).
+func (b *leaseBook) previous(id string, ending []*deliveryLease) (attempt, try int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if l := b.held[id]; l != nil {
+	if l := b.held[id]; l != nil && !slices.Contains(ending, l) {
 		return l.attempt, l.try
 	}
 	return 0, 0

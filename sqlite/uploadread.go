@@ -45,18 +45,19 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 }
 
 // claimUploadsSQL leases the uploads a claim takes (service.Uploads'
-// ClaimUploads). cand is the uploads that can be claimed, in acceptance
-// order: waiting, or under a lease that ran out, and with no earlier
-// unfinished upload of their client that cannot be claimed; an earlier one
-// that can is in cand before them. The NOT EXISTS is what keeps a client's
-// uploads in acceptance order; it looks at the client's unfinished uploads
-// only (the index uploads_unfinished_client). Of cand, pick takes the first,
-// and the next ones while their files' bytes add up to at most ?5 and none
-// was claimed before. ?1 is the owner, ?2 the lease's end, ?3 now, ?4 the
-// most uploads.
+// ClaimUploads). cand is the oldest ?4 uploads that can be claimed, in
+// acceptance order: waiting, or under a lease that ran out, and with no
+// earlier unfinished upload of their client that cannot be claimed; an
+// earlier one that can is in cand before them. The NOT EXISTS is what keeps
+// a client's uploads in acceptance order; it looks at the client's
+// unfinished uploads only (the index uploads_unfinished_client). pick takes
+// cand client by client, the clients in the order of their first in cand,
+// each client's in acceptance order: the first, and the next ones while
+// their files' bytes add up to at most ?5 and none was claimed before. ?1
+// is the owner, ?2 the lease's end, ?3 now, ?4 the most uploads.
 const claimUploadsSQL = `
 WITH cand AS (
-	SELECT u.seq, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
+	SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
 	WHERE u.status IN ('accepted', 'processing')
 	  AND (u.status = 'accepted' OR u.lease_until < ?3)
 	  AND NOT EXISTS (SELECT 1 FROM uploads o INDEXED BY uploads_unfinished_client
@@ -67,7 +68,7 @@ WITH cand AS (
 ), pick AS (
 	SELECT seq FROM (
 		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes, sum(attempts > 0) OVER w AS tried
-		FROM cand WINDOW w AS (ORDER BY seq)
+		FROM (SELECT *, min(seq) OVER (PARTITION BY client_id) AS head FROM cand) WINDOW w AS (ORDER BY head, seq)
 	) WHERE n = 1 OR (bytes <= ?5 AND tried = 0)
 )
 UPDATE uploads SET status = 'processing', lease_owner = ?1, lease_until = ?2, started_at = ?3, attempts = attempts + 1

@@ -109,6 +109,53 @@ func testRecordAttempts(e *env) {
 	must(t, s.RecordAttempts(ctx, nil))
 }
 
+// testGoneAfterEnable: a 410 disables the endpoint only if it came to an
+// attempt that began after the endpoint's last change. Two attempts are in
+// flight when the first 410 disables the endpoint, and the operator enables
+// it again before the second's 410 is recorded: the endpoint stays enabled
+// and that delivery goes again at once, its try not counted; a 410 to that
+// next attempt, begun after the enable, disables the endpoint again.
+func testGoneAfterEnable(e *env) {
+	t := e.t
+	e.feed(row("S1", eanA, 10, 100))
+	ep, _ := e.endpoint("https://a.test", "")
+	e.create(e.newOrder("G-1", eanA))
+	e.create(e.newOrder("G-2", eanA))
+	jobs := e.claim("w1", 100, 100)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %s, want the two orders' events", describe(jobs...))
+	}
+	first, second := e.result(jobs[0], storelink.OutcomeGone, 410), e.result(jobs[1], storelink.OutcomeGone, 410)
+	wantEnabled := func(what string, on bool) {
+		t.Helper()
+		list, err := e.s.Endpoints(e.ctx, e.client.ID)
+		must(t, err)
+		if len(list) != 1 || list[0].Enabled != on || (list[0].DisabledReason == "") != on {
+			t.Fatalf("endpoint %s = %+v, want enabled %v, a reason only when disabled", what, list, on)
+		}
+	}
+
+	e.clock.Advance(time.Second)
+	e.record(first)
+	wantEnabled("after the first 410", false)
+	e.clock.Advance(time.Second)
+	e.setEnabled(ep.ID, true)
+	e.clock.Advance(time.Second)
+	e.record(second)
+	wantEnabled("after a 410 to an attempt begun before it was enabled again", true)
+	now := e.clock.Now()
+	e.wantDelivery(jobs[1].DeliveryID, storelink.DeliveryPending, &now, 1)
+	again, ok := jobFor(e.claim("w1", 100, 100), jobs[1].EventID, ep.ID)
+	if !ok || again.Attempt != 2 || again.Try != 1 {
+		t.Fatalf("claim after the late 410: job %s (found %v), want attempt 2, try 1", describe(again), ok)
+	}
+
+	e.clock.Advance(time.Second)
+	e.record(e.result(again, storelink.OutcomeGone, 410))
+	wantEnabled("after a 410 to an attempt begun after it was enabled again", false)
+	e.claimNone("while the endpoint is gone")
+}
+
 // testRedeliver: a delivery is made pending again, due now, with a fresh
 // retry schedule and its attempts kept.
 func testRedeliver(e *env) {

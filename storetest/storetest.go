@@ -136,6 +136,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: per order and endpoint, in order", testDeliveryOrder},
 		{"Webhooks: in flight per endpoint is capped", testDeliveryCap},
 		{"Webhooks: recording attempts", testRecordAttempts},
+		{"Webhooks: a 410 recorded after the endpoint was enabled again leaves it enabled", testGoneAfterEnable},
 		{"Webhooks: one round records and claims", testRecordAndClaim},
 		{"Webhooks: claims given back", testReleaseClaims},
 		{"Webhooks: redeliver", testRedeliver},

@@ -15,10 +15,15 @@ import "time"
 //   - An endpoint may have at most its limit of attempts in flight. The
 //     limit starts at 1, grows by one with each success that came while the
 //     endpoint used its whole limit (up to PerEndpoint), and halves (down to
-//     1) with each failure that took slowAfter or more, a timeout mostly. As
-//     with TCP's congestion window, an endpoint that hangs soon holds a
-//     single attempt, and one that answers soon holds as many as it has
-//     events to take (one per order, the rest wait for their turn).
+//     1) with a failure that took slowAfter or more, a timeout mostly, once
+//     for the attempts that were in flight together: the slow failure of an
+//     attempt begun before the last halving halves nothing more, as TCP
+//     cuts its congestion window once for the losses of one window. As with
+//     TCP, an endpoint that hangs holds half as many attempts with each
+//     round of them timing out, down to a single one, and one that answers
+//     soon holds as many as it has events to take (one per order, the rest
+//     wait for their turn); one that times out now and then (one attempt in
+//     ten, several in flight at once) is not cut down to one for it.
 //   - An endpoint is slow from an attempt that took slowAfter or more, or
 //     from when its attempts in flight have gone slowAfter without one
 //     ending, until an attempt takes less. Attempts started to slow
@@ -67,6 +72,8 @@ type endpointPace struct {
 	// quiet is since when attempts have been in flight and none ended.
 	quiet time.Time
 	used  time.Time // when an attempt last started or ended
+	// halved is when a slow failure last halved the limit.
+	halved time.Time
 	// capped is the lease cap the store was last given for it; changed
 	// tells it is in sending.changed, to be given the new one.
 	capped  int
@@ -100,9 +107,9 @@ func (p *endpointPace) started(now time.Time) {
 	p.used = now
 }
 
-// ended counts an attempt that ended at now after took, succeeded or not,
-// and moves the limit as the rules above say; perEndpoint is the most it
-// may reach.
+// ended counts an attempt that ended at now after took (so began at
+// now-took), succeeded or not, and moves the limit as the rules above say;
+// perEndpoint is the most it may reach.
 func (p *endpointPace) ended(now time.Time, took, after time.Duration, succeeded bool, perEndpoint int) {
 	full := p.running >= p.limit // the endpoint used its whole limit
 	p.running--
@@ -111,7 +118,8 @@ func (p *endpointPace) ended(now time.Time, took, after time.Duration, succeeded
 	switch {
 	case succeeded && full:
 		p.limit = min(p.limit+1, perEndpoint)
-	case !succeeded && p.slow:
+	case !succeeded && p.slow && !now.Add(-took).Before(p.halved):
 		p.limit = max(p.limit/2, 1)
+		p.halved = now
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // An endpoint's limit starts at one, grows by one with each success that
 // came while the endpoint used its whole limit, up to PerEndpoint, and
-// halves with each slow failure; an endpoint is slow from a slow attempt,
-// or attempts in flight that have gone quiet, until a quick one.
+// halves with a slow failure, once for the attempts that were in flight
+// together; an endpoint is slow from a slow attempt, or attempts in flight
+// that have gone quiet, until a quick one.
 func TestPaceRules(t *testing.T) {
 	t.Parallel()
 	const after = time.Second
@@ -50,6 +51,14 @@ func TestPaceRules(t *testing.T) {
 			{start: 1, end: 1, ok: true}, {start: 2, end: 2, ok: true}, {start: 3, end: 3, ok: true},
 			{start: 1, end: 1, took: 10 * time.Second}},
 			limit: 2, slow: true, leaseCap: 2},
+		{name: "timeouts of attempts in flight together halve it once", steps: []step{
+			{start: 1, end: 1, ok: true}, {start: 2, end: 2, ok: true}, {start: 3, end: 3, ok: true},
+			{start: 4, end: 4, took: 10 * time.Second}},
+			limit: 2, slow: true, leaseCap: 2},
+		{name: "a timeout of an attempt begun after the halving halves it again", steps: []step{
+			{start: 1, end: 1, ok: true}, {start: 2, end: 2, ok: true}, {start: 3, end: 3, ok: true},
+			{start: 4, end: 4, took: 10 * time.Second}, {start: 1, end: 1, took: 10 * time.Second}},
+			limit: 1, slow: true, leaseCap: 1},
 		{name: "never below one", steps: []step{{start: 1, end: 1, took: 10 * time.Second}, {start: 1, end: 1, took: 10 * time.Second}},
 			limit: 1, slow: true, leaseCap: 1},
 		{name: "a quick failure changes nothing but slowness", steps: []step{

@@ -41,6 +41,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"storelink"
@@ -75,7 +76,7 @@ func BenchmarkSmallFeeds(b *testing.B) {
 		benchSmallFeeds(b, "SQLite", run, func(b *testing.B) smallTarget {
 			data := b.TempDir()
 			p := startServe(b, data, smallFeedArgs...)
-			return smallTarget{p: p, times: sqliteUploadTimes(b, filepath.Join(data, "storelink.db"))}
+			return smallTarget{procs: []*proc{p}, times: sqliteUploadTimes(b, filepath.Join(data, "storelink.db"))}
 		})
 	})
 	b.Run("postgres", func(b *testing.B) {
@@ -84,35 +85,40 @@ func BenchmarkSmallFeeds(b *testing.B) {
 			dbURL, _ := pgSchemaURL(b)
 			p := startServe(b, b.TempDir(), pgArgs(dbURL, smallFeedArgs...)...)
 			p.AdminToken = pgTestToken
-			conn := pgConn(b, dbURL)
-			return smallTarget{p: p, times: func() ([]uploadTimes, error) {
-				rows, err := conn.Query(context.Background(), `SELECT status, received_at, finished_at FROM uploads`)
-				if err != nil {
-					return nil, err
-				}
-				defer rows.Close()
-				var out []uploadTimes
-				for rows.Next() {
-					var t uploadTimes
-					var finished *time.Time
-					if err := rows.Scan(&t.status, &t.received, &finished); err != nil {
-						return nil, err
-					}
-					if finished != nil {
-						t.finished = *finished
-					}
-					out = append(out, t)
-				}
-				return out, rows.Err()
-			}}
+			return smallTarget{procs: []*proc{p}, times: pgUploadTimes(pgConn(b, dbURL))}
 		})
 	})
 }
 
-// smallTarget is a serve process and how to read its uploads' times.
+// smallTarget is the serve processes of one installation and how to read
+// its uploads' times. Uploader u sends to procs[u % len(procs)].
 type smallTarget struct {
-	p     *proc
+	procs []*proc
 	times func() ([]uploadTimes, error)
+}
+
+// pgUploadTimes reads the uploads from the installation's schema.
+func pgUploadTimes(conn *pgx.Conn) func() ([]uploadTimes, error) {
+	return func() ([]uploadTimes, error) {
+		rows, err := conn.Query(context.Background(), `SELECT status, received_at, finished_at FROM uploads`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []uploadTimes
+		for rows.Next() {
+			var t uploadTimes
+			var finished *time.Time
+			if err := rows.Scan(&t.status, &t.received, &finished); err != nil {
+				return nil, err
+			}
+			if finished != nil {
+				t.finished = *finished
+			}
+			out = append(out, t)
+		}
+		return out, rows.Err()
+	}
 }
 
 // uploadTimes is an upload's status and times, as the server recorded them;
@@ -153,6 +159,15 @@ func sqliteUploadTimes(b *testing.B, path string) func() ([]uploadTimes, error) 
 	}
 }
 
+// cpu is the CPU time the processes have used.
+func (t smallTarget) cpu(b *testing.B) time.Duration {
+	var sum time.Duration
+	for _, p := range t.procs {
+		sum += cpuTime(b, p.PID())
+	}
+	return sum
+}
+
 // smallResult is one measured run.
 type smallResult struct {
 	accepted      int
@@ -174,7 +189,7 @@ func benchSmallFeeds(b *testing.B, name string, run time.Duration, start func(*t
 	for b.Loop() {
 		b.StopTimer()
 		t := start(b)
-		clients := smallClientsOf(b, t.p, smallClients)
+		clients := smallClientsOf(b, t.procs[0], smallClients)
 		b.StartTimer()
 		r := smallRunOnce(b, t, clients, run)
 		results = append(results, r)
@@ -232,7 +247,8 @@ func smallFeed(u, i int) []byte {
 		benchEAN(2*u), u, i%1000, benchEAN(2*u+1), u, (i+500)%1000)
 }
 
-// smallRunOnce has the uploaders PUT feeds for run, then waits until every
+// smallRunOnce has the uploaders PUT feeds for run (uploader u to client
+// u % len(clients), through process u % len(t.procs)), then waits until every
 // upload is applied and reads their times. Any answer but 200, or an
 // upload not applied, fails the benchmark.
 func smallRunOnce(b *testing.B, t smallTarget, clients []scaleClient, run time.Duration) smallResult {
@@ -246,15 +262,15 @@ func smallRunOnce(b *testing.B, t smallTarget, clients []scaleClient, run time.D
 		n       int
 		wg      sync.WaitGroup
 	)
-	cpu := cpuTime(b, t.p.PID())
+	cpu := t.cpu(b)
 	begin := time.Now()
 	deadline := begin.Add(run)
 	for u := range smallUploaders {
-		cl := clients[u%len(clients)]
+		cl, p := clients[u%len(clients)], t.procs[u%len(t.procs)]
 		wg.Go(func() {
 			var mine []time.Duration
 			for i := 0; time.Now().Before(deadline); i++ {
-				req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/stock/%s/small-%d-%d.csv", t.p.URL, cl.id, u, i),
+				req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/stock/%s/small-%d-%d.csv", p.URL, cl.id, u, i),
 					bytes.NewReader(smallFeed(u, i)))
 				req.Header.Set("x-api-key", cl.key)
 				req.Header.Set("Content-Type", "application/csv")
@@ -307,14 +323,14 @@ func smallRunOnce(b *testing.B, t smallTarget, clients []scaleClient, run time.D
 		}
 	}
 	r.drained = time.Since(end)
-	r.cpu = cpuTime(b, t.p.PID()) - cpu
+	r.cpu = t.cpu(b) - cpu
 	if len(list) != n {
 		b.Fatalf("%d uploads accepted, %d in the database", n, len(list))
 	}
 	lags := make([]time.Duration, 0, len(list))
 	for _, u := range list {
 		if u.status != "applied" {
-			b.Fatalf("an upload is %s, want applied:\n%s", u.status, tail(t.p.stderr.String(), 4000))
+			b.Fatalf("an upload is %s, want applied:\n%s", u.status, tail(t.procs[0].stderr.String(), 4000))
 		}
 		if !u.finished.After(end) {
 			r.applied++

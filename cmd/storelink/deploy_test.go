@@ -4,18 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"storelink/internal/promcheck"
 )
 
 const (
@@ -48,7 +47,11 @@ func TestDeployMetricsExist(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for _, e := range exprs {
-		for _, name := range checkPromExpr(t, e, exp, jobs) {
+		names, problems := promcheck.Check(e.expr, exp, jobs)
+		for _, p := range problems {
+			t.Errorf("%s: %s: %s", e.where, e.expr, p)
+		}
+		for _, name := range names {
 			used[name] = true
 		}
 	}
@@ -100,18 +103,9 @@ func exerciseServe(t *testing.T, p *proc) {
 	crashAdmin(t, p, "GET", "/orders/"+o.ID, nil, 200, nil)
 }
 
-// metricsExposition is a parsed GET /metrics: for each series name
-// (families, and _bucket, _sum, _count) the values seen of each label.
-type metricsExposition map[string]map[string]map[string]bool
-
-var (
-	expoLine  = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+\S+`)
-	expoLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
 // scrapeUntil reads p's GET /metrics until the series name has every one
 // of the label's values, for at most 10s.
-func scrapeUntil(t *testing.T, p *proc, name, label string, values ...string) metricsExposition {
+func scrapeUntil(t *testing.T, p *proc, name, label string, values ...string) promcheck.Exposition {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -124,30 +118,15 @@ func scrapeUntil(t *testing.T, p *proc, name, label string, values ...string) me
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /metrics = %d %s", resp.StatusCode, b)
 		}
-		exp := metricsExposition{}
-		for _, line := range strings.Split(string(b), "\n") {
-			m := expoLine.FindStringSubmatch(line)
-			if m == nil || strings.HasPrefix(line, "#") {
-				continue
-			}
-			labels := exp[m[1]]
-			if labels == nil {
-				labels = map[string]map[string]bool{}
-				exp[m[1]] = labels
-			}
-			for _, l := range expoLabel.FindAllStringSubmatch(m[2], -1) {
-				if labels[l[1]] == nil {
-					labels[l[1]] = map[string]bool{}
-				}
-				labels[l[1]][strings.ReplaceAll(l[2], `\"`, `"`)] = true
-			}
+		exp, err := promcheck.Parse(string(b))
+		if err != nil {
+			t.Fatalf("GET /metrics: %v", err)
 		}
-		missing := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return exp[name][label][v] })
-		if len(missing) == 0 {
+		if exp.Has(name, label, values...) {
 			return exp
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GET /metrics: after 10s %s has no series with %s in %v", name, label, missing)
+			t.Fatalf("GET /metrics: after 10s %s has no series with %s in each of %v", name, label, values)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -255,133 +234,6 @@ func composeJobs(t *testing.T) []string {
 		jobs = append(jobs, sc.JobName)
 	}
 	return jobs
-}
-
-var (
-	promSelector = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}`)
-	promMatcher  = regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*$`)
-	promIdent    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
-	// PromQL's functions and keywords that the queries may use.
-	promWords = []string{
-		"sum", "min", "max", "avg", "count", "topk", "bottomk", "quantile", "stddev", "group",
-		"rate", "irate", "increase", "delta", "deriv", "histogram_quantile", "clamp_min", "clamp_max",
-		"abs", "absent", "absent_over_time", "max_over_time", "min_over_time", "avg_over_time", "time", "vector", "scalar",
-		"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset",
-	}
-	// Series that are not storelink's: Prometheus's up for a scraped job,
-	// the blackbox exporter's probe_success.
-	promExternal = []string{"up", "probe_success"}
-)
-
-// checkPromExpr checks that a query names only series GET /metrics shows
-// (or up and probe_success of a job Prometheus scrapes), selects on labels
-// they have, with values they take; it returns the series named.
-func checkPromExpr(t *testing.T, e promExpr, exp metricsExposition, jobs []string) []string {
-	t.Helper()
-	fail := func(format string, args ...any) {
-		t.Errorf("%s: %s: %s", e.where, e.expr, fmt.Sprintf(format, args...))
-	}
-	for _, open := range []string{"(", "{", "["} {
-		closing := map[string]string{"(": ")", "{": "}", "[": "]"}[open]
-		if strings.Count(e.expr, open) != strings.Count(e.expr, closing) {
-			fail("unbalanced %s%s", open, closing)
-		}
-	}
-	for _, m := range promSelector.FindAllStringSubmatch(e.expr, -1) {
-		name := m[1]
-		for _, matcher := range strings.Split(m[2], ",") {
-			if strings.TrimSpace(matcher) == "" {
-				continue
-			}
-			mm := promMatcher.FindStringSubmatch(matcher)
-			if mm == nil {
-				fail("cannot read the matcher %q of %s", matcher, name)
-				continue
-			}
-			label, op, value := mm[1], mm[2], mm[3]
-			var domain []string
-			switch {
-			case label == "job": // set by Prometheus, for every series
-				domain = jobs
-			case slices.Contains(promExternal, name):
-				fail("%s{%s}: select it by job", name, label)
-				continue
-			default:
-				values, ok := exp[name][label]
-				if !ok {
-					fail("%s has no label %s in GET /metrics (labels: %v)", name, label, slices.Sorted(maps.Keys(exp[name])))
-					continue
-				}
-				domain = slices.Collect(maps.Keys(values))
-				if label == "code" { // every HTTP status may come
-					for c := 100; c < 600; c++ {
-						domain = append(domain, strconv.Itoa(c))
-					}
-				}
-			}
-			alts := []string{regexp.QuoteMeta(value)}
-			if op == "=~" || op == "!~" {
-				alts = topAlternatives(value)
-			}
-			for _, alt := range alts {
-				re, err := regexp.Compile("^(?:" + alt + ")$")
-				if err != nil {
-					fail("%s{%s}: %v", name, label, err)
-				} else if !slices.ContainsFunc(domain, re.MatchString) {
-					fail("%s{%s%s%q}: %q matches none of the values %v", name, label, op, value, alt, domain)
-				}
-			}
-		}
-	}
-	// What is left without strings, matchers, ranges and grouping labels
-	// is functions, keywords and series names.
-	rest := regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).ReplaceAllString(e.expr, " ")
-	rest = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`).ReplaceAllString(rest, " ")
-	rest = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`).ReplaceAllString(rest, " ")
-	rest = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?\b`).ReplaceAllString(rest, " ")
-	var names []string
-	for _, id := range promIdent.FindAllString(rest, -1) {
-		switch {
-		case slices.Contains(promWords, id):
-		case slices.Contains(promExternal, id):
-			names = append(names, id)
-			if !strings.Contains(e.expr, id+`{job="`) {
-				fail("%s must select a job of %s, as %s{job=\"...\"}", id, composePrometheus, id)
-			}
-		default:
-			names = append(names, id)
-			if _, ok := exp[id]; !ok {
-				fail("%s is not in GET /metrics", id)
-			}
-		}
-	}
-	if len(names) == 0 {
-		fail("no series named")
-	}
-	return names
-}
-
-// topAlternatives splits a regexp at its top-level |, so that each
-// alternative can be checked to match something.
-func topAlternatives(re string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(re); i++ {
-		switch re[i] {
-		case '\\':
-			i++
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case '|':
-			if depth == 0 {
-				out = append(out, re[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, re[start:])
 }
 
 // TestComposeFile: compose.yaml runs two storelink processes on its

@@ -147,7 +147,7 @@ func TestPostgresDeliveriesScaleOut(t *testing.T) {
 		"--webhook-retry-schedule", "50ms,100ms,200ms,400ms,800ms,1s,1s,1s")
 	rec := newCrashReceiver(t, a.WebhookSecret)
 	const orders = 60
-	pgOrders(t, a, b, rec.URL, orders)
+	fulfilOrders(t, a, b, rec.URL, orders)
 
 	events := crashEventIDs(t, b)
 	if len(events) != 2*orders {
@@ -166,43 +166,6 @@ func TestPostgresDeliveriesScaleOut(t *testing.T) {
 		t.Errorf("succeeded attempts: %v by the process that took the orders, %v by the other; want both to deliver", na, nb)
 	}
 	t.Logf("%d deliveries: %v made by the process that took the orders, %v by the other", 2*orders, na, nb)
-}
-
-// pgOrders points the demo endpoint at url, puts stock through b, and makes
-// orders orders through a, each assigned then fulfilled, from 8 callers.
-func pgOrders(t *testing.T, a, b *proc, url string, orders int) {
-	t.Helper()
-	pointDemoEndpoint(t, a, url+"/hooks/${eventId}")
-	id := mustUpload(t, b, "stock.csv", []byte("store;ean;article_number;quantity;price;store_article_location\n"+
-		"S1;4006381333931;SKU-1;100000;19.99;A1\n"))
-	if u := a.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
-		t.Fatalf("stock upload: %v", u)
-	}
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < orders; i += 8 {
-				var o struct {
-					ID string `json:"order_id"`
-				}
-				err := crashCall(a, "POST", "/orders", map[string]any{
-					"order_number": fmt.Sprintf("MULTI-%03d", i), "client_id": a.ClientID, "store_id": "S1",
-					"items": []map[string]string{{"ean": "4006381333931", "marketplace_article_number": "MP-1"}},
-				}, 201, &o)
-				if err == nil {
-					err = crashCall(a, "POST", "/orders/"+o.ID+"/fulfil", map[string]any{}, 200, nil)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
 }
 
 // waitDelivered waits until no delivery of p's client is pending, none
@@ -260,7 +223,7 @@ func TestPostgresKillWhileDelivering(t *testing.T) {
 	}))
 	t.Cleanup(rec.Close)
 	const orders = 60
-	pgOrders(t, a, b, rec.URL, orders)
+	fulfilOrders(t, a, b, rec.URL, orders)
 
 	// Kill a the moment it holds a delivery lease; then, a being dead, its
 	// leases are what the database says.

@@ -197,40 +197,9 @@ func TestWebhookCrashLosesNoEvent(t *testing.T) {
 	}
 	rec := newCrashReceiver(t, p.WebhookSecret)
 
-	// Point the demo endpoint at the receiver before any event exists.
-	pointDemoEndpoint(t, p, rec.URL+"/hooks/${eventId}")
-	id := mustUpload(t, p, "stock.csv", []byte("store;ean;article_number;quantity;price;store_article_location\n"+
-		"S1;4006381333931;SKU-1;100000;19.99;A1\n"))
-	if u := p.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
-		t.Fatalf("stock upload: %v", u)
-	}
-
-	// 100 orders, each assigned then fulfilled, from 8 callers at once.
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < orders; i += 8 {
-				var o struct {
-					ID string `json:"order_id"`
-				}
-				err := crashCall(p, "POST", "/orders", map[string]any{
-					"order_number": fmt.Sprintf("CRASH-%03d", i), "client_id": p.ClientID, "store_id": "S1",
-					"items": []map[string]string{{"ean": "4006381333931", "marketplace_article_number": "MP-1"}},
-				}, 201, &o)
-				if err == nil {
-					err = crashCall(p, "POST", "/orders/"+o.ID+"/fulfil", map[string]any{}, 200, nil)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	// Orders made before any event exists, so that every event goes to the
+	// receiver.
+	fulfilOrders(t, p, p, rec.URL, orders)
 
 	// Kill while deliveries are pending and one is being answered.
 	pending := len(crashDeliveries(t, p, "pending"))
@@ -343,4 +312,42 @@ func checkCrashHits(t *testing.T, hits []crashHit, events []string) {
 		}
 	}
 	t.Logf("%d requests for %d events: %d duplicates taken again after the crash", len(hits), len(events), duplicates)
+}
+
+// fulfilOrders points the demo endpoint at url, puts stock through b, and
+// makes orders orders through a, each assigned then fulfilled, from 8
+// callers at once.
+func fulfilOrders(t *testing.T, a, b *proc, url string, orders int) {
+	t.Helper()
+	pointDemoEndpoint(t, a, url+"/hooks/${eventId}")
+	id := mustUpload(t, b, "stock.csv", []byte("store;ean;article_number;quantity;price;store_article_location\n"+
+		"S1;4006381333931;SKU-1;100000;19.99;A1\n"))
+	if u := a.waitUpload(t, id, 10*time.Second); u["status"] != "applied" {
+		t.Fatalf("stock upload: %v", u)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < orders; i += 8 {
+				var o struct {
+					ID string `json:"order_id"`
+				}
+				err := crashCall(a, "POST", "/orders", map[string]any{
+					"order_number": fmt.Sprintf("ORDER-%03d", i), "client_id": a.ClientID, "store_id": "S1",
+					"items": []map[string]string{{"ean": "4006381333931", "marketplace_article_number": "MP-1"}},
+				}, 201, &o)
+				if err == nil {
+					err = crashCall(a, "POST", "/orders/"+o.ID+"/fulfil", map[string]any{}, 200, nil)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 }

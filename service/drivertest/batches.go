@@ -69,33 +69,39 @@ func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int,
 var anyBatch = storelink.BatchLimit{Uploads: 100, Bytes: 1 << 20}
 
 // testUploadBatchClaims: a claim takes the oldest upload that can be
-// claimed and, in acceptance order, the next ones that can go with it (a
-// client's later upload with its earlier one), within the count and the
-// bytes of its limit (the first whatever its size); never an upload behind
-// its client's upload under a live lease; an upload claimed before alone.
+// claimed and, client by client (the clients in the order of their oldest
+// such upload, each client's in acceptance order), the next ones that can
+// go with it (a client's later upload with its earlier one), within the
+// count and the bytes of its limit (the first whatever its size); never an
+// upload behind its client's upload under a live lease; an upload claimed
+// before alone.
 func testUploadBatchClaims(e *env) {
 	b := e.otherClient()
 	a1, b1, a2, b2 := e.accept("a1-x"), e.acceptFor(b, "b1-x"), e.accept("a2-x"), e.acceptFor(b, "b2-x")
 	first := e.claimBatch("w1", storelink.BatchLimit{Uploads: 3, Bytes: 1 << 20}, 1, a1, b1, a2)
 	e.claimBatch("w2", anyBatch, 0) // b2 waits behind b1, held by w1
 
-	// Given back, the three are claimed again, within 10 bytes: two.
+	// Given back, the three are claimed again, within 10 bytes: two, client
+	// by client (a's two before b's first).
 	for _, c := range first {
 		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
 	}
-	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, b1)
+	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, a2)
 	// Their lease runs out: each was claimed before, and is claimed alone.
 	e.at = e.at.Add(2 * time.Minute)
 	c := e.claimBatch("w3", anyBatch, 2, a1)
 	e.apply(c[0], storelink.UploadApplied)
-	c = e.claimBatch("w3", anyBatch, 2, b1)
-	// a2, given back uncounted, is claimed as if never before; b2 waits
-	// behind b1.
-	c = append(c, e.claimBatch("w4", anyBatch, 1, a2)...)
+	// b1's head is now the oldest: b1, given back uncounted, is claimed as
+	// if never before, with b2; a2, claimed before, not with them, but
+	// alone.
+	c = e.claimBatch("w4", anyBatch, 1, b1, b2)
+	c = append(c, e.claimBatch("w3", anyBatch, 2, a2)...)
 	e.apply(c[0], storelink.UploadRejected)
 	e.apply(c[1], storelink.UploadApplied)
+	e.apply(c[2], storelink.UploadApplied)
 	// The first is claimed whatever its size.
-	c = e.claimBatch("w5", storelink.BatchLimit{Uploads: 10, Bytes: 3}, 1, b2)
+	a3 := e.accept("a3-x")
+	c = e.claimBatch("w5", storelink.BatchLimit{Uploads: 10, Bytes: 3}, 1, a3)
 	e.apply(c[0], storelink.UploadApplied)
 	e.claimBatch("w6", anyBatch, 0)
 }
@@ -181,5 +187,82 @@ func testUploadBatchApply(e *env) {
 	}
 	if !reflect.DeepEqual(byQty, map[int]int{1: n / 2, 3: n}) {
 		e.t.Fatalf("stock rows by quantity = %v, want %d of the first upload, %d of the later, none of the rejected", byQty, n/2, n)
+	}
+}
+
+// testUploadBatchSmall: in one transaction, small files of two clients,
+// two of the first on the same pairs: each file's rows are written after
+// the earlier files' (the later file wins), and compared with them, so that
+// each counts as unchanged the pairs that already held what it sets after
+// the files before it; each finish reads its upload back as finished; a
+// rejected file between them writes nothing.
+func testUploadBatchSmall(e *env) {
+	b := e.otherClient()
+	row := func(ean string, qty int) storelink.StockRow {
+		return storelink.StockRow{StoreID: "S1", EAN: ean, ArticleNumber: "A", Quantity: qty, Price: 100}
+	}
+	a1, b1, a2, a3 := e.accept("a1"), e.acceptFor(b, "b1"), e.accept("a2"), e.accept("a3")
+	claims := e.claimBatch("w1", anyBatch, 1, a1, b1, a2, a3)
+	files := [][]storelink.StockRow{
+		{row("4006381333931", 1), row("4006381333948", 5)},
+		{row("4006381333931", 7)},
+		{row("4006381333931", 2), row("4006381333948", 5)}, // the second pair as a1 left it
+		{row("4006381333931", 9)},                          // rejected
+	}
+	status := []storelink.UploadStatus{storelink.UploadApplied, storelink.UploadApplied, storelink.UploadApplied, storelink.UploadRejected}
+	tx := e.beginUpload()
+	defer tx.Rollback(e.ctx)
+	ids, clients := make([]string, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		ids[i], clients[i] = c.ID, c.ClientID
+	}
+	_, _, err := tx.LockUploads(e.ctx, ids, clients)
+	must(e.t, err)
+	finished := make([]*storelink.Upload, len(claims))
+	for i, c := range claims {
+		must(e.t, tx.Savepoint(e.ctx))
+		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		for _, r := range files[i] {
+			must(e.t, put(r))
+		}
+		if status[i] == storelink.UploadRejected {
+			must(e.t, tx.RollbackToSavepoint(e.ctx))
+		}
+		must(e.t, tx.ReleaseSavepoint(e.ctx))
+		if status[i] == storelink.UploadApplied {
+			must(e.t, tx.ApplyStock(e.ctx))
+			must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+		}
+		n := len(files[i])
+		must(e.t, tx.FinishUpload(e.ctx, c.ID, status[i], storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
+			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished[i]))
+	}
+	must(e.t, tx.Commit(e.ctx))
+	for i, c := range claims {
+		got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+		must(e.t, err)
+		wantUnchanged := 0
+		if i == 2 {
+			wantUnchanged = 1
+		}
+		if got.Status != status[i] || got.RowsUnchanged != wantUnchanged || got.FinishedAt == nil {
+			e.t.Fatalf("upload %d = %s, %d rows unchanged, finished at %v; want %s, %d", i, got.Status, got.RowsUnchanged, got.FinishedAt, status[i], wantUnchanged)
+		}
+		if finished[i] != nil && (finished[i].Status != got.Status || finished[i].RowsUnchanged != got.RowsUnchanged) {
+			e.t.Fatalf("upload %d read as finished %+v, read back %+v", i, finished[i], got)
+		}
+	}
+	want := map[string][2]any{
+		e.client.ID + " 4006381333931": {2, a2.ID}, e.client.ID + " 4006381333948": {5, a1.ID},
+		b + " 4006381333931": {7, b1.ID},
+	}
+	got := map[string][2]any{}
+	for _, client := range []string{e.client.ID, b} {
+		for _, r := range e.stock(service.StockQuery{ClientID: client, Limit: 100}) {
+			got[client+" "+r.EAN] = [2]any{r.Quantity, r.UploadID}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		e.t.Fatalf("stock = %v, want %v", got, want)
 	}
 }

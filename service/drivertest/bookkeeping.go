@@ -63,7 +63,8 @@ func events(claimed []service.Claimed) string {
 // endpoint, the oldest first, with what the attempt needs and the
 // endpoint's keys sealed; a rolled back round leases nothing; a record moves
 // on only the deliveries whose lease the result holds, and the claim in the
-// same round sees it; a park disables the endpoint.
+// same round sees it; a park disables the endpoint, unless the endpoint
+// changed after the parked attempt began.
 func testBookkeeping(e *env) {
 	t := e.t
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -144,27 +145,52 @@ func testBookkeeping(e *env) {
 		t.Fatalf("delivery of the retry = %+v, want pending at %s with its attempt and the lost lease's", d, retryAt)
 	}
 
-	// A park disables the endpoint; its delivery waits, its try not counted.
+	// A park of an attempt begun before the endpoint's last change (here
+	// an operator enables it while the attempt is in flight) leaves the
+	// endpoint as it is; its delivery is due at NextAt, its try not counted.
+	on := true
+	changed := e.tick()
+	e.inTx(func(tx service.Tx) {
+		_, err := tx.UpdateEndpoint(e.ctx, ep.ID, service.EndpointChange{Enabled: &on, At: changed})
+		must(t, err)
+	})
 	parkAt := e.tick()
+	var again []service.Claimed
 	e.round(func(tx service.RoundTx) {
 		must(t, tx.RecordAttempts(e.ctx, []storelink.AttemptResult{result(next[0], 1)},
-			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone for the test"}}, parkAt))
+			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone before the change", Since: at}}, parkAt))
+		again = e.claimDue(tx, "w1", parkAt, 10, 10)
+	})
+	if events(again) != second.EventID || again[0].Job.Attempt != 2 || again[0].Job.Try != 1 {
+		t.Fatalf("claimed %s after a park older than the endpoint's change, want %s as attempt 2, try 1", events(again), second.EventID)
+	}
+	eps, err := e.seed.Endpoints(e.ctx, e.client.ID)
+	must(t, err)
+	if len(eps) != 1 || !eps[0].Enabled || eps[0].DisabledReason != "" {
+		t.Fatalf("endpoints after a park older than their change = %+v, want enabled, no reason", eps)
+	}
+
+	// A park of an attempt begun after the change disables the endpoint;
+	// its delivery waits, its try not counted.
+	parkAt = e.tick()
+	e.round(func(tx service.RoundTx) {
+		must(t, tx.RecordAttempts(e.ctx, []storelink.AttemptResult{result(again[0], 2)},
+			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone for the test", Since: parkAt}}, parkAt))
 		if got := e.claimDue(tx, "w1", parkAt, 10, 10); len(got) != 0 {
 			t.Fatalf("claimed %s from a disabled endpoint", events(got))
 		}
 	})
-	eps, err := e.seed.Endpoints(e.ctx, e.client.ID)
+	eps, err = e.seed.Endpoints(e.ctx, e.client.ID)
 	must(t, err)
 	if len(eps) != 1 || eps[0].Enabled || eps[0].DisabledReason != "gone for the test" {
 		t.Fatalf("endpoints after a park = %+v, want disabled for the reason given", eps)
 	}
-	on := true
 	_, err = e.seed.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
 	e.round(func(tx service.RoundTx) {
 		got := e.claimDue(tx, "w1", parkAt, 10, 10)
-		if events(got) != second.EventID || got[0].Job.Attempt != 2 || got[0].Job.Try != 1 {
-			t.Fatalf("claimed %s after enabling, want %s as attempt 2, try 1", events(got), second.EventID)
+		if events(got) != second.EventID || got[0].Job.Attempt != 3 || got[0].Job.Try != 1 {
+			t.Fatalf("claimed %s after enabling, want %s as attempt 3, try 1", events(got), second.EventID)
 		}
 	})
 }
