@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"iter"
+
+	"storelink"
 )
 
 // ExecForTest runs one statement on the write connection. It is for tests
@@ -53,4 +56,81 @@ func (db *DB) QueryForTest(ctx context.Context, query string, args ...any) ([]ma
 		out = append(out, row)
 	}
 	return out, rows.Err()
+}
+
+// FillStockForTest writes the rows of seq to the stock of one client, as
+// an apply writes them (digest included) but without an upload, its file or
+// the comparison: for the benchmark of grown tables (issue 15), which fills
+// the stock of other clients by the million before it measures. The
+// client's stores must exist; rows already stored for a pair are replaced.
+// It commits every million rows and returns how many it wrote. No service
+// code calls it.
+func (db *DB) FillStockForTest(ctx context.Context, clientID, uploadID string, seq iter.Seq[storelink.StockRow]) (int, error) {
+	const perTx = 1 << 20
+	n := 0
+	var tx *sql.Tx
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}}
+	flush := func() error {
+		if len(w.rows) == 0 {
+			return nil
+		}
+		idx := make([]int32, len(w.rows))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		if _, err := w.upsert(idx, false); err != nil {
+			return err
+		}
+		clear(w.rows)
+		w.rows, w.digests = w.rows[:0], w.digests[:0]
+		return nil
+	}
+	commit := func() error {
+		if tx == nil {
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		err := tx.Commit()
+		tx = nil
+		return err
+	}
+	for r := range seq {
+		if tx == nil {
+			var err error
+			if tx, err = db.write.BeginTx(ctx, nil); err != nil {
+				return n, err
+			}
+			prepared := map[string]*sql.Stmt{}
+			w.tx, w.stmt = tx, func(q string) (*sql.Stmt, error) {
+				if s := prepared[q]; s != nil {
+					return s, nil
+				}
+				s, err := tx.PrepareContext(ctx, q)
+				prepared[q] = s
+				return s, err
+			}
+		}
+		var d int64
+		w.buf, d = stockDigest(w.buf, &r)
+		w.rows, w.digests = append(w.rows, r), append(w.digests, d)
+		n++
+		if len(w.rows) == stockBatch {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+		if n%perTx == 0 {
+			if err := commit(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, commit()
 }
