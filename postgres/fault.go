@@ -20,9 +20,10 @@ import (
 // once it is back.
 const unreachableRetry = 5
 
-// Fault turns the error of a database that cannot be reached into
-// EUNAVAILABLE with a Retry-After, and PostgreSQL's disk_full into
-// ENOSPACE; any other error is returned as it is. A connection that broke
+// Fault turns the error of a database that cannot be reached, or that
+// refuses a connection or a statement for want of room (too many clients,
+// out of memory), into EUNAVAILABLE with a Retry-After, and PostgreSQL's
+// disk_full into ENOSPACE; any other error is returned as it is. A connection that broke
 // during a commit may have committed: the caller is told to try again, and
 // the idempotency key (where there is one) makes that safe.
 func Fault(err error) error {
@@ -37,6 +38,11 @@ func Fault(err error) error {
 		case strings.HasPrefix(pg.Code, "08"), pg.Code == "57P01", pg.Code == "57P02", pg.Code == "57P03":
 			// connection_exception; admin_shutdown, crash_shutdown, cannot_connect_now
 			return unreachable()
+		case pg.Code == "53300", pg.Code == "53200": // too_many_connections, out_of_memory
+			e := storelink.Errorf(storelink.EUNAVAILABLE,
+				"The database refuses more work for now (%s). Retry after %d seconds.", pg.Message, unreachableRetry)
+			e.RetryAfter = unreachableRetry
+			return e
 		}
 		return err
 	}

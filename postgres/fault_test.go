@@ -26,6 +26,7 @@ func TestFault(t *testing.T) {
 		{"disk full", fmt.Errorf("insert: %w", &pgconn.PgError{Code: "53100"}), storelink.ENOSPACE},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, storelink.EUNAVAILABLE},
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, storelink.EUNAVAILABLE},
+		{"too many clients at connect", fmt.Errorf("acquire: %w", &pgconn.PgError{Code: "53300", Message: "sorry, too many clients already"}), storelink.EUNAVAILABLE},
 		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, storelink.EUNAVAILABLE},
 		{"cut mid-answer", fmt.Errorf("insert partner: %w", io.ErrUnexpectedEOF), storelink.EUNAVAILABLE},
 		{"closed", fmt.Errorf("claim: %w", pgconn.ErrConnClosed), storelink.EUNAVAILABLE},
