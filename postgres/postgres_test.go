@@ -157,7 +157,8 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW " + when + "EXECUTE FUNCTION fail_events()")
 			return func() { exec("DROP TRIGGER fail_events ON events") }
 		},
-		Exec: db.ExecForTest,
+		Exec:      db.ExecForTest,
+		FillStock: db.FillStockForTest,
 	}
 }
 

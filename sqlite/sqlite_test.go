@@ -45,7 +45,8 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events " + when + "BEGIN SELECT RAISE(ABORT, 'injected event failure'); END")
 			return func() { exec("DROP TRIGGER fail_events") }
 		},
-		Exec: db.ExecForTest,
+		Exec:      db.ExecForTest,
+		FillStock: db.FillStockForTest,
 	}
 }
 

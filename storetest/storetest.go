@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ type Fixture struct {
 	// Exec runs a statement on the database: the suite writes with it what
 	// a fault, or a process with another key, leaves behind.
 	Exec func(ctx context.Context, query string) error
+	// FillStock writes stock rows of a client straight into the database,
+	// as the benchmarks fill grown tables (the drivers' FillStockForTest).
+	FillStock func(ctx context.Context, clientID, uploadID string, rows iter.Seq[storelink.StockRow]) (int, error)
 }
 
 // FailEvents makes every later write of an event in the given state ("" for
@@ -110,6 +114,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Stock listing and paging", testStockListing},
 		{"Stock listing by article number", testStockListingByArticle},
 		{"Store deletion removes its stock", testDeleteStoreStock},
+		{"Stock filled straight in is stock as an apply writes it", testFillStock},
 		{"Orders: routing by stock in force", testOrderRouting},
 		{"Orders: an explicit store is used as given", testOrderExplicitStore},
 		{"Orders: article data from the chosen store's row", testOrderArticleData},
