@@ -132,6 +132,22 @@ func (w *stockWriter) copy() error {
 	return nil
 }
 
+// writeChangedSQL ends the INSERT of the stock upserts: of the rows r of the
+// source joined to the stock rows s of their pairs, it writes the new
+// pairs, the pairs a file repeats, and those whose values differ; the
+// others are left as they are.
+const writeChangedSQL = `	WHERE s.ean IS NULL OR r.repeats
+		OR (s.article_number, s.quantity, s.price, s.retail_price, s.article_location, s.product_name,
+			s.product_number, s.article_color, s.article_size)
+		IS DISTINCT FROM (r.article_number, r.quantity, r.price, r.retail_price, r.article_location, r.product_name,
+			r.product_number, r.article_color, r.article_size)
+	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
+		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
+		retail_price = excluded.retail_price, article_location = excluded.article_location,
+		product_name = excluded.product_name, product_number = excluded.product_number,
+		article_color = excluded.article_color, article_size = excluded.article_size,
+		upload_id = excluded.upload_id, updated_at = excluded.updated_at`
+
 // upsertStockSQL is the statement that writes the rows put, from a source
 // (the temporary table) that gives them with their file order, ord. ON
 // CONFLICT cannot change one row twice in a statement, so of the rows for
@@ -156,17 +172,7 @@ func upsertStockSQL(from string) string {
 	SELECT $1, r.store_id, r.ean, r.article_number, r.quantity, r.price, r.retail_price,
 		r.article_location, r.product_name, r.product_number, r.article_color, r.article_size, $2, $3
 	FROM src r LEFT JOIN stock s ON s.client_id = $1 AND s.store_id = r.store_id COLLATE "C" AND s.ean = r.ean COLLATE "C"
-	WHERE s.ean IS NULL OR r.repeats
-		OR (s.article_number, s.quantity, s.price, s.retail_price, s.article_location, s.product_name,
-			s.product_number, s.article_color, s.article_size)
-		IS DISTINCT FROM (r.article_number, r.quantity, r.price, r.retail_price, r.article_location, r.product_name,
-			r.product_number, r.article_color, r.article_size)
-	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
-		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
-		retail_price = excluded.retail_price, article_location = excluded.article_location,
-		product_name = excluded.product_name, product_number = excluded.product_number,
-		article_color = excluded.article_color, article_size = excluded.article_size,
-		upload_id = excluded.upload_id, updated_at = excluded.updated_at
+` + writeChangedSQL + `
 	RETURNING 1
 )
 UPDATE uploads SET rows_unchanged = (SELECT count(*) FROM src) - (SELECT count(*) FROM written) WHERE id = $2`
@@ -212,17 +218,7 @@ const upsertStockAllSQL = `WITH files AS (
 		r.article_location, r.product_name, r.product_number, r.article_color, r.article_size, f.upload_id, $17
 	FROM src r JOIN files f ON f.file = r.file
 	LEFT JOIN stock s ON s.client_id = f.client_id AND s.store_id = r.store_id COLLATE "C" AND s.ean = r.ean COLLATE "C"
-	WHERE s.ean IS NULL OR r.repeats
-		OR (s.article_number, s.quantity, s.price, s.retail_price, s.article_location, s.product_name,
-			s.product_number, s.article_color, s.article_size)
-		IS DISTINCT FROM (r.article_number, r.quantity, r.price, r.retail_price, r.article_location, r.product_name,
-			r.product_number, r.article_color, r.article_size)
-	ON CONFLICT (client_id, store_id, ean) DO UPDATE SET
-		article_number = excluded.article_number, quantity = excluded.quantity, price = excluded.price,
-		retail_price = excluded.retail_price, article_location = excluded.article_location,
-		product_name = excluded.product_name, product_number = excluded.product_number,
-		article_color = excluded.article_color, article_size = excluded.article_size,
-		upload_id = excluded.upload_id, updated_at = excluded.updated_at
+` + writeChangedSQL + `
 	RETURNING upload_id
 ), put AS (
 	SELECT file, count(*) AS n FROM src GROUP BY file

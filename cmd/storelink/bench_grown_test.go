@@ -418,19 +418,9 @@ func (g *grownServe) round(b *testing.B, round int, feeds [2]benchFeedData) grow
 	r := grownRound{load: loadAverage()}
 	c := grownClient(b, g.p, fmt.Sprintf("round %d", round))
 	s := newBenchServer(b, c) // registers the 50 stores
-	// held is the client's stock, to tell how many rows of a feed it
-	// should find unchanged.
-	held := map[[2]string]benchRow{}
-	unchanged := func(f benchFeedData) int {
-		n := 0
-		for _, r := range f.rows {
-			if held[[2]string{r.store, r.ean}] == r {
-				n++
-			}
-			held[[2]string{r.store, r.ean}] = r
-		}
-		return n
-	}
+	// unchanged tells how many rows of a feed the server should find
+	// unchanged, from the stock it holds.
+	unchanged := heldStock{}.unchanged
 	// The pages read need the client's stock: the first feed at least.
 	r.first = s.importFeedUnchanged(b, "first.csv", feeds[0], bigPoll, unchanged(feeds[0]))
 	if grownPart("apply") {

@@ -465,19 +465,9 @@ func benchBig(b *testing.B) bigFigures {
 		fig.c = c.version
 	}
 
-	// held is the stock the server holds, to tell how many rows of a feed
-	// it should find unchanged.
-	held := map[[2]string]benchRow{}
-	unchanged := func(f benchFeedData) int {
-		n := 0
-		for _, r := range f.rows {
-			if held[[2]string{r.store, r.ean}] == r {
-				n++
-			}
-			held[[2]string{r.store, r.ean}] = r
-		}
-		return n
-	}
+	// unchanged tells how many rows of a feed the server should find
+	// unchanged, from the stock it holds.
+	unchanged := heldStock{}.unchanged
 	fig.first = s.importFeedUnchanged(b, "first.csv", feeds[0], bigPoll, unchanged(feeds[0]))
 	fig.firstRaw = raw.upsert(b, feeds[0].rows, 500)
 	if c != nil {
@@ -794,4 +784,21 @@ func BenchmarkStockApply(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(i*len(feeds[1].rows))/time.Since(start).Seconds(), "rows/s")
+}
+
+// heldStock is the stock a server holds after the feeds given to
+// unchanged, by store and EAN.
+type heldStock map[[2]string]benchRow
+
+// unchanged records the rows of f as held and returns how many of them
+// were held already as they are: the rows the apply should find unchanged.
+func (h heldStock) unchanged(f benchFeedData) int {
+	n := 0
+	for _, r := range f.rows {
+		if h[[2]string{r.store, r.ean}] == r {
+			n++
+		}
+		h[[2]string{r.store, r.ean}] = r
+	}
+	return n
 }
