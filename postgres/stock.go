@@ -304,14 +304,31 @@ func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storeli
 	if p.StoreID != "" {
 		q += ` AND store_id = ` + a.add(p.StoreID)
 	}
+	after := p.After
 	if p.EAN != "" {
 		q += ` AND ean = ` + a.add(p.EAN)
+		if p.StoreID == "" {
+			// An EAN of every store: one seek per store of the client
+			// (the stores from the cursor's on), where ean = $n alone
+			// would read the client's whole stock.
+			q += ` AND store_id = ANY (ARRAY(SELECT id FROM stores WHERE client_id = $1`
+			if after != nil {
+				store, inclusive := after.StoresFrom(p.EAN)
+				if inclusive {
+					q += ` AND id >= ` + a.add(store)
+				} else {
+					q += ` AND id > ` + a.add(store)
+				}
+				after = nil
+			}
+			q += `))`
+		}
 	}
 	if p.ArticleNumber != "" {
 		q += ` AND article_number = ` + a.add(p.ArticleNumber)
 	}
-	if p.After != nil {
-		q += ` AND (store_id, ean) > (` + a.add(p.After.StoreID) + `, ` + a.add(p.After.EAN) + `)`
+	if after != nil {
+		q += ` AND (store_id, ean) > (` + a.add(after.StoreID) + `, ` + a.add(after.EAN) + `)`
 	}
 	q += ` ORDER BY store_id, ean LIMIT ` + a.add(p.Limit)
 	rows, err := d.db.pool.Query(ctx, q, a...)

@@ -105,6 +105,15 @@ type StockQuery struct {
 // StockKey is where a row of a client's stock is: its store and EAN.
 type StockKey struct{ StoreID, EAN string }
 
+// StoresFrom tells, for a listing of one EAN in every store, which stores
+// the page after k starts with: (store, ean) > k with ean fixed is a store
+// after k's, or k's own too when ean sorts after k's EAN. A driver reads
+// such a listing store by store, a seek each, rather than the client's
+// whole stock.
+func (k StockKey) StoresFrom(ean string) (store string, inclusive bool) {
+	return k.StoreID, ean > k.EAN
+}
+
 // Stock lists the stock in force, by store and EAN, a page at a time. A row
 // shows the units free to order: its quantity less those reserved, never
 // below zero.

@@ -14,21 +14,39 @@ func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storeli
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
 		product_number, article_color, article_size, upload_id, updated_at,
 		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
-		FROM stock s WHERE client_id = ?`
+		FROM stock s WHERE client_id = ?1`
 	args := []any{p.ClientID}
 	if p.StoreID != "" {
 		q += ` AND store_id = ?`
 		args = append(args, p.StoreID)
 	}
+	after := p.After
 	if p.EAN != "" {
 		q += ` AND ean = ?`
 		args = append(args, p.EAN)
+		if p.StoreID == "" {
+			// An EAN of every store: one seek per store of the client
+			// (the stores from the cursor's on), where ean = ? alone
+			// would read the client's whole stock.
+			q += ` AND store_id IN (SELECT id FROM stores WHERE client_id = ?1`
+			if after != nil {
+				store, inclusive := after.StoresFrom(p.EAN)
+				if inclusive {
+					q += ` AND id >= ?`
+				} else {
+					q += ` AND id > ?`
+				}
+				args = append(args, store)
+				after = nil
+			}
+			q += `)`
+		}
 	}
 	if p.ArticleNumber != "" {
 		q += ` AND article_number = ?`
 		args = append(args, p.ArticleNumber)
 	}
-	if a := p.After; a != nil {
+	if a := after; a != nil {
 		// A row value, not "store_id > ? OR (store_id = ? AND ean > ?)":
 		// SQLite walks the primary key from the cursor only for the row
 		// value; with the OR every page scans the client's stock from its

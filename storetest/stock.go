@@ -62,3 +62,56 @@ func testDeleteStoreStock(e *env) {
 		t.Fatalf("stock after deleting S1 = %+v", st)
 	}
 }
+
+// testStockListingByEAN: the stock of one EAN in every store, paged one
+// row at a time, lists each store's row once, in store order, and none of
+// another EAN or of a deleted store; a cursor of the unfiltered listing
+// starts the EAN's listing where that listing's order puts it.
+func testStockListingByEAN(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	for _, st := range []string{"S3", "S4"} {
+		_, _, err := s.PutStore(ctx, id, st, "Store "+st)
+		must(t, err)
+	}
+	const before, x, after = "4006381333910", "4006381333931", "4006381333999"
+	e.feedUpload(row("S1", x, 1, 100), row("S1", after, 9, 100), row("S2", before, 9, 100), row("S2", x, 2, 100),
+		row("S3", after, 9, 100), row("S4", x, 4, 100))
+	list := func(cursor string) (stores []string) {
+		for pages := 0; ; pages++ {
+			page, next, err := s.Stock(ctx, id, storelink.StockFilter{EAN: x, Limit: 1, After: cursor})
+			must(t, err)
+			for _, r := range page {
+				if r.EAN != x {
+					t.Fatalf("listing of EAN %s gave %+v", x, r)
+				}
+				stores = append(stores, r.StoreID)
+			}
+			if next == "" || pages > 10 {
+				return stores
+			}
+			cursor = next
+		}
+	}
+	if got := list(""); fmt.Sprint(got) != "[S1 S2 S4]" {
+		t.Fatalf("EAN %s by store, a row a page: %v; want [S1 S2 S4]", x, got)
+	}
+	// The unfiltered listing's cursors: after (S2, before) comes S2's x;
+	// after (S1, after) comes S2's.
+	cursor := func(store, ean string) string {
+		_, c := storelink.StockPage([]storelink.Stock{{StockRow: storelink.StockRow{StoreID: store, EAN: ean}}, {}}, 1)
+		return c
+	}
+	if got := list(cursor("S2", before)); fmt.Sprint(got) != "[S2 S4]" {
+		t.Fatalf("EAN %s after (S2, %s): %v; want [S2 S4]", x, before, got)
+	}
+	if got := list(cursor("S1", after)); fmt.Sprint(got) != "[S2 S4]" {
+		t.Fatalf("EAN %s after (S1, %s): %v; want [S2 S4]", x, after, got)
+	}
+	if got := list(cursor("S2", x)); fmt.Sprint(got) != "[S4]" {
+		t.Fatalf("EAN %s after (S2, %s): %v; want [S4]", x, x, got)
+	}
+	must(t, s.DeleteStore(ctx, id, "S2"))
+	if got := list(""); fmt.Sprint(got) != "[S1 S4]" {
+		t.Fatalf("EAN %s once S2 is deleted: %v; want [S1 S4]", x, got)
+	}
+}

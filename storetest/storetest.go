@@ -113,6 +113,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Upload listing by status and time", testUploadListingFilters},
 		{"Stock listing and paging", testStockListing},
 		{"Stock listing by article number", testStockListingByArticle},
+		{"Stock listing of one EAN in every store", testStockListingByEAN},
 		{"Store deletion removes its stock", testDeleteStoreStock},
 		{"Stock filled straight in is stock as an apply writes it", testFillStock},
 		{"Orders: routing by stock in force", testOrderRouting},
