@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"iter"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"storelink"
@@ -17,6 +20,27 @@ import (
 func (db *DB) ExecForTest(ctx context.Context, query string) error {
 	_, err := db.pool.Exec(ctx, query)
 	return err
+}
+
+// AdminExecForTest runs one statement on a connection of its own to dbURL:
+// the tests make and drop their schemas with it. A statement PostgreSQL
+// chooses as a deadlock's victim is tried again, up to five times: a DROP
+// SCHEMA can meet the last statements of a serve just stopped or killed,
+// its backend still running them. No service code calls it.
+func AdminExecForTest(ctx context.Context, dbURL, query string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for try := 1; ; try++ {
+		_, err := conn.Exec(ctx, query)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "40P01" || try == 5 {
+			return err
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
 }
 
 // FillStockForTest COPYs the rows of seq into the stock of one client, as

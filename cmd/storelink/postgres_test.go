@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -19,7 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"storelink/postgres"
 )
 
 // pgSchemaURL makes an empty schema in the test database and returns a URL
@@ -37,25 +37,8 @@ func pgSchemaURL(t testing.TB) (string, string) {
 	admin := func(sql string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Fatalf("connect to the test database: %v", err)
-		}
-		defer conn.Close(ctx)
-		// A DROP SCHEMA may be chosen as a deadlock's victim against
-		// the last statements of a serve that was just stopped or
-		// killed (its backend still running them): it is tried again.
-		for try := 1; ; try++ {
-			_, err := conn.Exec(ctx, sql)
-			var pgErr *pgconn.PgError
-			if err != nil && errors.As(err, &pgErr) && pgErr.Code == "40P01" && try < 5 {
-				time.Sleep(time.Duration(try) * 100 * time.Millisecond)
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", sql, err)
-			}
-			return
+		if err := postgres.AdminExecForTest(ctx, base, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
 		}
 	}
 	admin("CREATE SCHEMA " + schema)
