@@ -148,18 +148,7 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatal(strings.Join(failures, "\n"))
 	}
-	for c, ids := range order {
-		for _, id := range ids {
-			if claimed[id] != 1 {
-				t.Fatalf("upload %s claimed %d times, want once", id, claimed[id])
-			}
-		}
-		st, _, err := a.Stock(ctx, c, storelink.StockFilter{Limit: 10})
-		must(t, err)
-		if len(st) != 1 || st[0].ArticleNumber != ids[len(ids)-1] {
-			t.Fatalf("stock of client %s = %+v, want the last upload's row", c, st)
-		}
-	}
+	checkAppliedOnceInOrder(t, a, order, claimed)
 }
 
 // TestApplyWritesUnderItsLocks: an apply's stock rows and finish are

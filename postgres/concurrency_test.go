@@ -91,14 +91,21 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatal(strings.Join(failures, "\n"))
 	}
+	checkAppliedOnceInOrder(t, a, order, claims)
+}
+
+// checkAppliedOnceInOrder checks that every upload of order (client →
+// upload ids in acceptance order) was claimed once, and that each client's
+// stock row is its newest upload's, whose article number is the upload id.
+func checkAppliedOnceInOrder(t *testing.T, db *service.Service, order map[string][]string, claimed map[string]int) {
+	t.Helper()
 	for c, ids := range order {
 		for _, id := range ids {
-			if claims[id] != 1 {
-				t.Fatalf("upload %s claimed %d times, want once", id, claims[id])
+			if claimed[id] != 1 {
+				t.Fatalf("upload %s claimed %d times, want once", id, claimed[id])
 			}
 		}
-		// The newest upload's row is the one in force.
-		st, _, err := a.Stock(ctx, c, storelink.StockFilter{Limit: 10})
+		st, _, err := db.Stock(context.Background(), c, storelink.StockFilter{Limit: 10})
 		must(t, err)
 		if len(st) != 1 || st[0].ArticleNumber != ids[len(ids)-1] {
 			t.Fatalf("stock of client %s = %+v, want the last upload's row", c, st)

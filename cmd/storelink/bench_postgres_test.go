@@ -254,8 +254,8 @@ func BenchmarkPostgresUploadsScaleOut(b *testing.B) {
 	single.AdminToken = pgTestToken
 	twoURL, _ := pgSchemaURL(b)
 	a, c := startPair(b, twoURL, capArgs...)
-	one := scaleSetup{procs: []*proc{single}, clients: scaleClientsOf(b, single), conn: pgConn(b, oneURL)}
-	two := scaleSetup{procs: []*proc{a, c}, clients: scaleClientsOf(b, a), conn: pgConn(b, twoURL)}
+	one := scaleSetup{procs: []*proc{single}, clients: smallClientsOf(b, single, scaleClients), conn: pgConn(b, oneURL)}
+	two := scaleSetup{procs: []*proc{a, c}, clients: smallClientsOf(b, a, scaleClients), conn: pgConn(b, twoURL)}
 	feeds := make([][]byte, 50)
 	for v := range feeds {
 		feeds[v] = benchFeed(benchFeedBytes, benchSmallRows, uint64(v+1)).csv
@@ -316,28 +316,6 @@ func BenchmarkPostgresUploadsScaleOut(b *testing.B) {
 
 // scaleClient is one client's credentials.
 type scaleClient struct{ id, key string }
-
-// scaleClientsOf creates scaleClients partners with one client each (a
-// partner has one client per country), each with store S01, the store of
-// the small feeds.
-func scaleClientsOf(b *testing.B, p *proc) []scaleClient {
-	b.Helper()
-	var out []scaleClient
-	for i := range scaleClients {
-		var partner struct {
-			ID string `json:"partner_id"`
-		}
-		var cl struct {
-			ID     string `json:"client_id"`
-			APIKey string `json:"api_key"`
-		}
-		crashAdmin(b, p, "POST", "/admin/partners", map[string]string{"name": fmt.Sprintf("Bench Partner %d", i+1)}, 201, &partner)
-		crashAdmin(b, p, "POST", "/admin/partners/"+partner.ID+"/clients", map[string]string{"country_code": "DE", "currency": "EUR"}, 201, &cl)
-		crashAdmin(b, p, "PUT", "/admin/clients/"+cl.ID+"/stores/S01", map[string]string{"name": "Bench Store 01"}, 201, nil)
-		out = append(out, scaleClient{cl.ID, cl.APIKey})
-	}
-	return out
-}
 
 // scaleSetup is the processes of one installation, its clients, and a
 // connection to its schema.
