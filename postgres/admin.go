@@ -93,12 +93,12 @@ func (d *Driver) PutStore(ctx context.Context, s *storelink.Store) (bool, error)
 
 // PartnerExists looks the partner up as committed when the statement runs.
 func (t *pgTx) PartnerExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, t.tx, `SELECT 1 FROM partners WHERE id = $1`, id))
+	return found(exists(ctx, &t.tx, `SELECT 1 FROM partners WHERE id = $1`, id))
 }
 
 // ClientExists looks the client up as committed when the statement runs.
 func (t *pgTx) ClientExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE id = $1`, id))
+	return found(exists(ctx, &t.tx, `SELECT 1 FROM clients WHERE id = $1`, id))
 }
 
 // InsertClient lets the unique key decide between two processes creating

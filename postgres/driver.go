@@ -2,10 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"storelink"
 	"storelink/service"
@@ -20,15 +16,17 @@ type Driver struct{ db *DB }
 // NewDriver returns the driver of an open database, on its pool.
 func NewDriver(db *DB) *Driver { return &Driver{db: db} }
 
-// Begin starts a transaction at READ COMMITTED: each statement takes a new
+// Begin starts a transaction at READ COMMITTED (each statement takes a new
 // snapshot, so a transaction that waited for a lock reads what the holder
-// committed.
+// committed) on a pipe: BEGIN, the locks and the writes whose answer is
+// not needed go with the next read or with COMMIT, so that an order call
+// costs a round trip per read, not per statement.
 func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
-	tx, err := d.db.pool.Begin(ctx)
+	p, err := beginPipe(ctx, d.db.pool)
 	if err != nil {
 		return nil, err
 	}
-	return &pgTx{tx: tx, db: d.db}, nil
+	return &pgTx{tx: p, db: d.db}, nil
 }
 
 // Transient tells deadlock victims and serialization failures: with many
@@ -37,19 +35,19 @@ func (d *Driver) Transient(err error) bool { return retryable(err) }
 
 // pgTx is a transaction begun by Driver.Begin.
 type pgTx struct {
-	tx pgx.Tx
+	tx pipe
 	db *DB
 	// wake: deliveries were inserted, the deliverers are told at commit.
 	wake bool
 }
 
-// Commit commits, and then wakes the deliverers of every process for the
-// deliveries inserted (see DB.wake: a NOTIFY sent from the transaction
-// itself would make the commits of every order call, in every process,
-// wait for one another's flush).
+// Commit sends what is queued with COMMIT, and then wakes the deliverers of
+// every process for the deliveries inserted (see DB.wake: a NOTIFY sent
+// from the transaction itself would make the commits of every order call,
+// in every process, wait for one another's flush).
 func (t *pgTx) Commit(ctx context.Context) error {
-	if err := t.tx.Commit(ctx); err != nil {
-		return err
+	if err := t.tx.commit(ctx); err != nil {
+		return err // Rollback ends it
 	}
 	if t.wake && t.db != nil {
 		t.db.wake(ChannelDeliveries)
@@ -57,32 +55,30 @@ func (t *pgTx) Commit(ctx context.Context) error {
 	return nil
 }
 
-// Rollback rolls back; after Commit it does nothing (pgx's ErrTxClosed).
+// Rollback rolls back; after Commit it does nothing.
 func (t *pgTx) Rollback(ctx context.Context) error {
-	if err := t.tx.Rollback(ctx); !errors.Is(err, pgx.ErrTxClosed) {
-		return err
-	}
+	t.tx.rollback(ctx)
 	return nil
 }
 
-// LockRouting takes the client's routing lock until the transaction ends:
-// an advisory lock, since the stock the transactions read is no one row to
-// lock.
-func (t *pgTx) LockRouting(ctx context.Context, clientID string) error {
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockRouting, clientID); err != nil {
-		return fmt.Errorf("take routing lock: %w", err)
-	}
+// LockRouting queues the locks of the client's EANs, taken with the
+// transaction's next read and held until it ends: advisory locks, since the
+// stock the transactions read is no one row to lock. They are taken in the
+// order of their keys, so that two transactions that need the same two EANs
+// never each hold one (PostgreSQL would end one as a deadlock victim, and
+// Transient has the service try it again).
+func (t *pgTx) LockRouting(_ context.Context, clientID string, eans []string) error {
+	t.tx.queue(`SELECT pg_advisory_xact_lock($1, k) FROM (SELECT DISTINCT hashtext($2 || ' ' || e) AS k FROM unnest($3::text[]) AS e ORDER BY k) AS l`,
+		lockRouting, clientID, eans)
 	return nil
 }
 
-// LockOrderKey takes the lock of a client's idempotency key until the
-// transaction ends: an advisory lock, since the key's row may not exist yet
-// (the primary key would refuse a second insert only at its end, after it
-// had done all the work).
-func (t *pgTx) LockOrderKey(ctx context.Context, clientID, key string) error {
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockOrderKey, clientID+" "+key); err != nil {
-		return fmt.Errorf("take idempotency key lock: %w", err)
-	}
+// LockOrderKey queues the lock of a client's idempotency key, taken with
+// the transaction's next read and held until it ends: an advisory lock,
+// since the key's row may not exist yet (the primary key would refuse a
+// second insert only at its end, after it had done all the work).
+func (t *pgTx) LockOrderKey(_ context.Context, clientID, key string) error {
+	t.tx.queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockOrderKey, clientID+" "+key)
 	return nil
 }
 
@@ -101,7 +97,7 @@ func (t *pgTx) GetClient(ctx context.Context, id string) (*storelink.Client, err
 // StoreExists looks the store up as committed when the statement runs
 // (READ COMMITTED).
 func (t *pgTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
-	return found(exists(ctx, t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
+	return found(exists(ctx, &t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
 }
 
 // noRow turns noRows into service.ErrNotFound.

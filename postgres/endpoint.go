@@ -78,7 +78,7 @@ func (t *pgTx) UpdateEndpoint(ctx context.Context, id string, c service.Endpoint
 		return nil, err
 	}
 	if c.Enabled != nil && *c.Enabled {
-		return e, notify(ctx, t.tx, ChannelDeliveries)
+		return e, notify(ctx, &t.tx, ChannelDeliveries)
 	}
 	return e, nil
 }

@@ -129,5 +129,5 @@ func (t *pgTx) RecoverDeliveries(ctx context.Context, endpointID string, since, 
 	if tag.RowsAffected() == 0 {
 		return 0, nil
 	}
-	return int(tag.RowsAffected()), notify(ctx, t.tx, ChannelDeliveries)
+	return int(tag.RowsAffected()), notify(ctx, &t.tx, ChannelDeliveries)
 }

@@ -37,14 +37,14 @@ const (
 
 // GetOrder reads an order in the transaction, without locking it.
 func (t *pgTx) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, t.tx, id, false)
+	return loadOrder(ctx, &t.tx, id, false)
 }
 
 // GetOrderForUpdate reads an order with its row locked (FOR UPDATE) until
 // the transaction ends: with many writers, racing changes of one order wait
 // for each other here.
 func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, t.tx, id, true)
+	return loadOrder(ctx, &t.tx, id, true)
 }
 
 // StockInForce reads the stock rows of the EANs, passed as one text array
@@ -78,8 +78,8 @@ func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans 
 	return out, rows.Err()
 }
 
-// InsertOrder writes a new order and its items in one batch: one round
-// trip, however many items.
+// InsertOrder queues the writes of a new order and its items, to go with
+// the transaction's next read or its COMMIT.
 func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 	b := &pgx.Batch{}
 	b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, o.CustomerBillingAddress,
@@ -87,13 +87,11 @@ func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
 	for pos := range o.Items {
 		queueItem(b, o, pos)
 	}
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
+	t.tx.queueBatch(b)
 	return nil
 }
 
-// UpdateOrder writes the order and the items asked for in one batch.
+// UpdateOrder queues the writes of the order and of the items asked for.
 func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
 	b := &pgx.Batch{}
 	b.Queue(updateOrderSQL, o.State, o.CustomerBillingAddress, o.DeliveryDetails,
@@ -106,9 +104,7 @@ func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, up
 		b.Queue(updateItemSQL, it.Status, it.CancellationReason, it.ReturnReasonCode,
 			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
 	}
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
+	t.tx.queueBatch(b)
 	return nil
 }
 
@@ -119,17 +115,14 @@ func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
 }
 
-// InsertEvent numbers the event from the client's counter row, then
-// writes it.
+// InsertEvent numbers the event from the client's counter row, with what
+// is queued, and queues its write.
 func (t *pgTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
 	var seq int64
 	if err := t.tx.QueryRow(ctx, nextEventSQL, clientID).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("number event: %w", err)
 	}
-	_, err := t.tx.Exec(ctx, insertEventSQL, clientID, seq, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
-	if err != nil {
-		return 0, err
-	}
+	t.tx.queue(insertEventSQL, clientID, seq, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
 	return seq, nil
 }
 
@@ -147,16 +140,14 @@ func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storeli
 	})
 }
 
-// InsertDeliveries writes the deliveries in one batch; the deliverers of
-// every process are woken once the transaction has committed (Commit).
+// InsertDeliveries queues the deliveries' writes; the deliverers of every
+// process are woken once the transaction has committed (Commit).
 func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) error {
 	b := &pgx.Batch{}
 	for _, d := range ds {
 		b.Queue(insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID, d.EventState, d.At)
 	}
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
+	t.tx.queueBatch(b)
 	t.wake = true
 	return nil
 }
@@ -180,8 +171,9 @@ func (t *pgTx) GetOrderKey(ctx context.Context, clientID, key string) (*storelin
 	return k, nil
 }
 
-// PutOrderKey deletes expired keys and writes k in one batch. Expired rows
-// another transaction holds are skipped (SKIP LOCKED), not waited for.
+// PutOrderKey queues the deletion of expired keys and the write of k.
+// Expired rows another transaction holds are skipped (SKIP LOCKED), not
+// waited for.
 func (t *pgTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM order_keys WHERE (client_id, idempotency_key) IN (SELECT client_id, idempotency_key FROM order_keys
@@ -190,5 +182,6 @@ func (t *pgTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired ti
 		ON CONFLICT (client_id, idempotency_key) DO UPDATE SET
 		request_hash = excluded.request_hash, order_id = excluded.order_id, created_at = excluded.created_at`,
 		k.ClientID, k.Key, k.RequestHash, k.OrderID, k.CreatedAt)
-	return t.tx.SendBatch(ctx, b).Close()
+	t.tx.queueBatch(b)
+	return nil
 }

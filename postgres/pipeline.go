@@ -13,41 +13,224 @@ import (
 	"storelink/service"
 )
 
-// BeginUpload starts an upload transaction that is sent as pgx batches on a
-// pooled connection: BEGIN is queued, not sent, and every statement whose
-// answer is not needed yet waits for the next that is, or for COMMIT. A
-// batch is one round trip however many statements it holds, where a pgx.Tx
-// costs one per statement and one each for BEGIN and COMMIT; on the upload
-// calls' hot path, with a lock held meanwhile, round trips are most of
-// what a call costs both storelink and PostgreSQL.
-func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
-	c, err := d.db.pool.Acquire(ctx)
+// pipe is a transaction on a pooled connection whose statements are sent
+// as pgx batches: BEGIN, and every statement whose answer is not needed
+// yet, wait in b for the next statement whose answer is (or for COMMIT) and
+// go with it, in one round trip. A pgx.Tx costs a round trip per statement
+// and one each for BEGIN and COMMIT; on the hot paths, with a lock held
+// meanwhile, round trips are most of what a call costs both storelink and
+// PostgreSQL.
+//
+// Exec, Query and QueryRow send what is queued with their statement; a
+// statement that queue holds fails, if it does, in the send that carries
+// it, under that send's caller's error.
+type pipe struct {
+	conn *pgxpool.Conn
+	b    *pgx.Batch // queued and not yet sent
+	done bool
+	// beforeSend, when set, queues the writes its owner kept back until a
+	// send, ahead of the send's statements.
+	beforeSend func() error
+}
+
+// beginPipe takes a connection from the pool and queues BEGIN on it.
+func beginPipe(ctx context.Context, pool *pgxpool.Pool) (pipe, error) {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return pipe{}, err
+	}
+	p := pipe{conn: c, b: &pgx.Batch{}}
+	p.b.Queue(`BEGIN`)
+	return p, nil
+}
+
+// queue adds a statement whose answer is not needed, to go with the next
+// send.
+func (p *pipe) queue(sql string, args ...any) { p.b.Queue(sql, args...) }
+
+// queueBatch adds the statements of b, which have no callbacks, to go with
+// the next send.
+func (p *pipe) queueBatch(b *pgx.Batch) { p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...) }
+
+// take returns what is queued, the writes kept back included, and starts an
+// empty batch.
+func (p *pipe) take() (*pgx.Batch, error) {
+	if p.beforeSend != nil {
+		if err := p.beforeSend(); err != nil {
+			return nil, err
+		}
+	}
+	b := p.b
+	p.b = &pgx.Batch{}
+	return b, nil
+}
+
+// send sends the statements queued, in one round trip.
+func (p *pipe) send(ctx context.Context) error {
+	b, err := p.take()
+	if err != nil || b.Len() == 0 {
+		return err
+	}
+	return p.conn.SendBatch(ctx, b).Close()
+}
+
+// Exec sends the statement with those queued.
+func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	p.b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
+		tag = t
+		return nil
+	})
+	return tag, p.send(ctx)
+}
+
+// QueryRow returns a row whose Scan sends the query with those queued.
+func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return pipeRow{p: p, ctx: ctx, sql: sql, args: args}
+}
+
+type pipeRow struct {
+	p    *pipe
+	ctx  context.Context
+	sql  string
+	args []any
+}
+
+func (r pipeRow) Scan(dest ...any) error {
+	r.p.b.Queue(r.sql, r.args...).QueryRow(func(row pgx.Row) error { return row.Scan(dest...) })
+	return r.p.send(r.ctx)
+}
+
+// Query sends the query with those queued and returns its rows as they
+// come; the batch ends when they are read to the end or closed.
+func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	b, err := p.take()
 	if err != nil {
 		return nil, err
 	}
-	t := &pipelinedTx{db: d.db, conn: c, b: &pgx.Batch{}}
-	t.b.Queue(`BEGIN`)
+	b.Queue(sql, args...)
+	br := p.conn.SendBatch(ctx, b)
+	for _, q := range b.QueuedQueries[:b.Len()-1] {
+		if q.Fn != nil {
+			err = q.Fn(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &pipeRows{Rows: rows, br: br}, nil
+}
+
+// pipeRows are the rows of a query sent in a batch: when they end, the
+// batch is closed, and its error is theirs.
+type pipeRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *pipeRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *pipeRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.br.Close()
+}
+
+func (r *pipeRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// commit sends what is queued with COMMIT and gives the connection back.
+// After an error the transaction is still open: rollback ends it.
+func (p *pipe) commit(ctx context.Context) error {
+	if p.done {
+		return errors.New("commit of a transaction that ended")
+	}
+	if p.beforeSend != nil {
+		if err := p.beforeSend(); err != nil {
+			return err
+		}
+	}
+	queueCommit(p.b)
+	if err := p.send(ctx); err != nil {
+		return err
+	}
+	p.end(ctx)
+	return nil
+}
+
+// rollback rolls back what the transaction left open (an error, or a
+// refusal between two sends) and gives the connection back; after commit
+// it does nothing.
+func (p *pipe) rollback(ctx context.Context) {
+	if !p.done {
+		p.end(ctx)
+	}
+}
+
+// end gives the connection back, rolling back first when it is still in a
+// transaction. Release closes a connection still in a transaction, so a
+// failed ROLLBACK costs a connection, never a leaked transaction.
+func (p *pipe) end(ctx context.Context) {
+	p.done = true
+	if pc := p.conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		_, _ = p.conn.Exec(ctx, "ROLLBACK")
+	}
+	p.conn.Release()
+}
+
+// BeginUpload starts an upload transaction on a pipe, so that the upload
+// calls' statements go a few to a round trip.
+func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
+	p, err := beginPipe(ctx, d.db.pool)
+	if err != nil {
+		return nil, err
+	}
+	t := &pipelinedTx{db: d.db, pipe: p}
+	t.beforeSend = t.flushBatch
 	return t, nil
 }
 
 // pipelinedTx is a transaction begun by Driver.BeginUpload: its statements
 // are queued in a batch until an answer or COMMIT is needed.
 type pipelinedTx struct {
-	db   *DB
-	conn *pgxpool.Conn
-	b    *pgx.Batch // queued and not yet sent
+	pipe
+	db *DB
 	// owner is the upload's lease owner as LockUpload read it with the row
 	// locked, which it stays until the transaction ends.
 	owner string
 	w     *stockWriter
 	wake  bool // an upload was inserted: the processors are told at commit
-	done  bool
 	// savepoint is where the savepoint of the upload at hand stands.
 	savepoint savepointState
 	// The writes of a batch's small files, kept to be sent as a few
-	// statements for all of them (flushBatch): the writers of the files
-	// applied and not copied, those whose reservations are released, and
-	// the uploads finished.
+	// statements for all of them (flushBatch, before each send): the
+	// writers of the files applied and not copied, those whose
+	// reservations are released, and the uploads finished. They go before
+	// COMMIT: after it they would run in a transaction of their own, with
+	// the uploads' locks already given up.
 	applied  []*stockWriter
 	released []*stockWriter
 	finished []finish
@@ -63,62 +246,23 @@ const (
 	savepointMade
 )
 
-// send sends the statements queued, in one round trip, after the batch's
-// writes kept until then (flushBatch).
-func (t *pipelinedTx) send(ctx context.Context) error {
-	if err := t.flushBatch(); err != nil {
-		return err
-	}
-	b := t.b
-	t.b = &pgx.Batch{}
-	if b.Len() == 0 {
-		return nil
-	}
-	return t.conn.SendBatch(ctx, b).Close()
-}
-
-// Commit sends what is queued with COMMIT, and then wakes the processors
-// for an upload inserted (see wake). The writes kept for the batch (its
-// files' rows, releases and finishes) are queued before COMMIT: after it
-// they would run in a transaction of their own, with the uploads' locks
-// already given up.
+// Commit sends what is queued, the batch's kept writes first, with COMMIT,
+// and then wakes the processors for an upload inserted (see wake).
 func (t *pipelinedTx) Commit(ctx context.Context) error {
-	if t.done {
-		return errors.New("commit of a pipelined transaction that ended")
-	}
-	if err := t.flushBatch(); err != nil {
+	if err := t.commit(ctx); err != nil {
 		return err // Rollback ends it
 	}
-	queueCommit(t.b)
-	if err := t.send(ctx); err != nil {
-		return err // Rollback ends it
-	}
-	t.end(ctx)
 	if t.wake {
 		t.db.wake(ChannelUploads)
 	}
 	return nil
 }
 
-// Rollback rolls back what the transaction left open (an error, or a
-// refusal between two batches) and gives the connection back; after Commit
-// it does nothing.
+// Rollback rolls back what the transaction left open; after Commit it does
+// nothing.
 func (t *pipelinedTx) Rollback(ctx context.Context) error {
-	if !t.done {
-		t.end(ctx)
-	}
+	t.rollback(ctx)
 	return nil
-}
-
-// end gives the connection back, rolling back first when it is still in a
-// transaction. Release closes a connection still in a transaction, so a
-// failed ROLLBACK costs a connection, never a leaked transaction.
-func (t *pipelinedTx) end(ctx context.Context) {
-	t.done = true
-	if pc := t.conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
-		_, _ = t.conn.Exec(ctx, "ROLLBACK")
-	}
-	t.conn.Release()
 }
 
 // queueCommit ends a pipelined transaction. PostgreSQL answers the COMMIT of

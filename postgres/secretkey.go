@@ -64,11 +64,11 @@ func (t *pgTx) LockSealed(ctx context.Context) error {
 }
 
 // SecretKeyCheck reads the check value as committed when it runs.
-func (t *pgTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, t.tx) }
+func (t *pgTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, &t.tx) }
 
 // SealedEndpoints reads the endpoints as LockSealed left them.
 func (t *pgTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
-	return sealedEndpoints(ctx, t.tx)
+	return sealedEndpoints(ctx, &t.tx)
 }
 
 // ResealEndpoints sends the updates and the check value in one batch: one
@@ -81,7 +81,8 @@ func (t *pgTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint
 	}
 	b.Queue(`INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 		settingKeyCheck, check)
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+	t.tx.queueBatch(b)
+	if err := t.tx.send(ctx); err != nil {
 		return fmt.Errorf("seal the secrets again: %w", err)
 	}
 	return nil

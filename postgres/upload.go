@@ -24,7 +24,7 @@ const (
 
 // notify queues a notification on channel, sent by PostgreSQL when the
 // transaction commits (and never when it rolls back).
-func notify(ctx context.Context, tx pgx.Tx, channel string) error {
+func notify(ctx context.Context, tx querier, channel string) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema())`, channel)
 	if err != nil {
 		return fmt.Errorf("notify %s: %w", channel, err)

@@ -83,9 +83,12 @@ type OrderRows interface {
 	// of one order each decide on the state the previous one left.
 	GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error)
 	// LockRouting keeps the other transactions that route orders of the
-	// client waiting until this one ends, and lets this one read the stock
-	// in force as they left it: two of them never count the same free unit.
-	LockRouting(ctx context.Context, clientID string) error
+	// client to any of the EANs waiting until this one ends, and lets this
+	// one read the stock in force of the EANs as they left it: two of them
+	// never count the same free unit. Orders of other EANs route meanwhile.
+	// A driver may take the lock with the transaction's next statement
+	// rather than at once, as that is before any read it guards.
+	LockRouting(ctx context.Context, clientID string, eans []string) error
 	// StockInForce returns the stock rows of the EANs at one store (storeID
 	// set) or at every store of the client, each with the units that order
 	// items hold reserved.
@@ -109,7 +112,8 @@ type OrderRows interface {
 	InsertDeliveries(ctx context.Context, ds []NewDelivery) error
 	// LockOrderKey keeps the other transactions that bring the same
 	// idempotency key of the client waiting until this one ends, and lets
-	// this one read the key as the previous one left it.
+	// this one read the key as the previous one left it. As with
+	// LockRouting, the lock may be taken with the next statement.
 	LockOrderKey(ctx context.Context, clientID, key string) error
 	// GetOrderKey returns a remembered idempotency key, live or expired, or
 	// ErrNotFound.

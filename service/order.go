@@ -15,9 +15,9 @@ import (
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
 func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateOrder, true, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
-		stock, err := stockInForce(ctx, tx, c.ID, n.StoreID, needs)
+		stock, err := routingStock(ctx, tx, c.ID, n.StoreID, needs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -39,7 +39,7 @@ func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*store
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 // It reserves nothing, so it takes no routing lock.
 func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, false, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
 		if err != nil {
 			return nil, nil, err
@@ -61,9 +61,9 @@ func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder
 // createOrder is a create call: it validates n, then in one transaction
 // answers a remembered idempotency key, or lets build make the order and its
 // event for the client (from n as validated), writes them and remembers the
-// key. routes takes the client's routing lock before build runs; the key's
-// lock is always taken before it, so the two never deadlock.
-func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call string, routes bool,
+// key. The key's lock is taken before build runs, and so before the routing
+// locks that build may take (routingStock): the two never deadlock.
+func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call string,
 	build func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
 	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
 	if err := n.Validate(); err != nil {
@@ -86,12 +86,7 @@ func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call st
 				return err
 			}
 		}
-		if routes {
-			if err := tx.LockRouting(ctx, c.ID); err != nil {
-				return err
-			}
-		}
-		now := s.now() // after the locks, which may have been waited for
+		now := s.now() // after the key's lock, which may have been waited for
 		var ev *storelink.Event
 		if o, ev, err = build(tx, &n, c, now); err != nil {
 			return err
@@ -155,6 +150,16 @@ func stockInForce(ctx context.Context, tx Tx, clientID, storeID string, needs ma
 		return nil, fmt.Errorf("read stock in force: %w", err)
 	}
 	return stock, nil
+}
+
+// routingStock takes the routing locks of the EANs that an order needs and
+// then reads their stock in force, to reserve some of it: until the
+// transaction ends, no other counts the units it finds free.
+func routingStock(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
+	if err := tx.LockRouting(ctx, clientID, slices.Sorted(maps.Keys(needs))); err != nil {
+		return nil, fmt.Errorf("take routing lock: %w", err)
+	}
+	return stockInForce(ctx, tx, clientID, storeID, needs)
 }
 
 // insertOrder writes a new order and its items, then its event: in this

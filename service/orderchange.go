@@ -20,11 +20,8 @@ func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.Cancel
 		var next *storelink.Order
 		var nextEv *storelink.Event
 		if len(again) > 0 {
-			if err := tx.LockRouting(ctx, o.ClientID); err != nil {
-				return err
-			}
 			needs := storelink.ItemNeeds(again)
-			stock, err := stockInForce(ctx, tx, o.ClientID, "", needs)
+			stock, err := routingStock(ctx, tx, o.ClientID, "", needs)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
 
 	"storelink"
@@ -132,5 +133,66 @@ func testOrderConcurrency(e *env) {
 	}
 	if evs := e.orderEvents(o.ID); len(evs) != 2 {
 		t.Fatalf("order %s has %d events after the race, want 2", o.ID, len(evs))
+	}
+}
+
+// testRoutingOverlap: orders that race for units of EANs they share, each
+// with another EAN that some racers share and some do not, are routed one
+// at a time where they overlap: no unit is reserved twice, and every order
+// refused is refused for want of stock, with nothing of it written.
+func testRoutingOverlap(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	eans := []string{eanA, eanB, eanC}
+	e.feed(row("S1", eanA, 2, 100), row("S1", eanB, 2, 100), row("S1", eanC, 2, 100))
+	const racers = 12
+	won := make([][]string, racers) // the EANs of each order made
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Pairs in a ring (A B, B C, C A), so that the racers' locks
+			// overlap in every order.
+			pair := []string{eans[i%3], eans[(i+1)%3]}
+			if _, errs[i] = s.CreateOrder(ctx, e.newOrder(fmt.Sprintf("R-%d", i), pair...)); errs[i] == nil {
+				won[i] = pair
+			}
+		}()
+	}
+	wg.Wait()
+	orders, reserved := 0, map[string]int{}
+	for i, err := range errs {
+		if err != nil {
+			if storelink.ErrorCode(err) != storelink.ECONFLICT {
+				t.Fatalf("order %d: %v; want made or refused for stock", i, err)
+			}
+			continue
+		}
+		orders++
+		for _, ean := range won[i] {
+			reserved[ean]++
+		}
+	}
+	// Six units in pairs: two orders (A B twice leaves only C) to three.
+	if orders < 2 || orders > 3 {
+		t.Fatalf("%d orders of %d made from 2 units of each of 3 EANs in pairs; want 2 or 3", orders, racers)
+	}
+	for _, ean := range eans {
+		if reserved[ean] > 2 {
+			t.Fatalf("%d units of %s reserved by the orders made; 2 were in force", reserved[ean], ean)
+		}
+		e.wantStock("S1", ean, 2, reserved[ean], 2-reserved[ean])
+	}
+	// Stock only went down: an order refused had an EAN with none left.
+	for i, err := range errs {
+		if pair := []string{eans[i%3], eans[(i+1)%3]}; err != nil && reserved[pair[0]] < 2 && reserved[pair[1]] < 2 {
+			t.Fatalf("order %d of %v was refused (%v) while both had units free at the end", i, pair, err)
+		}
+	}
+	list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
+	must(t, err)
+	if len(list) != orders || len(e.clientEvents(e.client.ID)) != orders {
+		t.Fatalf("%d orders and %d events after the race, want %d of each", len(list), len(e.clientEvents(e.client.ID)), orders)
 	}
 }

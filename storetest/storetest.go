@@ -130,6 +130,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Orders: forbidden transitions write nothing", testOrderTransitions},
 		{"Orders: a failed event write undoes the change", testOrderAtomicity},
 		{"Orders: racing changes are decided one at a time", testOrderConcurrency},
+		{"Orders: racers for EANs that overlap never reserve a unit twice", testRoutingOverlap},
 		{"Orders: a retry with the idempotency key writes nothing", testOrderKeyReplay},
 		{"Orders: an idempotency key stands for one request", testOrderKeyMismatch},
 		{"Orders: idempotency keys are per client", testOrderKeyScope},

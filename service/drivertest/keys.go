@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -112,7 +113,9 @@ func testOrderKeys(e *env) {
 // testLocks: while one transaction holds a lock, another that asks for it
 // (or, for the client's events, writes one) waits until the first ends. The
 // second is given a moment to get ahead, which it can only do if the lock
-// does not hold.
+// does not hold. A driver may take a lock with the next statement (see
+// LockRouting), so each lock is followed by the read it guards; the second
+// transaction's routing lock shares one of the first's two EANs.
 func testLocks(e *env) {
 	o := e.order("S1", eanA)
 	e.insert(o)
@@ -121,8 +124,18 @@ func testLocks(e *env) {
 		lock func(tx service.Tx) error
 		then func(tx service.Tx) error // the second's; lock when nil
 	}{
-		{"routing", func(tx service.Tx) error { return tx.LockRouting(e.ctx, e.client.ID) }, nil},
-		{"idempotency key", func(tx service.Tx) error { return tx.LockOrderKey(e.ctx, e.client.ID, "key") }, nil},
+		{"routing", func(tx service.Tx) error { return e.routingRead(tx, eanA, eanB) }, func(tx service.Tx) error {
+			return e.routingRead(tx, eanB)
+		}},
+		{"idempotency key", func(tx service.Tx) error {
+			if err := tx.LockOrderKey(e.ctx, e.client.ID, "key"); err != nil {
+				return err
+			}
+			if _, err := tx.GetOrderKey(e.ctx, e.client.ID, "key"); !errors.Is(err, service.ErrNotFound) {
+				return fmt.Errorf("read of a key never written: %v", err)
+			}
+			return nil
+		}, nil},
 		{"client events", func(tx service.Tx) error { return tx.LockClientEvents(e.ctx, e.client.ID) }, func(tx service.Tx) error {
 			_, err := tx.InsertEvent(e.ctx, e.client.ID, event(o), e.at)
 			return err
@@ -158,4 +171,14 @@ func testLocks(e *env) {
 			e.t.Fatalf("%s lock: the second transaction still waits after the first ended", c.name)
 		}
 	}
+}
+
+// routingRead takes the routing locks of the EANs and reads their stock in
+// force, as routing an order does.
+func (e *env) routingRead(tx service.Tx, eans ...string) error {
+	if err := tx.LockRouting(e.ctx, e.client.ID, eans); err != nil {
+		return err
+	}
+	_, err := tx.StockInForce(e.ctx, e.client.ID, "", eans)
+	return err
 }
