@@ -50,7 +50,9 @@ func (p *pipe) queue(sql string, args ...any) { p.b.Queue(sql, args...) }
 
 // queueBatch adds the statements of b, which have no callbacks, to go with
 // the next send.
-func (p *pipe) queueBatch(b *pgx.Batch) { p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...) }
+func (p *pipe) queueBatch(b *pgx.Batch) {
+	p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...)
+}
 
 // take returns what is queued, the writes kept back included, and starts an
 // empty batch.
