@@ -47,20 +47,31 @@ func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Ord
 	return loadOrder(ctx, &t.tx, id, true)
 }
 
-// StockInForce reads the stock rows of the EANs, passed as one text array
-// (= ANY), with their reserved units.
+// reservedSQL counts the units that order items hold reserved at the stock
+// row s: a seek of order_items_reserving. The index's columns have the
+// database's collation and stock's store and EAN are COLLATE "C", so the
+// comparison names the collation; without it the two columns' collations
+// conflict, and the index is searched by client alone, every reserving item
+// of the client read for each row.
+const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id
+	AND i.store_id = s.store_id COLLATE "default" AND i.ean = s.ean COLLATE "default")`
+
+// StockInForce reads the stock rows of the EANs, passed as one text array,
+// at the client's stores (or one of them), with their reserved units: a
+// primary-key lookup per store and EAN (LATERAL, kept from being flattened
+// into a join by its LIMIT), whatever the table's statistics say. With `ean = ANY($2)`, or a join, the planner read each
+// store's whole stock whenever a young table's estimates made the client's
+// rows look few. Stock rows only ever exist for the client's stores; the
+// stores are kept in the query so that a deleted store's leftovers, if any,
+// never route an order.
 func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
-	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location,
-		(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
-		FROM stock s WHERE s.client_id = $1 AND s.ean = ANY($2)`
+	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
+		FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
+		CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
+		WHERE st.client_id = $1`
 	a := []any{clientID, eans}
 	if storeID != "" {
-		query, a = query+` AND s.store_id = $3`, append(a, storeID)
-	} else {
-		// Stock rows only ever exist for the client's stores; the
-		// condition is kept so that a deleted store's leftovers, if any,
-		// never route an order.
-		query += ` AND s.store_id IN (SELECT id FROM stores WHERE client_id = $1)`
+		query, a = query+` AND st.id = $3`, append(a, storeID)
 	}
 	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {

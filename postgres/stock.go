@@ -298,8 +298,7 @@ func (a *args) add(v any) string {
 func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
 	var a args
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
-		product_number, article_color, article_size, upload_id, updated_at,
-		(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)
+		product_number, article_color, article_size, upload_id, updated_at, ` + reservedSQL + `
 		FROM stock s WHERE client_id = ` + a.add(p.ClientID)
 	if p.StoreID != "" {
 		q += ` AND store_id = ` + a.add(p.StoreID)
