@@ -45,18 +45,41 @@ func beginPipe(ctx context.Context, pool *pgxpool.Pool) (pipe, error) {
 }
 
 // queue adds a statement whose answer is not needed, to go with the next
-// send.
-func (p *pipe) queue(sql string, args ...any) { p.b.Queue(sql, args...) }
+// send. Its error, should it fail there, is a queuedError.
+func (p *pipe) queue(sql string, args ...any) {
+	p.b.Queue(sql, args...).Fn = execQueued
+}
 
 // queueBatch adds the statements of b, which have no callbacks, to go with
 // the next send.
 func (p *pipe) queueBatch(b *pgx.Batch) {
-	p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...)
+	for _, q := range b.QueuedQueries {
+		q.Fn = execQueued
+		p.b.QueuedQueries = append(p.b.QueuedQueries, q)
+	}
 }
+
+func execQueued(br pgx.BatchResults) error {
+	if _, err := br.Exec(); err != nil {
+		return queuedError{err}
+	}
+	return nil
+}
+
+// queuedError is the error of a statement queued earlier in a transaction,
+// which failed in the send of a later one: it is never that later
+// statement's answer (see noRows).
+type queuedError struct{ err error }
+
+func (e queuedError) Error() string { return "an earlier statement of the transaction: " + e.err.Error() }
+func (e queuedError) Unwrap() error { return e.err }
 
 // take returns what is queued, the writes kept back included, and starts an
 // empty batch.
 func (p *pipe) take() (*pgx.Batch, error) {
+	if p.done {
+		return nil, errors.New("statement in a transaction that ended")
+	}
 	if p.beforeSend != nil {
 		if err := p.beforeSend(); err != nil {
 			return nil, err
@@ -68,10 +91,19 @@ func (p *pipe) take() (*pgx.Batch, error) {
 }
 
 // send sends the statements queued, in one round trip.
-func (p *pipe) send(ctx context.Context) error {
+func (p *pipe) send(ctx context.Context) error { return p.sendWith(ctx, nil) }
+
+// sendWith sends the statements queued and then last's, in one round trip.
+func (p *pipe) sendWith(ctx context.Context, last func(b *pgx.Batch)) error {
 	b, err := p.take()
-	if err != nil || b.Len() == 0 {
+	if err != nil {
 		return err
+	}
+	if last != nil {
+		last(b)
+	}
+	if b.Len() == 0 {
+		return nil
 	}
 	return p.conn.SendBatch(ctx, b).Close()
 }
@@ -79,11 +111,13 @@ func (p *pipe) send(ctx context.Context) error {
 // Exec sends the statement with those queued.
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
-	p.b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
-		tag = t
-		return nil
+	err := p.sendWith(ctx, func(b *pgx.Batch) {
+		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
+			tag = t
+			return nil
+		})
 	})
-	return tag, p.send(ctx)
+	return tag, err
 }
 
 // QueryRow returns a row whose Scan sends the query with those queued.
@@ -98,9 +132,25 @@ type pipeRow struct {
 	args []any
 }
 
+// Scan sends the query. A query that finds no row is not a failed batch to
+// pgx (which would drop the statements it has prepared on the connection,
+// to prepare them again at their next use): its pgx.ErrNoRows is returned
+// after the batch.
 func (r pipeRow) Scan(dest ...any) error {
-	r.p.b.Queue(r.sql, r.args...).QueryRow(func(row pgx.Row) error { return row.Scan(dest...) })
-	return r.p.send(r.ctx)
+	none := false
+	err := r.p.sendWith(r.ctx, func(b *pgx.Batch) {
+		b.Queue(r.sql, r.args...).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(dest...)
+			if errors.Is(err, pgx.ErrNoRows) {
+				none, err = true, nil
+			}
+			return err
+		})
+	})
+	if err == nil && none {
+		err = pgx.ErrNoRows
+	}
+	return err
 }
 
 // Query sends the query with those queued and returns its rows as they

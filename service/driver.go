@@ -83,12 +83,11 @@ type OrderRows interface {
 	// of one order each decide on the state the previous one left.
 	GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error)
 	// LockRouting keeps the other transactions that route orders of the
-	// client to any of the EANs waiting until this one ends, and lets this
-	// one read the stock in force of the EANs as they left it: two of them
-	// never count the same free unit. Orders of other EANs route meanwhile.
+	// client waiting until this one ends, and lets this one read the stock
+	// in force as they left it: two of them never count the same free unit.
 	// A driver may take the lock with the transaction's next statement
 	// rather than at once, as that is before any read it guards.
-	LockRouting(ctx context.Context, clientID string, eans []string) error
+	LockRouting(ctx context.Context, clientID string) error
 	// StockInForce returns the stock rows of the EANs at one store (storeID
 	// set) or at every store of the client, each with the units that order
 	// items hold reserved.

@@ -152,11 +152,11 @@ func stockInForce(ctx context.Context, tx Tx, clientID, storeID string, needs ma
 	return stock, nil
 }
 
-// routingStock takes the routing locks of the EANs that an order needs and
-// then reads their stock in force, to reserve some of it: until the
+// routingStock takes the client's routing lock and then reads the stock in
+// force of the EANs that an order needs, to reserve some of it: until the
 // transaction ends, no other counts the units it finds free.
 func routingStock(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
-	if err := tx.LockRouting(ctx, clientID, slices.Sorted(maps.Keys(needs))); err != nil {
+	if err := tx.LockRouting(ctx, clientID); err != nil {
 		return nil, fmt.Errorf("take routing lock: %w", err)
 	}
 	return stockInForce(ctx, tx, clientID, storeID, needs)

@@ -88,7 +88,7 @@ func (tx *writeTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink
 }
 
 // LockRouting does nothing: the transaction holds the one write connection.
-func (tx *writeTx) LockRouting(context.Context, string, []string) error { return nil }
+func (tx *writeTx) LockRouting(context.Context, string) error { return nil }
 
 // StockInForce reads the stock rows of the EANs, passed as one JSON array
 // (json_each), with their reserved units.
