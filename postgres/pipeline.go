@@ -71,7 +71,9 @@ func execQueued(br pgx.BatchResults) error {
 // statement's answer (see noRows).
 type queuedError struct{ err error }
 
-func (e queuedError) Error() string { return "an earlier statement of the transaction: " + e.err.Error() }
+func (e queuedError) Error() string {
+	return "an earlier statement of the transaction: " + e.err.Error()
+}
 func (e queuedError) Unwrap() error { return e.err }
 
 // take returns what is queued, the writes kept back included, and starts an
