@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,17 +21,25 @@ const (
 	// updateItemSQL sets the fields of an item that an order call can change.
 	updateItemSQL = `UPDATE order_items SET status = $1, cancellation_reason = $2, return_reason_code = $3,
 		return_location = $4, return_store_id = $5, reserving = $6 WHERE item_id = $7`
-	// nextEventSQL takes the client's next event number. The counter row
-	// stays locked until the transaction ends, so the client's events are
-	// numbered in the order their transactions commit; a global sequence's
-	// numbers can commit out of order and would let a reader skip a late
-	// one.
-	nextEventSQL = `INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 1)
-		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq`
-	insertEventSQL = `INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	insertDeliverySQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
-		state, next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, $8)`
+	// insertEventSQL numbers the event from the client's counter row and
+	// writes it. The counter row stays locked until the transaction ends,
+	// so the client's events are numbered in the order their transactions
+	// commit; a global sequence's numbers can commit out of order and would
+	// let a reader skip a late one.
+	insertEventSQL = `WITH c AS (INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 1)
+		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq)
+		INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
+		SELECT $1, last_seq, $2, $3, $4, $5, $6 FROM c`
+	// insertDeliveriesSQL queues the deliveries of the event just numbered
+	// (the counter's last_seq, as this transaction left it) to those of
+	// the endpoints that are enabled. A statement of its own after
+	// insertEventSQL: it reads the endpoints as committed once the counter
+	// was locked, where insertEventSQL's snapshot is from before it waited.
+	insertDeliveriesSQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
+		state, next_attempt_at, created_at, updated_at)
+		SELECT d.id, $3, (SELECT last_seq FROM event_counters WHERE client_id = $4), d.endpoint_id, $4, $5, $6, 'pending', $7, $7, $7
+		FROM unnest($1::text[], $2::text[]) AS d (id, endpoint_id)
+		WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.enabled)`
 )
 
 // GetOrder reads an order in the transaction, without locking it.
@@ -126,15 +133,23 @@ func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
 }
 
-// InsertEvent numbers the event from the client's counter row, with what
-// is queued, and queues its write.
-func (t *pgTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
-	var seq int64
-	if err := t.tx.QueryRow(ctx, nextEventSQL, clientID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("number event: %w", err)
+// InsertEvent queues the event's numbering and write, and the writes of its
+// deliveries, to go with the transaction's next read or its COMMIT: the
+// client's counter row, locked by the first, is held for that one round
+// trip. The deliverers of every process are woken once the transaction has
+// committed (Commit).
+func (t *pgTx) InsertEvent(_ context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
+	t.tx.queue(insertEventSQL, clientID, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
+	if len(ds) == 0 {
+		return nil
 	}
-	t.tx.queue(insertEventSQL, clientID, seq, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
-	return seq, nil
+	ids, endpoints := make([]string, len(ds)), make([]string, len(ds))
+	for i, d := range ds {
+		ids[i], endpoints[i] = d.ID, d.EndpointID
+	}
+	t.tx.queue(insertDeliveriesSQL, ids, endpoints, ev.EventID, clientID, ev.OrderID, ev.State, at)
+	t.wake = true
+	return nil
 }
 
 // EnabledEndpoints reads the client's enabled endpoints; their states are a
@@ -151,17 +166,6 @@ func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storeli
 	})
 }
 
-// InsertDeliveries queues the deliveries' writes; the deliverers of every
-// process are woken once the transaction has committed (Commit).
-func (t *pgTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) error {
-	b := &pgx.Batch{}
-	for _, d := range ds {
-		b.Queue(insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID, d.EventState, d.At)
-	}
-	t.tx.queueBatch(b)
-	t.wake = true
-	return nil
-}
 
 func nullString(s string) any {
 	if s == "" {

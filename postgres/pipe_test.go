@@ -84,3 +84,52 @@ func TestPipedTransactions(t *testing.T) {
 		t.Fatalf("order queued before the commit: %v", err)
 	}
 }
+
+// TestEventAfterEndpointDeleted: an order transaction reads the client's
+// endpoints before it numbers its event. An endpoint deleted in between
+// (DeleteEndpoint holds the client's events while it cancels the
+// endpoint's deliveries) gets no delivery of the event; one still enabled
+// does.
+func TestEventAfterEndpointDeleted(t *testing.T) {
+	dbURL := newSchema(t)
+	db := openDB(t, dbURL, time.Now)
+	svc := services(db)
+	d := postgres.NewDriver(db)
+	client := setup(t, svc, 1)[0]
+	ctx := context.Background()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	gone, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
+	must(t, err)
+	kept, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
+	must(t, err)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	o := &storelink.Order{ID: storelink.NewID(now), OrderNumber: "N-1", ClientID: client, StoreID: "S1",
+		State: storelink.StateAssigned, Items: []storelink.Item{}, CreatedAt: now, UpdatedAt: now}
+	ev := &storelink.Event{EventID: storelink.NewID(now), OrderID: o.ID, OrderNumber: o.OrderNumber, State: o.State,
+		StoreID: "S1", Timestamp: now.Format(time.RFC3339), Items: []storelink.EventItem{}}
+
+	tx, err := d.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, tx.InsertOrder(ctx, o))
+	eps, err := tx.EnabledEndpoints(ctx, client)
+	must(t, err)
+	if len(eps) != 2 {
+		t.Fatalf("EnabledEndpoints = %+v, want both", eps)
+	}
+	must(t, svc.DeleteEndpoint(ctx, gone.ID))
+	var ds []service.NewDelivery
+	for _, e := range eps {
+		ds = append(ds, service.NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID})
+	}
+	must(t, tx.InsertEvent(ctx, client, ev, now, ds))
+	must(t, tx.Commit(ctx))
+
+	for ep, want := range map[string]int{gone.ID: 0, kept.ID: 1} {
+		list, err := svc.Deliveries(ctx, storelink.DeliveryFilter{ClientID: client, EndpointID: ep, Limit: 10})
+		must(t, err)
+		if len(list) != want {
+			t.Fatalf("deliveries to %s: %+v; want %d", ep, list, want)
+		}
+	}
+}

@@ -99,16 +99,18 @@ type OrderRows interface {
 	// writes the changeable fields (status, reasons, return data,
 	// reserving) of those in updated. Other items are left as stored.
 	UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error
-	// InsertEvent writes an event of the client's order, made at at, and
-	// returns its number among the client's events: numbers follow the
-	// order in which the events' transactions commit.
-	InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (seq int64, err error)
+	// InsertEvent writes an event of the client's order, made at at,
+	// numbered among the client's events in the order in which their
+	// transactions commit, and queues its deliveries ds, pending from their
+	// creation, to those of their endpoints that are still enabled once the
+	// event is numbered (no transaction that holds the client's events, as
+	// DeleteEndpoint does, can have changed them after that); the
+	// deliverers learn there is work. A driver may send it with the
+	// transaction's next statement.
+	InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []NewDelivery) error
 	// EnabledEndpoints returns the client's enabled webhook endpoints, with
 	// their ids and the states they want.
 	EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
-	// InsertDeliveries queues deliveries of one event, pending from their
-	// creation, and lets the deliverers know there is work.
-	InsertDeliveries(ctx context.Context, ds []NewDelivery) error
 	// LockOrderKey keeps the other transactions that bring the same
 	// idempotency key of the client waiting until this one ends, and lets
 	// this one read the key as the previous one left it. As with
@@ -125,14 +127,8 @@ type OrderRows interface {
 }
 
 // NewDelivery is a delivery of an event to one endpoint, as the order calls
-// queue it with the event.
+// queue it with the event (InsertEvent).
 type NewDelivery struct {
 	ID         string
 	EndpointID string
-	ClientID   string
-	OrderID    string
-	EventID    string
-	EventSeq   int64
-	EventState storelink.OrderState
-	At         time.Time
 }

@@ -174,12 +174,11 @@ func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 
 // insertEvent writes the event of an order and, with it, a delivery for
 // every endpoint of the client that wants its state: an event that exists
-// is always delivered.
+// is always delivered. The endpoints are read before the event is numbered,
+// and the driver keeps only those still enabled once it is: the client's
+// events are locked from the numbering to the commit, and no more of the
+// transaction than need be.
 func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
-	seq, err := tx.InsertEvent(ctx, o.ClientID, ev, now)
-	if err != nil {
-		return fmt.Errorf("write event of order %s: %w", o.ID, err)
-	}
 	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
 	if err != nil {
 		return fmt.Errorf("read endpoints: %w", err)
@@ -187,15 +186,11 @@ func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 	var ds []NewDelivery
 	for _, e := range endpoints {
 		if e.Wants(ev.State) {
-			ds = append(ds, NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID, ClientID: o.ClientID, OrderID: ev.OrderID,
-				EventID: ev.EventID, EventSeq: seq, EventState: ev.State, At: now})
+			ds = append(ds, NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID})
 		}
 	}
-	if len(ds) == 0 {
-		return nil
-	}
-	if err := tx.InsertDeliveries(ctx, ds); err != nil {
-		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
+	if err := tx.InsertEvent(ctx, o.ClientID, ev, now, ds); err != nil {
+		return fmt.Errorf("write event of order %s: %w", o.ID, err)
 	}
 	return nil
 }

@@ -167,18 +167,27 @@ func (tx *writeTx) insertItem(ctx context.Context, o *storelink.Order, pos int) 
 	return nil
 }
 
-// InsertEvent writes an event; its number is its row's sequence, which
-// follows commit order since SQLite has one writer.
-func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) (int64, error) {
+// InsertEvent writes an event, whose number is its row's sequence, which
+// follows commit order since SQLite has one writer, and its deliveries,
+// which the deliverer's queue reads from the file at its next round. The
+// endpoints are as the caller read them in this transaction: none of
+// another can have changed since.
+func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
 	res, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, clientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(at))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	seq, err := res.LastInsertId()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return seq, nil
+	for _, d := range ds {
+		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, seq, d.EndpointID, clientID, ev.OrderID,
+			ev.State, ms(at), ms(at), ms(at)); err != nil {
+			return fmt.Errorf("queue delivery to %s: %w", d.EndpointID, err)
+		}
+	}
+	return nil
 }
 
 // EnabledEndpoints reads the client's enabled endpoints, whose states
@@ -200,18 +209,6 @@ func (tx *writeTx) EnabledEndpoints(ctx context.Context, clientID string) ([]sto
 	return out, rows.Err()
 }
 
-// InsertDeliveries writes the deliveries; the deliverer's queue reads them
-// from the file at its next round.
-func (tx *writeTx) InsertDeliveries(ctx context.Context, ds []service.NewDelivery) error {
-	for _, d := range ds {
-		at := ms(d.At)
-		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, d.EventID, d.EventSeq, d.EndpointID, d.ClientID, d.OrderID,
-			d.EventState, at, at, at); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // noRow turns sql.ErrNoRows into service.ErrNotFound.
 func noRow(err error) error {

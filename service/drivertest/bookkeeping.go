@@ -47,10 +47,7 @@ func (e *env) queue(o *storelink.Order, endpoint string, at time.Time) *storelin
 	e.t.Helper()
 	ev := event(o)
 	e.inTx(func(tx service.Tx) {
-		seq, err := tx.InsertEvent(e.ctx, e.client.ID, ev, at)
-		must(e.t, err)
-		must(e.t, tx.InsertDeliveries(e.ctx, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint,
-			ClientID: e.client.ID, OrderID: o.ID, EventID: ev.EventID, EventSeq: seq, EventState: ev.State, At: at}}))
+		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint}}))
 	})
 	return ev
 }

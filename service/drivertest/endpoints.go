@@ -113,10 +113,7 @@ func testDeliveryListing(e *env) {
 		ev, at := event(o), e.tick()
 		queued = append(queued, at)
 		e.inTx(func(tx service.Tx) {
-			seq, err := tx.InsertEvent(ctx, e.client.ID, ev, at)
-			must(t, err)
-			must(t, tx.InsertDeliveries(ctx, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: ep.ID, ClientID: e.client.ID,
-				OrderID: o.ID, EventID: ev.EventID, EventSeq: seq, EventState: ev.State, At: at}}))
+			must(t, tx.InsertEvent(ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: ep.ID}}))
 		})
 	}
 	list := func(f storelink.DeliveryFilter) []storelink.Delivery {

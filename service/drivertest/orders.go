@@ -1,8 +1,8 @@
 package drivertest
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 
 	"storelink"
 	"storelink/service"
@@ -215,35 +215,30 @@ func testEvents(e *env) {
 	e.insert(o)
 	e.insert(elsewhere)
 	var evs []*storelink.Event
-	var seqs []int64
 	for i := range 3 {
 		ev := event(o)
-		e.inTx(func(tx service.Tx) {
-			seq, err := tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick())
-			must(e.t, err)
-			seqs = append(seqs, seq)
-		})
+		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick(), nil)) })
 		evs = append(evs, ev)
 		if i == 0 { // another client's event between them
-			e.inTx(func(tx service.Tx) {
-				_, err := tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at)
-				must(e.t, err)
-			})
+			e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at, nil)) })
 		}
-	}
-	if !slices.IsSorted(seqs) || seqs[0] == seqs[1] || seqs[1] == seqs[2] {
-		e.t.Fatalf("event numbers %v, want rising", seqs)
 	}
 	list, err := e.d.ListEvents(e.ctx, e.client.ID, 0, 10)
 	must(e.t, err)
 	if len(list) != 3 {
 		e.t.Fatalf("ListEvents = %d events, want the client's 3", len(list))
 	}
+	var seqs []int64
 	for i, r := range list {
-		if r.EventID != evs[i].EventID || r.ClientID != e.client.ID || r.OrderID != o.ID || r.State != o.State ||
-			string(r.Payload) != string(evs[i].Marshal()) || r.Cursor != fmt.Sprint(seqs[i]) {
-			e.t.Fatalf("event %d = %+v, want %+v numbered %d", i, r, evs[i], seqs[i])
+		seq, err := strconv.ParseInt(r.Cursor, 10, 64)
+		if err != nil || r.EventID != evs[i].EventID || r.ClientID != e.client.ID || r.OrderID != o.ID || r.State != o.State ||
+			string(r.Payload) != string(evs[i].Marshal()) {
+			e.t.Fatalf("event %d = %+v, want %+v with a number for its cursor", i, r, evs[i])
 		}
+		seqs = append(seqs, seq)
+	}
+	if !slices.IsSorted(seqs) || seqs[0] == seqs[1] || seqs[1] == seqs[2] {
+		e.t.Fatalf("event numbers %v, want rising in the order the events were written", seqs)
 	}
 	if page, err := e.d.ListEvents(e.ctx, e.client.ID, seqs[0], 1); err != nil || len(page) != 1 || page[0].EventID != evs[1].EventID {
 		e.t.Fatalf("ListEvents after the first, limit 1 = %+v, %v; want the second", page, err)
