@@ -166,7 +166,6 @@ func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storeli
 	})
 }
 
-
 func nullString(s string) any {
 	if s == "" {
 		return nil

@@ -209,7 +209,6 @@ func (tx *writeTx) EnabledEndpoints(ctx context.Context, clientID string) ([]sto
 	return out, rows.Err()
 }
 
-
 // noRow turns sql.ErrNoRows into service.ErrNotFound.
 func noRow(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
