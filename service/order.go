@@ -86,18 +86,12 @@ func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call st
 				return err
 			}
 		}
-		// The endpoints are read before build takes the routing lock, so
-		// that the lock is held for no read but the stock's.
-		endpoints, err := enabledEndpoints(ctx, tx, c.ID)
-		if err != nil {
-			return err
-		}
 		now := s.now() // after the key's lock, which may have been waited for
 		var ev *storelink.Event
 		if o, ev, err = build(tx, &n, c, now); err != nil {
 			return err
 		}
-		if err := insertOrder(ctx, tx, o, ev, now, endpoints); err != nil {
+		if err := insertOrder(ctx, tx, o, ev, now); err != nil {
 			return err
 		}
 		if n.IdempotencyKey == "" {
@@ -171,29 +165,24 @@ func routingStock(ctx context.Context, tx Tx, clientID, storeID string, needs ma
 // insertOrder writes a new order and its items, then its event: in this
 // order, inside the caller's transaction, so that neither is ever without
 // the other.
-func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time, endpoints []storelink.Endpoint) error {
+func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
 	if err := tx.InsertOrder(ctx, o); err != nil {
 		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
-	return insertEvent(ctx, tx, o, ev, now, endpoints)
-}
-
-// enabledEndpoints reads the client's enabled endpoints, for insertEvent.
-func enabledEndpoints(ctx context.Context, tx Tx, clientID string) ([]storelink.Endpoint, error) {
-	endpoints, err := tx.EnabledEndpoints(ctx, clientID)
-	if err != nil {
-		return nil, fmt.Errorf("read endpoints: %w", err)
-	}
-	return endpoints, nil
+	return insertEvent(ctx, tx, o, ev, now)
 }
 
 // insertEvent writes the event of an order and, with it, a delivery for
 // every endpoint of the client that wants its state: an event that exists
-// is always delivered. The endpoints (enabledEndpoints) are read in the
-// transaction before the event is numbered, and the driver keeps only those
-// still enabled once it is: the client's events are locked from the
-// numbering to the commit, and no more of the transaction than need be.
-func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time, endpoints []storelink.Endpoint) error {
+// is always delivered. The endpoints are read before the event is numbered,
+// and the driver keeps only those still enabled once it is: the client's
+// events are locked from the numbering to the commit, and no more of the
+// transaction than need be.
+func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
+	if err != nil {
+		return fmt.Errorf("read endpoints: %w", err)
+	}
 	var ds []NewDelivery
 	for _, e := range endpoints {
 		if e.Wants(ev.State) {

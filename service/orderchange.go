@@ -35,11 +35,7 @@ func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.Cancel
 			return err
 		}
 		if next != nil {
-			endpoints, err := enabledEndpoints(ctx, tx, o.ClientID)
-			if err != nil {
-				return err
-			}
-			return insertOrder(ctx, tx, next, nextEv, now, endpoints)
+			return insertOrder(ctx, tx, next, nextEv, now)
 		}
 		return nil
 	})
@@ -123,11 +119,7 @@ func updateOrder(ctx context.Context, tx Tx, o *storelink.Order, was []storelink
 	if err := tx.UpdateOrder(ctx, o, inserted, updated); err != nil {
 		return fmt.Errorf("save order %s: %w", o.ID, err)
 	}
-	endpoints, err := enabledEndpoints(ctx, tx, o.ClientID)
-	if err != nil {
-		return err
-	}
-	return insertEvent(ctx, tx, o, ev, now, endpoints)
+	return insertEvent(ctx, tx, o, ev, now)
 }
 
 // itemChanged tells whether an order call changed a field that UpdateOrder
