@@ -30,16 +30,12 @@ const (
 		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq)
 		INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
 		SELECT $1, last_seq, $2, $3, $4, $5, $6 FROM c`
-	// insertDeliveriesSQL queues the deliveries of the event just numbered
-	// (the counter's last_seq, as this transaction left it) to those of
-	// the endpoints that are enabled. A statement of its own after
-	// insertEventSQL: it reads the endpoints as committed once the counter
-	// was locked, where insertEventSQL's snapshot is from before it waited.
+	// insertDeliveriesSQL queues deliveries of the event just numbered:
+	// its number is the counter's last_seq, as this transaction left it.
 	insertDeliveriesSQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
 		state, next_attempt_at, created_at, updated_at)
 		SELECT d.id, $3, (SELECT last_seq FROM event_counters WHERE client_id = $4), d.endpoint_id, $4, $5, $6, 'pending', $7, $7, $7
-		FROM unnest($1::text[], $2::text[]) AS d (id, endpoint_id)
-		WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.enabled)`
+		FROM unnest($1::text[], $2::text[]) AS d (id, endpoint_id)`
 )
 
 // GetOrder reads an order in the transaction, without locking it.
@@ -133,16 +129,17 @@ func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
 }
 
-// InsertEvent queues the event's numbering and write, and the writes of its
-// deliveries, to go with the transaction's next read or its COMMIT: the
-// client's counter row, locked by the first, is held for that one round
-// trip. The deliverers of every process are woken once the transaction has
-// committed (Commit).
-func (t *pgTx) InsertEvent(_ context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
+// InsertEvent queues the event's numbering and write, to go with the
+// transaction's next read (EnabledEndpoints) or its COMMIT.
+func (t *pgTx) InsertEvent(_ context.Context, clientID string, ev *storelink.Event, at time.Time) error {
 	t.tx.queue(insertEventSQL, clientID, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
-	if len(ds) == 0 {
-		return nil
-	}
+	return nil
+}
+
+// InsertDeliveries queues the deliveries' writes, to go with the COMMIT;
+// the deliverers of every process are woken once the transaction has
+// committed (Commit).
+func (t *pgTx) InsertDeliveries(_ context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
 	ids, endpoints := make([]string, len(ds)), make([]string, len(ds))
 	for i, d := range ds {
 		ids[i], endpoints[i] = d.ID, d.EndpointID

@@ -3,8 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"storelink"
 	"storelink/postgres"
@@ -85,12 +88,127 @@ func TestPipedTransactions(t *testing.T) {
 	}
 }
 
-// TestEventAfterEndpointDeleted: an order transaction reads the client's
-// endpoints before it numbers its event. An endpoint deleted in between
-// (DeleteEndpoint holds the client's events while it cancels the
-// endpoint's deliveries) gets no delivery of the event; one still enabled
-// does.
-func TestEventAfterEndpointDeleted(t *testing.T) {
+// eventOf is an order of the client at store S1 with no items, and its
+// event.
+func eventOf(client, number string) (*storelink.Order, *storelink.Event) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	o := &storelink.Order{ID: storelink.NewID(now), OrderNumber: number, ClientID: client, StoreID: "S1",
+		State: storelink.StateAssigned, Items: []storelink.Item{}, CreatedAt: now, UpdatedAt: now}
+	ev := &storelink.Event{EventID: storelink.NewID(now), OrderID: o.ID, OrderNumber: o.OrderNumber, State: o.State,
+		StoreID: "S1", Timestamp: now.Format(time.RFC3339), Items: []storelink.EventItem{}}
+	return o, ev
+}
+
+// deliveriesTo returns the states of the client's deliveries to the
+// endpoint.
+func deliveriesTo(t *testing.T, svc *service.Service, client, endpoint string) []storelink.DeliveryState {
+	t.Helper()
+	list, err := svc.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: client, EndpointID: endpoint, Limit: 10})
+	must(t, err)
+	var states []storelink.DeliveryState
+	for _, d := range list {
+		states = append(states, d.State)
+	}
+	return states
+}
+
+// TestEventAndEndpointDeleted: an order's transaction numbers its event,
+// which locks the client's events, and then reads the endpoints to deliver
+// it to; DeleteEndpoint locks the client's events while it disables the
+// endpoint and cancels its deliveries. A deletion that holds them first
+// leaves the event no delivery to the endpoint; one that waits for the
+// event's transaction cancels the delivery it queued. The endpoint kept
+// gets its delivery either way.
+func TestEventAndEndpointDeleted(t *testing.T) {
+	ctx := context.Background()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	for _, deleteFirst := range []bool{true, false} {
+		dbURL := newSchema(t)
+		db := openDB(t, dbURL, time.Now)
+		svc := services(db)
+		d := postgres.NewDriver(db)
+		client := setup(t, svc, 1)[0]
+		gone, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
+		must(t, err)
+		kept, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
+		must(t, err)
+		o, ev := eventOf(client, "N-1")
+
+		del, err := d.Begin(ctx)
+		must(t, err)
+		defer del.Rollback(ctx)
+		deleteEndpoint := func() {
+			_, err := del.LockEndpoint(ctx, gone.ID)
+			must(t, err)
+			must(t, del.LockClientEvents(ctx, client))
+			off, none, now := false, "", time.Now()
+			_, err = del.UpdateEndpoint(ctx, gone.ID, service.EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now})
+			must(t, err)
+			_, err = del.CancelDeliveries(ctx, gone.ID, now)
+			must(t, err)
+		}
+		if deleteFirst {
+			deleteEndpoint() // holds the client's events until it commits
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- func() error {
+				tx, err := d.Begin(ctx)
+				if err != nil {
+					return err
+				}
+				defer tx.Rollback(ctx)
+				if err := tx.InsertOrder(ctx, o); err != nil {
+					return err
+				}
+				if err := tx.InsertEvent(ctx, client, ev, o.CreatedAt); err != nil {
+					return err
+				}
+				eps, err := tx.EnabledEndpoints(ctx, client)
+				if err != nil {
+					return err
+				}
+				var ds []service.NewDelivery
+				for _, e := range eps {
+					ds = append(ds, service.NewDelivery{ID: storelink.NewID(o.CreatedAt), EndpointID: e.ID})
+				}
+				if err := tx.InsertDeliveries(ctx, client, ev, o.CreatedAt, ds); err != nil {
+					return err
+				}
+				return tx.Commit(ctx)
+			}()
+		}()
+		if deleteFirst {
+			select {
+			case err := <-done:
+				t.Fatalf("the event's transaction ended (%v) while the deletion held the client's events", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			must(t, del.Commit(ctx))
+			must(t, <-done)
+		} else {
+			must(t, <-done)
+			deleteEndpoint()
+			must(t, del.Commit(ctx))
+		}
+		want := []storelink.DeliveryState{storelink.DeliveryCancelled}
+		if deleteFirst {
+			want = nil
+		}
+		if got := deliveriesTo(t, svc, client, gone.ID); !slices.Equal(got, want) {
+			t.Errorf("delete first %v: deliveries to the deleted endpoint %v, want %v", deleteFirst, got, want)
+		}
+		if got := deliveriesTo(t, svc, client, kept.ID); !slices.Equal(got, []storelink.DeliveryState{storelink.DeliveryPending}) {
+			t.Errorf("delete first %v: deliveries to the endpoint kept %v, want one pending", deleteFirst, got)
+		}
+	}
+}
+
+// TestEndpointChangedWhileOrderWaits: endpoint changes committed while an
+// order's create waits to number its event (another transaction holds the
+// client's events) decide where the event goes: an endpoint created or
+// enabled meanwhile gets it, one that no longer wants its state does not.
+func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	dbURL := newSchema(t)
 	db := openDB(t, dbURL, time.Now)
 	svc := services(db)
@@ -98,38 +216,77 @@ func TestEventAfterEndpointDeleted(t *testing.T) {
 	client := setup(t, svc, 1)[0]
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	gone, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
+	e1, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
 	must(t, err)
-	kept, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
+	e3, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e3.test/"}, secret)
 	must(t, err)
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	o := &storelink.Order{ID: storelink.NewID(now), OrderNumber: "N-1", ClientID: client, StoreID: "S1",
-		State: storelink.StateAssigned, Items: []storelink.Item{}, CreatedAt: now, UpdatedAt: now}
-	ev := &storelink.Event{EventID: storelink.NewID(now), OrderID: o.ID, OrderNumber: o.OrderNumber, State: o.State,
-		StoreID: "S1", Timestamp: now.Format(time.RFC3339), Items: []storelink.EventItem{}}
+	off := false
+	_, err = svc.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &off})
+	must(t, err)
 
-	tx, err := d.Begin(ctx)
+	h, err := d.Begin(ctx) // another order's event
 	must(t, err)
-	defer tx.Rollback(ctx)
-	must(t, tx.InsertOrder(ctx, o))
-	eps, err := tx.EnabledEndpoints(ctx, client)
+	defer h.Rollback(ctx)
+	must(t, h.LockClientEvents(ctx, client))
+	price := storelink.Money(100)
+	done := make(chan error, 1)
+	go func() {
+		_, err := svc.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "W-1", ClientID: client, StoreID: "S1",
+			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the create waits for the client's events
+	e2, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e2.test/"}, secret)
 	must(t, err)
-	if len(eps) != 2 {
-		t.Fatalf("EnabledEndpoints = %+v, want both", eps)
-	}
-	must(t, svc.DeleteEndpoint(ctx, gone.ID))
-	var ds []service.NewDelivery
-	for _, e := range eps {
-		ds = append(ds, service.NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID})
-	}
-	must(t, tx.InsertEvent(ctx, client, ev, now, ds))
-	must(t, tx.Commit(ctx))
-
-	for ep, want := range map[string]int{gone.ID: 0, kept.ID: 1} {
-		list, err := svc.Deliveries(ctx, storelink.DeliveryFilter{ClientID: client, EndpointID: ep, Limit: 10})
-		must(t, err)
-		if len(list) != want {
-			t.Fatalf("deliveries to %s: %+v; want %d", ep, list, want)
+	fulfilled := []storelink.OrderState{storelink.StateFulfilled}
+	_, err = svc.UpdateEndpoint(ctx, e1.ID, storelink.EndpointPatch{States: &fulfilled})
+	must(t, err)
+	on := true
+	_, err = svc.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &on})
+	must(t, err)
+	must(t, h.Rollback(ctx))
+	must(t, <-done)
+	for _, c := range []struct {
+		name string
+		id   string
+		want int
+	}{{"e1, now wanting only fulfilled", e1.ID, 0}, {"e2, created meanwhile", e2.ID, 1}, {"e3, enabled meanwhile", e3.ID, 1}} {
+		if got := deliveriesTo(t, svc, client, c.id); len(got) != c.want {
+			t.Errorf("%s: deliveries of the assigned event %v, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestDeliveriesCarryTheirEventsNumber: each delivery's event number is
+// its event's, with two events in one transaction (a cancellation that
+// hands items to another store writes two).
+func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
+	dbURL := newSchema(t)
+	db := openDB(t, dbURL, time.Now)
+	svc := services(db)
+	d := postgres.NewDriver(db)
+	client := setup(t, svc, 1)[0]
+	ctx := context.Background()
+	ep, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	must(t, err)
+	for range 3 {
+		tx, err := d.Begin(ctx)
+		must(t, err)
+		for _, n := range []string{"A", "B"} {
+			o, ev := eventOf(client, n)
+			must(t, tx.InsertOrder(ctx, o))
+			must(t, tx.InsertEvent(ctx, client, ev, o.CreatedAt))
+			must(t, tx.InsertDeliveries(ctx, client, ev, o.CreatedAt, []service.NewDelivery{{ID: storelink.NewID(o.CreatedAt), EndpointID: ep.ID}}))
+		}
+		must(t, tx.Commit(ctx))
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	must(t, err)
+	defer conn.Close(ctx)
+	var n, wrong int
+	must(t, conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE d.event_seq <> e.seq)
+		FROM deliveries d JOIN events e ON e.id = d.event_id`).Scan(&n, &wrong))
+	if n != 6 || wrong != 0 {
+		t.Fatalf("%d deliveries, %d of them numbered other than their event; want 6 and 0", n, wrong)
 	}
 }

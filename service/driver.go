@@ -101,16 +101,18 @@ type OrderRows interface {
 	UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error
 	// InsertEvent writes an event of the client's order, made at at,
 	// numbered among the client's events in the order in which their
-	// transactions commit, and queues its deliveries ds, pending from their
-	// creation, to those of their endpoints that are still enabled once the
-	// event is numbered (no transaction that holds the client's events, as
-	// DeleteEndpoint does, can have changed them after that); the
-	// deliverers learn there is work. A driver may send it with the
-	// transaction's next statement.
-	InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []NewDelivery) error
+	// transactions commit: the client's events stay locked until the
+	// transaction ends. A driver may send it with the transaction's next
+	// statement.
+	InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) error
 	// EnabledEndpoints returns the client's enabled webhook endpoints, with
 	// their ids and the states they want.
 	EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
+	// InsertDeliveries queues deliveries of the event that InsertEvent
+	// wrote last in this transaction, pending from their creation, and lets
+	// the deliverers know there is work. A driver may send it with the
+	// transaction's next statement.
+	InsertDeliveries(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []NewDelivery) error
 	// LockOrderKey keeps the other transactions that bring the same
 	// idempotency key of the client waiting until this one ends, and lets
 	// this one read the key as the previous one left it. As with
@@ -127,7 +129,7 @@ type OrderRows interface {
 }
 
 // NewDelivery is a delivery of an event to one endpoint, as the order calls
-// queue it with the event (InsertEvent).
+// queue it with the event (InsertDeliveries).
 type NewDelivery struct {
 	ID         string
 	EndpointID string

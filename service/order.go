@@ -174,11 +174,15 @@ func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 
 // insertEvent writes the event of an order and, with it, a delivery for
 // every endpoint of the client that wants its state: an event that exists
-// is always delivered. The endpoints are read before the event is numbered,
-// and the driver keeps only those still enabled once it is: the client's
-// events are locked from the numbering to the commit, and no more of the
-// transaction than need be.
+// is always delivered. The endpoints are read after the event is numbered,
+// with the client's events locked: an endpoint operation that holds them
+// (DeleteEndpoint) has committed before, or waits until this transaction
+// has, and every endpoint change committed before the event was numbered
+// is seen.
 func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	if err := tx.InsertEvent(ctx, o.ClientID, ev, now); err != nil {
+		return fmt.Errorf("write event of order %s: %w", o.ID, err)
+	}
 	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
 	if err != nil {
 		return fmt.Errorf("read endpoints: %w", err)
@@ -189,8 +193,11 @@ func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 			ds = append(ds, NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID})
 		}
 	}
-	if err := tx.InsertEvent(ctx, o.ClientID, ev, now, ds); err != nil {
-		return fmt.Errorf("write event of order %s: %w", o.ID, err)
+	if len(ds) == 0 {
+		return nil
+	}
+	if err := tx.InsertDeliveries(ctx, o.ClientID, ev, now, ds); err != nil {
+		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
 	}
 	return nil
 }

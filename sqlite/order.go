@@ -51,7 +51,7 @@ const (
 		FROM order_items WHERE order_id = ? ORDER BY pos`
 	endpointStatesSQL = `SELECT id, states FROM endpoints WHERE client_id = ? AND enabled = 1`
 	insertDeliverySQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
-		state, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`
+		state, next_attempt_at, created_at, updated_at) VALUES (?, ?, (SELECT seq FROM events WHERE id = ?), ?, ?, ?, ?, 'pending', ?, ?, ?)`
 	orderColumns = `id, client_id, order_number, store_id, state, billing, delivery, reassigned_from, reassigned_order_id, created_at, updated_at`
 )
 
@@ -167,24 +167,20 @@ func (tx *writeTx) insertItem(ctx context.Context, o *storelink.Order, pos int) 
 	return nil
 }
 
-// InsertEvent writes an event, whose number is its row's sequence, which
-// follows commit order since SQLite has one writer, and its deliveries,
-// which the deliverer's queue reads from the file at its next round. The
-// endpoints are as the caller read them in this transaction: none of
-// another can have changed since.
-func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
-	res, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, clientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(at))
-	if err != nil {
-		return err
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
+// InsertEvent writes an event; its number is its row's sequence, which
+// follows commit order since SQLite has one writer.
+func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) error {
+	_, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, clientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(at))
+	return err
+}
+
+// InsertDeliveries writes the deliveries, with the number of their event;
+// the deliverer's queue reads them from the file at its next round.
+func (tx *writeTx) InsertDeliveries(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
 	for _, d := range ds {
-		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, seq, d.EndpointID, clientID, ev.OrderID,
+		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, ev.EventID, d.EndpointID, clientID, ev.OrderID,
 			ev.State, ms(at), ms(at), ms(at)); err != nil {
-			return fmt.Errorf("queue delivery to %s: %w", d.EndpointID, err)
+			return err
 		}
 	}
 	return nil

@@ -47,7 +47,8 @@ func (e *env) queue(o *storelink.Order, endpoint string, at time.Time) *storelin
 	e.t.Helper()
 	ev := event(o)
 	e.inTx(func(tx service.Tx) {
-		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint}}))
+		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at))
+		must(e.t, tx.InsertDeliveries(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint}}))
 	})
 	return ev
 }

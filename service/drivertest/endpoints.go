@@ -113,7 +113,8 @@ func testDeliveryListing(e *env) {
 		ev, at := event(o), e.tick()
 		queued = append(queued, at)
 		e.inTx(func(tx service.Tx) {
-			must(t, tx.InsertEvent(ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: ep.ID}}))
+			must(t, tx.InsertEvent(ctx, e.client.ID, ev, at))
+			must(t, tx.InsertDeliveries(ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: ep.ID}}))
 		})
 	}
 	list := func(f storelink.DeliveryFilter) []storelink.Delivery {

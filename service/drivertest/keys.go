@@ -44,7 +44,8 @@ func testDeliveries(e *env) {
 			states[some.ID][0] != storelink.StateFulfilled {
 			e.t.Fatalf("EnabledEndpoints = %+v, want %s (every state) and %s (fulfilled, returned)", eps, all.ID, some.ID)
 		}
-		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}))
+		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at))
+		must(e.t, tx.InsertDeliveries(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}))
 	})
 	list, err := e.seed.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
@@ -133,7 +134,7 @@ func testLocks(e *env) {
 			return nil
 		}, nil},
 		{"client events", func(tx service.Tx) error { return tx.LockClientEvents(e.ctx, e.client.ID) }, func(tx service.Tx) error {
-			if err := tx.InsertEvent(e.ctx, e.client.ID, event(o), e.at, nil); err != nil {
+			if err := tx.InsertEvent(e.ctx, e.client.ID, event(o), e.at); err != nil {
 				return err
 			}
 			_, err := tx.EnabledEndpoints(e.ctx, e.client.ID) // a statement after it

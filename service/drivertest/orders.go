@@ -217,10 +217,10 @@ func testEvents(e *env) {
 	var evs []*storelink.Event
 	for i := range 3 {
 		ev := event(o)
-		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick(), nil)) })
+		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick())) })
 		evs = append(evs, ev)
 		if i == 0 { // another client's event between them
-			e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at, nil)) })
+			e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at)) })
 		}
 	}
 	list, err := e.d.ListEvents(e.ctx, e.client.ID, 0, 10)
