@@ -98,7 +98,7 @@ func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint
 
 // LockClientEvents locks the client's event counter row (making it when the
 // client has written no event yet), which every transaction that writes
-// an event of the client updates first (nextEventSQL) and holds until it
+// an event of the client updates first (insertEventSQL) and holds until it
 // ends: those after wait, and this transaction's later statements see what
 // those before committed.
 func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {

@@ -53,9 +53,9 @@ func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Ord
 // reservedSQL counts the units that order items hold reserved at the stock
 // row s: a seek of order_items_reserving. The index's columns have the
 // database's collation and stock's store and EAN are COLLATE "C", so the
-// comparison names the collation; without it the two columns' collations
-// conflict, and the index is searched by client alone, every reserving item
-// of the client read for each row.
+// comparison names the index's collation; without it the stock column's "C"
+// decides, the index cannot serve the comparison, and it is searched by
+// client alone, every reserving item of the client read for each row.
 const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id
 	AND i.store_id = s.store_id COLLATE "default" AND i.ean = s.ean COLLATE "default")`
 

@@ -124,7 +124,7 @@ func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storeli
 }
 
 // ListEvents reads a client's events by their number, which follows commit
-// order (see nextEventSQL).
+// order (see insertEventSQL).
 func (d *Driver) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, clientID, after, limit)
 }
