@@ -21,10 +21,7 @@ import (
 // usable; a read sees the writes queued before it; nothing runs once the
 // transaction has ended.
 func TestPipedTransactions(t *testing.T) {
-	dbURL := newSchema(t)
-	db := openDB(t, dbURL, time.Now)
-	d := postgres.NewDriver(db)
-	client := setup(t, services(db), 1)[0]
+	_, _, d, client := pipeEnv(t)
 	ctx := context.Background()
 	order := func(number string) *storelink.Order {
 		now := time.Now().UTC().Truncate(time.Millisecond)
@@ -123,11 +120,7 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, deleteFirst := range []bool{true, false} {
-		dbURL := newSchema(t)
-		db := openDB(t, dbURL, time.Now)
-		svc := services(db)
-		d := postgres.NewDriver(db)
-		client := setup(t, svc, 1)[0]
+		_, svc, d, client := pipeEnv(t)
 		gone, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
 		must(t, err)
 		kept, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
@@ -209,11 +202,7 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 // client's events) decide where the event goes: an endpoint created or
 // enabled meanwhile gets it, one that no longer wants its state does not.
 func TestEndpointChangedWhileOrderWaits(t *testing.T) {
-	dbURL := newSchema(t)
-	db := openDB(t, dbURL, time.Now)
-	svc := services(db)
-	d := postgres.NewDriver(db)
-	client := setup(t, svc, 1)[0]
+	_, svc, d, client := pipeEnv(t)
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	e1, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
@@ -261,11 +250,7 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 // its event's, with two events in one transaction (a cancellation that
 // hands items to another store writes two).
 func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
-	dbURL := newSchema(t)
-	db := openDB(t, dbURL, time.Now)
-	svc := services(db)
-	d := postgres.NewDriver(db)
-	client := setup(t, svc, 1)[0]
+	dbURL, svc, d, client := pipeEnv(t)
 	ctx := context.Background()
 	ep, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
@@ -289,4 +274,13 @@ func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
 	if n != 6 || wrong != 0 {
 		t.Fatalf("%d deliveries, %d of them numbered other than their event; want 6 and 0", n, wrong)
 	}
+}
+
+// pipeEnv opens a database in a schema of its own, with its services, its
+// driver and a client with store S1.
+func pipeEnv(t *testing.T) (dbURL string, svc *service.Service, d *postgres.Driver, client string) {
+	dbURL = newSchema(t)
+	db := openDB(t, dbURL, time.Now)
+	svc = services(db)
+	return dbURL, svc, postgres.NewDriver(db), setup(t, svc, 1)[0]
 }

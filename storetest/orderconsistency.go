@@ -84,15 +84,7 @@ func testOrderConcurrency(e *env) {
 	const racers = 8
 	race := func(fn func(i int) error) (won int, codes map[string]int) {
 		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = fn(i)
-			}()
-		}
-		wg.Wait()
+		all(racers, func(i int) { errs[i] = fn(i) })
 		codes = map[string]int{}
 		for _, err := range errs {
 			if err == nil {
@@ -147,20 +139,14 @@ func testRoutingOverlap(e *env) {
 	const racers = 12
 	won := make([][]string, racers) // the EANs of each order made
 	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Pairs in a ring (A B, B C, C A), so that the racers' locks
-			// overlap in every order.
-			pair := []string{eans[i%3], eans[(i+1)%3]}
-			if _, errs[i] = s.CreateOrder(ctx, e.newOrder(fmt.Sprintf("R-%d", i), pair...)); errs[i] == nil {
-				won[i] = pair
-			}
-		}()
-	}
-	wg.Wait()
+	all(racers, func(i int) {
+		// Pairs in a ring (A B, B C, C A), so that the racers' needs
+		// overlap in every order.
+		pair := []string{eans[i%3], eans[(i+1)%3]}
+		if _, errs[i] = s.CreateOrder(ctx, e.newOrder(fmt.Sprintf("R-%d", i), pair...)); errs[i] == nil {
+			won[i] = pair
+		}
+	})
 	orders, reserved := 0, map[string]int{}
 	for i, err := range errs {
 		if err != nil {
@@ -195,4 +181,17 @@ func testRoutingOverlap(e *env) {
 	if len(list) != orders || len(e.clientEvents(e.client.ID)) != orders {
 		t.Fatalf("%d orders and %d events after the race, want %d of each", len(list), len(e.clientEvents(e.client.ID)), orders)
 	}
+}
+
+// all runs fn(0) … fn(n-1) at once and waits for them.
+func all(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }

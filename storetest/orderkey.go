@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"storelink"
@@ -170,15 +169,7 @@ func testOrderKeyRace(e *env) {
 		n := keyed(e.newOrder("R-"+c.name, eanA), "race "+c.name)
 		answers := make([]*storelink.Order, racers)
 		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				answers[i], errs[i] = c.create(n)
-			}()
-		}
-		wg.Wait()
+		all(racers, func(i int) { answers[i], errs[i] = c.create(n) })
 		made := 0
 		for i := range racers {
 			must(t, errs[i])
