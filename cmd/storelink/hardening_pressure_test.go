@@ -268,16 +268,28 @@ func fill(tb testing.TB, name string) {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	for _, chunk := range []int{64 << 10, 4 << 10, 512, 1} {
-		buf := make([]byte, chunk)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					tb.Fatalf("fill %s: %v", name, err)
+	// serve may free space meanwhile (its WAL cut back after a
+	// checkpoint): the disk is filled again until it stays full for a
+	// moment.
+	for pass := 0; ; pass++ {
+		wrote := 0
+		for _, chunk := range []int{64 << 10, 4 << 10, 512, 1} {
+			buf := make([]byte, chunk)
+			for {
+				n, err := f.Write(buf)
+				wrote += n
+				if err != nil {
+					if !errors.Is(err, syscall.ENOSPC) {
+						tb.Fatalf("fill %s: %v", name, err)
+					}
+					break
 				}
-				break
 			}
 		}
+		if pass > 0 && wrote == 0 || pass == 20 {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 }
 
