@@ -1,7 +1,7 @@
 package sqlite
 
 import (
-	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -35,6 +35,10 @@ import (
 type leaseBook struct {
 	mu   sync.Mutex
 	held map[string]*deliveryLease // by delivery id
+	// soonest is when the first lease in held runs out, at the earliest
+	// (math.MinInt64 while one is held by no one): until then expired,
+	// which every round asks, has nothing to find and looks at none.
+	soonest int64
 }
 
 // deliveryLease is a claimed delivery: who holds it, until when (Unix ms), and
@@ -71,8 +75,19 @@ func (b *leaseBook) liveLeases(now int64, ending []*deliveryLease) []*deliveryLe
 func (b *leaseBook) expired(now int64, ending []*deliveryLease) []*deliveryLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if now <= b.soonest {
+		return nil
+	}
+	// Those ending count for soonest too: should their round not commit,
+	// they stay.
 	var out []*deliveryLease
+	b.soonest = math.MaxInt64
 	for _, l := range b.held {
+		if l.owner == "" {
+			b.soonest = math.MinInt64
+		} else {
+			b.soonest = min(b.soonest, l.until)
+		}
 		if (l.until < now || l.owner == "") && !slices.Contains(ending, l) {
 			out = append(out, l)
 		}
@@ -121,6 +136,7 @@ func (b *leaseBook) redeliverable(id string, now int64) bool {
 	}
 	// The lost attempt's result, should it still come, moves nothing.
 	l.owner, l.try = "", 0
+	b.soonest = math.MinInt64
 	return true
 }
 
@@ -137,7 +153,10 @@ func (b *leaseBook) settle(ended []*deliveryLease, taken map[string]*deliveryLea
 			delete(b.held, l.id)
 		}
 	}
-	maps.Copy(b.held, taken)
+	for id, l := range taken {
+		b.held[id] = l
+		b.soonest = min(b.soonest, l.until)
+	}
 }
 
 // release ends the leases jobs hold. One that took over from a lease that
@@ -156,6 +175,7 @@ func (b *leaseBook) release(jobs []storelink.DeliveryJob) []*deliveryLease {
 		if l.lostAttempt > 0 {
 			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID, order: l.order,
 				attempt: l.lostAttempt, try: l.lostTry}
+			b.soonest = math.MinInt64
 		} else {
 			delete(b.held, j.DeliveryID)
 		}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -225,4 +226,50 @@ func TestConcurrentClaims(t *testing.T) {
 	if len(seen) != 200 {
 		t.Fatalf("%d deliveries claimed, want all 200", len(seen))
 	}
+}
+
+// expired finds a lease once it has run out, and one held by no one (given
+// back after it took over from a lost one, or redelivered) at once,
+// whenever the leases before them ran out; before the first runs out it
+// finds none, and those ending in the round are never among them.
+func TestLeaseBookExpired(t *testing.T) {
+	var b leaseBook
+	a := &deliveryLease{id: "a", owner: "w1", until: 100, attempt: 1, try: 1}
+	c := &deliveryLease{id: "c", owner: "w1", until: 200, attempt: 2, try: 2, lostAttempt: 1, lostTry: 1}
+	b.settle(nil, map[string]*deliveryLease{"a": a, "c": c})
+	ids := func(ls []*deliveryLease) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	check := func(now int64, ending []*deliveryLease, want ...string) {
+		t.Helper()
+		if got := ids(b.expired(now, ending)); !slices.Equal(got, want) {
+			t.Errorf("expired at %d: %v, want %v", now, got, want)
+		}
+	}
+	check(50, nil)
+	check(100, nil)
+	check(101, nil, "a")
+	check(101, []*deliveryLease{a})
+	check(150, nil, "a")
+	// c is given back: the lease it took over from stays, held by no one.
+	b.release([]storelink.DeliveryJob{{DeliveryID: "c", Owner: "w1", Attempt: 2}})
+	check(50, nil, "c")
+	b.settle([]*deliveryLease{a}, nil)
+	check(50, nil, "c")
+	// Taken again: nothing runs out before the new lease.
+	c2 := &deliveryLease{id: "c", owner: "w2", until: 300, attempt: 2, try: 2}
+	b.settle(nil, map[string]*deliveryLease{"c": c2})
+	check(50, nil)
+	check(301, nil, "c")
+	b.settle(nil, map[string]*deliveryLease{"d": {id: "d", owner: "w2", until: 400}})
+	// Redelivered after its lease ran out: held by no one, found at once.
+	if !b.redeliverable("c", 350) {
+		t.Fatal("c not redeliverable after its lease ran out")
+	}
+	check(50, nil, "c")
 }
