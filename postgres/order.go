@@ -40,14 +40,14 @@ const (
 
 // GetOrder reads an order in the transaction, without locking it.
 func (t *pgTx) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, &t.tx, id, false)
+	return loadOrder(ctx, t.tx.sendBatch, id, false)
 }
 
 // GetOrderForUpdate reads an order with its row locked (FOR UPDATE) until
 // the transaction ends: with many writers, racing changes of one order wait
 // for each other here.
 func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, &t.tx, id, true)
+	return loadOrder(ctx, t.tx.sendBatch, id, true)
 }
 
 // reservedSQL counts the units that order items hold reserved at the stock

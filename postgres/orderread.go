@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/jackc/pgx/v5"
+
 	"storelink"
 )
 
@@ -35,18 +37,37 @@ func deref(s *string) string {
 	return *s
 }
 
-// loadOrder reads an order and its items, or service.ErrNotFound;
-// forUpdate locks the order's row until the transaction ends.
-func loadOrder(ctx context.Context, q querier, id string, forUpdate bool) (*storelink.Order, error) {
+// loadOrder reads an order and its items, or service.ErrNotFound, as one
+// batch that send sends: one round trip. forUpdate locks the order's row
+// until the transaction ends; the items are read after the lock is taken,
+// as its holder left them.
+func loadOrder(ctx context.Context, send func(context.Context, *pgx.Batch) error, id string, forUpdate bool) (*storelink.Order, error) {
 	query := `SELECT ` + orderColumns + ` FROM orders WHERE id = $1`
 	if forUpdate {
 		query += ` FOR UPDATE`
 	}
-	o, err := scanOrder(q.QueryRow(ctx, query, id))
-	if err != nil {
+	var o *storelink.Order
+	var oerr error
+	var items []storelink.Item
+	b := &pgx.Batch{}
+	// No row is an answer, not a failed batch (see pipeRow.Scan).
+	b.Queue(query, id).QueryRow(func(row pgx.Row) error {
+		o, oerr = scanOrder(row)
+		return nil
+	})
+	b.Queue(itemsSQL, id).Query(func(rows pgx.Rows) error {
+		var err error
+		items, err = scanItems(rows)
+		return err
+	})
+	if err := send(ctx, b); err != nil {
 		return nil, noRow(err)
 	}
-	return o, loadItems(ctx, q, o)
+	if oerr != nil {
+		return nil, noRow(oerr)
+	}
+	o.Items = items
+	return o, nil
 }
 
 func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
@@ -54,8 +75,14 @@ func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
 	if err != nil {
 		return err
 	}
+	o.Items, err = scanItems(rows)
+	return err
+}
+
+// scanItems reads the rows of itemsSQL and closes them; never nil.
+func scanItems(rows pgx.Rows) ([]storelink.Item, error) {
 	defer rows.Close()
-	o.Items = []storelink.Item{}
+	items := []storelink.Item{}
 	for rows.Next() {
 		var it storelink.Item
 		// pgx converts to and from the domain's named types, and NULL to a
@@ -63,16 +90,16 @@ func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
 		if err := rows.Scan(&it.ItemID, &it.EAN, &it.Price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
 			&it.ArticleLocation, &it.Status, &it.CancellationReason, &it.ReturnReasonCode, &it.ReturnLocation,
 			&it.ReturnStoreID, &it.Reserving); err != nil {
-			return err
+			return nil, err
 		}
-		o.Items = append(o.Items, it)
+		items = append(items, it)
 	}
-	return rows.Err()
+	return items, rows.Err()
 }
 
 // GetOrder reads an order on the pool, locking nothing.
 func (d *Driver) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, d.db.pool, id, false)
+	return loadOrder(ctx, d.db.sendBatch, id, false)
 }
 
 // ListOrders reads the orders that f selects, then the items of each.

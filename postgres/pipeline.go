@@ -110,6 +110,11 @@ func (p *pipe) sendWith(ctx context.Context, last func(b *pgx.Batch)) error {
 	return p.conn.SendBatch(ctx, b).Close()
 }
 
+// sendBatch sends the statements queued and then b's, in one round trip.
+func (p *pipe) sendBatch(ctx context.Context, b *pgx.Batch) error {
+	return p.sendWith(ctx, func(q *pgx.Batch) { q.QueuedQueries = append(q.QueuedQueries, b.QueuedQueries...) })
+}
+
 // Exec sends the statement with those queued.
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag

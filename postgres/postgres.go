@@ -159,6 +159,11 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
+// sendBatch sends b on a connection of the pool, in one round trip.
+func (db *DB) sendBatch(ctx context.Context, b *pgx.Batch) error {
+	return db.pool.SendBatch(ctx, b).Close()
+}
+
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
