@@ -49,17 +49,14 @@ import (
 // is $9 or there is none: another process may have moved the database to a
 // new key (storelink secret-key rotate) while this one ran.
 //
-// It claims only at the endpoints whose claim locks the transaction holds
-// (claimLockSQL, which names them in the setting storelink.claim_endpoints):
-// an endpoint's in-flight count is exact only if no other claim runs at the
-// endpoint between counting and leasing, which SQLite's single writer gives
-// for free and PostgreSQL needs a lock for. Claims at other endpoints run
-// meanwhile, in other processes.
+// The transaction holds the delivery-claim advisory lock (claimLockSQL): the
+// in-flight count is exact only if no other claim runs between counting and
+// leasing, which SQLite's single writer gives for free and PostgreSQL needs
+// a lock for.
 const claimDeliveriesSQL = `
 WITH eps AS (
 	SELECT e.id FROM endpoints e
-	WHERE e.id = ANY (string_to_array(current_setting('storelink.claim_endpoints'), ','))
-	  AND e.enabled AND coalesce((SELECT value FROM settings WHERE name = $10), '') IN ('', $9)
+	WHERE e.enabled AND coalesce((SELECT value FROM settings WHERE name = $10), '') IN ('', $9)
 	  AND (SELECT min(d.next_attempt_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') <= $1
 ), inflight AS (
 	SELECT eps.id AS endpoint_id, f.n, f.own FROM eps CROSS JOIN LATERAL (
@@ -90,33 +87,15 @@ WHERE d.id = locked.id AND ev.id = d.event_id AND e.id = d.endpoint_id
 RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
 	e.url, e.api_key, e.secret, e.previous_secret, e.previous_secret_until, d.next_attempt_at, d.event_seq`
 
-// claimLockSQL takes the claim locks of up to $4 endpoints with deliveries
-// due at $3, the oldest due first, until the transaction ends, and names
-// them in the setting storelink.claim_endpoints for the claim that follows
-// (claimDeliveriesSQL, a statement of its own: it reads the deliveries as
-// the locks' previous holders committed them). The locks are tried, never
-// waited for: an endpoint whose claim another process runs is left to it,
-// and this claim takes the next. It reads the secret key's check value too.
-// And it has the claim planned for its parameters each time
+// claimLockSQL takes the delivery-claim advisory lock until the
+// transaction ends and reads the secret key's check value under it. It has
+// the claim that follows planned for its parameters each time
 // (plan_cache_mode, until the transaction ends): a generic plan, which
 // PostgreSQL may settle on for a statement prepared on the connection,
 // knows neither the time nor the limits, and a claim is run hundreds of
 // times a second on a table that changes as fast.
 const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
-	FROM (SELECT set_config('plan_cache_mode', 'force_custom_plan', true),
-		set_config('storelink.claim_endpoints', array_to_string(ARRAY(
-			SELECT c.id FROM (
-				SELECT e.id FROM endpoints e
-				CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM deliveries d
-					WHERE d.endpoint_id = e.id AND d.state = 'pending') m
-				WHERE e.enabled AND m.due <= $3
-				ORDER BY m.due OFFSET 0) c
-			WHERE pg_try_advisory_xact_lock($1, hashtext(c.id))
-			LIMIT $4), ','), true)) AS l`
-
-// claimEndpoints bounds the endpoints one claim locks: enough for a claim's
-// deliveries, few enough for PostgreSQL's shared lock table.
-const claimEndpoints = 256
+	FROM (SELECT pg_advisory_xact_lock($1, 0), set_config('plan_cache_mode', 'force_custom_plan', true)) AS l`
 
 // BeginRound starts a round of the deliverer's bookkeeping. It sends
 // nothing: the round's statements are queued and sent in one batch, by
@@ -173,7 +152,7 @@ func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time
 	}
 	records := t.b.Len()
 	b := &pgx.Batch{QueuedQueries: slices.Clone(t.b.QueuedQueries)}
-	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck, now, min(max(limit, 1), claimEndpoints))
+	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck)
 	b.Queue(claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all, keyCheck, settingKeyCheck)
 	br := t.db.pool.SendBatch(ctx, b)
 	claimed, check, err := readClaim(br, records, owner)

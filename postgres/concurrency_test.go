@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"storelink"
 	"storelink/postgres"
 	"storelink/service"
@@ -392,56 +390,5 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	must(t, err)
 	if n != 0 || int(delivered.Load()) != total {
 		t.Fatalf("%d delivered, %d pending; want %d and 0", delivered.Load(), n, total)
-	}
-}
-
-// TestDeliveryClaimsByEndpoint: a claim leaves alone the endpoints whose
-// claims another process runs (it holds their claim locks) and claims at
-// the others meanwhile, without waiting; once the other claim has ended,
-// the endpoint's deliveries are claimed too.
-func TestDeliveryClaimsByEndpoint(t *testing.T) {
-	dbURL := newSchema(t)
-	db := openAt(t, dbURL, fixedClock())
-	ctx := context.Background()
-	client := setup(t, db, 1)[0]
-	var busy, free string
-	for i, u := range []string{"https://busy.test", "https://free.test"} {
-		ep, err := db.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: u}, "whsec_AAAA")
-		must(t, err)
-		*[]*string{&busy, &free}[i] = ep.ID
-	}
-	price := storelink.Money(100)
-	for i := range 3 {
-		_, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("W-", i), ClientID: client,
-			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
-		must(t, err)
-	}
-	other, err := pgx.Connect(ctx, dbURL)
-	must(t, err)
-	defer other.Close(ctx)
-	tx, err := other.Begin(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	must(t, postgres.LockEndpointClaimsForTest(ctx, tx, busy))
-
-	byEndpoint := func(jobs []storelink.DeliveryJob) map[string]int {
-		n := map[string]int{}
-		for _, j := range jobs {
-			n[j.EndpointID]++
-		}
-		return n
-	}
-	claimCtx, cancel := context.WithTimeout(ctx, 5*time.Second) // a claim that waited would run out
-	defer cancel()
-	jobs, err := db.ClaimDeliveries(claimCtx, "w1", time.Hour, 10, 10)
-	must(t, err)
-	if n := byEndpoint(jobs); n[free] != 3 || n[busy] != 0 {
-		t.Fatalf("claimed %v while another claim ran at %s; want the 3 of %s and none of its", n, busy, free)
-	}
-	must(t, tx.Rollback(ctx))
-	jobs, err = db.ClaimDeliveries(ctx, "w2", time.Hour, 10, 10)
-	must(t, err)
-	if n := byEndpoint(jobs); n[busy] != 3 || len(n) != 1 {
-		t.Fatalf("claimed %v once the other claim ended; want the 3 of %s", n, busy)
 	}
 }

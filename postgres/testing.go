@@ -72,11 +72,3 @@ func (db *DB) FillStockForTest(ctx context.Context, clientID, uploadID string, s
 	}))
 	return int(n), err
 }
-
-// LockEndpointClaimsForTest takes, in tx, the claim lock of an endpoint
-// that claimLockSQL tries, as a claim running in another process holds it.
-// No service code calls it.
-func LockEndpointClaimsForTest(ctx context.Context, tx pgx.Tx, endpointID string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockDeliveryClaims, endpointID)
-	return err
-}
