@@ -41,12 +41,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		jobs, err := q.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
 		done := 0
 		for err == nil && len(jobs) > 0 {
-			results := make([]storelink.AttemptResult, len(jobs))
-			now := time.Now().UTC()
-			for i := range jobs {
-				results[i] = storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
-					Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: now, DurationMS: 1, StatusCode: 204}}
-			}
+			results := succeeded(jobs, len(jobs), 1, 204)
 			done += len(jobs)
 			commits++
 			jobs, err = q.RecordAndClaim(ctx, results, "w1", time.Minute, round, storelink.ClaimCaps{Default: round})
@@ -54,11 +49,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if done != backlog {
-			b.Fatalf("%d deliveries done, want %d", done, backlog)
-		}
-		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(done), "µs/delivery")
-		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-µs/delivery")
+		reportDeliveries(b, start, cpu0, done, backlog)
 		list, _ := db.QueryForTest(ctx, "PRAGMA database_list")
 		if fi, err := os.Stat(list[0]["file"] + "-wal"); err == nil {
 			b.ReportMetric(float64(fi.Size())/walFrame/float64(commits), "pages/commit")
@@ -75,4 +66,28 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// succeeded is the results of the first n jobs, each answered status after
+// durationMS.
+func succeeded(jobs []storelink.DeliveryJob, n int, durationMS int64, status int) []storelink.AttemptResult {
+	results := make([]storelink.AttemptResult, n)
+	now := time.Now().UTC()
+	for i := range n {
+		results[i] = storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeSucceeded,
+			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: now, DurationMS: durationMS, StatusCode: status,
+				URL: jobs[i].URL}}
+	}
+	return results
+}
+
+// reportDeliveries fails unless done is the backlog, and reports the time
+// and this process's CPU per delivery since start and cpu0.
+func reportDeliveries(b *testing.B, start time.Time, cpu0 time.Duration, done, backlog int) {
+	b.Helper()
+	if done != backlog {
+		b.Fatalf("%d deliveries done, want %d", done, backlog)
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(done), "µs/delivery")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-µs/delivery")
 }

@@ -83,13 +83,7 @@ func BenchmarkDeliveryEndpoints(b *testing.B) {
 		done, rounds := 0, 0
 		for {
 			n := min(round, len(flight))
-			results := make([]storelink.AttemptResult, n)
-			now := time.Now().UTC()
-			for i := range n {
-				results[i] = storelink.AttemptResult{Job: &flight[i], Outcome: storelink.OutcomeSucceeded,
-					Attempt: storelink.Attempt{Number: flight[i].Attempt, At: now, DurationMS: 50, StatusCode: 200,
-						URL: flight[i].URL}}
-			}
+			results := succeeded(flight, n, 50, 200)
 			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, held-len(flight)+n, storelink.ClaimCaps{Default: 96, All: 96})
 			if err != nil {
 				b.Fatal(err)
@@ -101,11 +95,7 @@ func BenchmarkDeliveryEndpoints(b *testing.B) {
 				break
 			}
 		}
-		if done != backlog {
-			b.Fatalf("%d deliveries done, want %d", done, backlog)
-		}
-		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(done), "µs/delivery")
-		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-µs/delivery")
+		reportDeliveries(b, start, cpu0, done, backlog)
 		b.ReportMetric(float64(done)/float64(rounds), "deliveries/round")
 		db.Close()
 	}

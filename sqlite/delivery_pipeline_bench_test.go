@@ -78,12 +78,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 		done, rounds := 0, 0
 		for {
 			n := min(round, len(held))
-			results := make([]storelink.AttemptResult, n)
-			now := time.Now().UTC()
-			for i := range n {
-				results[i] = storelink.AttemptResult{Job: &held[i], Outcome: storelink.OutcomeSucceeded,
-					Attempt: storelink.Attempt{Number: held[i].Attempt, At: now, DurationMS: 1, StatusCode: 204}}
-			}
+			results := succeeded(held, n, 1, 204)
 			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, 256, storelink.ClaimCaps{Default: leased})
 			if err != nil {
 				b.Fatal(err)
@@ -95,11 +90,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 				break
 			}
 		}
-		if done != backlog {
-			b.Fatalf("%d deliveries done, want %d", done, backlog)
-		}
-		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(done), "µs/delivery")
-		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(done), "cpu-µs/delivery")
+		reportDeliveries(b, start, cpu0, done, backlog)
 		b.ReportMetric(float64(done)/float64(rounds), "deliveries/round")
 		db.Close()
 	}
