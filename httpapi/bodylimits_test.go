@@ -61,7 +61,7 @@ func conformAnswer(t *testing.T, method, path string, resp *http.Response, body 
 func TestUploadsInFlightConform(t *testing.T) {
 	a := newAPI(t, apiOptions{maxUploadsInFlight: 1})
 	csv := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv"}
-	holdBody(t, a, "PUT", "/stock/"+a.ClientID+"/held.csv", 10000, csv, "store;")
+	held, heldReader := holdBody(t, a, "PUT", "/stock/"+a.ClientID+"/held.csv", 10000, csv, "store;")
 	validate := "/stock/" + a.ClientID + "/validate"
 	var resp *http.Response
 	var body []byte
@@ -70,6 +70,12 @@ func TestUploadsInFlightConform(t *testing.T) {
 		if resp.StatusCode == http.StatusTooManyRequests || time.Now().After(deadline) {
 			break
 		}
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		// Say what became of the held upload: answered, or still waiting.
+		_ = held.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		line, err := heldReader.ReadString('\n')
+		t.Fatalf("validations still answered %d after 10s with an upload held; the held upload's answer: %q (%v)", resp.StatusCode, line, err)
 	}
 	p := problem(t, resp, body, http.StatusTooManyRequests)
 	if p.Type != "/problems/uploads_in_flight" || resp.Header.Get("Retry-After") != "1" {
