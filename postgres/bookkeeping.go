@@ -38,12 +38,11 @@ import (
 // event of its order to this endpoint" (deliveries_order's first entry,
 // asked for in that index's order: with min(), the planner read the
 // endpoint's every pending delivery for each candidate instead), an array
-// of ids for the rows to lock. Written as EXISTS and NOT
-// EXISTS, they were joins, which on a table whose statistics say it is
-// nearly empty (a new database, a backlog grown since the last ANALYZE) the
-// planner made as a scan of every due delivery, and for each candidate a
-// scan of its endpoint's every pending delivery: a second a claim at a
-// backlog of a few thousand, the claim lock held meanwhile.
+// of ids for the rows to lock. Written as EXISTS and NOT EXISTS, they are
+// joins, which on a table whose statistics say it is nearly empty (a new
+// database, a backlog grown since the last ANALYZE) the planner can make a
+// scan of every due delivery and, for each candidate, of its endpoint's
+// every pending delivery, the claim lock held meanwhile.
 //
 // It claims nothing unless the secret key's check value in settings ($10)
 // is $9 or there is none: another process may have moved the database to a

@@ -67,9 +67,9 @@ func (t *pgTx) Rollback(ctx context.Context) error {
 // client, not per EAN: an order of 500 items would take 500 entries of
 // PostgreSQL's shared lock table, which a few such orders at once fill for
 // every session of the server; and the orders of one client wait for each
-// other on its event counter anyway, where per-EAN locks only added a
-// second queue, first come no longer first served (BenchmarkGrownTables'
-// orders: p50 halved, p99 doubled).
+// other on its event counter anyway, where per-EAN locks would add a second
+// queue, in which an order waits once per EAN, first come no longer first
+// served.
 func (t *pgTx) LockRouting(_ context.Context, clientID string) error {
 	t.tx.queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockRouting, clientID)
 	return nil

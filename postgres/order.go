@@ -62,11 +62,11 @@ const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i
 // StockInForce reads the stock rows of the EANs, passed as one text array,
 // at the client's stores (or one of them), with their reserved units: a
 // primary-key lookup per store and EAN (LATERAL, kept from being flattened
-// into a join by its LIMIT), whatever the table's statistics say. With `ean = ANY($2)`, or a join, the planner read each
-// store's whole stock whenever a young table's estimates made the client's
-// rows look few. Stock rows only ever exist for the client's stores; the
-// stores are kept in the query so that a deleted store's leftovers, if any,
-// never route an order.
+// into a join by its LIMIT), whatever the table's statistics say: with
+// `ean = ANY($2)`, or a join, the planner can read each store's whole stock
+// when a young table's estimates make the client's rows look few. Stock
+// rows only ever exist for the client's stores; the stores are kept in the
+// query so that a deleted store's leftovers, if any, never route an order.
 func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
 	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
 		FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)

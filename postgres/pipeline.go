@@ -23,7 +23,7 @@ import (
 //
 // Exec, Query and QueryRow send what is queued with their statement; a
 // statement that queue holds fails, if it does, in the send that carries
-// it, under that send's caller's error.
+// it, as a queuedError.
 type pipe struct {
 	conn *pgxpool.Conn
 	b    *pgx.Batch // queued and not yet sent

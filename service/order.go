@@ -62,7 +62,7 @@ func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder
 // answers a remembered idempotency key, or lets build make the order and its
 // event for the client (from n as validated), writes them and remembers the
 // key. The key's lock is taken before build runs, and so before the routing
-// locks that build may take (routingStock): the two never deadlock.
+// lock that build may take (routingStock): the two never deadlock.
 func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call string,
 	build func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
 	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it

@@ -177,9 +177,10 @@ func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storeli
 // InsertDeliveries writes the deliveries, with the number of their event;
 // the deliverer's queue reads them from the file at its next round.
 func (tx *writeTx) InsertDeliveries(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
+	t := ms(at)
 	for _, d := range ds {
 		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, ev.EventID, d.EndpointID, clientID, ev.OrderID,
-			ev.State, ms(at), ms(at), ms(at)); err != nil {
+			ev.State, t, t, t); err != nil {
 			return err
 		}
 	}

@@ -416,18 +416,9 @@ func (s scaleSetup) run(b *testing.B, feeds [][]byte, d time.Duration) scaleResu
 	r.p50 = lat[len(lat)/2]
 	// The queue is watched in the database, not on /metrics: a scrape
 	// costs the serve process more CPU than this query costs PostgreSQL.
-	for wait := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var left int
-		if err := s.conn.QueryRow(context.Background(),
-			`SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&left); err != nil {
-			b.Fatal(err)
-		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(wait) {
-			b.Fatalf("%d of %d uploads not applied two minutes after the phase", left, r.accepted)
-		}
+	if left := waitNone(b, s.conn, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`,
+		2*time.Minute, 10*time.Millisecond); left > 0 {
+		b.Fatalf("%d of %d uploads not applied two minutes after the phase", left, r.accepted)
 	}
 	r.drained = time.Since(start)
 	var n float64
@@ -438,4 +429,19 @@ func (s scaleSetup) run(b *testing.B, feeds [][]byte, d time.Duration) scaleResu
 		b.Fatalf("%d uploads accepted, %d applied: some were rejected", r.accepted, int(n)-appliedBefore)
 	}
 	return r
+}
+
+// waitNone asks query, a count, every so often until it is 0 or within has
+// passed, and returns the last count.
+func waitNone(b *testing.B, conn *pgx.Conn, query string, within, every time.Duration) int {
+	b.Helper()
+	for wait := time.Now().Add(within); ; time.Sleep(every) {
+		var left int
+		if err := conn.QueryRow(context.Background(), query).Scan(&left); err != nil {
+			b.Fatal(err)
+		}
+		if left == 0 || time.Now().After(wait) {
+			return left
+		}
+	}
 }

@@ -253,17 +253,8 @@ func scaleOutOnce(b *testing.B, ctl *cpuController, cores float64, n int, run ti
 	cpu, pg = target.cpu(b), postgresCPU()
 	start = time.Now()
 	rc.open()
-	for wait := start.Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		var pending int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'pending'`).Scan(&pending); err != nil {
-			b.Fatal(err)
-		}
-		if pending == 0 {
-			break
-		}
-		if time.Now().After(wait) {
-			b.Fatalf("%d of %d deliveries pending three minutes after the receiver opened", pending, r.deliveries)
-		}
+	if pending := waitNone(b, conn, `SELECT count(*) FROM deliveries WHERE state = 'pending'`, 3*time.Minute, 20*time.Millisecond); pending > 0 {
+		b.Fatalf("%d of %d deliveries pending three minutes after the receiver opened", pending, r.deliveries)
 	}
 	r.drain = time.Since(start)
 	r.dServeCores = (target.cpu(b) - cpu).Seconds() / r.drain.Seconds()
