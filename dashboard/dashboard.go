@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -71,11 +72,16 @@ type Deps struct {
 	// valid only while its row is there, so a logout holds in every process
 	// sharing the database and across restarts.
 	Sessions storelink.SessionStore
-	// LoginLimit, when set, limits failed logins per remote address. Serve
-	// passes the API's limiter, so that guesses at the admin token or an
-	// API key through the API, the login form and the portal's sign-in
-	// count together.
+	// LoginLimit, when set, limits failed logins per client address and
+	// credential. Serve passes the API's limiter, so that guesses at the
+	// admin token or an API key through the API, the login form and the
+	// portal's sign-in count together.
 	LoginLimit LoginLimit
+	// ClientAddr is the address of the client that sent a request, for
+	// LoginLimit and the login logs; serve passes the API's
+	// httpapi.TrustedProxies.ClientAddr, so that behind a reverse proxy
+	// each client counts on its own. The connection's address when nil.
+	ClientAddr func(*http.Request) netip.Addr
 	// Capacity is the upload capacity policy, to show each client's bucket.
 	Capacity storelink.CapacityPolicy
 	// Wake is called after a redelivery or when an endpoint is enabled, so
@@ -93,14 +99,17 @@ type Deps struct {
 	SessionTTL time.Duration
 }
 
-// LoginLimit limits failed authentications per remote address;
-// httpapi.AuthLimiter is one.
+// LoginLimit limits failed authentications per client address and
+// credential (a client id, or "" for the admin token); httpapi.AuthLimiter
+// is one.
 type LoginLimit interface {
-	// Blocked tells whether attempts from the address are refused now, and
-	// for how many more seconds.
-	Blocked(remoteAddr string) (retryAfter int, blocked bool)
-	// Failed counts a failed attempt from the address.
-	Failed(remoteAddr string)
+	// Blocked tells whether an attempt from addr at the credential is
+	// refused now, and for how many more seconds.
+	Blocked(addr netip.Addr, clientID string) (retryAfter int, blocked bool)
+	// Failed counts a failed attempt from addr at the credential; when it
+	// could not be counted (counted false) the attempt is answered as
+	// refused for retryAfter seconds.
+	Failed(addr netip.Addr, clientID string) (retryAfter int, counted bool)
 }
 
 // Handler serves the dashboard under /dashboard/, the portal under
@@ -139,6 +148,12 @@ func New(d Deps) *Handler {
 	}
 	if h.EndpointDeleted == nil {
 		h.EndpointDeleted = func(string) {}
+	}
+	if h.ClientAddr == nil {
+		h.ClientAddr = func(r *http.Request) netip.Addr {
+			ap, _ := netip.ParseAddrPort(r.RemoteAddr)
+			return ap.Addr().Unmap()
+		}
 	}
 	if h.Download == nil {
 		h.Download = func(http.ResponseWriter) (func(), error) { return func() {}, nil }

@@ -102,41 +102,51 @@ func (h *Handler) handlePortalLoginForm(w http.ResponseWriter, r *http.Request) 
 
 // handlePortalLogin checks a client id and API key as the API does, and
 // opens a session of that client. A key that is not valid counts against
-// the address's failed attempts, as it does at the API, and an address
-// that has failed too often is refused before the key is looked at; a
-// valid key of another client of the same partner (403) guesses nothing
-// and does not count. The key is never shown again, nor kept.
+// the address's and the client id's failed attempts, as it does at the
+// API, and an attempt the limit refuses is refused before the key is
+// looked at; a valid key of another client of the same partner (403), or
+// an empty field, guesses nothing and does not count. The key is never
+// shown again, nor kept.
 func (h *Handler) handlePortalLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	clientID, key := strings.TrimSpace(r.PostFormValue("client_id")), strings.TrimSpace(r.PostFormValue("api_key"))
 	d := portalLoginData{Next: realmPath(portalRealm, r.PostFormValue("next")), ClientID: clientID}
+	addr := h.ClientAddr(r)
 	refuse := func(status int, msg string) {
 		d.Error = msg
 		h.render(w, r, status, "portal_login", view{Title: "Sign in", Portal: true, Data: d})
 	}
-	if h.LoginLimit != nil {
-		if after, blocked := h.LoginLimit.Blocked(r.RemoteAddr); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(after))
-			refuse(http.StatusTooManyRequests, fmt.Sprintf("Too many failed attempts from this address: try again in %d seconds.", after))
-			return
-		}
+	limited := func(after int) {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+		refuse(http.StatusTooManyRequests, fmt.Sprintf("Too many failed attempts from this address: try again in %d seconds.", after))
 	}
 	if h.Auth == nil {
 		refuse(http.StatusServiceUnavailable, "Partners cannot sign in on this server.")
 		return
 	}
+	// Checked first: an empty client id would be taken for the admin
+	// token's by the limit.
 	if clientID == "" || key == "" {
 		refuse(http.StatusUnauthorized, "Enter your client id and one of its API keys.")
 		return
+	}
+	if h.LoginLimit != nil {
+		if after, blocked := h.LoginLimit.Blocked(addr, clientID); blocked {
+			limited(after)
+			return
+		}
 	}
 	c, err := h.Auth.Authenticate(r.Context(), clientID, key)
 	switch storelink.ErrorCode(err) {
 	case "":
 	case storelink.EUNAUTHORIZED:
+		h.logger.Warn("portal: sign-in refused", "remote", addr.String())
 		if h.LoginLimit != nil {
-			h.LoginLimit.Failed(r.RemoteAddr)
+			if after, counted := h.LoginLimit.Failed(addr, clientID); !counted {
+				limited(after)
+				return
+			}
 		}
-		h.logger.Warn("portal: sign-in refused", "remote", r.RemoteAddr)
 		refuse(http.StatusUnauthorized, "That client id and API key do not go together.")
 		return
 	case storelink.EFORBIDDEN:
@@ -153,7 +163,7 @@ func (h *Handler) handlePortalLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setCookie(w, r, portalRealm, value, int(h.SessionTTL.Seconds()))
-	h.logger.Info("portal: sign-in", "client_id", c.ID, "remote", r.RemoteAddr)
+	h.logger.Info("portal: sign-in", "client_id", c.ID, "remote", addr.String())
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 

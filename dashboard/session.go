@@ -252,27 +252,35 @@ func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLogin checks the token in constant time: both sides are hashed
-// first, so the comparison does not even depend on the length. An address
-// that has failed too often (here or at the API) is refused before the
-// token is looked at; an empty token guesses nothing and is not counted.
+// first, so the comparison does not even depend on the length. An attempt
+// that the limit refuses (for this address's failures here or at the API,
+// or the admin token's under attack) is refused before the token is looked
+// at; an empty token guesses nothing and is not counted.
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := localPath(r.PostFormValue("next"))
+	addr := h.ClientAddr(r)
+	limited := func(after int) {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+		h.render(w, r, http.StatusTooManyRequests, "login", view{Title: "Log in", Data: loginData{Next: next,
+			Error: fmt.Sprintf("Too many failed attempts from this address: try again in %d seconds.", after)}})
+	}
 	if h.LoginLimit != nil {
-		if after, blocked := h.LoginLimit.Blocked(r.RemoteAddr); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(after))
-			h.render(w, r, http.StatusTooManyRequests, "login", view{Title: "Log in", Data: loginData{Next: next,
-				Error: fmt.Sprintf("Too many failed attempts from this address: try again in %d seconds.", after)}})
+		if after, blocked := h.LoginLimit.Blocked(addr, ""); blocked {
+			limited(after)
 			return
 		}
 	}
 	got, want := sha256.Sum256([]byte(token)), sha256.Sum256([]byte(h.AdminToken))
 	if h.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		h.logger.Warn("dashboard: login refused", "remote", addr.String())
 		if h.LoginLimit != nil && token != "" {
-			h.LoginLimit.Failed(r.RemoteAddr)
+			if after, counted := h.LoginLimit.Failed(addr, ""); !counted {
+				limited(after)
+				return
+			}
 		}
-		h.logger.Warn("dashboard: login refused", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login", view{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is not the admin token."}})
 		return
@@ -283,7 +291,7 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setCookie(w, r, operatorRealm, value, int(h.SessionTTL.Seconds()))
-	h.logger.Info("dashboard: login", "remote", r.RemoteAddr)
+	h.logger.Info("dashboard: login", "remote", addr.String())
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -11,18 +11,20 @@ import (
 
 // admin guards an operator handler with the admin token. Both sides are
 // hashed first so the comparison takes the same time whatever the length.
-// A wrong token counts against the address's failed attempts; no token at
-// all guesses nothing and does not.
+// A wrong token counts against the client address's failed attempts and
+// the admin token's (AuthLimiter); no token at all guesses nothing and does
+// not.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.refuseBlocked(w, r) {
+		addr := s.TrustedProxies.ClientAddr(r)
+		if s.refuseBlocked(w, r, addr, "") {
 			return
 		}
 		token, ok := bearerToken(r)
 		got := sha256.Sum256([]byte(token))
 		if !ok || s.AdminToken == "" || subtle.ConstantTimeCompare(got[:], s.adminHash[:]) != 1 {
-			if token != "" {
-				s.AuthLimit.Failed(r.RemoteAddr)
+			if token != "" && !s.failed(w, r, addr, "") {
+				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
 			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
@@ -43,18 +45,20 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 // partner authenticates the x-api-key for the path's client. A key that is
-// not valid counts against the address's failed attempts; a valid key of
-// another client of the same partner (403) guesses nothing and does not.
+// not valid counts against the client address's failed attempts and the
+// path's client's; a valid key of another client of the same partner (403)
+// guesses nothing and does not.
 func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.refuseBlocked(w, r) {
+		addr, clientID := s.TrustedProxies.ClientAddr(r), r.PathValue("client_id")
+		if s.refuseBlocked(w, r, addr, clientID) {
 			return
 		}
 		key := r.Header.Get("x-api-key")
-		c, err := s.Auth.Authenticate(r.Context(), r.PathValue("client_id"), key)
+		c, err := s.Auth.Authenticate(r.Context(), clientID, key)
 		if storelink.ErrorCode(err) == storelink.EUNAUTHORIZED {
-			if key != "" {
-				s.AuthLimit.Failed(r.RemoteAddr)
+			if key != "" && !s.failed(w, r, addr, clientID) {
+				return
 			}
 			w.Header().Set("WWW-Authenticate", `ApiKey header="x-api-key"`)
 		}

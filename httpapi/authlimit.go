@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"hash/maphash"
 	"math"
 	"net/http"
 	"net/netip"
@@ -15,42 +16,81 @@ import (
 // address may make per minute when nothing else is configured.
 const DefaultAuthFailuresPerMinute = 20
 
-// maxTrackedAddresses bounds the limiter's memory. Addresses beyond it
-// share one bucket until tracked ones refill and are forgotten.
-const maxTrackedAddresses = 10000
+// maxTrackedAddresses bounds the addresses the limiter keeps, at about 60
+// bytes each. Beyond it a failure from a new address is not recorded: it is
+// answered 429 instead of 401 (see AuthLimiter).
+const maxTrackedAddresses = 100_000
+
+// maxTrackedTargets bounds the credentials the limiter keeps a bucket for;
+// the targets beyond it share one bucket.
+const maxTrackedTargets = 10_000
+
+// recentFailure is how long an address counts as one that has failed, for
+// the targets under attack.
+const recentFailure = 10 * time.Minute
 
 // AuthLimiter limits failed authentications (a wrong admin token, a wrong
-// API key, a refused dashboard login) per remote address, so that guessing
-// a credential cannot go faster than the limit. Each address has a token
-// bucket that holds perMinute failures and refills evenly over a minute;
-// only failures take from it. While an address's bucket is empty every
-// attempt from it is refused with 429, even one with the right credentials:
-// otherwise a guesser would learn from the answer which guess was right.
-// Failures that were already in flight when the bucket ran out still count
-// (the bucket goes below zero), so parallel guesses buy no extra rate.
+// API key, a refused dashboard login or portal sign-in) so that guessing a
+// credential cannot go fast, while a partner or the operator bringing the
+// right credentials from an address that has not failed is never refused.
 //
-// The address is the connection's (http.Request.RemoteAddr), never a
-// header such as X-Forwarded-For, which a client can write itself. Behind a
-// reverse proxy every client therefore shares the proxy's bucket. IPv6
-// addresses count per /64, the block one host is usually given.
+// It keeps two kinds of token bucket, each holding perMinute failures and
+// refilling evenly over a minute; only failures take from them. One per
+// remote address (IPv6 per /64, the block one host is usually given): while
+// it is empty every attempt from the address is refused, even one with the
+// right credentials, since otherwise the answer would tell a guesser which
+// guess was right. And one per target, the credential tried: a client id
+// for an API key, the admin token for itself. A target's bucket empties
+// only when guesses come at it from many addresses; while it is empty, an
+// address that has failed in the last recentFailure (at anything) is
+// refused on that target. So a guesser spread over many addresses gets
+// about one guess per fresh address per recentFailure at a target under
+// attack, rather than perMinute a minute each, and a clean address is
+// never refused: the address's own failures, or a flood from others, never
+// lock out the right credentials. A refusal comes before the credentials
+// are looked at and says nothing of them.
 //
-// It is in memory and per process: a full bucket is the same as none and
-// is forgotten, at most maxTrackedAddresses are kept, and addresses beyond
-// them share one overflow bucket, so a flood of addresses can neither grow
-// the table nor reset the buckets in it.
+// Memory is bounded: at most maxTrackedAddresses addresses and
+// maxTrackedTargets targets are kept (the targets beyond share one bucket;
+// a target is keyed by a hash, never the credential itself). Buckets that
+// have refilled, and addresses whose last failure is older than
+// recentFailure, are forgotten. When the address table is full of
+// addresses that failed lately, the newcomer waits, not the clean address:
+// a new address that fails is answered 429 with Retry-After rather than
+// 401, and is not recorded, while one with the right credentials is
+// served. Unrecorded failures still empty their target's bucket, and while
+// the table is full an address it does not know is refused on a target
+// whose bucket is empty: otherwise a flood of fresh addresses could guess
+// without limit. That is the one case where a clean address can wait: a
+// guesser at that very target must first fill the table with more than
+// maxTrackedAddresses addresses that failed within recentFailure.
+//
+// It is in memory and per process: a restart forgets it, and each process
+// of a PostgreSQL installation counts on its own.
 type AuthLimiter struct {
-	mu        sync.Mutex
-	perMinute float64
-	now       func() time.Time
-	buckets   map[netip.Addr]*failBucket
-	overflow  failBucket
-	lastSweep time.Time
+	mu         sync.Mutex
+	perMinute  float64
+	now        func() time.Time
+	epoch      time.Time // what the times in buckets count from
+	seed       maphash.Seed
+	maxAddrs   int
+	maxTargets int
+	addrs      map[netip.Addr]addrState
+	targets    map[uint64]*bucket
+	overflow   bucket // the targets' beyond maxTargets
+	lastSweep  time.Duration
 }
 
-// failBucket holds the failures an address may still make, as of at.
-type failBucket struct {
+// bucket holds the failures still allowed, as of at.
+type bucket struct {
 	left float64
-	at   time.Time
+	at   time.Duration // since the limiter's epoch
+}
+
+// addrState is an address's bucket and the time of its last failure.
+type addrState struct {
+	bucket
+	last time.Duration
 }
 
 // NewAuthLimiter returns a limiter that lets each address fail perMinute
@@ -60,91 +100,162 @@ func NewAuthLimiter(perMinute int) *AuthLimiter {
 	if perMinute <= 0 {
 		perMinute = DefaultAuthFailuresPerMinute
 	}
-	return &AuthLimiter{perMinute: float64(perMinute), now: time.Now, buckets: map[netip.Addr]*failBucket{},
-		overflow: failBucket{left: float64(perMinute)}}
+	return &AuthLimiter{perMinute: float64(perMinute), now: time.Now, seed: maphash.MakeSeed(),
+		maxAddrs: maxTrackedAddresses, maxTargets: maxTrackedTargets,
+		addrs: map[netip.Addr]addrState{}, targets: map[uint64]*bucket{}, overflow: bucket{left: float64(perMinute)}}
 }
 
-// Blocked tells whether attempts from remoteAddr are refused now, and when
-// not, in how many whole seconds (at least 1) the next one is taken.
-func (l *AuthLimiter) Blocked(remoteAddr string) (retryAfter int, blocked bool) {
-	key := limitKey(remoteAddr)
+// Blocked tells whether an attempt from addr at clientID's API key ("" for
+// the admin token) is refused now, and if so in how many whole seconds (at
+// least 1) it would be taken.
+func (l *AuthLimiter) Blocked(addr netip.Addr, clientID string) (retryAfter int, blocked bool) {
+	key := limitKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	b := l.bucket(key, now, false)
-	if b == nil {
+	now := l.clock()
+	a, known := l.addrs[key]
+	if !known {
+		l.sweepIfDue(now)
+	}
+	var wait time.Duration
+	if known {
+		if left := l.level(a.bucket, now); left < 1 {
+			wait = l.until(left)
+		}
+	}
+	// suspect is how much longer the address counts as one that failed.
+	var suspect time.Duration
+	if known {
+		suspect = a.last + recentFailure - now
+	} else if len(l.addrs) >= l.maxAddrs {
+		suspect = math.MaxInt64
+	}
+	if suspect > 0 {
+		if t := l.target(clientID, now, false); t != nil {
+			if left := l.level(*t, now); left < 1 {
+				wait = max(wait, min(l.until(left), suspect))
+			}
+		}
+	}
+	if wait <= 0 {
 		return 0, false
 	}
-	left := l.refill(b, now)
-	if left >= 1 {
-		return 0, false
-	}
-	// The nanosecond off keeps float rounding from adding a whole second.
-	wait := time.Duration((1 - left) / l.perMinute * float64(time.Minute))
-	return max(1, int(math.Ceil((wait - time.Nanosecond).Seconds()))), true
+	return seconds(wait), true
 }
 
-// Failed counts a failed authentication from remoteAddr.
-func (l *AuthLimiter) Failed(remoteAddr string) {
-	key := limitKey(remoteAddr)
+// Failed counts a failed attempt from addr at clientID's API key ("" for
+// the admin token). It is not counted against the address when the table
+// is full of addresses that failed lately: then counted is false, and the
+// failure must be answered as a refusal after retryAfter seconds.
+func (l *AuthLimiter) Failed(addr netip.Addr, clientID string) (retryAfter int, counted bool) {
+	key := limitKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	b := l.bucket(key, now, true)
-	b.left = l.refill(b, now) - 1
-	b.at = now
+	now := l.clock()
+	t := l.target(clientID, now, true)
+	// A deeper debt than what refills in recentFailure would only lengthen
+	// the Retry-After of addresses that are no longer suspect by then.
+	t.left, t.at = max(l.level(*t, now)-1, -l.perMinute*recentFailure.Minutes()), now
+	a, known := l.addrs[key]
+	if !known {
+		if len(l.addrs) >= l.maxAddrs {
+			l.sweepIfDue(now)
+		}
+		if len(l.addrs) >= l.maxAddrs {
+			wait := l.until(0)
+			if left := l.level(*t, now); left < 1 {
+				wait = max(wait, l.until(left))
+			}
+			return seconds(wait), false
+		}
+		a.bucket = bucket{left: l.perMinute, at: now}
+	}
+	a.left, a.at, a.last = l.level(a.bucket, now)-1, now, now
+	l.addrs[key] = a
+	return 0, true
 }
 
-// refill returns what b holds at now.
-func (l *AuthLimiter) refill(b *failBucket, now time.Time) float64 {
-	elapsed := now.Sub(b.at).Seconds()
+// clock is the time since the limiter's epoch, its first look at the clock.
+func (l *AuthLimiter) clock() time.Duration {
+	now := l.now()
+	if l.epoch.IsZero() {
+		l.epoch = now
+	}
+	return now.Sub(l.epoch)
+}
+
+// level returns what b holds at now.
+func (l *AuthLimiter) level(b bucket, now time.Duration) float64 {
+	elapsed := now - b.at
 	if elapsed <= 0 {
 		return b.left
 	}
-	return min(l.perMinute, b.left+elapsed*l.perMinute/60)
+	return min(l.perMinute, b.left+elapsed.Minutes()*l.perMinute)
 }
 
-// bucket returns key's bucket; the overflow bucket when key is not tracked
-// and the table is full; nil when key is not tracked and create is false.
-func (l *AuthLimiter) bucket(key netip.Addr, now time.Time, create bool) *failBucket {
-	if b, ok := l.buckets[key]; ok {
+// until is how long a bucket at left takes to hold one failure again.
+func (l *AuthLimiter) until(left float64) time.Duration {
+	return time.Duration((1 - left) / l.perMinute * float64(time.Minute))
+}
+
+// seconds is d in whole seconds, rounded up, at least 1; the nanosecond
+// off keeps float rounding from adding a whole second.
+func seconds(d time.Duration) int {
+	return max(1, int(math.Ceil((d - time.Nanosecond).Seconds())))
+}
+
+// target returns clientID's bucket: its own, the shared overflow one when
+// it has none and the table is full, and nil (a full bucket) when it has
+// none and create is false.
+func (l *AuthLimiter) target(clientID string, now time.Duration, create bool) *bucket {
+	key := maphash.String(l.seed, clientID)
+	if b, ok := l.targets[key]; ok {
 		return b
 	}
-	since := now.Sub(l.lastSweep)
-	if since >= time.Minute || (len(l.buckets) >= maxTrackedAddresses && since >= time.Second) {
-		l.sweep(now)
+	if len(l.targets) >= l.maxTargets {
+		l.sweepIfDue(now)
 	}
-	if len(l.buckets) >= maxTrackedAddresses {
+	if len(l.targets) >= l.maxTargets {
 		return &l.overflow
 	}
 	if !create {
 		return nil
 	}
-	b := &failBucket{left: l.perMinute, at: now}
-	l.buckets[key] = b
+	b := &bucket{left: l.perMinute, at: now}
+	l.targets[key] = b
 	return b
 }
 
-// sweep forgets the buckets that have refilled.
-func (l *AuthLimiter) sweep(now time.Time) {
+// sweepIfDue sweeps once a minute, and once a second while a table is
+// full, so that a flood of new addresses does not make every request walk
+// the table.
+func (l *AuthLimiter) sweepIfDue(now time.Duration) {
+	since := now - l.lastSweep
+	full := len(l.addrs) >= l.maxAddrs || len(l.targets) >= l.maxTargets
+	if since >= time.Minute || (full && since >= time.Second) {
+		l.sweep(now)
+	}
+}
+
+// sweep forgets the buckets that have refilled, keeping an address while
+// it counts as one that failed.
+func (l *AuthLimiter) sweep(now time.Duration) {
 	l.lastSweep = now
-	for k, b := range l.buckets {
-		if l.refill(b, now) >= l.perMinute {
-			delete(l.buckets, k)
+	for k, a := range l.addrs {
+		if l.level(a.bucket, now) >= l.perMinute && now-a.last >= recentFailure {
+			delete(l.addrs, k)
+		}
+	}
+	for k, b := range l.targets {
+		if l.level(*b, now) >= l.perMinute {
+			delete(l.targets, k)
 		}
 	}
 }
 
-// limitKey is the address a request's failures count against: the IP of
-// RemoteAddr, an IPv6 one cut to its /64. An address that does not parse
-// (no real connection has one) counts as the zero address.
-func limitKey(remoteAddr string) netip.Addr {
-	var a netip.Addr
-	if ap, err := netip.ParseAddrPort(remoteAddr); err == nil {
-		a = ap.Addr()
-	} else if a, err = netip.ParseAddr(remoteAddr); err != nil {
-		return netip.Addr{}
-	}
+// limitKey is the address failures count against: an IPv6 one cut to its
+// /64.
+func limitKey(a netip.Addr) netip.Addr {
 	a = a.Unmap().WithZone("")
 	if a.Is6() {
 		p, _ := a.Prefix(64)
@@ -153,15 +264,29 @@ func limitKey(remoteAddr string) netip.Addr {
 	return a
 }
 
-// refuseBlocked answers 429 with Retry-After when the request's address has
-// failed to authenticate too often, whatever credentials it brings now.
-func (s *Server) refuseBlocked(w http.ResponseWriter, r *http.Request) bool {
-	after, blocked := s.AuthLimit.Blocked(r.RemoteAddr)
-	if !blocked {
-		return false
+// refuseBlocked answers 429 with Retry-After when an attempt from the
+// request's client address at clientID ("" for the admin token) is
+// refused, whatever credentials it brings.
+func (s *Server) refuseBlocked(w http.ResponseWriter, r *http.Request, addr netip.Addr, clientID string) bool {
+	after, blocked := s.AuthLimit.Blocked(addr, clientID)
+	if blocked {
+		writeAuthLimited(w, r, after)
 	}
+	return blocked
+}
+
+// failed counts a failed authentication; false when it could not be
+// counted, and was answered with 429 instead.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, addr netip.Addr, clientID string) bool {
+	after, counted := s.AuthLimit.Failed(addr, clientID)
+	if !counted {
+		writeAuthLimited(w, r, after)
+	}
+	return counted
+}
+
+func writeAuthLimited(w http.ResponseWriter, r *http.Request, after int) {
 	w.Header().Set("Retry-After", strconv.Itoa(after))
-	writeProblem(w, r, storelink.EAUTHLIMIT, "Too many failed authentication attempts from this address; no attempt from it is taken for "+
+	writeProblem(w, r, storelink.EAUTHLIMIT, "Too many failed authentication attempts from this address, or from many addresses at these credentials; no attempt from this address is taken for "+
 		strconv.Itoa(after)+" seconds.")
-	return true
 }

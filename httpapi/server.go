@@ -59,9 +59,13 @@ type Deps struct {
 	UploadRate func() float64
 	// AdminToken guards the operator API.
 	AdminToken string
-	// AuthLimit limits failed authentications per remote address; a new
-	// one with the default limit when nil. Serve shares it with the
-	// dashboard's login.
+	// TrustedProxies are the proxies whose Forwarded or X-Forwarded-For
+	// header gives the client address, for AuthLimit and the request log;
+	// none when zero.
+	TrustedProxies TrustedProxies
+	// AuthLimit limits failed authentications per client address and
+	// credential; a new one with the default limit when nil. Serve shares
+	// it with the dashboard's login and the portal's sign-in.
 	AuthLimit   *AuthLimiter
 	Capacity    storelink.CapacityPolicy
 	MaxFileSize int64
@@ -207,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),
-			"remote", r.RemoteAddr)
+			"remote", s.remote(r))
 	}()
 	if ambiguousFraming(r) {
 		rw.closing = true
@@ -319,4 +323,13 @@ func (s *Server) metricsHandler() http.Handler {
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	_, _ = w.Write(openAPISpec)
+}
+
+// remote is the client's address for the request log: the connection's,
+// port and all, unless a trusted proxy forwarded the request for another.
+func (s *Server) remote(r *http.Request) string {
+	if a := s.TrustedProxies.ClientAddr(r); a.IsValid() && a != peerAddr(r.RemoteAddr) {
+		return a.String()
+	}
+	return r.RemoteAddr
 }

@@ -48,6 +48,7 @@ type config struct {
 	UploadLease        time.Duration
 	UploadRetention    time.Duration
 	AuthFailures       int
+	TrustedProxies     httpapi.TrustedProxies
 	MaxUploadsInFlight int
 	MaxUploadMemory    int64
 	BodyTimeout        time.Duration
@@ -79,6 +80,23 @@ func (v sizeValue) Set(s string) error {
 		return err
 	}
 	*v.p = n
+	return nil
+}
+
+type trustedProxiesValue struct{ p *httpapi.TrustedProxies }
+
+func (v trustedProxiesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+func (v trustedProxiesValue) Set(s string) error {
+	t, err := httpapi.ParseTrustedProxies(s)
+	if err != nil {
+		return err
+	}
+	*v.p = t
 	return nil
 }
 
@@ -169,6 +187,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.UploadLease, "upload-lease", c.UploadLease, "how long a process holds an upload it is processing; when the process dies, another takes the upload over after this (STORELINK_UPLOAD_LEASE)")
 	fs.DurationVar(&c.UploadRetention, "upload-retention", c.UploadRetention, "how long an upload's file and error file are kept for download after it was received; a file still waiting to be processed is kept until it is (STORELINK_UPLOAD_RETENTION)")
 	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
+	fs.Var(trustedProxiesValue{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes or addresses of the reverse proxies, comma-separated: a request from one of them is taken to come from the rightmost address of its Forwarded or X-Forwarded-For header that is not one of them, for the failed-authentication limit and the log (STORELINK_TRUSTED_PROXIES; default none)")
 	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
 	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
@@ -187,7 +206,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "upload-retention": "STORELINK_UPLOAD_RETENTION", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
 		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
-		"database-timeout": "STORELINK_DATABASE_TIMEOUT",
+		"database-timeout": "STORELINK_DATABASE_TIMEOUT", "trusted-proxies": "STORELINK_TRUSTED_PROXIES",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {

@@ -140,7 +140,8 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		MaxWaiting: c.MaxWaitingUploads}
 	// One limiter for the API, the dashboard's login and the portal's
 	// sign-in: guesses at the admin token or an API key count together
-	// whichever way they come.
+	// whichever way they come, per client address as the trusted proxies
+	// tell it.
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
 	// One bound for the files in memory, whether the API, the dashboard or
 	// the portal sends them.
@@ -153,6 +154,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Fault: db.Fault, ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
 		AdminToken:          token,
 		AuthLimit:           authLimit,
+		TrustedProxies:      c.TrustedProxies,
 		Downloads:           downloads,
 		Capacity:            capacity,
 		MaxFileSize:         c.MaxFileSize,
@@ -171,7 +173,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Auth: db, Sessions: db, LoginLimit: authLimit,
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
-			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault,
+			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
 		}),
 	})
 }
