@@ -231,7 +231,7 @@ func TestAuthLimiterBoundedTargets(t *testing.T) {
 	if len(l.targets) != 50 {
 		t.Fatalf("%d targets kept, want the cap 50", len(l.targets))
 	}
-	wantBlocked(t, l, "192.0.2.1", "another", false, 0) // clean
+	wantBlocked(t, l, "192.0.2.1", "another", false, 0)        // clean
 	wantBlocked(t, l, nth(199).String(), "another", true, 393) // 131 failures short of one
 	advance(time.Minute)
 	wantBlocked(t, l, nth(199).String(), "another", false, 0)

@@ -2,9 +2,14 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"storelink/httpapi"
 )
 
 // After twenty wrong admin tokens from one address, every call from it is
@@ -87,4 +92,145 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 		resp, b := a.do("GET", "/orders", nil, map[string]string{"Authorization": h})
 		problem(t, resp, b, 401)
 	}
+}
+
+// behindProxy is an API whose every connection (loopback) is a trusted
+// proxy: the client address is the X-Forwarded-For the test sends.
+func behindProxy(t *testing.T, limit *httpapi.AuthLimiter) *api {
+	t.Helper()
+	tp, err := httpapi.ParseTrustedProxies("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newAPI(t, apiOptions{trustedProxies: tp, authLimit: limit})
+}
+
+// from is the header of a call with key (an API key, or "Bearer …" for the
+// admin token) forwarded for client address addr.
+func from(addr, key string) map[string]string {
+	h := map[string]string{"X-Forwarded-For": "198.51.100.250, " + addr}
+	if strings.HasPrefix(key, "Bearer ") {
+		h["Authorization"] = key
+	} else {
+		h["x-api-key"] = key
+	}
+	return h
+}
+
+// fresh is the ith of a run of distinct made-up client addresses.
+func fresh(i int) string {
+	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()
+}
+
+// Behind a trusted proxy, wrong keys from one client address lock out that
+// address only, even with the right key, while the right key of the same
+// client and the admin token from another address are taken.
+func TestAuthLimitBehindProxy(t *testing.T) {
+	a := behindProxy(t, nil)
+	path := "/stock/" + a.ClientID + "/uploads"
+	for i := range 25 {
+		resp, b := a.do("GET", path, nil, from("203.0.113.1", "slk_wrong"))
+		want := 401
+		if i >= 20 {
+			want = 429
+		}
+		problem(t, resp, b, want)
+	}
+	resp, b := a.do("GET", path, nil, from("203.0.113.1", a.APIKey))
+	problem(t, resp, b, 429)
+	resp, b = a.do("GET", "/orders", nil, from("203.0.113.1", "Bearer "+adminToken))
+	problem(t, resp, b, 429)
+	for range 30 {
+		if resp, b := a.do("GET", path, nil, from("203.0.113.2", a.APIKey)); resp.StatusCode != 200 {
+			t.Fatalf("the client's right key from another address = %d %s, want 200", resp.StatusCode, b)
+		}
+		if resp, b := a.do("GET", "/orders", nil, from("203.0.113.2", "Bearer "+adminToken)); resp.StatusCode != 200 {
+			t.Fatalf("the admin token from another address = %d %s, want 200", resp.StatusCode, b)
+		}
+	}
+}
+
+// From a peer that is not a trusted proxy, X-Forwarded-For is ignored:
+// a new made-up address on each guess does not buy a new bucket.
+func TestAuthLimitUntrustedForwardedFor(t *testing.T) {
+	tp, err := httpapi.ParseTrustedProxies("192.0.2.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, apiOptions{trustedProxies: tp})
+	path := "/stock/" + a.ClientID + "/uploads"
+	for i := range 20 {
+		resp, b := a.do("GET", path, nil, from(fresh(i), "slk_wrong"))
+		problem(t, resp, b, 401)
+	}
+	resp, b := a.do("GET", path, nil, from(fresh(99), a.APIKey))
+	problem(t, resp, b, 429)
+}
+
+// A flood of 10,001 client addresses, each guessing once at one client's
+// key, neither fills the table nor locks the client out: its right key
+// from an address that has not failed is taken 30 times out of 30, and so
+// is the admin token. The flood's addresses get no second guess at the
+// client while it is under attack.
+func TestAuthLimitFloodOfAddresses(t *testing.T) {
+	a := behindProxy(t, nil)
+	path := "/stock/" + a.ClientID + "/uploads"
+	const flood = 10001
+	var wg sync.WaitGroup
+	var unauthorized atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < flood; i += 4 {
+				if resp, _ := a.do("GET", path, nil, from(fresh(i), "slk_wrong")); resp.StatusCode == 401 {
+					unauthorized.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if unauthorized.Load() != flood {
+		t.Fatalf("%d of %d fresh addresses got their one guess (401)", unauthorized.Load(), flood)
+	}
+	for i := range 30 {
+		if resp, b := a.do("GET", path, nil, from("203.0.113.2", a.APIKey)); resp.StatusCode != 200 {
+			t.Fatalf("the client's right key from a clean address, try %d = %d %s, want 200", i, resp.StatusCode, b)
+		}
+		if resp, b := a.do("GET", "/orders", nil, from("203.0.113.3", "Bearer "+adminToken)); resp.StatusCode != 200 {
+			t.Fatalf("the admin token from a clean address, try %d = %d %s, want 200", i, resp.StatusCode, b)
+		}
+	}
+	for i := range 100 {
+		resp, b := a.do("GET", path, nil, from(fresh(i), "slk_wrong"))
+		problem(t, resp, b, 429)
+	}
+}
+
+// When the table is full of addresses that failed lately, a newcomer's
+// failure is answered 429 with Retry-After, not 401, and is not counted;
+// a clean address with the right key is taken 30 times out of 30 at a
+// client not under attack. At the credential the flood guessed at (here the
+// admin token), an address the full table cannot know waits like the
+// flood's newcomers, or they could guess without limit.
+func TestAuthLimitFullTable(t *testing.T) {
+	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	limit.SetMaxTrackedAddresses(300)
+	a := behindProxy(t, limit)
+	for i := range 300 {
+		resp, b := a.do("GET", "/orders", nil, from(fresh(i), "Bearer wrong-token"))
+		problem(t, resp, b, 401)
+	}
+	for i := range 20 {
+		resp, b := a.do("GET", "/stock/made-up-client/uploads", nil, from(fresh(1000+i), "slk_wrong"))
+		p := problem(t, resp, b, 429)
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || n < 1 || p.Type != "/problems/auth_limited" {
+			t.Fatalf("a newcomer's failure in a full table: Retry-After %q, %+v", resp.Header.Get("Retry-After"), p)
+		}
+	}
+	for i := range 30 {
+		if resp, b := a.do("GET", "/stock/"+a.ClientID+"/uploads", nil, from("203.0.113.2", a.APIKey)); resp.StatusCode != 200 {
+			t.Fatalf("the client's right key from a clean address, try %d = %d %s, want 200", i, resp.StatusCode, b)
+		}
+	}
+	resp, b := a.do("GET", "/orders", nil, from("203.0.113.3", "Bearer "+adminToken))
+	problem(t, resp, b, 429)
 }

@@ -55,6 +55,9 @@ type apiOptions struct {
 	bodyTimeout        time.Duration
 	// noProcessor leaves accepted uploads waiting: no processor runs.
 	noProcessor bool
+	// authLimit and trustedProxies, when set, are the API's.
+	authLimit      *httpapi.AuthLimiter
+	trustedProxies httpapi.TrustedProxies
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -77,6 +80,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Admin: orders, Auth: orders, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
+		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
 	}
 	var webhooks *service.Service
 	if opt.webhooks != nil {
