@@ -62,6 +62,9 @@ type fixtureOptions struct {
 	processNow bool
 	// webhooks, when set, wraps the webhook service the dashboard gets.
 	webhooks func(storelink.WebhookService) storelink.WebhookService
+	// trustedProxies, when set, are the proxies (--trusted-proxies) whose
+	// X-Forwarded-For the login limit and the API believe.
+	trustedProxies string
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -98,6 +101,10 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		wg.Go(func() { _ = deliverer.Run(ctx) })
 	}
 	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	proxies, err := httpapi.ParseTrustedProxies(o.trustedProxies)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.downloads = httpapi.NewDownloads()
 	var webhooks storelink.WebhookService = f.services
 	if o.webhooks != nil {
@@ -106,13 +113,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
 		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
-		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault,
+		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
-		AdminToken: f.Token, AuthLimit: limit, Downloads: f.downloads, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
 	srv := httptest.NewServer(api)

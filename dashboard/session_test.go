@@ -76,6 +76,46 @@ func TestLogoutEndsSessionEverywhere(t *testing.T) {
 	}
 }
 
+// Behind a trusted proxy each client address counts on its own: after
+// twenty wrong tokens and twenty wrong keys from one address, that address
+// is refused even with the right ones, while the operator and the partner
+// log in from another address; the login and the API share the limit.
+func TestLoginLimitPerClientAddress(t *testing.T) {
+	f := newFixture(t, fixtureOptions{trustedProxies: "127.0.0.0/8,::1"})
+	s := f.seedData()
+	b := f.browser()
+	guesser, keyGuesser := []string{"X-Forwarded-For", "203.0.113.1"}, []string{"X-Forwarded-For", "203.0.113.4"}
+	operator := []string{"X-Forwarded-For", "203.0.113.2"}
+	for i := range 20 {
+		if resp, _ := b.post("/dashboard/login", url.Values{"token": {"wrong-" + strconv.Itoa(i)}}, guesser...); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong login %d = %d, want 401", i, resp.StatusCode)
+		}
+		if resp, _ := b.post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {"slk_wrong_" + strconv.Itoa(i)}}, keyGuesser...); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong sign-in %d = %d, want 401", i, resp.StatusCode)
+		}
+	}
+	if resp, _ := b.post("/dashboard/login", url.Values{"token": {f.Token}}, guesser...); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right token from the guessing address = %d, want 429", resp.StatusCode)
+	}
+	if resp, _ := b.post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {s.APIKey}}, keyGuesser...); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right key from the guessing address = %d, want 429", resp.StatusCode)
+	}
+	for range 3 {
+		if resp, body := f.browser().post("/dashboard/login", url.Values{"token": {f.Token}}, operator...); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the operator's login from another address = %d, want 303: %s", resp.StatusCode, body)
+		}
+		if resp, body := f.browser().post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {s.APIKey}}, operator...); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the partner's sign-in from another address = %d, want 303: %s", resp.StatusCode, body)
+		}
+	}
+	req, _ := http.NewRequest("GET", f.URL+"/orders", nil)
+	req.Header.Set("Authorization", "Bearer "+f.Token)
+	req.Header.Set("X-Forwarded-For", "203.0.113.1")
+	if resp, _ := b.do(req); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the API from the guessing address = %d, want 429", resp.StatusCode)
+	}
+}
+
 // Twenty wrong tokens from one address: the next login is refused with 429
 // and Retry-After, even with the right token, and so is the API, which
 // shares the limit. Empty submissions guess nothing and do not count.
