@@ -108,6 +108,34 @@ func TestConfigAuthFailures(t *testing.T) {
 	}
 }
 
+// --trusted-proxies: none by default, set by variable or flag (the flag
+// wins); an entry that is not a prefix or an address is a usage error
+// naming it and the variable.
+func TestConfigTrustedProxies(t *testing.T) {
+	none := func(string) string { return "" }
+	cfg, err := parseConfig("serve", nil, none, io.Discard)
+	if err != nil || cfg.TrustedProxies.String() != "" {
+		t.Fatalf("default = %q, %v; want none", cfg.TrustedProxies.String(), err)
+	}
+	byVar := func(k string) string { return map[string]string{"STORELINK_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}[k] }
+	cfg, err = parseConfig("serve", nil, byVar, io.Discard)
+	if err != nil || cfg.TrustedProxies.String() != "10.0.0.0/8,192.0.2.7/32" {
+		t.Fatalf("by variable = %q, %v", cfg.TrustedProxies.String(), err)
+	}
+	cfg, err = parseConfig("serve", []string{"--trusted-proxies", "fd00::/8"}, byVar, io.Discard)
+	if err != nil || cfg.TrustedProxies.String() != "fd00::/8" {
+		t.Fatalf("flag over variable = %q, %v", cfg.TrustedProxies.String(), err)
+	}
+	_, err = parseConfig("serve", []string{"--trusted-proxies", "10.0.0.0/8,proxy.internal"}, none, io.Discard)
+	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "proxy.internal") {
+		t.Fatalf("a host name: err = %v, want a usage error naming it", err)
+	}
+	_, err = parseConfig("serve", nil, func(k string) string { return map[string]string{"STORELINK_TRUSTED_PROXIES": "0.0.0.0/0"}[k] }, io.Discard)
+	if err == nil || !isUsage(err) || !strings.Contains(err.Error(), "STORELINK_TRUSTED_PROXIES") || !strings.Contains(err.Error(), "every address") {
+		t.Fatalf("0.0.0.0/0: err = %v, want a usage error", err)
+	}
+}
+
 // The limits on bodies and connections: defaults, variables, flags over
 // variables, and values that cannot work refused as usage errors.
 func TestConfigBodyLimits(t *testing.T) {
