@@ -321,3 +321,27 @@ func TestCrossPartnerKey(t *testing.T) {
 		authProblem(t, "the partner's key for its other country", resp, b, 403, "/problems/forbidden")
 	}
 }
+
+// With --trusted-proxies, serve limits each forwarded client address on its
+// own: wrong keys forwarded for one address lock that address out, not
+// the client's right key forwarded for another, nor the operator.
+func TestAuthLimitTrustedProxies(t *testing.T) {
+	p := startServe(t, t.TempDir(), "--demo", "--trusted-proxies", "127.0.0.0/8,::1")
+	path := p.URL + "/stock/" + p.ClientID + "/uploads"
+	for i := range 21 {
+		resp, b := authDo(t, "GET", path, "", "x-api-key", "slk_"+strings.Repeat("f", 64), "X-Forwarded-For", "203.0.113.1")
+		if i < 20 {
+			authProblem(t, "wrong key "+strconv.Itoa(i+1), resp, b, 401, "/problems/unauthorized")
+		} else {
+			authLimited(t, "wrong key 21", resp, b, 3)
+		}
+	}
+	resp, b := authDo(t, "GET", path, "", "x-api-key", p.APIKey, "X-Forwarded-For", "203.0.113.1")
+	authLimited(t, "the right key from the guessing address", resp, b, 3)
+	if resp, b := authDo(t, "GET", path, "", "x-api-key", p.APIKey, "X-Forwarded-For", "203.0.113.2"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the right key forwarded for another address = %d %s, want 200", resp.StatusCode, b)
+	}
+	if resp, b := authDo(t, "GET", p.URL+"/orders", "", "Authorization", "Bearer "+p.AdminToken, "X-Forwarded-For", "203.0.113.3"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the admin token forwarded for another address = %d %s, want 200", resp.StatusCode, b)
+	}
+}
