@@ -16,7 +16,7 @@ import (
 // address may make per minute when nothing else is configured.
 const DefaultAuthFailuresPerMinute = 20
 
-// maxTrackedAddresses bounds the addresses the limiter keeps, at about 60
+// maxTrackedAddresses bounds the addresses the limiter keeps, at under 100
 // bytes each. Beyond it a failure from a new address is not recorded: it is
 // answered 429 instead of 401 (see AuthLimiter).
 const maxTrackedAddresses = 100_000
