@@ -115,7 +115,7 @@ var problemDocs = map[string]string{
 	storelink.EINVALID:       "The request is malformed: a bad path, parameter, header or body. The detail says which.",
 	storelink.EUNAUTHORIZED:  "No credentials, or credentials that are not valid here. Partner calls need a valid x-api-key for the client in the path; operator calls need Authorization: Bearer ADMIN_TOKEN.",
 	storelink.EFORBIDDEN:     "The API key is valid, but for another client of the same partner (its key for another country). A key of another partner is answered as no key at all (unauthorized).",
-	storelink.EAUTHLIMIT:     "Too many failed authentications (wrong admin tokens, API keys or dashboard logins) came from this address. No attempt from it is taken, not even with the right credentials, until the number of seconds in Retry-After has passed.",
+	storelink.EAUTHLIMIT:     "Too many failed authentications (wrong admin tokens, API keys, dashboard logins or portal sign-ins) came from this address, or it failed lately while many addresses guess at these credentials. No attempt from the address is taken, not even with the right credentials, until the number of seconds in Retry-After has passed. A wrong guess the limiter cannot count, its table being full of failing addresses, is answered so too.",
 	storelink.ENOTFOUND:      "The thing named in the path does not exist.",
 	storelink.EGONE:          "The thing named in the path existed and is no longer kept: an upload's file and error file are removed once --upload-retention has passed since the upload was received. The detail says when.",
 	storelink.ECONFLICT:      "The current state does not allow this request.",
