@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// wrongKey looks like an API key and is none.
+const wrongKey = "slk_0000000000000000000000000000000000000000000000000000000000000000"
+
+// loginProxy is everyone behind the reverse proxy guessing: wrong API keys
+// (on the attacker's clients and on the well-behaved one), wrong admin
+// tokens, refused portal sign-ins and dashboard logins, 20 a second from
+// 127.0.0.1 (the proxy), each naming one of 50 addresses in
+// X-Forwarded-For, none of them the well-behaved partner's.
+func loginProxy(ctx context.Context, e *env) {
+	hc := freshClient(10 * time.Second)
+	for i := 0; ctx.Err() == nil; i++ {
+		var req *http.Request
+		switch i % 5 {
+		case 0:
+			req, _ = http.NewRequestWithContext(ctx, "GET", e.base+"/stock/"+e.acc.attacker[i%len(e.acc.attacker)].id+"/uploads", nil)
+			req.Header.Set("x-api-key", wrongKey)
+		case 1:
+			req, _ = http.NewRequestWithContext(ctx, "GET", e.base+"/stock/"+e.acc.good.id+"/uploads", nil)
+			req.Header.Set("x-api-key", wrongKey)
+		case 2:
+			req, _ = http.NewRequestWithContext(ctx, "GET", e.base+"/admin/partners", nil)
+			req.Header.Set("Authorization", "Bearer "+strings.Repeat("x", 40))
+		case 3:
+			form := url.Values{"client_id": {e.acc.good.id}, "api_key": {wrongKey}}.Encode()
+			req, _ = http.NewRequestWithContext(ctx, "POST", e.base+"/portal/login", strings.NewReader(form))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		case 4:
+			form := url.Values{"token": {strings.Repeat("y", 40)}}.Encode()
+			req, _ = http.NewRequestWithContext(ctx, "POST", e.base+"/dashboard/login", strings.NewReader(form))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", 1+i%50))
+		resp, err := hc.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+		}
+		e.tally.answer(ctx, "guess", resp, err)
+		if !pace(ctx, 50*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// loginFlood fails to authenticate from 10,000 loopback addresses
+// (127.1.0.0 to 127.1.39.15, each connection bound to one), in turn, 32
+// at once and 40,000 at most: wrong admin tokens, and wrong API keys for
+// the well-behaved partner's client.
+func loginFlood(ctx context.Context, e *env) {
+	const addrs, most, workers = 10000, 40000, 32
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(n.Add(1)) - 1
+				if i >= most {
+					return
+				}
+				a := i % addrs
+				local := &net.TCPAddr{IP: net.IPv4(127, 1, byte(a>>8), byte(a))}
+				what := "token"
+				req := "GET /admin/partners HTTP/1.1\r\nHost: " + e.addr + "\r\nAuthorization: Bearer " + strings.Repeat("z", 40) + "\r\nConnection: close\r\n\r\n"
+				if i%2 == 1 {
+					what = "key"
+					req = "GET /stock/" + e.acc.good.id + "/uploads HTTP/1.1\r\nHost: " + e.addr + "\r\nx-api-key: " + wrongKey + "\r\nConnection: close\r\n\r\n"
+				}
+				nc, err := dialRaw(ctx, e.addr, local, 0)
+				if err != nil {
+					if ctx.Err() == nil {
+						e.tally.add(what + " dial " + failOf(err))
+					}
+					continue
+				}
+				_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				if _, err = nc.Write([]byte(req)); err == nil {
+					var code string
+					if code, err = readStatus(nc, 5*time.Second); err == nil {
+						e.tally.add(what + " " + code)
+					}
+				}
+				if err != nil && ctx.Err() == nil {
+					e.tally.add(what + " " + failOf(err))
+				}
+				nc.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
