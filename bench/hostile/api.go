@@ -137,3 +137,48 @@ func freshClient(timeout time.Duration) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// applyLags reads c's uploads received since since, as serve recorded them,
+// and returns for each the time from its receipt to the end of its
+// processing (to end for one still unfinished then), and how many were
+// unfinished.
+func applyLags(ctx context.Context, base string, c client, since, end time.Time) (lags []time.Duration, unfinished int, err error) {
+	before := ""
+	for range 100 { // pages of 500: far more than a phase uploads
+		q := "?limit=500&since=" + since.UTC().Format(time.RFC3339Nano)
+		if before != "" {
+			q += "&before=" + before
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/stock/"+c.id+"/uploads"+q, nil)
+		req.Header.Set("x-api-key", c.key)
+		req.Header.Set("X-Forwarded-For", goodAddr)
+		resp, err := adminClient.Do(req)
+		if err != nil {
+			return nil, 0, err
+		}
+		var page struct {
+			Uploads []struct {
+				ReceivedAt time.Time  `json:"received_at"`
+				FinishedAt *time.Time `json:"finished_at"`
+			} `json:"uploads"`
+			NextBefore string `json:"next_before"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, 0, fmt.Errorf("list uploads: %d %v", resp.StatusCode, err)
+		}
+		for _, u := range page.Uploads {
+			if u.FinishedAt != nil {
+				lags = append(lags, u.FinishedAt.Sub(u.ReceivedAt))
+			} else {
+				lags = append(lags, end.Sub(u.ReceivedAt))
+				unfinished++
+			}
+		}
+		if before = page.NextBefore; before == "" {
+			break
+		}
+	}
+	return lags, unfinished, nil
+}

@@ -57,12 +57,13 @@ func loginProxy(ctx context.Context, e *env) {
 	}
 }
 
-// loginFlood fails to authenticate from 10,000 loopback addresses
-// (127.1.0.0 to 127.1.39.15, each connection bound to one), in turn, 32
-// at once and 40,000 at most: wrong admin tokens, and wrong API keys for
-// the well-behaved partner's client.
+// loginFlood fails to authenticate from 12,000 loopback addresses (more
+// than the 10,000 serve's failed-login table holds; 127.1.0.0 to
+// 127.1.46.223, each connection bound to one), in turn, 32 at once and
+// 48,000 at most: wrong admin tokens, and wrong API keys for the
+// well-behaved partner's client.
 func loginFlood(ctx context.Context, e *env) {
-	const addrs, most, workers = 10000, 40000, 32
+	const addrs, most, workers = 12000, 48000, 32
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {

@@ -4,24 +4,32 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
 
 // poolHog is one partner taking the shared pools with many clients: 4
-// validations per client (the per-client in-flight limit) that each declare
-// --max-file-size, send just over a megabyte (after which serve holds a
-// buffer of the declared size) and then a byte a second; and 8 downloads of
-// its big files through a 4 KiB receive buffer, reading nothing.
+// validations per client (the per-client in-flight limit), a byte a second
+// after a first part, that together fill serve's default upload memory
+// (256 MiB): 25 declare --max-file-size and send two megabytes of it (past
+// the megabyte after which serve gives a body's buffer its declared size),
+// the others declare a little under a megabyte and send all but 100 bytes; and 8 downloads of its big
+// files through a 4 KiB receive buffer, reading nothing.
 func poolHog(ctx context.Context, e *env) {
-	const declared = 10 << 20
-	prefix := bytes.Repeat([]byte("S1;4006381333931;SKU;1;1.00\n"), (1<<20)/28+64)
-	prefix = append([]byte("store;ean;article_number;quantity;price\n"), prefix...)
+	line := []byte("S1;4006381333931;SKU;1;1.00\n")
+	head := []byte("store;ean;article_number;quantity;price\n")
+	big := append(slices.Clone(head), bytes.Repeat(line, (2<<20)/len(line)+64)...)
+	small := append(slices.Clone(head), bytes.Repeat(line, (1000<<10)/len(line))...)
 	cs := newConns()
 	defer cs.closeAll()
 	var wg sync.WaitGroup
-	for _, c := range e.acc.attacker {
-		for range 4 {
+	for i, c := range e.acc.attacker {
+		for j := range 4 {
+			declared, prefix := 10<<20, big
+			if i*4+j >= 25 {
+				declared, prefix = len(small)+100, small
+			}
 			wg.Go(func() { slowValidation(ctx, e, cs, c, declared, prefix) })
 		}
 	}

@@ -141,6 +141,11 @@ type outcome struct {
 	why    []string
 	cutAt  string // why the attack was cut short, if it was
 	served bool   // serve was still running at the end
+	// The well-behaved uploads' receipt → processed, as serve recorded
+	// them: shown, not judged (the rule is about requests).
+	applyP99   time.Duration
+	unfinished int
+	applyErr   error
 }
 
 func (h *harness) run(ctx context.Context) (failed bool, err error) {
@@ -158,8 +163,8 @@ func (h *harness) run(ctx context.Context) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(h.out, "baseline: %d requests, %d failed, p50 %s, p99 %s (%s); peak RSS %d MiB\n",
-		base.sum.n, base.sum.failed, ms(base.sum.p50), ms(base.sum.p99), base.sum.kinds(), base.peak>>20)
+	fmt.Fprintf(h.out, "baseline: %d requests, %d failed, p50 %s, p99 %s (%s); peak RSS %d MiB; uploads received → processed %s\n",
+		base.sum.n, base.sum.failed, ms(base.sum.p50), ms(base.sum.p99), base.sum.kinds(), base.peak>>20, base.applied())
 	if base.sum.failed > 0 {
 		return false, fmt.Errorf("the well-behaved partner failed without any attack: %s", causes(base.sum.causes))
 	}
@@ -220,14 +225,15 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 		}
 	}
 	wb.rec = &recorder{}
+	measured := time.Now()
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sctx, stopSampling := context.WithCancel(ctx)
-	sampled := make(chan struct{})
+	sampled, began := make(chan struct{}), time.Now()
 	go func() {
 		defer close(sampled)
 		sv.sampleRSS(sctx, h.cfg.abortRSS, func() {
-			o.cutAt = fmt.Sprintf("cut short: serve's RSS passed %d MiB", h.cfg.abortRSS>>20)
+			o.cutAt = fmt.Sprintf("cut short after %s: serve's RSS passed %d MiB", time.Since(began).Round(100*time.Millisecond), h.cfg.abortRSS>>20)
 			cancel()
 		})
 	}()
@@ -247,6 +253,7 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 		close(stopGood)
 	}()
 	wb.run(stopGood, h.cfg.workers)
+	ended := time.Now()
 	cancel()
 	select {
 	case <-attacked:
@@ -256,6 +263,11 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 	stopSampling()
 	<-sampled
 	o.peak, o.served = sv.peak(), sv.alive()
+	if o.served {
+		var lags []time.Duration
+		lags, o.unfinished, o.applyErr = applyLags(ctx, sv.url, acc.good, measured, ended)
+		o.applyP99 = percentile(lags, 0.99)
+	}
 	o.sum = summarise(wb.rec.all())
 	o.note = e.tally.String()
 	return o, ctx.Err()
@@ -270,23 +282,48 @@ func (h *harness) printOne(o outcome, base summary) {
 	fmt.Fprintf(h.out, "%s: peak RSS %d MiB; well-behaved %d requests, %d failed; p50 %s, p99 %s (baseline %s, allowed %s)\n",
 		o.name, o.peak>>20, o.sum.n, o.sum.failed, ms(o.sum.p50), ms(o.sum.p99), ms(base.p99), ms(allowedP99(base.p99)))
 	fmt.Fprintf(h.out, "  p99 by kind: %s\n", o.sum.kinds())
+	fmt.Fprintf(h.out, "  well-behaved uploads received → processed: %s\n", o.applied())
 	fmt.Fprintf(h.out, "  attacker: %s\n", o.note)
 	fmt.Fprintf(h.out, "  %s\n", v)
+}
+
+// applied prints the upload processing figure.
+func (o outcome) applied() string {
+	switch {
+	case !o.served:
+		return "not read (serve died)"
+	case o.applyErr != nil:
+		return "not read: " + o.applyErr.Error()
+	case o.unfinished > 0:
+		return fmt.Sprintf("p99 %s, %d not processed by the end", ms(o.applyP99), o.unfinished)
+	}
+	return "p99 " + ms(o.applyP99)
+}
+
+// appliedShort is applied for the table.
+func (o outcome) appliedShort() string {
+	switch {
+	case !o.served || o.applyErr != nil:
+		return "-"
+	case o.unfinished > 0:
+		return fmt.Sprintf("%s (%d left)", ms(o.applyP99), o.unfinished)
+	}
+	return ms(o.applyP99)
 }
 
 // printTable prints every attack's row.
 func (h *harness) printTable(base outcome, rows []outcome) {
 	fmt.Fprintln(h.out)
 	tw := tabwriter.NewWriter(h.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "attack\tpeak RSS MiB\twell-behaved req/fail\tp50 during/base\tp99 during/base\tverdict")
-	fmt.Fprintf(tw, "(baseline)\t%d\t%d/%d\t%s\t%s\t\n", base.peak>>20, base.sum.n, base.sum.failed, ms(base.sum.p50), ms(base.sum.p99))
+	fmt.Fprintln(tw, "attack\tpeak RSS MiB\twell-behaved req/fail\tp50 during/base\tp99 during/base\tverdict\tupload processed p99 (not judged)")
+	fmt.Fprintf(tw, "(baseline)\t%d\t%d/%d\t%s\t%s\t\t%s\n", base.peak>>20, base.sum.n, base.sum.failed, ms(base.sum.p50), ms(base.sum.p99), base.appliedShort())
 	for _, o := range rows {
 		v := "PASS"
 		if len(o.why) > 0 {
 			v = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s/%s\t%s/%s\t%s\n", o.name, o.peak>>20, o.sum.n, o.sum.failed,
-			ms(o.sum.p50), ms(base.sum.p50), ms(o.sum.p99), ms(base.sum.p99), v)
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s/%s\t%s/%s\t%s\t%s\n", o.name, o.peak>>20, o.sum.n, o.sum.failed,
+			ms(o.sum.p50), ms(base.sum.p50), ms(o.sum.p99), ms(base.sum.p99), v, o.appliedShort())
 	}
 	tw.Flush()
 }
