@@ -36,7 +36,7 @@ var attacks = []*attack{
 	{name: "slow-clients", what: "connections without credentials sending headers or a body slowly (-slow-conns)", run: slowClients},
 	{name: "big-headers", what: "1,000 connections each sending 1 MB of headers and no end", run: bigHeaders},
 	{name: "login-proxy", what: "wrong keys, tokens and sign-ins from behind the proxy (127.0.0.1, X-Forwarded-For)", run: loginProxy},
-	{name: "login-flood", what: "wrong admin tokens and keys from 12,000 source addresses (127.1.x.y)", run: loginFlood},
+	{name: "login-flood", what: "wrong admin tokens and keys from 12,000 source addresses (127.1.x.y), 4 each", run: loginFlood},
 	{name: "pool-hog", prepare: poolHogPrepare, what: "slow validations holding the upload memory, slow readers holding every download", run: poolHog},
 	{name: "tiny-uploads", what: "2,000 one-byte uploads as fast as they go", run: tinyUploads},
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -59,44 +60,54 @@ func loginProxy(ctx context.Context, e *env) {
 
 // loginFlood fails to authenticate from 12,000 loopback addresses (more
 // than the 10,000 serve's failed-login table holds; 127.1.0.0 to
-// 127.1.46.223, each connection bound to one), in turn, 32 at once and
-// 48,000 at most: wrong admin tokens, and wrong API keys for the
-// well-behaved partner's client.
+// 127.1.46.223, each connection bound to one), one connection each, 16 at
+// once: 4 failures on each connection (so that each address stays in the
+// table about 12 s, the attack's length, at 20 failures a minute), wrong
+// admin tokens and wrong API keys for the well-behaved partner's client.
 func loginFlood(ctx context.Context, e *env) {
-	const addrs, most, workers = 12000, 48000, 32
+	const addrs, perConn, workers = 12000, 4, 16
+	token := "GET /admin/partners HTTP/1.1\r\nHost: " + e.addr + "\r\nAuthorization: Bearer " + strings.Repeat("z", 40) + "\r\n\r\n"
+	key := "GET /stock/" + e.acc.good.id + "/uploads HTTP/1.1\r\nHost: " + e.addr + "\r\nx-api-key: " + wrongKey + "\r\n\r\n"
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				i := int(n.Add(1)) - 1
-				if i >= most {
+				a := int(n.Add(1)) - 1
+				if a >= addrs {
 					return
 				}
-				a := i % addrs
 				local := &net.TCPAddr{IP: net.IPv4(127, 1, byte(a>>8), byte(a))}
-				what := "token"
-				req := "GET /admin/partners HTTP/1.1\r\nHost: " + e.addr + "\r\nAuthorization: Bearer " + strings.Repeat("z", 40) + "\r\nConnection: close\r\n\r\n"
-				if i%2 == 1 {
-					what = "key"
-					req = "GET /stock/" + e.acc.good.id + "/uploads HTTP/1.1\r\nHost: " + e.addr + "\r\nx-api-key: " + wrongKey + "\r\nConnection: close\r\n\r\n"
-				}
 				nc, err := dialRaw(ctx, e.addr, local, 0)
 				if err != nil {
 					if ctx.Err() == nil {
-						e.tally.add(what + " dial " + failOf(err))
+						e.tally.add("dial " + failOf(err))
 					}
 					continue
 				}
-				_ = nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-				if _, err = nc.Write([]byte(req)); err == nil {
-					var code string
-					if code, err = readStatus(nc, 5*time.Second); err == nil {
-						e.tally.add(what + " " + code)
+				br := bufio.NewReader(nc)
+				for i := range perConn {
+					what, req := "token", token
+					if i%2 == 1 {
+						what, req = "key", key
 					}
-				}
-				if err != nil && ctx.Err() == nil {
-					e.tally.add(what + " " + failOf(err))
+					_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+					if _, err = nc.Write([]byte(req)); err != nil {
+						break
+					}
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						if ctx.Err() == nil {
+							e.tally.add(what + " " + failOf(err))
+						}
+						break
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					e.tally.add(fmt.Sprintf("%s %d", what, resp.StatusCode))
+					if resp.Close {
+						break
+					}
 				}
 				nc.Close()
 			}
