@@ -153,7 +153,8 @@ func (h *harness) run(ctx context.Context) (failed bool, err error) {
 		return false, err
 	}
 	h.flags = slices.Clone(h.cfg.serveFlags)
-	if serveHasFlag(h.bin, "trusted-proxies") && !slices.Contains(h.flags, "--trusted-proxies") {
+	given := slices.ContainsFunc(h.flags, func(f string) bool { return strings.HasPrefix(strings.TrimLeft(f, "-"), "trusted-proxies") })
+	if serveHasFlag(h.bin, "trusted-proxies") && !given {
 		h.flags = append(h.flags, "--trusted-proxies", "127.0.0.1/32")
 	}
 	fmt.Fprintf(h.out, "hostile: serve flags: %s; each attack %s, baseline %s, %d well-behaved loops\n",
