@@ -539,19 +539,19 @@ func TestGracefulStop(t *testing.T) {
 }
 
 // TestGracefulStopKeepsAttempts stops the server with SIGTERM while an
-// upload is processing, as many times as worker.MaxAttempts allows a
+// upload is processing, as many times as worker.MaxFailures allows a
 // processor to fail on a file: an orderly stop is not the file's fault, so
 // the upload must still be applied, not set aside as "Processing failed".
 func TestGracefulStopKeepsAttempts(t *testing.T) {
 	t.Parallel()
 	f := bigFeed(170_000, 0, 3)
 	for try := 1; ; try++ {
-		p, id, ok := stopWhileProcessing(t, f, worker.MaxAttempts)
+		p, id, ok := stopWhileProcessing(t, f, worker.MaxFailures)
 		if !ok {
 			if try == 3 {
-				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", worker.MaxAttempts, try)
+				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", worker.MaxFailures, try)
 			}
-			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, worker.MaxAttempts)
+			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, worker.MaxFailures)
 			continue
 		}
 		p.waitUpload(t, id, 40*time.Second)
