@@ -231,8 +231,8 @@ type UploadService interface {
 	// nothing: for an upload that could not be processed at all.
 	Fail(ctx context.Context, c *Claim, problem Problem) error
 	// Release gives a claim back uncounted: the upload stays processing,
-	// claimable again once after has passed, and the claim no longer counts
-	// towards the attempts after which an upload is given up on. It is for
+	// claimable again once after has passed, and the claim is not counted,
+	// neither as a failure nor as an interruption. It is for
 	// an apply that failed for a fault of the service (a full disk, a lost
 	// database), not of the file. Only that claim is released: an upload
 	// claimed again since (by anyone), released already or finished is

@@ -375,8 +375,8 @@ func (s *Service) Retry(ctx context.Context, c *storelink.Claim, after time.Dura
 // ReleaseOwnLeases hands back, after an orderly stop, the uploads that
 // owner's processor was applying when it was stopped: their applies rolled
 // back, so they are claimable again at once (instead of when the lease runs
-// out), and the interrupted claim does not count towards the attempts after
-// which an upload is given up on, since the stop was not the file's fault.
+// out), and the claim is not counted, not even as an interruption: an
+// orderly stop is neither the file's fault nor a reason to wait.
 // Only owner's leases are touched: other processes on the database hold
 // theirs.
 func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {
