@@ -544,7 +544,7 @@ func TestGracefulStop(t *testing.T) {
 // upload must still be applied, not set aside as "Processing failed".
 func TestGracefulStopKeepsAttempts(t *testing.T) {
 	t.Parallel()
-	stopsWhileProcessing(t, bigFeed(170_000, 0, 3), worker.MaxFailures, func(t *testing.T, p *proc, n int) {
+	stopsWhileProcessing(t, bigFeed(170_000, 0, 3), worker.MaxFailures, nil, func(t *testing.T, p *proc, n int) {
 		if code, _ := stopWithin(t, p, 30*time.Second); code != 0 {
 			t.Fatalf("stop %d: exit code %d, want 0:\n%s", n, code, p.stderr)
 		}
@@ -557,17 +557,22 @@ func TestGracefulStopKeepsAttempts(t *testing.T) {
 // applied, exactly once, not rejected as "Processing failed".
 func TestKillsWhileProcessingAreNotFailures(t *testing.T) {
 	t.Parallel()
-	stopsWhileProcessing(t, bigFeed(170_000, 0, 4), worker.MaxFailures+1, func(t *testing.T, p *proc, _ int) { p.Kill() })
+	stopsWhileProcessing(t, bigFeed(170_000, 0, 4), worker.MaxFailures+1, nil, func(t *testing.T, p *proc, _ int) { p.Kill() })
 }
 
 // stopsWhileProcessing stops a server with stop while it applies f, stops
 // times, and checks that f is then applied once; it tries again on a new
-// data folder when the upload was applied before it could be stopped that
-// often.
-func stopsWhileProcessing(t *testing.T, f testFeed, stops int, stop func(t *testing.T, p *proc, n int)) {
+// data folder (and database, from args) when the upload was applied before
+// it could be stopped that often. args gives each try's serve flags, or is
+// nil for a SQLite data folder.
+func stopsWhileProcessing(t *testing.T, f testFeed, stops int, args func() []string, stop func(t *testing.T, p *proc, n int)) *proc {
 	t.Helper()
 	for try := 1; ; try++ {
-		p, id, ok := stopWhileProcessing(t, f, stops, stop)
+		var a []string
+		if args != nil {
+			a = args()
+		}
+		p, id, ok := stopWhileProcessing(t, f, stops, a, stop)
 		if !ok {
 			if try == 3 {
 				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", stops, try)
@@ -578,7 +583,7 @@ func stopsWhileProcessing(t *testing.T, f testFeed, stops int, stop func(t *test
 		p.waitUpload(t, id, 40*time.Second)
 		checkAppliedOnce(t, p, id, len(f.want))
 		checkStock(t, p, f.want)
-		return
+		return p
 	}
 }
 
@@ -586,9 +591,9 @@ func stopsWhileProcessing(t *testing.T, f testFeed, stops int, stop func(t *test
 // while its processor applies the upload, stops times, starting it again
 // after each stop. It reports false when the upload was final before it
 // could be stopped that often.
-func stopWhileProcessing(t *testing.T, f testFeed, stops int, stop func(t *testing.T, p *proc, n int)) (*proc, string, bool) {
+func stopWhileProcessing(t *testing.T, f testFeed, stops int, args []string, stop func(t *testing.T, p *proc, n int)) (*proc, string, bool) {
 	t.Helper()
-	p := startServe(t, t.TempDir(), "--demo")
+	p := startServe(t, t.TempDir(), append([]string{"--demo"}, args...)...)
 	id := mustUpload(t, p, "big.csv", f.body)
 	var since time.Time // each start's new claim begins after the last stop
 	for n := range stops {
@@ -616,7 +621,7 @@ func stopWhileProcessing(t *testing.T, f testFeed, stops int, stop func(t *testi
 		}
 		stop(t, p, n)
 		since = time.Now().Truncate(time.Millisecond)
-		p = restart(t, p)
+		p = restart(t, p, args...)
 	}
 	return p, id, true
 }
