@@ -69,9 +69,40 @@ type Claim struct {
 	Upload
 	Body  []byte
 	Owner string // lease holder; the apply only commits while it still holds
-	// Attempts counts claims of this upload, this one included. An upload
-	// that keeps failing is given up on, so it cannot block its client.
+	// Attempts counts claims of this upload, this one included; a claim
+	// given back uncounted (Release) is not among them. An upload claimed
+	// before is claimed alone.
 	Attempts int
+	// Failures counts the earlier claims whose processing the file made
+	// fail (given back with Retry). The other earlier claims were
+	// interrupted (Interruptions): the process died, or lost the lease.
+	Failures int
+}
+
+// Interruptions counts the earlier claims of the upload that ended without
+// an outcome: the process died while applying it, or its lease ran out,
+// or its give-back was lost on the way.
+func (c *Claim) Interruptions() int { return max(c.Attempts-1-c.Failures, 0) }
+
+// Backoff is how long an upload whose processing was interrupted waits,
+// once its lease is over, before it is claimed again: nothing after the
+// first interruption (a restart is common), then Base doubling with each
+// further one, up to Max. A file that kills its process every time is
+// then tried at a slowing pace, and the service runs in between.
+type Backoff struct {
+	Base, Max time.Duration
+}
+
+// InterruptedBackoff is the backoff of interrupted uploads: 1 s doubling to
+// 5 minutes, so that twenty interruptions take about an hour.
+var InterruptedBackoff = Backoff{Base: time.Second, Max: 5 * time.Minute}
+
+// Delay is the wait after n interruptions.
+func (b Backoff) Delay(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	return min(b.Base<<min(n-2, 30), b.Max)
 }
 
 // BatchLimit bounds a batch of uploads claimed together
@@ -181,8 +212,10 @@ type UploadService interface {
 	// claimed once it is, as long as they fit in limit: an upload waiting
 	// behind its client's earlier upload can be claimed with it. An upload
 	// claimed before (whose processor died or lost its lease) is claimed
-	// alone, and so is a file larger than limit.Bytes. It returns the claims
-	// in acceptance order, or none.
+	// alone, and so is a file larger than limit.Bytes. An upload whose
+	// processing was interrupted is claimed again once its lease is over and
+	// InterruptedBackoff's delay has passed; its client's later uploads wait
+	// for it. It returns the claims in acceptance order, or none.
 	ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit BatchLimit) ([]*Claim, error)
 	// ApplyBatch applies claims, in their order, in one transaction, each all
 	// or nothing as Apply applies it alone: a rejected file writes nothing,
@@ -198,13 +231,19 @@ type UploadService interface {
 	// nothing: for an upload that could not be processed at all.
 	Fail(ctx context.Context, c *Claim, problem Problem) error
 	// Release gives a claim back uncounted: the upload stays processing,
-	// claimable again once after has passed, and the claim no longer counts
-	// towards the attempts after which an upload is given up on. It is for
+	// claimable again once after has passed, and the claim is not counted,
+	// neither as a failure nor as an interruption. It is for
 	// an apply that failed for a fault of the service (a full disk, a lost
 	// database), not of the file. Only that claim is released: an upload
 	// claimed again since (by anyone), released already or finished is
 	// left as it is, so a release that is sent again changes nothing.
 	Release(ctx context.Context, c *Claim, after time.Duration) error
+	// Retry gives a claim back counted as a failure of its file (Failures):
+	// the upload stays processing, claimable again once after has passed.
+	// It is for an apply that the file made fail (an error that is no
+	// fault of the service, a panic); like Release, only that claim is
+	// given back, once.
+	Retry(ctx context.Context, c *Claim, after time.Duration) error
 	// Cancel cancels an upload that is still accepted, before any
 	// processor picked it up: it will never be applied, and its size goes
 	// back to the client's capacity bucket. Cancelling a cancelled upload

@@ -47,7 +47,7 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // through the index uploads_unfinished_client from one client to the next
 // (a loose index scan: a look per client, not per upload waiting). locked
 // is those heads that can be claimed (waiting, or under a lease that ran
-// out), oldest first, each locked, those another process is claiming or
+// out, or was given back, and whose backoff has passed), oldest first, each locked, those another process is claiming or
 // applying right now passed over (SKIP LOCKED; an apply holds its uploads'
 // row locks), the condition checked again on each row as it is when locked:
 // a head that another claim took meanwhile is passed over too, never the
@@ -59,7 +59,9 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // $4, their files' bytes add up to at most $5 and none was claimed before.
 // The UPDATE checks each row again as it is when it writes it (an upload
 // cancelled meanwhile is not claimed). $1 is the owner, $2 now, $3 the
-// lease's end.
+// lease's end, $6 and $7 the backoff's base and most (ms): an upload is free
+// once lease_until + its backoff is before now (storelink.Backoff.Delay of
+// attempts - failures, its interruptions).
 //
 // locked and the UPDATE find their rows by seq from an array (= ANY
 // (ARRAY(…))), computed once, through the index: joined to the heads or the
@@ -67,7 +69,7 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 // database, or a backlog that grew since the last ANALYZE), the planner
 // may scan every unfinished upload and compute the picks again for each,
 // which took seconds a claim with a backlog of a few thousand.
-const claimUploadsSQL = `
+var claimUploadsSQL = `
 WITH RECURSIVE heads AS (
 	(SELECT client_id, seq FROM uploads WHERE status IN ('accepted', 'processing') ORDER BY client_id, seq LIMIT 1)
 	UNION ALL
@@ -77,15 +79,15 @@ WITH RECURSIVE heads AS (
 ), locked AS (
 	SELECT u.seq, u.client_id FROM uploads u
 	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ('accepted', 'processing')
-	  AND (u.status = 'accepted' OR u.lease_until < $2)
+	  AND (u.status = 'accepted' OR u.lease_until + ` + backoffSQL("u") + ` < $2)
 	ORDER BY u.seq
 	LIMIT $4
 	FOR UPDATE SKIP LOCKED
 ), cand AS (
 	SELECT l.seq AS head, o.seq, o.size_bytes, o.attempts,
-		bool_and(o.status = 'accepted' OR o.lease_until < $2) OVER (PARTITION BY l.seq ORDER BY o.seq) AS free
+		bool_and(o.status = 'accepted' OR o.lease_until + ` + backoffSQL("o") + ` < $2) OVER (PARTITION BY l.seq ORDER BY o.seq) AS free
 	FROM locked l CROSS JOIN LATERAL (
-		SELECT seq, size_bytes, attempts, status, lease_until FROM uploads
+		SELECT seq, size_bytes, attempts, failures, status, lease_until FROM uploads
 		WHERE client_id = l.client_id AND status IN ('accepted', 'processing') AND seq >= l.seq
 		ORDER BY seq LIMIT $4) o
 ), pick AS (
@@ -97,15 +99,23 @@ WITH RECURSIVE heads AS (
 )
 UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
 WHERE uploads.seq = ANY (ARRAY(SELECT seq FROM pick)) AND uploads.status IN ('accepted', 'processing')
-	AND (uploads.status = 'accepted' OR uploads.lease_until < $2)
-RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts,
+	AND (uploads.status = 'accepted' OR uploads.lease_until + ` + backoffSQL("uploads") + ` < $2)
+RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
+
+// backoffSQL is storelink.Backoff.Delay of the upload aliased u as an
+// interval, its base and most in ms being $6 and $7.
+func backoffSQL(u string) string {
+	n := "(" + u + ".attempts - " + u + ".failures)"
+	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE least($6::bigint << least(" + n + " - 2, 30), $7::bigint) END * interval '1 millisecond')"
+}
 
 // ClaimUploads claims in one statement that commits on its own: one round
 // trip, the bodies included.
-func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error) {
+func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, backoff storelink.Backoff, now func() time.Time) ([]*storelink.Claim, error) {
 	at := now()
-	rows, err := d.db.pool.Query(ctx, claimUploadsSQL, owner, at, at.Add(lease), limit.Uploads, limit.Bytes)
+	rows, err := d.db.pool.Query(ctx, claimUploadsSQL, owner, at, at.Add(lease), limit.Uploads, limit.Bytes,
+		backoff.Base.Milliseconds(), backoff.Max.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +129,7 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 		c := &storelink.Claim{}
 		c.StartedAt = &at
 		var seq int64
-		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Body); err != nil {
+		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Failures, &c.Body); err != nil {
 			return nil, err
 		}
 		list = append(list, claimed{seq, c})
@@ -139,10 +149,11 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 }
 
 // ReleaseUpload is one statement on the pool, which commits on its own.
-func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
-	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1, attempts = greatest(attempts - 1, 0)
+func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time, failed bool) error {
+	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1,
+		attempts = CASE WHEN $5 THEN attempts ELSE greatest(attempts - 1, 0) END, failures = failures + CASE WHEN $5 THEN 1 ELSE 0 END
 		WHERE id = $2 AND status = 'processing' AND lease_owner = $3 AND started_at = $4`,
-		until, c.ID, c.Owner, *c.StartedAt)
+		until, c.ID, c.Owner, *c.StartedAt, failed)
 	return err
 }
 

@@ -38,17 +38,23 @@ type Uploads interface {
 	// most limit.Bytes together (the first's included) and none was claimed
 	// before (attempts 0), the first included: an upload claimed before is
 	// claimed alone, so that a file that kills its processor never takes
-	// others' attempts with it. Taken client by client, a claim holds few
+	// others' attempts with it. An upload processing under a lease that ran
+	// out, or given back, can be claimed once backoff.Delay(attempts -
+	// failures) has passed after its lease's end; until then it is not
+	// claimable, and neither are its client's later uploads. Taken client by client, a claim holds few
 	// clients when their backlogs are deep, and leaves the others to the
 	// other processes on the database. A driver may look at the oldest
 	// limit.Uploads uploads that can be claimed only, of every client or of
 	// each. The driver reads now when its claim can no longer wait for a
 	// lock.
-	ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error)
+	// The claims carry the upload's attempts (this one counted) and
+	// failures.
+	ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, backoff storelink.Backoff, now func() time.Time) ([]*storelink.Claim, error)
 	// ReleaseUpload clears the lease of c's upload and makes it claimable
-	// at until, uncounting the attempt, when c still holds it: the upload
-	// processing, with c's owner and start.
-	ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error
+	// at until, when c still holds it: the upload processing, with c's owner
+	// and start. With failed, the attempt stays counted and the upload's
+	// failures are counted one more; without, the attempt is uncounted.
+	ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time, failed bool) error
 	// ReleaseUploadLeases makes the uploads in processing under owner's
 	// lease claimable at once, uncounting their attempts.
 	ReleaseUploadLeases(ctx context.Context, owner string) error
@@ -267,7 +273,7 @@ func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) 
 // two uploads of one client between them.
 func (s *Service) ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit) ([]*storelink.Claim, error) {
 	limit.Uploads = max(limit.Uploads, 1)
-	claims, err := s.d.ClaimUploads(ctx, owner, lease, limit, s.now)
+	claims, err := s.d.ClaimUploads(ctx, owner, lease, limit, storelink.InterruptedBackoff, s.now)
 	if err != nil {
 		return nil, fmt.Errorf("claim uploads: %w", err)
 	}
@@ -336,8 +342,9 @@ func held(c *storelink.Claim, owner string, err error) error {
 	return nil
 }
 
-// Fail finishes an upload that could not be processed at all (it failed
-// every attempt), so that it stops blocking the client's later uploads.
+// Fail finishes an upload that could not be processed at all (its file
+// made every attempt fail, or its processing was interrupted too often), so
+// that it stops blocking the client's later uploads.
 func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
 	return s.inUploadTx(ctx, func(tx UploadTx) error {
 		var u *storelink.Upload
@@ -350,8 +357,17 @@ func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelin
 // is known by its owner and start, and the driver clears the owner, so that
 // only the first of repeated releases counts.
 func (s *Service) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
-	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after)); err != nil {
+	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after), false); err != nil {
 		return fmt.Errorf("release upload %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Retry gives a claim back counted as a failure of its file
+// (UploadService.Retry), known by its owner and start as Release's is.
+func (s *Service) Retry(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after), true); err != nil {
+		return fmt.Errorf("give back upload %s after a failure: %w", c.ID, err)
 	}
 	return nil
 }
@@ -359,8 +375,8 @@ func (s *Service) Release(ctx context.Context, c *storelink.Claim, after time.Du
 // ReleaseOwnLeases hands back, after an orderly stop, the uploads that
 // owner's processor was applying when it was stopped: their applies rolled
 // back, so they are claimable again at once (instead of when the lease runs
-// out), and the interrupted claim does not count towards the attempts after
-// which an upload is given up on, since the stop was not the file's fault.
+// out), and the claim is not counted, not even as an interruption: an
+// orderly stop is neither the file's fault nor a reason to wait.
 // Only owner's leases are touched: other processes on the database hold
 // theirs.
 func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {

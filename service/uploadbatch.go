@@ -161,7 +161,7 @@ func (s *Service) faultOf(err error) bool {
 
 // heldBackError is the result of a claim not applied because an earlier
 // claim of its client in the batch was not: an ECONFLICT, with the error of
-// its release when that failed (its lease then runs out and counts).
+// its release when that failed (its lease then runs out: an interruption).
 type heldBackError struct {
 	conflict *storelink.Error
 	release  error

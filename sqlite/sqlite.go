@@ -212,9 +212,12 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // ReleaseLeases makes every upload in processing, and every delivery in
 // flight, claimable again. Only one process can hold the file, so once Open
-// has its lock every lease in it is a dead one: Open calls this.
+// has its lock every lease in it is a dead one: Open calls this. An
+// upload's lease ends now, not at 0, so that the backoff of an interrupted
+// upload counts from the restart (the claim adds it to lease_until).
 func (db *DB) ReleaseLeases(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0 WHERE status = 'processing'`); err != nil {
+	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = min(lease_until, ?) WHERE status = 'processing'`,
+		ms(db.Now())); err != nil {
 		return err
 	}
 	// A delivery a killed process was sending may or may not have arrived;

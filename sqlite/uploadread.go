@@ -46,23 +46,26 @@ func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Buc
 
 // claimUploadsSQL leases the uploads a claim takes (service.Uploads'
 // ClaimUploads). cand is the oldest ?4 uploads that can be claimed, in
-// acceptance order: waiting, or under a lease that ran out, and with no
-// earlier unfinished upload of their client that cannot be claimed; an
-// earlier one that can is in cand before them. The NOT EXISTS is what keeps
-// a client's uploads in acceptance order; it looks at the client's
-// unfinished uploads only (the index uploads_unfinished_client). pick takes
-// cand client by client, the clients in the order of their first in cand,
-// each client's in acceptance order: the first, and the next ones while
-// their files' bytes add up to at most ?5 and none was claimed before. ?1
-// is the owner, ?2 the lease's end, ?3 now, ?4 the most uploads.
-const claimUploadsSQL = `
+// acceptance order: waiting, or under a lease that ran out (or was given
+// back) and whose backoff has passed, and with no earlier unfinished
+// upload of their client that cannot be claimed; an earlier one that can is
+// in cand before them. The NOT EXISTS is what keeps a client's uploads in
+// acceptance order; it looks at the client's unfinished uploads only (the
+// index uploads_unfinished_client). pick takes cand client by client, the
+// clients in the order of their first in cand, each client's in acceptance
+// order: the first, and the next ones while their files' bytes add up to
+// at most ?5 and none was claimed before. ?1 is the owner, ?2 the lease's
+// end, ?3 now, ?4 the most uploads, ?6 and ?7 the backoff's base and most
+// (ms): an upload is free once lease_until + its backoff is before now
+// (storelink.Backoff.Delay of attempts - failures, its interruptions).
+var claimUploadsSQL = `
 WITH cand AS (
 	SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
 	WHERE u.status IN ('accepted', 'processing')
-	  AND (u.status = 'accepted' OR u.lease_until < ?3)
+	  AND (u.status = 'accepted' OR u.lease_until + ` + backoffSQL("u") + ` < ?3)
 	  AND NOT EXISTS (SELECT 1 FROM uploads o INDEXED BY uploads_unfinished_client
 	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
-	                    AND o.status = 'processing' AND o.lease_until >= ?3)
+	                    AND o.status = 'processing' AND o.lease_until + ` + backoffSQL("o") + ` >= ?3)
 	ORDER BY u.seq
 	LIMIT ?4
 ), pick AS (
@@ -73,7 +76,14 @@ WITH cand AS (
 )
 UPDATE uploads SET status = 'processing', lease_owner = ?1, lease_until = ?2, started_at = ?3, attempts = attempts + 1
 WHERE seq IN (SELECT seq FROM pick)
-RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts`
+RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures`
+
+// backoffSQL is storelink.Backoff.Delay in ms of the upload aliased u, its
+// base and most being ?6 and ?7.
+func backoffSQL(u string) string {
+	n := "(" + u + ".attempts - " + u + ".failures)"
+	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE min(?6 << min(" + n + " - 2, 30), ?7) END)"
+}
 
 // claimBodiesSQL reads the bodies of the uploads claimed, a JSON array of
 // their ids.
@@ -82,7 +92,7 @@ const claimBodiesSQL = `SELECT upload_id, body FROM upload_bodies WHERE upload_i
 // ClaimUploads claims in a write transaction of its own, in its turn
 // (uploadTurn), reading now once it began: the write connection may have
 // been waited for.
-func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, now func() time.Time) ([]*storelink.Claim, error) {
+func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, backoff storelink.Backoff, now func() time.Time) ([]*storelink.Claim, error) {
 	if err := d.db.uploadTurn.take(ctx); err != nil {
 		return nil, err
 	}
@@ -94,7 +104,8 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	tx := orderTx{Tx: sqlTx, prepared: d.db.prepared}
 	defer tx.Rollback()
 	at := now()
-	rows, err := tx.QueryContext(ctx, claimUploadsSQL, owner, ms(at.Add(lease)), ms(at), limit.Uploads, limit.Bytes)
+	rows, err := tx.QueryContext(ctx, claimUploadsSQL, owner, ms(at.Add(lease)), ms(at), limit.Uploads, limit.Bytes,
+		backoff.Base.Milliseconds(), backoff.Max.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +119,7 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	for rows.Next() {
 		c := &storelink.Claim{}
 		var seq, received int64
-		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &received, &c.Attempts); err != nil {
+		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &received, &c.Attempts, &c.Failures); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -161,10 +172,11 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 
 // ReleaseUpload writes on the write pool, outside any transaction: one
 // statement is its own. Times are Unix milliseconds.
-func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time) error {
-	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?, attempts = max(attempts - 1, 0)
-		WHERE id = ? AND status = 'processing' AND lease_owner = ? AND started_at = ?`,
-		ms(until), c.ID, c.Owner, ms(*c.StartedAt))
+func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time, failed bool) error {
+	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?1,
+		attempts = CASE WHEN ?5 THEN attempts ELSE max(attempts - 1, 0) END, failures = failures + ?5
+		WHERE id = ?2 AND status = 'processing' AND lease_owner = ?3 AND started_at = ?4`,
+		ms(until), c.ID, c.Owner, ms(*c.StartedAt), failed)
 	return err
 }
 

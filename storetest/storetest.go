@@ -103,6 +103,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Apply error rolls back", testApplyCallbackError},
 		{"Fail sets an upload aside", testFail},
 		{"Release gives a claim back uncounted", testRelease},
+		{"An interrupted upload is claimed again after a backoff, uncounted as a failure", testInterruptions},
 		{"Batch: a rejected file among applied ones writes nothing", testBatchRejected},
 		{"Batch: a lost lease holds back its client's later uploads alone", testBatchLostLease},
 		{"Batch: a failing upload fails alone", testBatchFailure},

@@ -26,7 +26,7 @@ type faultPause struct {
 	until time.Time
 	// unreleased holds claims ended by a fault whose release failed too.
 	// They are released before anything is claimed again, so that their
-	// leases, which run out meanwhile, do not count as attempts.
+	// leases, which run out meanwhile, do not count as interruptions.
 	unreleased map[string]*storelink.Claim
 }
 
@@ -141,7 +141,7 @@ func (p *Processor) giveBack(ctx context.Context, c *storelink.Claim, f, err err
 // releasePending makes the releases that failed during a fault. Until they
 // are made nothing is claimed: the database that refuses them would fail
 // an apply too. A release that fails for another reason is dropped; its
-// lease runs out and counts as an attempt.
+// lease runs out and counts as an interruption.
 func (p *Processor) releasePending(ctx context.Context) error {
 	if !p.faults.pending() {
 		return nil
@@ -158,7 +158,7 @@ func (p *Processor) releasePending(ctx context.Context) error {
 			return p.faulted(err)
 		}
 		if err != nil {
-			// Not a fault: this claim's lease runs out and counts.
+			// Not a fault: this claim's lease runs out: an interruption.
 			for _, c := range claims[i+1:] {
 				p.faults.keep(c)
 			}

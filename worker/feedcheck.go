@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"storelink"
 	"storelink/feed"
@@ -44,7 +45,7 @@ func checkInBackground(body []byte, stores map[string]bool, put func(storelink.S
 		var res result
 		defer func() {
 			if r := recover(); r != nil {
-				res.err = fmt.Errorf("panic while checking: %v", r)
+				res.err = fmt.Errorf("panic while checking: %v\n%s", r, debug.Stack())
 			}
 			close(full)
 			done <- res

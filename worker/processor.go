@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -19,19 +20,37 @@ import (
 	"storelink/gcmode"
 )
 
-// MaxAttempts is how often an upload is claimed before it is given up on.
-// An upload that kills its processor every time would otherwise block its
-// client's later uploads for ever.
+// MaxFailures is how many times an upload's file may make its processing
+// fail before the upload is rejected as "Processing failed", so that it
+// stops blocking its client's later uploads. A failure is the file's when
+// the check or the apply of that file ends with an error that is no fault
+// of the service and no lost lease (the same file fails the same way on
+// each try), or panics: a panic is a bug that the file triggers, recovered,
+// logged with the upload's id and counted here, and neither the process
+// nor the other uploads go down with it. Rows or a file that the checker
+// finds bad are no failure: they are the upload's report (applied with
+// row errors, or rejected). A failed upload is tried again, alone, after
+// FailureDelay, doubled with each failure.
 //
-// A claim whose apply fails for a fault of the service (Processor.Fault) is
-// given back uncounted, so an accepted upload is never given up on because
-// the disk was full or the database away, however long that lasts. A claim
-// still counts when its processor dies, when the claim's own answer is lost
-// on the way back, or, on PostgreSQL with several processes, when its
-// release fails and its lease runs out and another process claims the
-// upload before this one can release it: each of those takes an outage
-// during an apply, so giving up takes more than MaxAttempts of them.
-const MaxAttempts = 3
+// Nothing else is the file's fault. A claim given back for a fault of the
+// service (Processor.Fault: a full disk, a lost database) or at an orderly
+// stop is not counted at all; one cut short by the process dying, by its
+// lease running out, or by a give-back lost on the way, is an interruption
+// (storelink.Claim.Interruptions), which never counts as a failure.
+const MaxFailures = 3
+
+// MaxInterruptions is how many interruptions an upload may have before it
+// is set aside, its report saying that its processing was interrupted so
+// often, not that the file is bad. A file that kills the process each time
+// (a runtime fatal error, memory) would otherwise block its client's later
+// uploads for ever; an interrupted upload is claimed alone, after
+// storelink.InterruptedBackoff (up to 5 minutes), so that twenty
+// interruptions take about an hour of a process dying each time it applies
+// this file, not a few unlucky restarts.
+const MaxInterruptions = 20
+
+// DefaultFailureDelay is the processor's FailureDelay.
+const DefaultFailureDelay = time.Second
 
 // DefaultBatch bounds the small uploads a processor claims and applies
 // together, in one transaction. Applying a file of a few rows costs less
@@ -68,6 +87,13 @@ type Processor struct {
 	// GC lowers the GC percent while a large file is being applied;
 	// optional (nil leaves the setting alone).
 	GC *gcmode.Governor
+	// FailureDelay is how long an upload whose file made its processing
+	// fail waits before it is tried again, doubled with each failure.
+	FailureDelay time.Duration
+
+	// putHook, set by tests, wraps the put of every apply: a way to make
+	// the apply of one file fail or panic with a real database.
+	putHook func(c *storelink.Claim, put func(storelink.StockRow) error) func(storelink.StockRow) error
 
 	wake    chan struct{}
 	metrics processorMetrics
@@ -93,7 +119,7 @@ func NewProcessor(uploads storelink.UploadService, logger *slog.Logger, owner st
 	}
 	p := &Processor{
 		Uploads: uploads, Logger: logger, Owner: owner,
-		Lease: time.Minute, Interval: time.Second, Workers: 2, Batch: DefaultBatch,
+		Lease: time.Minute, Interval: time.Second, Workers: 2, Batch: DefaultBatch, FailureDelay: DefaultFailureDelay,
 		wake: make(chan struct{}, 1),
 		pace: pace{start: time.Now()},
 		metrics: processorMetrics{
@@ -223,25 +249,13 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 // before, or the only one waiting.
 func (p *Processor) runOne(ctx context.Context, c *storelink.Claim) error {
 	start := time.Now()
-	if c.Attempts > MaxAttempts {
-		err := p.Uploads.Fail(ctx, c, storelink.Problem{
-			Type:        "Processing failed",
-			Message:     fmt.Sprintf("The file could not be processed in %d attempts and was set aside. Please upload it again; if this repeats, contact the marketplace.", MaxAttempts),
-			LineNumbers: []storelink.LineRef{},
-		})
-		p.Logger.Error("upload given up", "upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts, "error", err)
-		p.metrics.processed.WithLabelValues(string(storelink.UploadRejected)).Inc()
-		p.pace.add(time.Now())
-		return err
+	if n := c.Interruptions(); n >= MaxInterruptions {
+		return p.setAside(ctx, c, "interrupted", fmt.Sprintf("Processing of the file was interrupted %d times (the service stopped while applying it), "+
+			"so it was set aside to let the later uploads go ahead. Please upload it again; if this repeats, contact the marketplace.", n), nil)
 	}
 	u, err := p.apply(ctx, c)
-	if err != nil && ctx.Err() == nil {
-		if f := p.fault(err); f != nil {
-			return p.giveBack(ctx, c, f, err)
-		}
-	}
 	if err != nil {
-		return fmt.Errorf("upload %s: %w", c.ID, err)
+		return p.ended(ctx, c, err)
 	}
 	p.faults.healed()
 	p.processed(c, u, start, 1)
@@ -250,27 +264,94 @@ func (p *Processor) runOne(ctx context.Context, c *storelink.Claim) error {
 
 // runBatch applies claims of small files together (UploadService.ApplyBatch)
 // and deals with each one's end as runOne does; none of them was claimed
-// before, so none is to be given up on.
+// before, so none is to be set aside for its interruptions.
 func (p *Processor) runBatch(ctx context.Context, claims []*storelink.Claim) error {
 	start := time.Now()
-	results := p.Uploads.ApplyBatch(ctx, claims, checkSmall)
+	results, err := p.applyBatch(ctx, claims)
+	if err != nil {
+		// A panic outside the files' checks: which upload caused it is not
+		// known, so each is applied alone, where a panic is its own.
+		p.Logger.Error("batch apply panicked; applying its uploads one at a time", "uploads", len(claims), "error", err)
+		var errs []error
+		for _, c := range claims {
+			errs = append(errs, p.runOne(ctx, c))
+		}
+		return errors.Join(errs...)
+	}
 	var errs []error
 	for i, r := range results {
 		c := claims[i]
-		switch {
-		case r.Err == nil:
+		if r.Err == nil {
 			p.processed(c, r.Upload, start, len(claims))
 			continue
-		case ctx.Err() == nil && p.fault(r.Err) != nil:
-			errs = append(errs, p.giveBack(ctx, c, p.fault(r.Err), r.Err))
-		default:
-			errs = append(errs, fmt.Errorf("upload %s: %w", c.ID, r.Err))
 		}
+		errs = append(errs, p.ended(ctx, c, r.Err))
 	}
 	if len(errs) < len(claims) {
 		p.faults.healed()
 	}
 	return errors.Join(errs...)
+}
+
+// applyBatch is ApplyBatch with a panic turned into an error.
+func (p *Processor) applyBatch(ctx context.Context, claims []*storelink.Claim) (results []storelink.BatchResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return p.Uploads.ApplyBatch(ctx, claims, p.checkSmall), nil
+}
+
+// ended deals with a claim whose apply ended with err. A stop, a fault of
+// the service and a lost lease are not the file's: the claim is left to
+// ReleaseOwnLeases, given back uncounted, or left to its new holder. Any
+// other error is a failure of the file, and counts (MaxFailures).
+func (p *Processor) ended(ctx context.Context, c *storelink.Claim, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("upload %s: %w", c.ID, err)
+	case p.fault(err) != nil:
+		return p.giveBack(ctx, c, p.fault(err), err)
+	case storelink.ErrorCode(err) == storelink.ECONFLICT:
+		return fmt.Errorf("upload %s: %w", c.ID, err)
+	}
+	return p.failed(ctx, c, err)
+}
+
+// failed counts a failure of c's file: the upload is tried again after
+// FailureDelay, doubled with each failure, or, at its MaxFailures-th, set
+// aside as "Processing failed". Should the give-back be lost, the lease
+// runs out and the claim counts as an interruption instead.
+func (p *Processor) failed(ctx context.Context, c *storelink.Claim, err error) error {
+	n := c.Failures + 1
+	if n >= MaxFailures {
+		return p.setAside(ctx, c, "failed", fmt.Sprintf("The file could not be processed: it failed %d times with an internal error "+
+			"and was set aside. Please upload it again; if this repeats, contact the marketplace with the upload id.", n), err)
+	}
+	after := p.FailureDelay << min(n-1, 10)
+	p.Logger.Error("upload failed; to be tried again", "upload_id", c.ID, "client_id", c.ClientID, "attempt", c.Attempts,
+		"failures", n, "retry_ms", after.Milliseconds(), "error", err)
+	if rerr := p.Uploads.Retry(ctx, c, after); rerr != nil {
+		return fmt.Errorf("upload %s failed: %v; give back: %w", c.ID, err, p.faulted(rerr))
+	}
+	return nil
+}
+
+// setAside rejects c's upload with a "Processing failed" problem saying
+// why (message); cause is the error of its last failure, or nil.
+func (p *Processor) setAside(ctx context.Context, c *storelink.Claim, why, message string, cause error) error {
+	err := p.Uploads.Fail(ctx, c, storelink.Problem{
+		Type: storelink.ProblemProcessing, Message: message, LineNumbers: []storelink.LineRef{},
+	})
+	p.Logger.Error("upload set aside", "upload_id", c.ID, "client_id", c.ClientID, "why", why, "attempt", c.Attempts,
+		"failures", c.Failures, "interruptions", c.Interruptions(), "error", cause, "fail_error", err)
+	if err != nil {
+		return fmt.Errorf("set upload %s aside: %w", c.ID, p.faulted(err))
+	}
+	p.metrics.processed.WithLabelValues(string(storelink.UploadRejected)).Inc()
+	p.pace.add(time.Now())
+	return nil
 }
 
 // processed counts and logs a finished upload, processed since start in a
@@ -290,20 +371,32 @@ func (p *Processor) processed(c *storelink.Claim, u *storelink.Upload, start tim
 		"rows_rejected", u.RowsRejected, "bytes", u.SizeBytes, "batch", batch, "duration_ms", elapsed.Milliseconds())
 }
 
-// apply runs the feed check inside the store's apply transaction; a panic in
-// the check is turned into an error so one bad file cannot stop the loop.
+// apply runs the feed check inside the store's apply transaction. A panic
+// anywhere in it (the check, the writes) is turned into an error, logged
+// with the upload's id and stack, so that one bad file cannot stop the
+// loop or the process.
 func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink.Upload, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while processing: %v", r)
+			p.Logger.Error("upload processing panicked", "upload_id", c.ID, "client_id", c.ClientID, "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+			u, err = nil, fmt.Errorf("panic while processing: %v", r)
 		}
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
 	defer p.GC.HoldLarge(int64(len(body)))()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
-		return checkInBackground(body, stores, put)
+		return checkInBackground(body, stores, p.hooked(c, put))
 	})
+}
+
+// hooked is put as the test hook wraps it, or put.
+func (p *Processor) hooked(c *storelink.Claim, put func(storelink.StockRow) error) func(storelink.StockRow) error {
+	if p.putHook == nil {
+		return put
+	}
+	return p.putHook(c, put)
 }
 
 // checkSmall is the check of a small file of a batch, on the caller's
@@ -311,13 +404,15 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 // than it saves. A panic in the check is its error, which ends the batch's
 // transaction; the uploads are then applied one at a time, and the panic
 // is that upload's alone.
-func checkSmall(c *storelink.Claim) storelink.FeedApply {
+func (p *Processor) checkSmall(c *storelink.Claim) storelink.FeedApply {
 	return func(stores map[string]bool, put func(storelink.StockRow) error) (report storelink.FeedReport, err error) {
 		defer func() {
 			if r := recover(); r != nil {
+				p.Logger.Error("upload check panicked", "upload_id", c.ID, "client_id", c.ClientID, "panic", fmt.Sprint(r),
+					"stack", string(debug.Stack()))
 				err = fmt.Errorf("panic while checking: %v", r)
 			}
 		}()
-		return feed.CheckWithErrorFile(bytes.NewReader(c.Body), stores, put, errorFileLimit(len(c.Body)))
+		return feed.CheckWithErrorFile(bytes.NewReader(c.Body), stores, p.hooked(c, put), errorFileLimit(len(c.Body)))
 	}
 }

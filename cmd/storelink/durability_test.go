@@ -539,40 +539,67 @@ func TestGracefulStop(t *testing.T) {
 }
 
 // TestGracefulStopKeepsAttempts stops the server with SIGTERM while an
-// upload is processing, as many times as worker.MaxAttempts allows a
-// processor to fail on a file: an orderly stop is not the file's fault, so
-// the upload must still be applied, not set aside as "Processing failed".
+// upload is processing, as many times as worker.MaxFailures allows a file to
+// make its processing fail: an orderly stop is not the file's fault, so the
+// upload must still be applied, not set aside as "Processing failed".
 func TestGracefulStopKeepsAttempts(t *testing.T) {
 	t.Parallel()
-	f := bigFeed(170_000, 0, 3)
+	stopsWhileProcessing(t, bigFeed(170_000, 0, 3), worker.MaxFailures, nil, func(t *testing.T, p *proc, n int) {
+		if code, _ := stopWithin(t, p, 30*time.Second); code != 0 {
+			t.Fatalf("stop %d: exit code %d, want 0:\n%s", n, code, p.stderr)
+		}
+	})
+}
+
+// TestKillsWhileProcessingAreNotFailures kills the server (SIGKILL) while
+// it applies an upload, more times than worker.MaxFailures: a process that
+// dies is not the file's fault, so after the last restart the upload is
+// applied, exactly once, not rejected as "Processing failed".
+func TestKillsWhileProcessingAreNotFailures(t *testing.T) {
+	t.Parallel()
+	stopsWhileProcessing(t, bigFeed(170_000, 0, 4), worker.MaxFailures+1, nil, func(t *testing.T, p *proc, _ int) { p.Kill() })
+}
+
+// stopsWhileProcessing stops a server with stop while it applies f, stops
+// times, and checks that f is then applied once; it tries again on a new
+// data folder (and database, from args) when the upload was applied before
+// it could be stopped that often. args gives each try's serve flags, or is
+// nil for a SQLite data folder.
+func stopsWhileProcessing(t *testing.T, f testFeed, stops int, args func() []string, stop func(t *testing.T, p *proc, n int)) *proc {
+	t.Helper()
 	for try := 1; ; try++ {
-		p, id, ok := stopWhileProcessing(t, f, worker.MaxAttempts)
+		var a []string
+		if args != nil {
+			a = args()
+		}
+		p, id, ok := stopWhileProcessing(t, f, stops, a, stop)
 		if !ok {
 			if try == 3 {
-				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", worker.MaxAttempts, try)
+				t.Fatalf("the upload was applied before it could be stopped %d times, in %d tries", stops, try)
 			}
-			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, worker.MaxAttempts)
+			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, stops)
 			continue
 		}
 		p.waitUpload(t, id, 40*time.Second)
 		checkAppliedOnce(t, p, id, len(f.want))
 		checkStock(t, p, f.want)
-		return
+		return p
 	}
 }
 
-// stopWhileProcessing uploads f to a new server and stops it with SIGTERM
+// stopWhileProcessing uploads f to a new server and stops it with stop
 // while its processor applies the upload, stops times, starting it again
 // after each stop. It reports false when the upload was final before it
 // could be stopped that often.
-func stopWhileProcessing(t *testing.T, f testFeed, stops int) (*proc, string, bool) {
+func stopWhileProcessing(t *testing.T, f testFeed, stops int, args []string, stop func(t *testing.T, p *proc, n int)) (*proc, string, bool) {
 	t.Helper()
-	p := startServe(t, t.TempDir(), "--demo")
+	p := startServe(t, t.TempDir(), append([]string{"--demo"}, args...)...)
 	id := mustUpload(t, p, "big.csv", f.body)
 	var since time.Time // each start's new claim begins after the last stop
 	for n := range stops {
 		// The status stays "processing" across a stop: wait for a
-		// started_at after the stop, which shows the new start's claim.
+		// started_at after the stop, which shows the new start's claim
+		// (after a kill, once the upload's backoff has passed).
 		for deadline := time.Now().Add(20 * time.Second); ; {
 			code, u := p.get(t, "/stock/"+p.ClientID+"/uploads/"+id)
 			if code != http.StatusOK {
@@ -592,11 +619,9 @@ func stopWhileProcessing(t *testing.T, f testFeed, stops int) (*proc, string, bo
 				t.Fatalf("stop %d: upload not claimed again within 20s: %v", n, u)
 			}
 		}
-		if code, _ := stopWithin(t, p, 30*time.Second); code != 0 {
-			t.Fatalf("stop %d: exit code %d, want 0:\n%s", n, code, p.stderr)
-		}
+		stop(t, p, n)
 		since = time.Now().Truncate(time.Millisecond)
-		p = restart(t, p)
+		p = restart(t, p, args...)
 	}
 	return p, id, true
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"storelink/postgres"
+	"storelink/worker"
 )
 
 // pgSchemaURL makes an empty schema in the test database and returns a URL
@@ -340,4 +341,28 @@ func startTogether(t *testing.T, n int, args ...string) []*proc {
 		}()
 	}
 	return procs
+}
+
+// TestPostgresKillsWhileProcessingAreNotFailures kills (SIGKILL) the one
+// process on a database while it applies an upload, more times than
+// worker.MaxFailures, starting it again each time: the upload is claimed
+// again once each lease (--upload-lease) and backoff is over, and applied
+// once, not rejected; the database counts the kills as interruptions, none
+// as a failure of the file.
+func TestPostgresKillsWhileProcessingAreNotFailures(t *testing.T) {
+	t.Parallel()
+	var dbURL string
+	kills := worker.MaxFailures + 1
+	stopsWhileProcessing(t, bigFeed(170_000, 0, 8), kills, func() []string {
+		dbURL, _ = pgSchemaURL(t)
+		return pgArgs(dbURL, "--upload-lease", "2s")
+	}, func(t *testing.T, p *proc, _ int) { p.Kill() })
+	var attempts, failures int
+	if err := pgConn(t, dbURL).QueryRow(context.Background(), `SELECT attempts, failures FROM uploads`).Scan(&attempts, &failures); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != kills+1 || failures != 0 {
+		t.Errorf("the upload was claimed %d times with %d failures, want %d claims (%d of them killed) and no failure",
+			attempts, failures, kills+1, kills)
+	}
 }

@@ -43,7 +43,7 @@ func (e *env) otherClient() string {
 func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int, want ...*storelink.Upload) []*storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, limit, func() time.Time { return now })
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, limit, storelink.InterruptedBackoff, func() time.Time { return now })
 	must(e.t, err)
 	var got, wanted []string
 	for _, c := range claims {
@@ -84,7 +84,7 @@ func testUploadBatchClaims(e *env) {
 	// Given back, the three are claimed again, within 10 bytes: two, client
 	// by client (a's two before b's first).
 	for _, c := range first {
-		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
+		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at, false))
 	}
 	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, a2)
 	// Their lease runs out: each was claimed before, and is claimed alone.

@@ -40,7 +40,7 @@ func (e *env) accept(body string) *storelink.Upload {
 func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, func() time.Time { return now })
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, storelink.InterruptedBackoff, func() time.Time { return now })
 	must(e.t, err)
 	if len(claims) != 1 {
 		e.t.Fatalf("claimed %d uploads, want upload %s", len(claims), want.ID)
@@ -57,7 +57,7 @@ func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 // claimNone claims for owner, failing unless nothing is claimed.
 func (e *env) claimNone(owner, what string) {
 	e.t.Helper()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, e.tick)
+	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, storelink.InterruptedBackoff, e.tick)
 	if err != nil || len(claims) != 0 {
 		e.t.Fatalf("%s: claimed %d uploads, %v; want none", what, len(claims), err)
 	}
@@ -176,8 +176,8 @@ func testUploadClaims(e *env) {
 
 	// Released, the claim no longer counts and the upload is claimable at
 	// the time given; a second release of the same claim changes nothing.
-	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at))
-	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour)))
+	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at, false))
+	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour), false))
 	again := e.claim("w2", first)
 	if again.Attempts != 1 {
 		e.t.Fatalf("attempts after a release = %d, want 1", again.Attempts)
