@@ -315,11 +315,13 @@ func TestPortalActions(t *testing.T) {
 
 	// Downloads: the file as received, and the error file.
 	resp, body := b.get("/portal/uploads/" + s.Good.ID + "/file")
-	if resp.StatusCode != 200 || !strings.HasPrefix(body, "store;ean;article_number") || !strings.Contains(resp.Header.Get("Content-Disposition"), "stock-full.csv") {
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "store;ean;article_number") || !strings.Contains(resp.Header.Get("Content-Disposition"), "stock-full.csv") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("the file = %d %q %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
 	}
 	resp, body = b.get("/portal/uploads/" + s.Bad.ID + "/errors.csv")
-	if resp.StatusCode != 200 || !strings.Contains(body, "problem_type") || !strings.Contains(body, storelink.ProblemUnknownStore) {
+	if resp.StatusCode != 200 || !strings.Contains(body, "problem_type") || !strings.Contains(body, storelink.ProblemUnknownStore) ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("errors.csv = %d %q", resp.StatusCode, body)
 	}
 	if resp, _ := b.get("/portal/uploads/" + s.Waiting.ID + "/errors.csv"); resp.StatusCode != http.StatusConflict {
