@@ -266,6 +266,19 @@ func TestPortalScope(t *testing.T) {
 		t.Errorf("paging from the other client's delivery = %d, want 400", resp.StatusCode)
 	}
 	noData(t, "paging from the other client's delivery", body, data)
+	// Paging orders from the other client's order is the answer to an id
+	// that no order has, word for word but the id.
+	resp, body = b.get("/portal/orders?before=" + o.OrderID)
+	unknown := storelink.NewID(time.Now())
+	resp2, body2 := b.get("/portal/orders?before=" + unknown)
+	if resp.StatusCode != http.StatusBadRequest || resp2.StatusCode != http.StatusBadRequest ||
+		strings.ReplaceAll(body, o.OrderID, "ID") != strings.ReplaceAll(body2, unknown, "ID") || !strings.Contains(body, "is not a cursor") {
+		t.Errorf("paging from the other client's order = %d, from an unknown id = %d; want the same 400:\n%s\n%s", resp.StatusCode, resp2.StatusCode, body, body2)
+	}
+	noData(t, "paging from the other client's order", body, data)
+	if resp, body := b.get("/portal/orders?before=" + s.OrderID); resp.StatusCode != http.StatusOK || strings.Contains(body, "is not a cursor") {
+		t.Errorf("paging from the client's own order = %d, want 200", resp.StatusCode)
+	}
 	list, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.OtherClientID, Limit: 10})
 	must(t, err)
 	if len(list) != 1 || list[0].ID != o.DeliveryID || list[0].State != storelink.DeliveryFailed {
