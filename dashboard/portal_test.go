@@ -279,6 +279,9 @@ func TestPortalScope(t *testing.T) {
 	if resp, body := b.get("/portal/orders?before=" + s.OrderID); resp.StatusCode != http.StatusOK || strings.Contains(body, "is not a cursor") {
 		t.Errorf("paging from the client's own order = %d, want 200", resp.StatusCode)
 	}
+	if resp, body := b.get("/portal/orders?state=assigned&state=new"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `Query parameter \"state\" is given 2 times`) {
+		t.Errorf("a filter given twice = %d %q, want 400 naming it", resp.StatusCode, body)
+	}
 	list, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.OtherClientID, Limit: 10})
 	must(t, err)
 	if len(list) != 1 || list[0].ID != o.DeliveryID || list[0].State != storelink.DeliveryFailed {
