@@ -229,7 +229,8 @@ func TestAdminTokenFileChecked(t *testing.T) {
 		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"File token"}`)); a.code != http.StatusCreated {
 			t.Fatalf("operator call with the file's token: %d %v", a.code, a.body)
 		}
-	}) // --admin-token-file: serve takes the token from the file, generates
+	})
+	// --admin-token-file: serve takes the token from the file, generates
 	// none, and warns of nothing; --admin-token on the command line works
 	// but warns, without the token, that ps shows it.
 	t.Run("token file flag", func(t *testing.T) {
