@@ -50,6 +50,8 @@ var inputProbes = []inputProbe{
 	{"events after NUL", "GET", "/events/{cid}?after=%00", "", nil, 400, `Query parameter "after"`},
 	{"dashboard orders client_id NUL", "GET", "/dashboard/orders?client_id=%00", "", nil, 400, `Query parameter "client_id"`},
 	{"orders order_number tab", "GET", "/orders?order_number=A%091", "", nil, 200, ""},
+	{"orders limit twice", "GET", "/orders?limit=1&limit=2", "", nil, 400, `Query parameter "limit" is given 2 times; each parameter may be given once.`},
+	{"dashboard state twice", "GET", "/dashboard/orders?state=new&state=new", "", nil, 400, `Query parameter "state" is given 2 times`},
 
 	// Path values.
 	{"upload id NUL", "GET", "/stock/{cid}/uploads/%00", "", nil, 400, `Path segment 4 ("\x00") holds the control character U+0000`},
