@@ -63,7 +63,8 @@ func isUpper(s string) bool {
 
 // ValidateStoreID checks a store id as the operator registers it. It must be
 // exactly what partners write in the feed's store column, which is trimmed,
-// so surrounding spaces could never match.
+// so surrounding spaces could never match; and what the operator reads on a
+// page, so it holds no invisible character.
 func ValidateStoreID(id string) error {
 	switch {
 	case id == "" || len(id) > 64:
@@ -74,6 +75,9 @@ func ValidateStoreID(id string) error {
 		return Errorf(EINVALID, "store_id is not valid UTF-8.")
 	case strings.IndexFunc(id, func(r rune) bool { return r == '\t' || IsControl(r) || r == '/' }) >= 0:
 		return Errorf(EINVALID, "store_id must not contain control characters or '/'.")
+	}
+	if p := InvisibleProblem(id); p != "" {
+		return Errorf(EINVALID, "store_id %s.", p)
 	}
 	return nil
 }

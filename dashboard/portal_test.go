@@ -266,6 +266,22 @@ func TestPortalScope(t *testing.T) {
 		t.Errorf("paging from the other client's delivery = %d, want 400", resp.StatusCode)
 	}
 	noData(t, "paging from the other client's delivery", body, data)
+	// Paging orders from the other client's order is the answer to an id
+	// that no order has, word for word but the id.
+	resp, body = b.get("/portal/orders?before=" + o.OrderID)
+	unknown := storelink.NewID(time.Now())
+	resp2, body2 := b.get("/portal/orders?before=" + unknown)
+	if resp.StatusCode != http.StatusBadRequest || resp2.StatusCode != http.StatusBadRequest ||
+		strings.ReplaceAll(body, o.OrderID, "ID") != strings.ReplaceAll(body2, unknown, "ID") || !strings.Contains(body, "is not a cursor") {
+		t.Errorf("paging from the other client's order = %d, from an unknown id = %d; want the same 400:\n%s\n%s", resp.StatusCode, resp2.StatusCode, body, body2)
+	}
+	noData(t, "paging from the other client's order", body, data)
+	if resp, body := b.get("/portal/orders?before=" + s.OrderID); resp.StatusCode != http.StatusOK || strings.Contains(body, "is not a cursor") {
+		t.Errorf("paging from the client's own order = %d, want 200", resp.StatusCode)
+	}
+	if resp, body := b.get("/portal/orders?state=assigned&state=new"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `Query parameter \"state\" is given 2 times`) {
+		t.Errorf("a filter given twice = %d %q, want 400 naming it", resp.StatusCode, body)
+	}
 	list, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.OtherClientID, Limit: 10})
 	must(t, err)
 	if len(list) != 1 || list[0].ID != o.DeliveryID || list[0].State != storelink.DeliveryFailed {
@@ -315,11 +331,13 @@ func TestPortalActions(t *testing.T) {
 
 	// Downloads: the file as received, and the error file.
 	resp, body := b.get("/portal/uploads/" + s.Good.ID + "/file")
-	if resp.StatusCode != 200 || !strings.HasPrefix(body, "store;ean;article_number") || !strings.Contains(resp.Header.Get("Content-Disposition"), "stock-full.csv") {
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "store;ean;article_number") || !strings.Contains(resp.Header.Get("Content-Disposition"), "stock-full.csv") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("the file = %d %q %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
 	}
 	resp, body = b.get("/portal/uploads/" + s.Bad.ID + "/errors.csv")
-	if resp.StatusCode != 200 || !strings.Contains(body, "problem_type") || !strings.Contains(body, storelink.ProblemUnknownStore) {
+	if resp.StatusCode != 200 || !strings.Contains(body, "problem_type") || !strings.Contains(body, storelink.ProblemUnknownStore) ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("errors.csv = %d %q", resp.StatusCode, body)
 	}
 	if resp, _ := b.get("/portal/uploads/" + s.Waiting.ID + "/errors.csv"); resp.StatusCode != http.StatusConflict {

@@ -144,10 +144,12 @@ func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, 
 }
 
 // download answers a file as an attachment named name, as the API's
-// downloads are.
+// downloads are. ServeHTTP sets nosniff on every answer; it is set here too
+// because a download, the partner's own bytes, is where it matters.
 func download(w http.ResponseWriter, contentType, name string, data []byte) {
 	hd := w.Header()
 	hd.Set("Content-Type", contentType)
+	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	hd.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,7 +22,9 @@ import (
 // so that no handler, store or dashboard page sees such a value, and both
 // stores answer alike (PostgreSQL would otherwise fail on NUL or invalid
 // UTF-8 where SQLite finds nothing). A query string that cannot be parsed is
-// refused too: the parameters it drops would silently widen a filter.
+// refused too: the parameters it drops would silently widen a filter. So is
+// a parameter given twice: no parameter is a list, and which of the values a
+// handler would take is not for the caller to guess.
 func checkRequestText(r *http.Request) error {
 	for i, seg := range strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/") {
 		if p := storelink.TextProblem(seg); p != "" {
@@ -32,7 +35,13 @@ func checkRequestText(r *http.Request) error {
 	if err != nil {
 		return storelink.Errorf(storelink.EINVALID, "The query string cannot be parsed: %v.", err)
 	}
-	for k, vs := range q {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same parameter is named whatever the map's order
+	for _, k := range keys {
+		vs := q[k]
 		if p := storelink.TextProblem(k); p != "" {
 			return storelink.Errorf(storelink.EINVALID, "The query parameter name %s %s.", quoteShort(k), p)
 		}
@@ -40,6 +49,9 @@ func checkRequestText(r *http.Request) error {
 			if p := storelink.TextProblem(v); p != "" {
 				return storelink.Errorf(storelink.EINVALID, "Query parameter %s %s.", quoteShort(k), p)
 			}
+		}
+		if len(vs) > 1 {
+			return storelink.Errorf(storelink.EINVALID, "Query parameter %s is given %d times; each parameter may be given once.", quoteShort(k), len(vs))
 		}
 	}
 	return nil

@@ -67,6 +67,11 @@ func TestCheckRequestText(t *testing.T) {
 		{target: "/orders?before=a%0Ab", want: `Query parameter "before" holds the control character U+000A at character 2`},
 		{target: "/orders?%00=1", want: `query parameter name "\x00"`},
 		{target: "/orders?client_id=%zz", want: `cannot be parsed`},
+		{target: "/orders?limit=1&limit=2", want: `Query parameter "limit" is given 2 times; each parameter may be given once.`},
+		{target: "/orders?state=new&client_id=c1&state=new", want: `Query parameter "state" is given 2 times`},
+		{target: "/dashboard/orders?after=&after=&after=", want: `Query parameter "after" is given 3 times`},
+		{target: "/orders?z=1&z=2&b=1&b=2", want: `Query parameter "b" is given 2 times`},
+		{target: "/portal/orders?state=new&number=A1"},
 	}
 	for _, tt := range tests {
 		err := checkRequestText(httptest.NewRequest("GET", tt.target, nil))

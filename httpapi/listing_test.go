@@ -41,6 +41,8 @@ func TestListingFilters(t *testing.T) {
 		{"until=2026-13-01T00:00:00Z", "until must be a time in RFC 3339"},
 		{"since=2026-11-02T00:00:00Z&until=2026-11-01T00:00:00Z", "since must be before until"},
 		{"before=garbage", "not a cursor"},
+		{"status=applied&status=rejected", `Query parameter "status" is given 2 times`},
+		{"limit=1&limit=1", `Query parameter "limit" is given 2 times`},
 	} {
 		resp, b := a.do("GET", uploads+"?"+c.query, nil, key)
 		if p := problem(t, resp, b, http.StatusBadRequest); !strings.Contains(p.Detail, c.says) {

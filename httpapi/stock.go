@@ -155,7 +155,13 @@ func checkFileName(name string) error {
 		return storelink.Errorf(storelink.EINVALID, "The file name holds a control character.")
 	case strings.ContainsAny(name, `/\`):
 		return storelink.Errorf(storelink.EINVALID, "The file name must not contain '/' or '\\'.")
-	case !strings.HasSuffix(strings.ToLower(name), ".csv"):
+	}
+	// Before the suffix, whose message would quote the name as an override
+	// shows it, reversed.
+	if p := storelink.InvisibleProblem(name); p != "" {
+		return storelink.Errorf(storelink.EINVALID, "The file name %s.", p)
+	}
+	if !strings.HasSuffix(strings.ToLower(name), ".csv") {
 		return storelink.Errorf(storelink.EINVALID, "The file name must end in .csv (got %q).", name)
 	}
 	return nil

@@ -171,10 +171,25 @@ func TestUploadBadRequests(t *testing.T) {
 			}
 		})
 	}
+	// An invisible format character is named, with where it is; checked
+	// before the suffix, so the override's reversed ".csv" is named too.
+	for file, says := range map[string]string{
+		"invoice%E2%80%AEvsc.csv": "The file name contains U+202E (RIGHT-TO-LEFT OVERRIDE) at character 8, an invisible format character.",
+		"feed%E2%80%AE.exe":       "U+202E (RIGHT-TO-LEFT OVERRIDE) at character 5",
+		"f%C3%BC%E2%80%8B.csv":    "U+200B (ZERO WIDTH SPACE) at character 3",
+		"%E2%81%A7feed.csv":       "U+2067 (RIGHT-TO-LEFT ISOLATE) at character 1",
+		"feed%C2%AD.csv":          "U+00AD (SOFT HYPHEN)",
+	} {
+		resp, b := a.upload(file, []byte(feed), nil)
+		if p := problem(t, resp, b, http.StatusBadRequest); !strings.Contains(p.Detail, says) {
+			t.Errorf("upload %s: %q, want it to say %q", file, p.Detail, says)
+		}
+	}
 	// Names just inside the rules are accepted; so are the other content types.
 	for _, ok := range []struct{ file, ct string }{
 		{strings.Repeat("a", 251) + ".csv", "text/csv; charset=utf-8"},
 		{"b.CsV", "text/plain"}, {"c.csv", "application/octet-stream"}, {"d%20e.csv", ""},
+		{"F%C3%BCr%20K%C3%B6ln%20%F0%9F%93%A6.csv", ""},
 	} {
 		h := map[string]string{"Content-Type": ok.ct}
 		if ok.ct == "" {
@@ -192,8 +207,8 @@ func TestUploadBadRequests(t *testing.T) {
 		t.Fatalf("raw ../ path answered:\n%s", raw)
 	}
 	list, _ := a.svc.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 100})
-	if len(list) != 4 {
-		t.Fatalf("%d uploads kept, want only the 4 accepted", len(list))
+	if len(list) != 5 {
+		t.Fatalf("%d uploads kept, want only the 5 accepted", len(list))
 	}
 }
 

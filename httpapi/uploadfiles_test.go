@@ -37,13 +37,13 @@ func TestUploadFiles(t *testing.T) {
 
 	resp, b = a.do("GET", base+"/file", nil, key)
 	if resp.StatusCode != 200 || string(b) != file || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/csv") ||
-		resp.Header.Get("Content-Disposition") != `attachment; filename=feed.csv` {
+		resp.Header.Get("Content-Disposition") != `attachment; filename=feed.csv` || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("file = %d %q %v", resp.StatusCode, b, resp.Header)
 	}
 	conformAnswer(t, "GET", base+"/file", resp, b)
 
 	resp, b = a.do("GET", base+"/errors.csv", nil, key)
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("errors.csv = %d %q %v", resp.StatusCode, b, resp.Header)
 	}
 	conformAnswer(t, "GET", base+"/errors.csv", resp, b)

@@ -135,7 +135,7 @@ func (s *Service) CreatePartner(ctx context.Context, name string) (*storelink.Pa
 	if name == "" {
 		return nil, storelink.Errorf(storelink.EINVALID, "name is required.")
 	}
-	if err := storelink.CheckText("name", name); err != nil {
+	if err := storelink.CheckName("name", name); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -314,7 +314,7 @@ func (s *Service) PutStore(ctx context.Context, clientID, storeID, name string) 
 	if err := storelink.ValidateStoreID(storeID); err != nil {
 		return nil, false, err
 	}
-	if err := storelink.CheckText("name", name); err != nil {
+	if err := storelink.CheckName("name", name); err != nil {
 		return nil, false, err
 	}
 	if ok, err := s.d.ClientExists(ctx, clientID); err != nil {

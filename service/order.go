@@ -214,12 +214,15 @@ func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error
 // Orders lists orders, newest first.
 func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
 	if f.Before != "" {
-		// A before that is no order would give an empty page, which reads
-		// as the end of the list.
-		if ok, err := s.d.OrderExists(ctx, f.Before); err != nil {
-			return nil, err
-		} else if !ok {
+		// A before that is no order (of the client listed) would give an
+		// empty page, which reads as the end of the list; another client's
+		// order gets the very answer of an unknown id, so that a cursor
+		// tells nothing of which orders exist.
+		o, err := s.d.GetOrder(ctx, f.Before)
+		if errors.Is(err, ErrNotFound) || err == nil && f.ClientID != "" && o.ClientID != f.ClientID {
 			return nil, storelink.CursorError("before", f.Before)
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	return s.d.ListOrders(ctx, f)

@@ -15,9 +15,15 @@ import (
 // other writer waits for it. A passive checkpoint takes no lock that a
 // writer or reader waits for. The write connection still checkpoints
 // itself past walBackstop pages, should this one fall behind or fail.
+//
+// Once a checkpoint has copied everything, the next write starts the WAL
+// over from its beginning, and its commit truncates the file to
+// walSizeLimit (journal_size_limit on the write connection): the file
+// would otherwise keep, for good, the size of the largest burst it held.
 const (
 	checkpointEvery = 250 * time.Millisecond
-	walBackstop     = 16384 // pages: 64 MiB
+	walBackstop     = 16384   // pages: 64 MiB
+	walSizeLimit    = 4 << 20 // bytes
 )
 
 // checkpointer runs passive checkpoints every checkpointEvery until

@@ -100,7 +100,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	if db.write, err = sql.Open("sqlite", dsn+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstop)); err != nil {
+	if db.write, err = sql.Open("sqlite", dsn+"&_txlock=immediate"+
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", walBackstop, walSizeLimit)); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -136,6 +136,7 @@ var blockedPrefixes = []struct {
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // and the broadcast address
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local NAT64"},
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local"}, // deprecated (RFC 3879), still routed inside some networks
 }
 
 var (

@@ -45,6 +45,8 @@ func TestWebhookValidateURL(t *testing.T) {
 		{url: "http://[64:ff9b::a00:1]/", want: "private"}, // NAT64 of 10.0.0.1
 		{url: "http://[2002:7f00:1::]/", want: "loopback"}, // 6to4 of 127.0.0.1
 		{url: "http://[::127.0.0.1]/", want: "IPv4-compatible"},
+		{url: "http://[fec0::1]/", want: "fec0::1 is a site-local address"},
+		{url: "http://[feff:ffff::1]/", want: "site-local"},
 		{url: "http://localhost:8080/", want: "loopback host"},
 		{url: "http://api.localhost/", want: "loopback host"},
 		{url: "http://0.0.0.0/", want: "unspecified"},
@@ -114,6 +116,8 @@ func TestWebhookBlockedReason(t *testing.T) {
 		"0.0.0.0": "unspecified", "::": "unspecified", "100.127.255.255": "shared (CGNAT)",
 		"ff02::1": "multicast", "239.255.255.250": "multicast", "198.18.0.1": "benchmarking",
 		"192.0.0.170": "IETF protocol", "64:ff9b:1::1": "local NAT64", "64:ff9b::a9fe:a9fe": "cloud metadata",
+		"fec0::1": "site-local", "fed0:1:2::3": "site-local", "feff:ffff:ffff:ffff::1": "site-local",
+		"febf:ffff::1": "link-local", "ff00::1": "multicast",
 	} {
 		if got := blockedReason(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("blockedReason(%s) = %q, want %q", addr, got, want)
@@ -157,7 +161,7 @@ func TestWebhookSendRefusesPrivateAtDial(t *testing.T) {
 func TestWebhookDialGuard(t *testing.T) {
 	for addr, refused := range map[string]bool{
 		"127.0.0.1:80": true, "[::1]:443": true, "[fe80::1%eth0]:80": true, "169.254.169.254:80": true,
-		"10.1.2.3:8080": true, "[::ffff:192.168.1.1]:80": true, "garbage": true,
+		"10.1.2.3:8080": true, "[::ffff:192.168.1.1]:80": true, "garbage": true, "[fec0::1]:80": true,
 		"93.184.215.14:443": false, "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443": false,
 	} {
 		err := dialGuard("tcp", addr, nil)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type config struct {
 	Data               string
 	Database           string
 	AdminToken         string
+	adminTokenFrom     string // the flag or variable AdminToken came from
+	AdminTokenFile     string
+	adminTokenFileFrom string // the flag or variable AdminTokenFile came from
 	SecretKey          string
 	secretKeyFrom      string // where SecretKey came from, to name it to the operator
 	CapacityBase       int64
@@ -173,7 +177,10 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (STORELINK_ADDR)")
 	fs.StringVar(&c.Data, "data", c.Data, "folder for the embedded database and the admin token (STORELINK_DATA)")
 	fs.StringVar(&c.Database, "database", "", "sqlite:PATH or postgres://... (STORELINK_DATABASE_URL; default sqlite:<data>/storelink.db)")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "operator token, at least 32 characters with no white space (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	token := &fromValue{p: &c.AdminToken, from: &c.adminTokenFrom, source: "STORELINK_ADMIN_TOKEN"}
+	fs.Var(token, "admin-token", "operator token, at least 32 characters with no white space; on the command line any user of the machine can read it (ps), so prefer --admin-token-file or the variable (STORELINK_ADMIN_TOKEN; default generated into <data>/admin-token)")
+	tokenFile := &fromValue{p: &c.AdminTokenFile, from: &c.adminTokenFileFrom, source: "STORELINK_ADMIN_TOKEN_FILE"}
+	fs.Var(tokenFile, "admin-token-file", "file holding the operator token, read at start (STORELINK_ADMIN_TOKEN_FILE)")
 	key := secretKeyFlag(fs, c, "64 hex digits: the key that encrypts webhook secrets at rest; must be the database's (STORELINK_SECRET_KEY; default <data>/secret-key, generated for a database without a key)")
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
@@ -198,7 +205,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	// Environment first, so that flags given on the command line win.
 	env := map[string]string{
 		"addr": "STORELINK_ADDR", "data": "STORELINK_DATA", "database": "STORELINK_DATABASE_URL",
-		"admin-token": "STORELINK_ADMIN_TOKEN", "secret-key": "STORELINK_SECRET_KEY", "capacity-base": "STORELINK_CAPACITY_BASE",
+		"admin-token": "STORELINK_ADMIN_TOKEN", "admin-token-file": "STORELINK_ADMIN_TOKEN_FILE",
+		"secret-key": "STORELINK_SECRET_KEY", "capacity-base": "STORELINK_CAPACITY_BASE",
 		"capacity-per-store": "STORELINK_CAPACITY_PER_STORE", "capacity-window": "STORELINK_CAPACITY_WINDOW",
 		"max-file-size": "STORELINK_MAX_FILE_SIZE", "max-waiting-uploads": "STORELINK_MAX_WAITING_UPLOADS", "webhook-timeout": "STORELINK_WEBHOOK_TIMEOUT",
 		"webhook-concurrency":    "STORELINK_WEBHOOK_CONCURRENCY",
@@ -218,7 +226,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 			}
 		}
 	}
-	key.source = "--secret-key"
+	key.source, token.source, tokenFile.source = "--secret-key", "--admin-token", "--admin-token-file"
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
@@ -267,10 +275,66 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	case c.MaxConnections < 1:
 		return nil, usageError{errors.New("--max-connections must be at least 1")}
 	}
-	if err := checkAdminToken(c.AdminToken); err != nil {
+	if err := configAdminToken(c, stderr); err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// configAdminToken settles where the admin token comes from and checks it.
+// A token and a token file given at the same level (both flags, or both
+// variables) are refused as ambiguous; otherwise the command line wins over
+// the environment, as for every flag. The file is read here, once. A token
+// given on the command line is shown by ps to every user of the machine,
+// so it is used but warned about.
+func configAdminToken(c *config, stderr io.Writer) error {
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		tokenFlag, fileFlag := strings.HasPrefix(c.adminTokenFrom, "--"), strings.HasPrefix(c.adminTokenFileFrom, "--")
+		switch {
+		case tokenFlag == fileFlag:
+			return fmt.Errorf("%s and %s are both given: give the admin token one way", c.adminTokenFrom, c.adminTokenFileFrom)
+		case tokenFlag:
+			c.AdminTokenFile = ""
+		default:
+			c.AdminToken = ""
+		}
+	}
+	if c.AdminTokenFile != "" {
+		token, err := readAdminTokenFile(c.AdminTokenFile, c.adminTokenFileFrom)
+		if err != nil {
+			return err
+		}
+		c.AdminToken = token
+		return nil
+	}
+	if err := checkAdminToken(c.AdminToken); err != nil {
+		return err
+	}
+	if c.adminTokenFrom == "--admin-token" {
+		fmt.Fprintln(stderr, "storelink: warning: the admin token given with --admin-token on the command line can be read by every user "+
+			"of this machine (ps, /proc); give it with --admin-token-file PATH or STORELINK_ADMIN_TOKEN instead")
+	}
+	return nil
+}
+
+// readAdminTokenFile reads the token of --admin-token-file, without the
+// white space around it (the line end an editor or echo adds), and holds it
+// to the rule of --admin-token. Messages name the file, never the token.
+func readAdminTokenFile(path, from string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot read the admin token: %w", from, err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("%s: the admin token file %s is empty; write a token of at least %d characters with no white space "+
+			"into it (e.g. `openssl rand -hex 32`)", from, path, minAdminToken)
+	}
+	if n, ok := adminTokenOK(token); !ok {
+		return "", fmt.Errorf("%s: the admin token in %s must be at least %d characters with no white space (it has %d characters); "+
+			"write such a token into it (e.g. `openssl rand -hex 32`)", from, path, minAdminToken, n)
+	}
+	return token, nil
 }
 
 // minAdminToken is the shortest admin token accepted: with the failed-attempt

@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +86,85 @@ func TestConfigAdminTokenRule(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), c.token) {
 				t.Fatalf("the message repeats the token: %v", err)
+			}
+		})
+	}
+}
+
+// The admin token from a file (--admin-token-file, STORELINK_ADMIN_TOKEN_FILE)
+// or the environment, and the warning that a token on the command line is
+// shown by ps: the token is read from the file without its line end, held
+// to the rule with messages that name the file and never the token; a
+// token and a file at the same level are refused, and the command line
+// wins over the environment.
+func TestConfigAdminTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	good := "file-token-" + strings.Repeat("f", 32)
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	goodFile := write("good", good+"\n")
+	weakFile := write("weak", "weak-file-token\n")
+	emptyFile := write("empty", " \n")
+	varToken := "var-token-" + strings.Repeat("v", 32)
+	flagToken := "flag-token-" + strings.Repeat("g", 32)
+	for _, c := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		want   string // the token configured
+		err    string // a part of the usage error
+		warned bool   // stderr warns that ps shows the token
+	}{
+		{name: "file by flag", args: []string{"--admin-token-file", goodFile}, want: good},
+		{name: "file by variable", env: map[string]string{"STORELINK_ADMIN_TOKEN_FILE": goodFile}, want: good},
+		{name: "variable", env: map[string]string{"STORELINK_ADMIN_TOKEN": varToken}, want: varToken},
+		{name: "flag", args: []string{"--admin-token", flagToken}, want: flagToken, warned: true},
+		{name: "flag over a file variable", args: []string{"--admin-token=" + flagToken}, env: map[string]string{"STORELINK_ADMIN_TOKEN_FILE": weakFile},
+			want: flagToken, warned: true},
+		{name: "file flag over a token variable", args: []string{"--admin-token-file", goodFile}, env: map[string]string{"STORELINK_ADMIN_TOKEN": varToken},
+			want: good},
+		{name: "both flags", args: []string{"--admin-token", flagToken, "--admin-token-file", goodFile},
+			err: "--admin-token and --admin-token-file are both given: give the admin token one way"},
+		{name: "both variables", env: map[string]string{"STORELINK_ADMIN_TOKEN": varToken, "STORELINK_ADMIN_TOKEN_FILE": goodFile},
+			err: "STORELINK_ADMIN_TOKEN and STORELINK_ADMIN_TOKEN_FILE are both given"},
+		{name: "missing file", args: []string{"--admin-token-file", filepath.Join(dir, "none")},
+			err: "--admin-token-file: cannot read the admin token: open " + filepath.Join(dir, "none")},
+		{name: "weak file", env: map[string]string{"STORELINK_ADMIN_TOKEN_FILE": weakFile},
+			err: "STORELINK_ADMIN_TOKEN_FILE: the admin token in " + weakFile + " must be at least 32 characters with no white space (it has 15 characters)"},
+		{name: "empty file", args: []string{"--admin-token-file", emptyFile}, err: "the admin token file " + emptyFile + " is empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			cfg, err := parseConfig("serve", c.args, func(k string) string { return c.env[k] }, &stderr)
+			if c.err != "" {
+				if err == nil || !isUsage(err) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want a usage error with %q", err, c.err)
+				}
+				for _, secret := range []string{good, "weak-file-token", varToken, flagToken} {
+					if strings.Contains(err.Error(), secret) {
+						t.Fatalf("the message repeats a token: %v", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AdminToken != c.want {
+				t.Errorf("AdminToken = %q, want %q", cfg.AdminToken, c.want)
+			}
+			warning := stderr.String()
+			if got := strings.Contains(warning, "--admin-token on the command line can be read by every user of this machine (ps, /proc); "+
+				"give it with --admin-token-file PATH or STORELINK_ADMIN_TOKEN instead"); got != c.warned {
+				t.Errorf("warned = %v, want %v: %q", got, c.warned, warning)
+			}
+			if strings.Contains(warning, c.want) {
+				t.Errorf("stderr shows the token: %q", warning)
 			}
 		})
 	}

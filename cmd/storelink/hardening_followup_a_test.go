@@ -230,6 +230,38 @@ func TestAdminTokenFileChecked(t *testing.T) {
 			t.Fatalf("operator call with the file's token: %d %v", a.code, a.body)
 		}
 	})
+	// --admin-token-file: serve takes the token from the file, generates
+	// none, and warns of nothing; --admin-token on the command line works
+	// but warns, without the token, that ps shows it.
+	t.Run("token file flag", func(t *testing.T) {
+		t.Parallel()
+		data, secrets := t.TempDir(), t.TempDir()
+		file := filepath.Join(secrets, "token")
+		if err := os.WriteFile(file, []byte(pressureToken+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := startServe(t, data, "--admin-token-file", file)
+		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"File token"}`)); a.code != http.StatusCreated {
+			t.Fatalf("operator call with the token file's token: %d %v", a.code, a.body)
+		}
+		if _, err := os.Stat(filepath.Join(data, "admin-token")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a token was generated into the data folder too: %v", err)
+		}
+		if strings.Contains(p.stderr.String(), "warning") || strings.Contains(p.stderr.String()+p.stdout.String(), pressureToken) {
+			t.Errorf("serve warned or showed the token:\n%s\n%s", p.stdout, p.stderr)
+		}
+	})
+	t.Run("token on the command line", func(t *testing.T) {
+		t.Parallel()
+		p := startServe(t, t.TempDir(), "--admin-token", pressureToken)
+		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"Flag token"}`)); a.code != http.StatusCreated {
+			t.Fatalf("operator call with the flag's token: %d %v", a.code, a.body)
+		}
+		if !strings.Contains(p.stderr.String(), "warning: the admin token given with --admin-token on the command line can be read by every user") ||
+			strings.Contains(p.stderr.String()+p.stdout.String(), pressureToken) {
+			t.Errorf("stderr does not warn of ps, or shows the token:\n%s\n%s", p.stdout, p.stderr)
+		}
+	})
 }
 
 // TestStaleSecretKeyPostgres: serve runs on PostgreSQL with key A when

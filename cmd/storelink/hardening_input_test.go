@@ -50,6 +50,8 @@ var inputProbes = []inputProbe{
 	{"events after NUL", "GET", "/events/{cid}?after=%00", "", nil, 400, `Query parameter "after"`},
 	{"dashboard orders client_id NUL", "GET", "/dashboard/orders?client_id=%00", "", nil, 400, `Query parameter "client_id"`},
 	{"orders order_number tab", "GET", "/orders?order_number=A%091", "", nil, 200, ""},
+	{"orders limit twice", "GET", "/orders?limit=1&limit=2", "", nil, 400, `Query parameter "limit" is given 2 times; each parameter may be given once.`},
+	{"dashboard state twice", "GET", "/dashboard/orders?state=new&state=new", "", nil, 400, `Query parameter "state" is given 2 times`},
 
 	// Path values.
 	{"upload id NUL", "GET", "/stock/{cid}/uploads/%00", "", nil, 400, `Path segment 4 ("\x00") holds the control character U+0000`},
@@ -106,6 +108,15 @@ var inputProbes = []inputProbe{
 		`order_number holds the control character U+000A`},
 	{"fulfil carrier DEL", "POST", "/orders/{order}/fulfil", `{"delivery_details":{"delivery_carrier_name":"D\u007f"}}`, nil, 422,
 		`delivery_details.delivery_carrier_name holds the control character U+007F`},
+
+	// Invisible format characters where a name, a store id or a file name
+	// is written.
+	{"partner name RLO", "POST", "/admin/partners", `{"name":"Acme\u202eGmbH"}`, nil, 422,
+		`name contains U+202E (RIGHT-TO-LEFT OVERRIDE) at character 5, an invisible format character.`},
+	{"store name ZWSP", "PUT", "/admin/clients/{cid}/stores/S9", `{"name":"Berlin\u200b"}`, nil, 422, `name contains U+200B (ZERO WIDTH SPACE) at character 7`},
+	{"store id LRI", "PUT", "/admin/clients/{cid}/stores/S%E2%81%A69", `{"name":"x"}`, nil, 400, `store_id contains U+2066 (LEFT-TO-RIGHT ISOLATE) at character 2`},
+	{"file name RLO", "PUT", "/stock/{cid}/invoice%E2%80%AEvsc.csv", "store;ean\n", nil, 400, `The file name contains U+202E (RIGHT-TO-LEFT OVERRIDE) at character 8`},
+	{"file name BOM", "PUT", "/stock/{cid}/%EF%BB%BFfeed.csv", "store;ean\n", nil, 400, `The file name contains U+FEFF (ZERO WIDTH NO-BREAK SPACE) at character 1`},
 
 	// Webhook URL ports.
 	{"webhook port 0", "POST", "/admin/clients/{cid}/webhooks", `{"url":"http://127.0.0.1:0/x"}`, nil, 422, `url: the port must be 1 to 65535 (got 0).`},

@@ -145,6 +145,27 @@ func keyMismatch(err error, from string, c *config) error {
 		from, m.Key, m.Database, fix)}
 }
 
+// installKey puts the staged new key in the place of the current one,
+// after the database committed to it: the old key is kept aside as
+// <path>.<fingerprint>.old, and the folder is synced so that the renames
+// survive a power cut. It returns where the old key is.
+func installKey(path, staged string, current, next *storelink.Sealer) (string, error) {
+	old := path + "." + current.Fingerprint() + ".old"
+	if err := os.Rename(path, old); err != nil {
+		return "", fmt.Errorf("the database is on the new key (fingerprint %s), which is in %s; keep the old key aside and move it to %s: %w",
+			next.Fingerprint(), staged, path, err)
+	}
+	if err := os.Rename(staged, path); err != nil {
+		return "", fmt.Errorf("the database is on the new key (fingerprint %s), which is in %s; move it to %s: %w",
+			next.Fingerprint(), staged, path, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return "", fmt.Errorf("the database is on the new key (fingerprint %s), now in %s, but its folder could not be synced: %w",
+			next.Fingerprint(), path, err)
+	}
+	return old, nil
+}
+
 func describeSealed(values []storelink.SealedValue) string {
 	parts := make([]string, len(values))
 	for i, v := range values {
@@ -275,7 +296,11 @@ func checkKey(ctx context.Context, ks storelink.SecretKeyStore, current *storeli
 // rotateKey seals every secret with a new key. A generated key, or a new
 // key replacing one read from the data folder's file, is written to a file
 // before the database changes, so that it cannot be lost: the database
-// never holds secrets under a key that is nowhere.
+// never holds secrets under a key that is nowhere. In order: the new key is
+// staged in <data>/secret-key.new (file and folder synced), then the
+// database commits to it, then it takes the old key's place (renamed, the
+// folder synced). It cannot take that place before the commit: until then
+// the old key is the database's, and serve must find it.
 func rotateKey(ctx context.Context, ks storelink.SecretKeyStore, current *storelink.Sealer, from, newHex string, c *config, stdout io.Writer) error {
 	newFrom := "--new-key"
 	if newHex == "" {
@@ -292,6 +317,7 @@ func rotateKey(ctx context.Context, ks storelink.SecretKeyStore, current *storel
 	staged := ""
 	if fromFile || newFrom != "--new-key" {
 		staged = secretKeyPath(c) + ".new"
+		// Durable before the commit below (writeSecretFile syncs).
 		if err := writeSecretFile(c.Data, staged, newHex); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				return fmt.Errorf("%s exists: a rotation may have stopped half way; see which key the database has with "+
@@ -300,7 +326,7 @@ func rotateKey(ctx context.Context, ks storelink.SecretKeyStore, current *storel
 			return fmt.Errorf("write the new key: %w", err)
 		}
 	}
-	n, err := storelink.RotateSecretKey(ctx, ks, current, next)
+	n, err := storelink.RotateSecretKey(ctx, ks, current, next) // the commit
 	if err != nil {
 		if staged != "" {
 			os.Remove(staged)
@@ -315,14 +341,9 @@ func rotateKey(ctx context.Context, ks storelink.SecretKeyStore, current *storel
 	switch {
 	case fromFile:
 		path := secretKeyPath(c)
-		old := path + "." + current.Fingerprint() + ".old"
-		if err := os.Rename(path, old); err != nil {
-			return fmt.Errorf("the database is on the new key (fingerprint %s), which is in %s; keep the old key aside and move it to %s: %w",
-				next.Fingerprint(), staged, path, err)
-		}
-		if err := os.Rename(staged, path); err != nil {
-			return fmt.Errorf("the database is on the new key (fingerprint %s), which is in %s; move it to %s: %w",
-				next.Fingerprint(), staged, path, err)
+		old, err := installKey(path, staged, current, next)
+		if err != nil {
+			return err
 		}
 		where = fmt.Sprintf("%s (the old key is kept in %s for backups made before now)", path, old)
 	case staged != "":

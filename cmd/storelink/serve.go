@@ -127,7 +127,10 @@ func adminToken(c *config, stdout io.Writer) (string, error) {
 	return token, nil
 }
 
-// writeSecretFile creates path with mode 0600, never overwriting one.
+// writeSecretFile creates path in dir with mode 0600, never overwriting
+// one, and syncs the file and then dir before it returns: a database may
+// record the key next, and must never outlive a power cut that the file
+// did not.
 func writeSecretFile(dir, path, content string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -140,7 +143,28 @@ func writeSecretFile(dir, path, content string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the names created or renamed in dir durable: syncing a
+// file makes its content durable, not its entry in the folder.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func randomHex(n int) string {
