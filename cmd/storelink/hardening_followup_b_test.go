@@ -319,3 +319,38 @@ func TestConfigMaxUploadMemory(t *testing.T) {
 		}
 	}
 }
+
+// With --max-connections-per-address 2, a third connection from 127.0.0.1
+// is closed without an answer while its two uploads go on, and a client
+// on another loopback address is served.
+func TestServeConnectionsPerAddress(t *testing.T) {
+	p := startServe(t, t.TempDir(), "--demo", "--max-connections-per-address", "2")
+	hdr := map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}
+	held := []*rawConn{dialRaw(t, p), dialRaw(t, p)}
+	for i, r := range held {
+		r.head("PUT", fmt.Sprintf("/stock/%s/held-%d.csv", p.ClientID, i), len(bodyTestFeed), hdr, bodyTestFeed[:10])
+	}
+	third := dialRaw(t, p) // accepted after the two, which are counted by then
+	_ = third.send("GET /healthz HTTP/1.1\r\nHost: storelink\r\n\r\n")
+	if resp, _, err := third.answer(10 * time.Second); err == nil {
+		t.Fatalf("a third connection from one address with --max-connections-per-address 2 was answered %d", resp.StatusCode)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("a third connection from one address with --max-connections-per-address 2 is still open after 10s")
+	}
+	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
+	}}
+	resp, err := other.Get(p.URL + "/healthz")
+	if err != nil {
+		t.Fatalf("a client on 127.0.0.2: %v", err)
+	}
+	resp.Body.Close()
+	for i, r := range held {
+		if err := r.send(bodyTestFeed[10:]); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body, err := r.answer(10 * time.Second); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("upload %d beside the refused connection: %v %v %s", i, resp, err, body)
+		}
+	}
+}
