@@ -14,8 +14,10 @@ type fakeConn struct {
 	closed *[]int
 }
 
-func (c fakeConn) Close() error               { *c.closed = append(*c.closed, c.id); return nil }
-func (c fakeConn) RemoteAddr() net.Addr       { return &net.TCPAddr{IP: net.IPv4(10, 0, byte(c.id>>8), byte(c.id))} }
+func (c fakeConn) Close() error { *c.closed = append(*c.closed, c.id); return nil }
+func (c fakeConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(10, 0, byte(c.id>>8), byte(c.id))}
+}
 func (c fakeConn) Read(p []byte) (int, error) { return len(p), nil }
 
 // The cost of an accept at the limit, with n connections open and 16
