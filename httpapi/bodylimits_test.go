@@ -133,3 +133,42 @@ func TestBodyTimeoutConform(t *testing.T) {
 		t.Fatalf("uploads after a 408: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A body of which no byte arrives within the first-byte timeout is
+// answered 408 body_timeout long before the body timeout, saying so, and
+// the connection is closed; a body whose first bytes came in time may take
+// longer for the rest.
+func TestFirstByteTimeout(t *testing.T) {
+	a := newAPI(t, apiOptions{firstByteTimeout: 300 * time.Millisecond}) // body timeout: 60 s
+	csv := map[string]string{"x-api-key": a.APIKey, "Content-Type": "application/csv"}
+	for _, path := range []string{"/stock/" + a.ClientID + "/silent.csv", "/stock/" + a.ClientID + "/validate"} {
+		c, br := holdBody(t, a, "PUT", path, 10000, csv, "")
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer within 10s to a body of which nothing came: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		p := problem(t, resp, body, http.StatusRequestTimeout)
+		if p.Type != "/problems/body_timeout" || !strings.Contains(p.Detail, "No byte of the body arrived within 300ms") || !resp.Close {
+			t.Fatalf("%s: %+v, Connection: close = %v", path, p, resp.Close)
+		}
+		conformAnswer(t, "PUT", path, resp, body)
+	}
+
+	feed := "store;ean;article_number;quantity;price\nS1;4006381333931;SKU-1;5;19.99\n"
+	c, br := holdBody(t, a, "PUT", "/stock/"+a.ClientID+"/slow.csv", len(feed), csv, feed[:6])
+	time.Sleep(time.Second) // the rest comes later than the first-byte timeout
+	if _, err := io.WriteString(c, feed[6:]); err != nil {
+		t.Fatalf("the rest of a body whose first bytes came in time: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a body whose first bytes came in time, the rest 1s later: %d %s, want 200", resp.StatusCode, body)
+	}
+}

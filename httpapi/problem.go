@@ -128,7 +128,7 @@ var problemDocs = map[string]string{
 	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
 	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached or it is busy receiving other files. Try again after the number of seconds in Retry-After.",
 	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
-	codeBodyTimeout:          "The request body did not arrive in full within the service's body timeout (--body-timeout). Nothing was kept; send the request again, faster or smaller.",
+	codeBodyTimeout:          "The request body did not arrive in full within the service's body timeout (--body-timeout), or no byte of it within 10 s of the service reading it. Nothing was kept; send the request again, faster or smaller.",
 	codeUploadsInFlight:      "The client already has as many uploads and validations in flight as allowed at once (--max-uploads-in-flight). Nothing was kept; send it again when one of them has been answered (Retry-After).",
 }
 

@@ -79,6 +79,10 @@ type Deps struct {
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
+	// FirstByteTimeout is the time the first byte of a request body has
+	// to arrive, counted from the handler's first read of it
+	// (DefaultFirstByteTimeout when 0).
+	FirstByteTimeout time.Duration
 	// DatabaseTimeout is how long a request (API or dashboard) may wait
 	// for the database, not counting the time its body takes to arrive;
 	// then it is answered 503 with a Retry-After
@@ -143,6 +147,9 @@ func NewServer(d Deps) *Server {
 	if s.BodyTimeout <= 0 {
 		s.BodyTimeout = DefaultBodyTimeout
 	}
+	if s.FirstByteTimeout <= 0 {
+		s.FirstByteTimeout = DefaultFirstByteTimeout
+	}
 	if s.DatabaseTimeout <= 0 {
 		s.DatabaseTimeout = DefaultDatabaseTimeout
 	}
@@ -154,7 +161,7 @@ func NewServer(d Deps) *Server {
 	if s.Downloads == nil {
 		s.Downloads = NewDownloads()
 	}
-	s.bodies.live = make(map[*trackedBody]time.Time)
+	s.bodies.live = make(map[*trackedBody]struct{})
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))
 	if s.AuthLimit == nil {
 		s.AuthLimit = NewAuthLimiter(DefaultAuthFailuresPerMinute)

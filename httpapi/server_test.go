@@ -49,10 +49,11 @@ type apiOptions struct {
 	// deliverer (harness_test.go); without it the API has no webhook calls'
 	// store, as before.
 	webhooks *webhookOptions
-	// maxUploadsInFlight and bodyTimeout, when set, are the limits of
-	// body.go and inflight.go.
+	// maxUploadsInFlight, bodyTimeout and firstByteTimeout, when set, are
+	// the limits of body.go and inflight.go.
 	maxUploadsInFlight int
 	bodyTimeout        time.Duration
+	firstByteTimeout   time.Duration
 	// noProcessor leaves accepted uploads waiting: no processor runs.
 	noProcessor bool
 	// authLimit and trustedProxies, when set, are the API's.
@@ -79,7 +80,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	deps := httpapi.Deps{
 		Admin: orders, Auth: orders, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
-		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
+		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout, FirstByteTimeout: opt.firstByteTimeout,
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
 	}
 	var webhooks *service.Service

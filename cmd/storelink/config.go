@@ -23,8 +23,8 @@ import (
 // --max-uploads-in-flight); 1024 is far more than partners and operators
 // use at once, and keeps a flood of slow connections from taking all memory
 // or file descriptors (the database and webhook deliveries need theirs).
-// Connections beyond it wait in the listen queue until one closes; an idle
-// keep-alive connection is closed to make room for them.
+// At the limit, the connection that has sent least recently is closed to
+// make room for a new one.
 const defaultMaxConnections = 1024
 
 // config is the configuration of serve and migrate: defaults, then
@@ -58,6 +58,7 @@ type config struct {
 	BodyTimeout        time.Duration
 	DatabaseTimeout    time.Duration
 	MaxConnections     int
+	MaxConnsPerAddr    int // 0: no cap
 	Demo               bool
 }
 
@@ -169,7 +170,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		UploadRetention:    worker.DefaultUploadRetention,
 		AuthFailures:       httpapi.DefaultAuthFailuresPerMinute,
-		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections,
+		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections, MaxConnsPerAddr: httpapi.DefaultMaxConnectionsPerAddress,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -199,7 +200,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
 	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
-	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; more wait to be accepted, and the longest-idle keep-alive connection is closed to make room (STORELINK_MAX_CONNECTIONS)")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
+	fs.IntVar(&c.MaxConnsPerAddr, "max-connections-per-address", c.MaxConnsPerAddr, "open connections one remote address (IPv6: one /64) may have; more are closed as soon as they are accepted; 0 is no cap (STORELINK_MAX_CONNECTIONS_PER_ADDRESS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
 	// Environment first, so that flags given on the command line win.
@@ -213,7 +215,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"webhook-retry-schedule": "STORELINK_WEBHOOK_RETRY_SCHEDULE", "webhook-allow-private": "STORELINK_WEBHOOK_ALLOW_PRIVATE",
 		"upload-lease": "STORELINK_UPLOAD_LEASE", "upload-retention": "STORELINK_UPLOAD_RETENTION", "auth-failures-per-minute": "STORELINK_AUTH_FAILURES_PER_MINUTE",
 		"max-uploads-in-flight": "STORELINK_MAX_UPLOADS_IN_FLIGHT",
-		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
+		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS",
+		"max-connections-per-address": "STORELINK_MAX_CONNECTIONS_PER_ADDRESS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
 		"database-timeout": "STORELINK_DATABASE_TIMEOUT", "trusted-proxies": "STORELINK_TRUSTED_PROXIES",
 	}
 	for flagName, variable := range env {
@@ -274,6 +277,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--database-timeout must be positive")}
 	case c.MaxConnections < 1:
 		return nil, usageError{errors.New("--max-connections must be at least 1")}
+	case c.MaxConnsPerAddr < 0:
+		return nil, usageError{errors.New("--max-connections-per-address must be 0 (no cap) or more")}
 	}
 	if err := configAdminToken(c, stderr); err != nil {
 		return nil, usageError{err}

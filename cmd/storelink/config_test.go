@@ -198,7 +198,9 @@ func TestConfigTrustedProxies(t *testing.T) {
 	if err != nil || cfg.TrustedProxies.String() != "" {
 		t.Fatalf("default = %q, %v; want none", cfg.TrustedProxies.String(), err)
 	}
-	byVar := func(k string) string { return map[string]string{"STORELINK_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}[k] }
+	byVar := func(k string) string {
+		return map[string]string{"STORELINK_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}[k]
+	}
 	cfg, err = parseConfig("serve", nil, byVar, io.Discard)
 	if err != nil || cfg.TrustedProxies.String() != "10.0.0.0/8,192.0.2.7/32" {
 		t.Fatalf("by variable = %q, %v", cfg.TrustedProxies.String(), err)
@@ -227,22 +229,30 @@ func TestConfigBodyLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxUploadsInFlight != 4 || cfg.BodyTimeout != time.Minute || cfg.MaxConnections != 1024 {
-		t.Fatalf("defaults: in flight %d, body timeout %s, connections %d; want 4, 1m0s, 1024",
-			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections)
+	if cfg.MaxUploadsInFlight != 4 || cfg.BodyTimeout != time.Minute || cfg.MaxConnections != 1024 || cfg.MaxConnsPerAddr != 128 {
+		t.Fatalf("defaults: in flight %d, body timeout %s, connections %d, per address %d; want 4, 1m0s, 1024, 128",
+			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections, cfg.MaxConnsPerAddr)
 	}
 	cfg, err = parseConfig("serve", []string{"--max-uploads-in-flight", "2", "--max-connections=10"}, env(map[string]string{
 		"STORELINK_MAX_UPLOADS_IN_FLIGHT": "8", "STORELINK_BODY_TIMEOUT": "5s", "STORELINK_MAX_CONNECTIONS": "99",
+		"STORELINK_MAX_CONNECTIONS_PER_ADDRESS": "0",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MaxUploadsInFlight != 2 || cfg.BodyTimeout != 5*time.Second || cfg.MaxConnections != 10 {
-		t.Fatalf("flags and variables: in flight %d, body timeout %s, connections %d; want 2, 5s, 10",
-			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections)
+	if cfg.MaxUploadsInFlight != 2 || cfg.BodyTimeout != 5*time.Second || cfg.MaxConnections != 10 || cfg.MaxConnsPerAddr != 0 {
+		t.Fatalf("flags and variables: in flight %d, body timeout %s, connections %d, per address %d; want 2, 5s, 10, 0",
+			cfg.MaxUploadsInFlight, cfg.BodyTimeout, cfg.MaxConnections, cfg.MaxConnsPerAddr)
+	}
+	cfg, err = parseConfig("serve", []string{"--max-connections-per-address", "3"}, env(map[string]string{
+		"STORELINK_MAX_CONNECTIONS_PER_ADDRESS": "7",
+	}), io.Discard)
+	if err != nil || cfg.MaxConnsPerAddr != 3 {
+		t.Fatalf("--max-connections-per-address 3 over the variable's 7: %v, %v", cfg, err)
 	}
 	for _, bad := range [][]string{
 		{"--max-uploads-in-flight", "0"}, {"--body-timeout", "0s"}, {"--body-timeout", "-1s"}, {"--max-connections", "0"},
+		{"--max-connections-per-address", "-1"},
 	} {
 		if _, err := parseConfig("serve", bad, env(nil), io.Discard); err == nil || !isUsage(err) || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%v: err = %v, want a usage error naming %s", bad, err, bad[0])

@@ -185,14 +185,16 @@ func (s *server) listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", s.c.Addr, err)
 	}
-	// Connections beyond --max-connections wait in the listen queue, each
-	// making room by closing the longest-idle keep-alive connection when
-	// there is one; those open are served as usual. httpapi.Listener
-	// watches each for requests of ambiguous framing.
+	// At --max-connections a new connection makes room by closing the one
+	// that has sent least recently, whatever it is doing; one address may
+	// have --max-connections-per-address open, except a trusted proxy,
+	// whose connections carry many clients. httpapi.Listener watches each
+	// for requests of ambiguous framing.
 	connLimit := httpapi.NewConnLimit(s.c.MaxConnections)
+	connLimit.PerAddress = s.c.MaxConnsPerAddr
+	connLimit.Exempt = s.c.TrustedProxies.Contains
 	ln = httpapi.Listener(connLimit.Listener(ln))
-	s.http = &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ConnContext: httpapi.ConnContext, ConnState: connLimit.ConnState}
+	s.http = httpapi.NewHTTPServer(s.api, connLimit)
 	fmt.Fprintf(s.stdout, "storelink: listening on http://%s\n", ln.Addr())
 	s.logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(s.c.Database))
 	return ln, nil
