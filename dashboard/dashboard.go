@@ -110,6 +110,10 @@ type LoginLimit interface {
 	// could not be counted (counted false) the attempt is answered as
 	// refused for retryAfter seconds.
 	Failed(addr netip.Addr, clientID string) (retryAfter int, counted bool)
+	// Succeeded records an attempt from addr that Blocked let through and
+	// that brought the right credentials, so that the address is not taken
+	// for a newcomer when failures from elsewhere fill the limit's table.
+	Succeeded(addr netip.Addr, clientID string)
 }
 
 // Handler serves the dashboard under /dashboard/, the portal under

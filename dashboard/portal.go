@@ -139,6 +139,9 @@ func (h *Handler) handlePortalLogin(w http.ResponseWriter, r *http.Request) {
 	c, err := h.Auth.Authenticate(r.Context(), clientID, key)
 	switch storelink.ErrorCode(err) {
 	case "":
+		if h.LoginLimit != nil {
+			h.LoginLimit.Succeeded(addr, clientID)
+		}
 	case storelink.EUNAUTHORIZED:
 		h.logger.Warn("portal: sign-in refused", "remote", addr.String())
 		if h.LoginLimit != nil {

@@ -285,6 +285,9 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 			Data: loginData{Next: next, Error: "That is not the admin token."}})
 		return
 	}
+	if h.LoginLimit != nil {
+		h.LoginLimit.Succeeded(addr, "")
+	}
 	value, id := h.newSession(operatorRealm)
 	if err := h.Sessions.CreateSession(r.Context(), storelink.NewSession{IDHash: sessionHash(id), Expires: h.Now().Add(h.SessionTTL)}); err != nil {
 		h.renderError(w, r, fmt.Errorf("record session: %w", err))

@@ -13,7 +13,8 @@ import (
 // hashed first so the comparison takes the same time whatever the length.
 // A wrong token counts against the client address's failed attempts and
 // the admin token's (AuthLimiter); no token at all guesses nothing and does
-// not.
+// not. The right token is recorded, so that the address stays known to the
+// limiter when failures from elsewhere fill its table.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		addr := s.TrustedProxies.ClientAddr(r)
@@ -30,6 +31,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
 			return
 		}
+		s.AuthLimit.Succeeded(addr, "")
 		h(w, r)
 	}
 }
@@ -47,7 +49,8 @@ func bearerToken(r *http.Request) (string, bool) {
 // partner authenticates the x-api-key for the path's client. A key that is
 // not valid counts against the client address's failed attempts and the
 // path's client's; a valid key of another client of the same partner (403)
-// guesses nothing and does not.
+// guesses nothing and does not. A valid key is recorded as the admin
+// token is.
 func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		addr, clientID := s.TrustedProxies.ClientAddr(r), r.PathValue("client_id")
@@ -66,6 +69,7 @@ func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.C
 			s.writeError(w, r, err)
 			return
 		}
+		s.AuthLimit.Succeeded(addr, clientID)
 		h(w, r, c)
 	}
 }

@@ -55,15 +55,25 @@ const recentFailure = 10 * time.Minute
 // a target is keyed by a hash, never the credential itself). Buckets that
 // have refilled, and addresses whose last failure is older than
 // recentFailure, are forgotten. When the address table is full of
-// addresses that failed lately, the newcomer waits, not the clean address:
-// a new address that fails is answered 429 with Retry-After rather than
-// 401, and is not recorded, while one with the right credentials is
-// served. Unrecorded failures still empty their target's bucket, and while
-// the table is full an address it does not know is refused on a target
-// whose bucket is empty: otherwise a flood of fresh addresses could guess
-// without limit. That is the one case where a clean address can wait: a
-// guesser at that very target must first fill the table with more than
-// maxTrackedAddresses addresses that failed within recentFailure.
+// addresses that failed lately, a new address that fails is answered 429
+// with Retry-After rather than 401, and is not recorded. Unrecorded
+// failures still empty their target's bucket, and while the table is full
+// an address it does not know is refused at a target whose bucket is
+// empty: otherwise a flood of fresh addresses could guess without limit.
+//
+// So that the newcomer waits then, not the clean address, the limiter also
+// remembers the pairs of address and target that authenticated (Succeeded)
+// in the last goodFor, at most maxGoodPairs of them (under 10 MB), the
+// least recent evicted first. While the table is full, an address that
+// authenticated at a target is taken there as a clean one; a failure at the
+// target forgets the pair. A pair is added only with the right credentials
+// for its target, so a guesser cannot add any, and one that succeeded at
+// its own client is still a newcomer at the client under attack. A partner
+// with the right key and many addresses could push others' pairs out, but
+// each target holds at most maxGoodPerTarget pairs (a new address beyond
+// it is not remembered), so it would take as many clients as maxGoodPairs
+// over that, which only the operator creates; and a pushed-out pair waits
+// only while its target is under attack and the table full.
 //
 // It is in memory and per process: a restart forgets it, and each process
 // of a PostgreSQL installation counts on its own.
@@ -79,6 +89,7 @@ type AuthLimiter struct {
 	targets    map[uint64]*bucket
 	overflow   bucket // the targets' beyond maxTargets
 	lastSweep  time.Duration
+	good       goodSet
 }
 
 // bucket holds the failures still allowed, as of at.
@@ -102,14 +113,15 @@ func NewAuthLimiter(perMinute int) *AuthLimiter {
 	}
 	return &AuthLimiter{perMinute: float64(perMinute), now: time.Now, seed: maphash.MakeSeed(),
 		maxAddrs: maxTrackedAddresses, maxTargets: maxTrackedTargets,
-		addrs: map[netip.Addr]addrState{}, targets: map[uint64]*bucket{}, overflow: bucket{left: float64(perMinute)}}
+		addrs: map[netip.Addr]addrState{}, targets: map[uint64]*bucket{}, overflow: bucket{left: float64(perMinute)},
+		good: newGoodSet(maxGoodPairs, maxGoodPerTarget)}
 }
 
 // Blocked tells whether an attempt from addr at clientID's API key ("" for
 // the admin token) is refused now, and if so in how many whole seconds (at
 // least 1) it would be taken.
 func (l *AuthLimiter) Blocked(addr netip.Addr, clientID string) (retryAfter int, blocked bool) {
-	key := limitKey(addr)
+	key, tkey := limitKey(addr), l.targetKey(clientID)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock()
@@ -127,11 +139,11 @@ func (l *AuthLimiter) Blocked(addr netip.Addr, clientID string) (retryAfter int,
 	var suspect time.Duration
 	if known {
 		suspect = a.last + recentFailure - now
-	} else if len(l.addrs) >= l.maxAddrs {
+	} else if len(l.addrs) >= l.maxAddrs && !l.good.has(newGoodKey(key, tkey), now) {
 		suspect = math.MaxInt64
 	}
 	if suspect > 0 {
-		if t := l.target(clientID, now, false); t != nil {
+		if t := l.target(tkey, now, false); t != nil {
 			if left := l.level(*t, now); left < 1 {
 				wait = max(wait, min(l.until(left), suspect))
 			}
@@ -148,11 +160,12 @@ func (l *AuthLimiter) Blocked(addr netip.Addr, clientID string) (retryAfter int,
 // is full of addresses that failed lately: then counted is false, and the
 // failure must be answered as a refusal after retryAfter seconds.
 func (l *AuthLimiter) Failed(addr netip.Addr, clientID string) (retryAfter int, counted bool) {
-	key := limitKey(addr)
+	key, tkey := limitKey(addr), l.targetKey(clientID)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock()
-	t := l.target(clientID, now, true)
+	l.good.drop(newGoodKey(key, tkey))
+	t := l.target(tkey, now, true)
 	// A deeper debt than what refills in recentFailure would only lengthen
 	// the Retry-After of addresses that are no longer suspect by then.
 	t.left, t.at = max(l.level(*t, now)-1, -l.perMinute*recentFailure.Minutes()), now
@@ -173,6 +186,17 @@ func (l *AuthLimiter) Failed(addr netip.Addr, clientID string) (retryAfter int, 
 	a.left, a.at, a.last = l.level(a.bucket, now)-1, now, now
 	l.addrs[key] = a
 	return 0, true
+}
+
+// Succeeded records that an attempt from addr at clientID's API key (""
+// for the admin token) brought the right credentials, so that the address
+// is taken there while the table is full. It must be called only for an
+// attempt that Blocked let through.
+func (l *AuthLimiter) Succeeded(addr netip.Addr, clientID string) {
+	k := newGoodKey(limitKey(addr), l.targetKey(clientID))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.good.add(k, l.clock())
 }
 
 // clock is the time since the limiter's epoch, its first look at the clock.
@@ -204,11 +228,15 @@ func seconds(d time.Duration) int {
 	return max(1, int(math.Ceil((d - time.Nanosecond).Seconds())))
 }
 
-// target returns clientID's bucket: its own, the shared overflow one when
-// it has none and the table is full, and nil (a full bucket) when it has
-// none and create is false.
-func (l *AuthLimiter) target(clientID string, now time.Duration, create bool) *bucket {
-	key := maphash.String(l.seed, clientID)
+// targetKey is what clientID's credential is kept under.
+func (l *AuthLimiter) targetKey(clientID string) uint64 {
+	return maphash.String(l.seed, clientID)
+}
+
+// target returns the bucket of the target keyed key: its own, the shared
+// overflow one when it has none and the table is full, and nil (a full
+// bucket) when it has none and create is false.
+func (l *AuthLimiter) target(key uint64, now time.Duration, create bool) *bucket {
 	if b, ok := l.targets[key]; ok {
 		return b
 	}
