@@ -65,6 +65,9 @@ type fixtureOptions struct {
 	// trustedProxies, when set, are the proxies (--trusted-proxies) whose
 	// X-Forwarded-For the login limit and the API believe.
 	trustedProxies string
+	// loginLimit, when set, wraps the login limit the dashboard gets (the
+	// API gets it bare).
+	loginLimit func(dashboard.LoginLimit) dashboard.LoginLimit
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -106,12 +109,16 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f.downloads = httpapi.NewDownloads()
+	var loginLimit dashboard.LoginLimit = limit
+	if o.loginLimit != nil {
+		loginLimit = o.loginLimit(limit)
+	}
 	var webhooks storelink.WebhookService = f.services
 	if o.webhooks != nil {
 		webhooks = o.webhooks(f.services)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: limit,
+		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: loginLimit,
 		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
 		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
 		Wake: func() { f.woken.Add(1); wake() },

@@ -5,7 +5,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"storelink/dashboard"
@@ -144,5 +147,56 @@ func TestLoginLimited(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+f.Token)
 	if resp, _ := b.do(req); resp.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("the API after 20 failed logins = %d, want 429", resp.StatusCode)
+	}
+}
+
+// successes is a login limit that notes the successes reported to it.
+type successes struct {
+	dashboard.LoginLimit
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *successes) Succeeded(addr netip.Addr, clientID string) {
+	s.mu.Lock()
+	s.got = append(s.got, addr.String()+" "+clientID)
+	s.mu.Unlock()
+	s.LoginLimit.Succeeded(addr, clientID)
+}
+
+// The login and the portal's sign-in report their successes to the limit,
+// which keeps the address known while a flood fills its table; a wrong
+// token or key, and the right one refused after twenty wrong ones, are no
+// success.
+func TestLoginSuccessReported(t *testing.T) {
+	rec := &successes{}
+	f := newFixture(t, fixtureOptions{trustedProxies: "127.0.0.0/8,::1",
+		loginLimit: func(l dashboard.LoginLimit) dashboard.LoginLimit { rec.LoginLimit = l; return rec }})
+	s := f.seedData()
+	guesser := []string{"X-Forwarded-For", "203.0.113.1"}
+	for i := range 20 {
+		if resp, _ := f.browser().post("/dashboard/login", url.Values{"token": {"wrong-" + strconv.Itoa(i)}}, guesser...); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong login %d = %d, want 401", i, resp.StatusCode)
+		}
+	}
+	if resp, _ := f.browser().post("/dashboard/login", url.Values{"token": {f.Token}}, guesser...); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right token from the guessing address = %d, want 429", resp.StatusCode)
+	}
+	if resp, _ := f.browser().post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {s.APIKey}}, guesser...); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right key from the guessing address = %d, want 429", resp.StatusCode)
+	}
+	if resp, _ := f.browser().post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {"slk_wrong"}}, "X-Forwarded-For", "203.0.113.4"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong key = %d, want 401", resp.StatusCode)
+	}
+	if resp, body := f.browser().post("/dashboard/login", url.Values{"token": {f.Token}}, "X-Forwarded-For", "203.0.113.2"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the operator's login = %d, want 303: %s", resp.StatusCode, body)
+	}
+	if resp, body := f.browser().post("/portal/login", url.Values{"client_id": {s.ClientID}, "api_key": {s.APIKey}}, "X-Forwarded-For", "2001:db8::3"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the partner's sign-in = %d, want 303: %s", resp.StatusCode, body)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if want := []string{"203.0.113.2 ", "2001:db8::3 " + s.ClientID}; !slices.Equal(rec.got, want) {
+		t.Fatalf("successes reported %q, want %q", rec.got, want)
 	}
 }

@@ -63,7 +63,7 @@ const recentFailure = 10 * time.Minute
 //
 // So that the newcomer waits then, not the clean address, the limiter also
 // remembers the pairs of address and target that authenticated (Succeeded)
-// in the last goodFor, at most maxGoodPairs of them (under 10 MB), the
+// in the last goodFor, at most maxGoodPairs of them (about 10 MB), the
 // least recent evicted first. While the table is full, an address that
 // authenticated at a target is taken there as a clean one; a failure at the
 // target forgets the pair. A pair is added only with the right credentials

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -237,5 +239,127 @@ func TestAuthLimiterBoundedTargets(t *testing.T) {
 	wantBlocked(t, l, nth(199).String(), "another", false, 0)
 	if len(l.targets) != 0 {
 		t.Fatalf("a minute later %d targets are kept, want the refilled ones forgotten", len(l.targets))
+	}
+}
+
+// fullTableAtX fills l's table (of 100 addresses) with more than that many
+// fresh addresses failing once each at x, emptying x's bucket.
+func fullTableAtX(t *testing.T, l *AuthLimiter) {
+	t.Helper()
+	l.maxAddrs = 100
+	for i := range 150 {
+		l.Failed(nth(i), "x")
+	}
+	if len(l.addrs) != 100 {
+		t.Fatalf("the table holds %d addresses, want its cap 100", len(l.addrs))
+	}
+}
+
+// While the table is full and x under attack, an address that signed in at
+// x within goodFor is taken there every time, while one never seen, or seen
+// only at another client, is the newcomer and waits. A failure at x makes
+// a known address a newcomer again; goodFor after its last success it is
+// one too.
+func TestAuthLimiterFullTableKnownGood(t *testing.T) {
+	l, advance := testLimiter(20)
+	l.Succeeded(ip("192.0.2.50"), "x")
+	l.Succeeded(ip("2001:db8:5:6::1"), "x")
+	l.Succeeded(ip("192.0.2.51"), "y")
+	l.Succeeded(ip("192.0.2.52"), "x")
+	l.Succeeded(ip("192.0.2.53"), "")
+	advance(goodFor - 5*time.Minute)
+	fullTableAtX(t, l)
+	for range 30 {
+		wantBlocked(t, l, "192.0.2.50", "x", false, 0)
+		l.Succeeded(ip("192.0.2.50"), "x")
+	}
+	wantBlocked(t, l, "2001:db8:5:6::99", "x", false, 0) // the same /64
+	wantBlocked(t, l, "192.0.2.53", "", false, 0)
+	for _, newcomer := range []string{"192.0.2.60", "192.0.2.51", "2001:db8:5:7::1"} {
+		if _, blocked := l.Blocked(ip(newcomer), "x"); !blocked {
+			t.Fatalf("%s, which never signed in at x, is taken at x in a full table", newcomer)
+		}
+	}
+	wantBlocked(t, l, "192.0.2.51", "y", false, 0) // where it signed in
+
+	// A known address that fails is answered as a newcomer, and is one.
+	if _, counted := l.Failed(ip("192.0.2.52"), "x"); counted {
+		t.Fatal("a failure from an address the full table does not hold was counted")
+	}
+	if _, blocked := l.Blocked(ip("192.0.2.52"), "x"); !blocked {
+		t.Fatal("an address that failed at x is still taken there in a full table")
+	}
+
+	// goodFor after their last success: 192.0.2.50 signed in since, the
+	// others are newcomers.
+	advance(5 * time.Minute)
+	wantBlocked(t, l, "192.0.2.50", "x", false, 0)
+	if _, blocked := l.Blocked(ip("2001:db8:5:6::1"), "x"); !blocked {
+		t.Fatal("an address whose success at x is goodFor old is still taken there in a full table")
+	}
+}
+
+// Under churn the remembered pairs stay within their bound, the least
+// recent going first; a credential holds at most its share, so a partner
+// signing in from many addresses cannot push out another's.
+func TestAuthLimiterGoodSetBounded(t *testing.T) {
+	l, advance := testLimiter(20)
+	l.good = newGoodSet(100, 30)
+	l.Succeeded(ip("192.0.2.1"), "y")
+	for i := range 10_000 {
+		advance(time.Second)
+		l.Succeeded(nth(i), fmt.Sprintf("c%d", i%500))
+		if i%50 == 0 {
+			l.Succeeded(ip("192.0.2.1"), "y") // kept by signing in again
+		}
+		if n := len(l.good.index); n > 100 || len(l.good.entries) > 100 {
+			t.Fatalf("after %d successes %d pairs are kept in %d entries, want at most 100", i+1, n, len(l.good.entries))
+		}
+	}
+	for i := range 1_000 {
+		l.Succeeded(nth(20_000+i), "greedy")
+	}
+	if n := l.good.count[l.targetKey("greedy")]; n != 30 {
+		t.Fatalf("one credential holds %d pairs, want its share 30", n)
+	}
+	fullTableAtX(t, l)
+	for _, c := range []struct {
+		addr, client string
+		known        bool
+	}{
+		{"192.0.2.1", "y", true},
+		{nth(9_999).String(), "c499", true},
+		{nth(9_931).String(), "c431", true},
+		{nth(9_930).String(), "c430", false}, // the least recent, pushed out by the greedy share
+		{nth(0).String(), "c0", false},
+		{nth(20_000).String(), "greedy", true},
+		{nth(20_999).String(), "greedy", false}, // beyond its share
+	} {
+		// The client's bucket empties with failures from addresses the
+		// table cannot hold, which do not count against the address.
+		for range 30 {
+			l.Failed(nth(30_000), c.client)
+		}
+		if _, blocked := l.Blocked(ip(c.addr), c.client); blocked == c.known {
+			t.Errorf("%s at %s in a full table: blocked %v, want %v", c.addr, c.client, blocked, !c.known)
+		}
+	}
+}
+
+// BenchmarkAuthLimiterSucceeded fills the remembered pairs to their bound
+// and reports the heap they take per pair.
+func BenchmarkAuthLimiterSucceeded(b *testing.B) {
+	var before, after runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l := NewAuthLimiter(20)
+		for i := range maxGoodPairs {
+			l.Succeeded(nth(i), strconv.Itoa(i%(maxGoodPairs/maxGoodPerTarget)))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/maxGoodPairs, "B/pair")
+		runtime.KeepAlive(l)
 	}
 }

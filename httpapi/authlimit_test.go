@@ -234,3 +234,32 @@ func TestAuthLimitFullTable(t *testing.T) {
 	resp, b := a.do("GET", "/orders", nil, from("203.0.113.3", "Bearer "+adminToken))
 	problem(t, resp, b, 429)
 }
+
+// A partner that signed in from an address before a flood filled the
+// table with addresses guessing at its client is taken from there 30 times
+// out of 30 with its right key; an address the table and the signed-in
+// addresses do not know waits with 429, even with the right key.
+func TestAuthLimitFullTableKnownGood(t *testing.T) {
+	limit := httpapi.NewAuthLimiter(httpapi.DefaultAuthFailuresPerMinute)
+	limit.SetMaxTrackedAddresses(300)
+	a := behindProxy(t, limit)
+	path := "/stock/" + a.ClientID + "/uploads"
+	if resp, b := a.do("GET", path, nil, from("203.0.113.2", a.APIKey)); resp.StatusCode != 200 {
+		t.Fatalf("the client's right key before the flood = %d %s, want 200", resp.StatusCode, b)
+	}
+	for i := range 320 {
+		resp, b := a.do("GET", path, nil, from(fresh(i), "slk_wrong"))
+		want := 401
+		if i >= 300 {
+			want = 429 // the table is full and the client under attack
+		}
+		problem(t, resp, b, want)
+	}
+	for i := range 30 {
+		if resp, b := a.do("GET", path, nil, from("203.0.113.2", a.APIKey)); resp.StatusCode != 200 {
+			t.Fatalf("the client's right key from the address it signed in from, try %d = %d %s, want 200", i, resp.StatusCode, b)
+		}
+	}
+	resp, b := a.do("GET", path, nil, from("203.0.113.3", a.APIKey))
+	problem(t, resp, b, 429)
+}
