@@ -3,10 +3,10 @@ package dashboard_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
 	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
