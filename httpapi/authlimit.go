@@ -67,8 +67,9 @@ const recentFailure = 10 * time.Minute
 // least recent evicted first. While the table is full, an address that
 // authenticated at a target is taken there as a clean one; a failure at the
 // target forgets the pair. A pair is added only with the right credentials
-// for its target, so a guesser cannot add any, and one that succeeded at
-// its own client is still a newcomer at the client under attack. A partner
+// for its target, so a guesser cannot add any; and it is a pair, not an
+// address, so that a partner signing in at its own client between guesses
+// at another's stays a newcomer at the client under attack. A partner
 // with the right key and many addresses could push others' pairs out, but
 // each target holds at most maxGoodPerTarget pairs (a new address beyond
 // it is not remembered), so it would take as many clients as maxGoodPairs
@@ -158,7 +159,8 @@ func (l *AuthLimiter) Blocked(addr netip.Addr, clientID string) (retryAfter int,
 // Failed counts a failed attempt from addr at clientID's API key ("" for
 // the admin token). It is not counted against the address when the table
 // is full of addresses that failed lately: then counted is false, and the
-// failure must be answered as a refusal after retryAfter seconds.
+// failure must be answered as a refusal after retryAfter seconds. Either
+// way the address is no longer taken for one that authenticated there.
 func (l *AuthLimiter) Failed(addr netip.Addr, clientID string) (retryAfter int, counted bool) {
 	key, tkey := limitKey(addr), l.targetKey(clientID)
 	l.mu.Lock()
