@@ -99,13 +99,13 @@ type checker struct {
 }
 
 func (c *checker) run(r io.Reader) error {
-	br := bufio.NewReaderSize(newDecoder(r), rawBufSize)
-	cr := csv.NewReader(br)
-	comma, crOnly := detectSeparator(br)
+	sniff := bufio.NewReaderSize(newDecoder(r), sniffSize)
+	comma, crOnly := detectSeparator(sniff)
 	if crOnly {
 		c.fileError(storelink.ProblemFile, msgCROnly, 1)
 		return nil
 	}
+	cr := csv.NewReader(bufio.NewReaderSize(newRecordLimiter(sniff, comma), rawBufSize))
 	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // a row of another width is a row problem, not a file error
 	cr.ReuseRecord = true
@@ -167,6 +167,11 @@ func (c *checker) readError(err error) error {
 	if e, ok := isEncodingError(err); ok {
 		c.fileError(storelink.ProblemEncoding,
 			"Invalid encoding on line "+strconv.Itoa(e.line)+": the file has "+e.what+".", e.line)
+		return nil
+	}
+	var re *recordError
+	if errors.As(err, &re) {
+		c.fileError(storelink.ProblemFile, re.message(), re.line)
 		return nil
 	}
 	var pe *csv.ParseError
