@@ -83,11 +83,64 @@ func (l *recordLimiter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// scan follows b, a line at a time, and returns how many of its bytes stay
-// within the bounds; when fewer than all, l.err says why. Most lines are
-// records with no quote, which cost two byte searches; lines with quotes are
-// walked a byte at a time.
+var quote = []byte{'"'}
+
+// scan follows b and returns how many of its bytes stay within the bounds;
+// when fewer than all, l.err says why.
 func (l *recordLimiter) scan(b []byte) int {
+	if !l.quoted && bytes.IndexByte(b, '"') < 0 {
+		return l.plain(b)
+	}
+	return l.lines(b)
+}
+
+// plain follows b, which has no quote and starts outside quotes, so that its
+// records are its lines. It looks at b a window of maxFields bytes at a
+// time: a line within a window is too short to reach either bound, so only
+// the record carried over from window to window is counted, which costs a
+// few vectorised searches and counts per window whatever the lines.
+func (l *recordLimiter) plain(b []byte) int {
+	sep := []byte{l.comma}
+	startAt := -1 // where in b the current record starts; -1: before b
+	for done := 0; done < len(b); {
+		w := b[done:min(len(b), done+maxFields)]
+		head := w
+		first := bytes.IndexByte(w, '\n')
+		if first >= 0 {
+			head = w[:first+1]
+		}
+		tooLong := l.bytes+len(head) > maxRecordBytes
+		if !tooLong && (first < 0 || l.seps+len(head) >= maxFields) {
+			l.seps += bytes.Count(head, sep)
+		}
+		if tooLong || l.seps >= maxFields {
+			if startAt >= 0 {
+				l.start = l.line + bytes.Count(b[:startAt], newline)
+			}
+			l.err = &recordError{line: l.start, fields: !tooLong}
+			return done
+		}
+		if first < 0 {
+			l.bytes += len(w)
+		} else {
+			last := bytes.LastIndexByte(w, '\n')
+			tail := w[last+1:]
+			l.bytes, l.seps = len(tail), bytes.Count(tail, sep)
+			startAt = done + last + 1
+		}
+		done += len(w)
+	}
+	if startAt >= 0 {
+		l.line += bytes.Count(b, newline)
+		l.start = l.line
+	}
+	return len(b)
+}
+
+// lines follows b a line at a time. A line that is a record of its own
+// costs two vectorised searches; the lines of a record that goes on over
+// them, or that may have too many fields, are walked a byte at a time.
+func (l *recordLimiter) lines(b []byte) int {
 	done := 0
 	for done < len(b) {
 		seg := b[done:]
@@ -99,20 +152,11 @@ func (l *recordLimiter) scan(b []byte) int {
 			l.err = &recordError{line: l.start}
 			return done
 		}
-		switch {
-		case !l.quoted && bytes.IndexByte(seg, '"') < 0:
-			// Unquoted: a separator here counts whatever comes after it.
-			// A segment shorter than the fields left cannot reach the
-			// bound unless it is the start of a longer line.
-			if nl < 0 || l.seps+len(seg) >= maxFields {
-				if l.seps += bytes.Count(seg, []byte{l.comma}); l.seps >= maxFields {
-					l.err = &recordError{line: l.start, fields: true}
-					return done
-				}
-			}
-		case l.quoted && bytes.IndexByte(seg, '"') < 0:
+		// A record that ends on this line short of maxFields, whatever its
+		// separators, needs no more than its quotes counted.
+		if q := bytes.Count(seg, quote); q == 0 && l.quoted {
 			// All inside a quoted field: no separator counts.
-		default:
+		} else if !(nl >= 0 && l.seps+len(seg) < maxFields && q%2 == 0 != l.quoted) {
 			for i, c := range seg {
 				if c == '"' {
 					l.quoted = !l.quoted
@@ -123,6 +167,8 @@ func (l *recordLimiter) scan(b []byte) int {
 					}
 				}
 			}
+		} else {
+			l.quoted = false
 		}
 		done += len(seg)
 		l.bytes += len(seg)

@@ -2,7 +2,9 @@ package feed
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -238,4 +240,125 @@ func TestCheckManyBadRows(t *testing.T) {
 			t.Errorf("%q: report and error file keep %d bytes for 2 MiB, %d for 16 MiB", bad, kept[0], kept[1])
 		}
 	}
+}
+
+// TestRecordLimiterModel holds the limiter's vectorised paths to a plain
+// byte-by-byte model of the same rules, on random files with records near
+// the bounds, read whole and in random pieces: the error names the first
+// record past a bound, and what came through of it stays within the bounds.
+func TestRecordLimiterModel(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(24, 1))
+	for i := range 300 {
+		data := randomRecords(rnd)
+		want := modelLimit(data, ';')
+		for _, cut := range []string{"whole", "pieces"} {
+			var r io.Reader = bytes.NewReader(data)
+			if cut == "pieces" {
+				r = &piecesReader{data: data, rnd: rnd}
+			}
+			got, err := io.ReadAll(newRecordLimiter(r, ';'))
+			if !bytes.Equal(got, data[:len(got)]) {
+				t.Fatalf("file %d read %s: the bytes read are not the file's", i, cut)
+			}
+			var re *recordError
+			if !errors.As(err, &re) {
+				if err != nil || want.line != 0 || len(got) != len(data) {
+					t.Fatalf("file %d read %s: %d of %d bytes, then %v; want %+v", i, cut, len(got), len(data), err, want)
+				}
+				continue
+			}
+			if want.line == 0 || re.line != want.line || !re.fields && !want.tooLong || re.fields && !want.tooMany {
+				t.Fatalf("file %d read %s: %+v, want %+v", i, cut, *re, want)
+			}
+			if of := modelLimit(data[want.at:len(got)], ';'); len(got) < want.at || of.line != 0 {
+				t.Fatalf("file %d read %s: %d bytes read, the record starts at %d; past the bounds within them: %+v", i, cut, len(got), want.at, of)
+			}
+		}
+	}
+}
+
+// modelRecord is the first record past a bound: its offset and line (0 when
+// none) and which bounds it is past.
+type modelRecord struct {
+	at, line         int
+	tooLong, tooMany bool
+}
+
+// modelLimit applies the limiter's rules a byte at a time.
+func modelLimit(data []byte, comma byte) modelRecord {
+	var m modelRecord
+	line, start, at, size, seps, quoted := 1, 1, 0, 0, 0, false
+	for i, c := range data {
+		size++
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == comma && !quoted:
+			seps++
+		}
+		if size > maxRecordBytes || seps >= maxFields {
+			m = modelRecord{at: at, line: start, tooLong: m.tooLong || size > maxRecordBytes, tooMany: m.tooMany || seps >= maxFields}
+		}
+		if c == '\n' {
+			line++
+			if !quoted {
+				if m.line != 0 {
+					return m
+				}
+				start, at, size, seps = line, i+1, 0, 0
+			}
+		}
+	}
+	return m
+}
+
+// randomRecords makes a file of a few records of random length, density of
+// separators and quoting, some of them near or past the bounds.
+func randomRecords(rnd *rand.Rand) []byte {
+	var b []byte
+	for range 1 + rnd.IntN(8) {
+		size, sepEvery := rnd.IntN(200), 1+rnd.IntN(80)
+		switch rnd.IntN(4) {
+		case 0:
+			size = rnd.IntN(2 * maxRecordBytes)
+		case 1: // at the bounds, give or take a byte or a field
+			size = maxRecordBytes - 3 + rnd.IntN(5)
+			if rnd.IntN(2) == 0 {
+				size, sepEvery = maxFields-3+rnd.IntN(5), 1
+			}
+		}
+		quoteEvery := 0
+		if rnd.IntN(2) == 0 {
+			quoteEvery = 1 + rnd.IntN(4000)
+		}
+		for j := range size {
+			switch {
+			case quoteEvery > 0 && rnd.IntN(quoteEvery) == 0:
+				b = append(b, '"')
+			case j%sepEvery == 0:
+				b = append(b, ';')
+			case sepEvery > 1 && rnd.IntN(200) == 0:
+				b = append(b, '\n')
+			default:
+				b = append(b, 'x')
+			}
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// piecesReader returns data in pieces of random size.
+type piecesReader struct {
+	data []byte
+	rnd  *rand.Rand
+}
+
+func (r *piecesReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+r.rnd.IntN(3*maxFields))], r.data)
+	r.data = r.data[n:]
+	return n, nil
 }
