@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -54,25 +56,49 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// checkJSON refuses what encoding/json would take silently: bytes that are
-// not UTF-8 (it replaces them with U+FFFD), a key given twice in one object
-// (it keeps the last; keys are matched to fields without regard to case, so
-// "name" and "Name" are the same key), a NUL character (\u0000, which
-// PostgreSQL cannot store) and an escaped UTF-16 surrogate without its pair
-// (replaced with U+FFFD). Syntax errors are left to the decoder, which
-// describes them. Errors: EINVALID, saying where.
-func checkJSON(raw []byte) error {
-	if !utf8.Valid(raw) {
-		i := invalidUTF8At(raw)
-		return storelink.Errorf(storelink.EINVALID, "The body is not valid UTF-8: byte %d is 0x%02x.", i+1, raw[i])
+// readJSON reads a JSON body from r, which bounds its size, and refuses what
+// encoding/json would take silently: bytes that are not UTF-8 (it replaces
+// them with U+FFFD), a key given twice in one object (it keeps the last;
+// keys are matched to fields without regard to case, so "name" and "Name"
+// are the same key), a NUL character (\u0000, which PostgreSQL cannot store)
+// and an escaped UTF-16 surrogate without its pair (replaced with U+FFFD);
+// and what would cost more than the body: nesting past maxJSONDepth. It walks
+// the tokens as they arrive, so a problem ends the read there, however much
+// is sent after it. Syntax errors are left to the decoder, which describes
+// them: the rest of the body is then read as it is. It returns the body read,
+// an error of r, or EINVALID saying where.
+func readJSON(r io.Reader) ([]byte, error) {
+	var raw bytes.Buffer
+	err := walkJSON(io.TeeReader(r, &raw), &raw)
+	if err == nil {
+		_, err = raw.ReadFrom(r)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	var domain *storelink.Error
+	if (err == nil || errors.As(err, &domain)) && !utf8.Valid(raw.Bytes()) {
+		// Bytes that are not text come first, as when the body is whole.
+		i := invalidUTF8At(raw.Bytes())
+		return nil, storelink.Errorf(storelink.EINVALID, "The body is not valid UTF-8: byte %d is 0x%02x.", i+1, raw.Bytes()[i])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw.Bytes(), nil
+}
+
+// walkJSON walks the tokens of r, whose bytes so far are in raw, and stops
+// at the first problem of readJSON's. It returns nil at the end and at a
+// syntax error, and the error of a read that fails.
+func walkJSON(r io.Reader, raw *bytes.Buffer) error {
+	dec := json.NewDecoder(r)
 	var stack []*jsonFrame
 	for {
 		start := dec.InputOffset()
 		tok, err := dec.Token()
-		if err != nil {
+		var syntax *json.SyntaxError
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &syntax) {
 			return nil // the end, or a syntax error, which the decoder reports
+		} else if err != nil {
+			return err
 		}
 		var top *jsonFrame
 		if len(stack) > 0 {
@@ -91,7 +117,7 @@ func checkJSON(raw []byte) error {
 			if i := strings.IndexByte(s, 0); i >= 0 {
 				return storelink.Errorf(storelink.EINVALID, "%s holds a NUL character (\\u0000); no text may hold one.", what())
 			}
-			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw[start:dec.InputOffset()]) {
+			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw.Bytes()[start:dec.InputOffset()]) {
 				return storelink.Errorf(storelink.EINVALID, "%s holds an escaped UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair, which is not a character.", what())
 			}
 			if isKey {
@@ -110,11 +136,18 @@ func checkJSON(raw []byte) error {
 		}
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
-			valueDone(top)
-			stack = append(stack, &jsonFrame{object: tok == json.Delim('{'), wantKey: true, keys: map[string]string{}, index: -1})
-			if tok == json.Delim('[') {
-				stack[len(stack)-1].index = 0
+			if len(stack) == maxJSONDepth {
+				return storelink.Errorf(storelink.EINVALID, "The body is nested deeper than %d levels at byte %d (in %s); no call takes a body nested so deep.",
+					maxJSONDepth, dec.InputOffset(), jsonPath(stack))
 			}
+			valueDone(top)
+			f := &jsonFrame{object: tok == json.Delim('{'), wantKey: true, index: -1}
+			if f.object {
+				f.keys = map[string]string{}
+			} else {
+				f.index = 0
+			}
+			stack = append(stack, f)
 			continue
 		case json.Delim('}'), json.Delim(']'):
 			stack = stack[:len(stack)-1]
