@@ -19,6 +19,11 @@ const maxJSONBody = 1 << 20
 // the first level too deep, before the rest is read.
 const maxJSONDepth = 32
 
+// maxJSONValues bounds the values of one array, and the keys of one object,
+// of a JSON body: the longest list any call takes is an order's 500 items.
+// Decoded, a value can take a hundred times its bytes in the body.
+const maxJSONValues = 1000
+
 // decode reads a JSON body into v, refusing unknown fields so that a typo is
 // an error rather than a silently ignored setting.
 func decode(r *http.Request, v any) error {

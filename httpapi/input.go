@@ -62,7 +62,8 @@ func quoteShort(s string) string {
 // keys are matched to fields without regard to case, so "name" and "Name"
 // are the same key), a NUL character (\u0000, which PostgreSQL cannot store)
 // and an escaped UTF-16 surrogate without its pair (replaced with U+FFFD);
-// and what would cost more than the body: nesting past maxJSONDepth. It walks
+// and what would cost more than the body: nesting past maxJSONDepth, more
+// than maxJSONValues values in one array or object. It walks
 // the tokens as they arrive, so a problem ends the read there, however much
 // is sent after it. Syntax errors are left to the decoder, which describes
 // them: the rest of the body is then read as it is. It returns the body read,
@@ -105,6 +106,11 @@ func walkJSON(r io.Reader, raw *bytes.Buffer) error {
 			top = stack[len(stack)-1]
 		}
 		isKey := top != nil && top.object && top.wantKey
+		if top != nil && tok != json.Delim(']') && tok != json.Delim('}') &&
+			(isKey && len(top.keys) == maxJSONValues || !top.object && top.index == maxJSONValues) {
+			return storelink.Errorf(storelink.EINVALID, "The body has more than %d values in one array or object, at byte %d (%s); no call takes so many.",
+				maxJSONValues, dec.InputOffset(), jsonPath(stack))
+		}
 		if s, ok := tok.(string); ok {
 			// The path is spelled out only for an answer: it costs a string
 			// per token otherwise.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,16 +55,30 @@ func TestReadJSON(t *testing.T) {
 		{body: strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), want: "nested deeper than 32 levels at byte 33 "},
 		{body: `{"items":[{"a":` + strings.Repeat("[", maxJSONDepth) + `]}]}`, want: "nested deeper than 32 levels at byte 45 (in items[0].a[0][0]"},
 		{body: strings.Repeat("[", maxJSONDepth+1) + "\xff", want: "not valid UTF-8: byte 34 is 0xff"},
+		{body: `{"items":[` + strings.Repeat(`{},`, maxJSONValues-1) + `{}]}`},
+		{body: `{"items":[` + strings.Repeat(`{},`, maxJSONValues) + `{}]}`, want: "more than 1000 values in one array or object, at byte 3011 (items[1000])"},
+		{body: `{` + strings.Repeat(`"a":0,`, 2) + `}`, want: `The key "a" appears twice`},
+		{body: `{"x":{` + keys(maxJSONValues) + `}}`},
+		{body: `{"x":{` + keys(maxJSONValues+1) + `}}`, want: "more than 1000 values in one array or object, at byte 10013 (x)"},
 	}
 	for _, tt := range tests {
 		err := checkJSON([]byte(tt.body))
 		switch {
 		case tt.want == "" && err != nil:
-			t.Errorf("checkJSON(%q) = %v, want nil", tt.body, err)
+			t.Errorf("checkJSON(%s) = %v, want nil", quoteShort(tt.body), err)
 		case tt.want != "" && (storelink.ErrorCode(err) != storelink.EINVALID || !strings.Contains(storelink.ErrorMessage(err), tt.want)):
-			t.Errorf("checkJSON(%q) = %v, want an EINVALID error with %q", tt.body, err, tt.want)
+			t.Errorf("checkJSON(%s) = %v, want an EINVALID error with %q", quoteShort(tt.body), err, tt.want)
 		}
 	}
+}
+
+// keys is n distinct keys with their values, for an object.
+func keys(n int) string {
+	k := make([]string, n)
+	for i := range k {
+		k[i] = `"k` + strconv.Itoa(1000+i) + `":0`
+	}
+	return strings.Join(k, ",")
 }
 
 // TestReadJSONDeep: a megabyte of opening brackets, or of keys each opening
