@@ -200,3 +200,16 @@ func FuzzReadJSON(f *testing.F) {
 		walk(v)
 	})
 }
+
+// BenchmarkReadJSON walks a body of the most small tokens a body may hold:
+// its cost per byte is that of every JSON call's check.
+func BenchmarkReadJSON(b *testing.B) {
+	body := []byte(`[` + strings.Repeat(`[`+strings.Repeat(`0,`, maxJSONValues-1)+`0],`, (maxJSONBody-2)/(2*maxJSONValues+2)) + `[]]`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := readJSON(bytes.NewReader(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
