@@ -29,6 +29,12 @@ import (
 // caller rolls back). Row problems found before a file-level problem stay in
 // the report, so a partner sees as much as could be checked, but RowsApplied
 // is then 0. A nil put only checks, for a dry run.
+//
+// Whatever r holds, Check keeps one record in memory (maxRecordBytes,
+// maxFields: a file with a longer one is rejected), a report of at most
+// storelink.MaxLineRefs lines per problem, and one key per valid store and
+// EAN, the duplicate detection the apply relies on, which grows with the
+// file's rows by design. The rows put are put's to keep or let go.
 func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	return check(r, stores, put, nil)
 }
