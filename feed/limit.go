@@ -156,7 +156,7 @@ func (l *recordLimiter) lines(b []byte) int {
 		// separators, needs no more than its quotes counted.
 		if q := bytes.Count(seg, quote); q == 0 && l.quoted {
 			// All inside a quoted field: no separator counts.
-		} else if !(nl >= 0 && l.seps+len(seg) < maxFields && q%2 == 0 != l.quoted) {
+		} else if !(nl >= 0 && l.seps+len(seg) < maxFields && (q%2 == 0) != l.quoted) {
 			for i, c := range seg {
 				if c == '"' {
 					l.quoted = !l.quoted
