@@ -61,6 +61,37 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
+// BenchmarkCheckQuoted is BenchmarkCheck on the same feed with every field
+// quoted, as some exporters write it: the quotes take the slower paths of
+// encoding/csv and of the record bounds.
+func BenchmarkCheckQuoted(b *testing.B) {
+	data, stores := benchFeedQuoted()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		rep, err := Check(bytes.NewReader(data), stores, func(storelink.StockRow) error {
+			n++
+			return nil
+		})
+		if err != nil || n != benchRows {
+			b.Fatalf("Check: %v, %d rows put, report %+v", err, n, rep)
+		}
+	}
+	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+var benchFeedQuoted = sync.OnceValues(func() ([]byte, map[string]bool) {
+	data, stores := benchFeed()
+	var b bytes.Buffer
+	for line := range bytes.Lines(data) {
+		b.WriteByte('"')
+		b.Write(bytes.ReplaceAll(bytes.TrimSuffix(line, []byte{'\n'}), []byte{';'}, []byte(`";"`)))
+		b.WriteString("\"\n")
+	}
+	return b.Bytes(), stores
+})
+
 // BenchmarkRawCSV is the baseline: encoding/csv reading the same bytes with
 // the same settings and doing nothing with them. Check cannot be faster.
 func BenchmarkRawCSV(b *testing.B) {
@@ -106,5 +137,23 @@ func TestCheckAllocs(t *testing.T) {
 	t.Logf("%.3f allocations per row", allocs/rows)
 	if perRow := allocs / rows; perRow > 1.3 {
 		t.Errorf("%.2f allocations per row, want at most 1.3", perRow)
+	}
+}
+
+// BenchmarkRecordLimiter measures the record bounds alone on the plain and
+// the quoted feed: their share of BenchmarkCheck.
+func BenchmarkRecordLimiter(b *testing.B) {
+	for name, feed := range map[string]func() ([]byte, map[string]bool){"plain": benchFeed, "quoted": benchFeedQuoted} {
+		b.Run(name, func(b *testing.B) {
+			data, _ := feed()
+			b.SetBytes(int64(len(data)))
+			buf := make([]byte, rawBufSize)
+			for b.Loop() {
+				l := newRecordLimiter(bytes.NewReader(data), ';')
+				if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{l}, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -29,6 +29,12 @@ import (
 // caller rolls back). Row problems found before a file-level problem stay in
 // the report, so a partner sees as much as could be checked, but RowsApplied
 // is then 0. A nil put only checks, for a dry run.
+//
+// Whatever r holds, Check keeps one record in memory (maxRecordBytes,
+// maxFields: a file with a longer one is rejected), a report of at most
+// storelink.MaxLineRefs lines per problem, and one key per valid store and
+// EAN, the duplicate detection the apply relies on, which grows with the
+// file's rows by design. The rows put are put's to keep or let go.
 func Check(r io.Reader, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	return check(r, stores, put, nil)
 }
@@ -99,13 +105,13 @@ type checker struct {
 }
 
 func (c *checker) run(r io.Reader) error {
-	br := bufio.NewReaderSize(newDecoder(r), rawBufSize)
-	cr := csv.NewReader(br)
-	comma, crOnly := detectSeparator(br)
+	sniff := bufio.NewReaderSize(newDecoder(r), sniffSize)
+	comma, crOnly := detectSeparator(sniff)
 	if crOnly {
 		c.fileError(storelink.ProblemFile, msgCROnly, 1)
 		return nil
 	}
+	cr := csv.NewReader(bufio.NewReaderSize(newRecordLimiter(sniff, comma), rawBufSize))
 	cr.Comma = comma
 	cr.FieldsPerRecord = -1 // a row of another width is a row problem, not a file error
 	cr.ReuseRecord = true
@@ -167,6 +173,11 @@ func (c *checker) readError(err error) error {
 	if e, ok := isEncodingError(err); ok {
 		c.fileError(storelink.ProblemEncoding,
 			"Invalid encoding on line "+strconv.Itoa(e.line)+": the file has "+e.what+".", e.line)
+		return nil
+	}
+	var re *recordError
+	if errors.As(err, &re) {
+		c.fileError(storelink.ProblemFile, re.message(), re.line)
 		return nil
 	}
 	var pe *csv.ParseError

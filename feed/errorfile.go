@@ -18,6 +18,15 @@ import (
 // problem. The report lists at most MaxLineRefs lines per problem; the
 // error file lists every dropped row.
 
+// Cells that a spreadsheet would run as a formula, those starting with = + -
+// @ tab or CR, are written after a single quote (OWASP's advice against CSV
+// injection), so that opening the error file runs nothing a partner's
+// exporter, or whoever wrote the file, put in it. This holds for every cell
+// of the file's own columns and for the problems; the line column is the
+// service's own number. A plain number with a sign (a quantity of -5) is left
+// as it is: a spreadsheet reads it as a number, and the partner needs to see
+// it as sent.
+
 // errorColumns are the columns the error file adds to the file's own.
 var errorColumns = []string{"line", "problem_type", "problem_detail"}
 
@@ -50,7 +59,10 @@ func (e *errorFile) start(header []string, comma rune) {
 	if e == nil {
 		return
 	}
-	e.header = append([]string(nil), header...)
+	e.header = make([]string, len(header))
+	for i, h := range header {
+		e.header[i] = inert(h)
+	}
 	e.w.Comma = comma
 	_ = e.w.Write(append(append([]string(nil), e.header...), errorColumns...))
 }
@@ -76,11 +88,14 @@ func (e *errorFile) dropped(rec []string, line int) {
 		e.types, e.details = e.types[:0], e.details[:0]
 		return
 	}
-	e.out = append(e.out[:0], rec...)
+	e.out = e.out[:0]
+	for _, f := range rec {
+		e.out = append(e.out, inert(f))
+	}
 	for len(e.out) < len(e.header) {
 		e.out = append(e.out, "")
 	}
-	e.out = append(e.out, strconv.Itoa(line), joinUnique(e.types), strings.Join(e.details, " "))
+	e.out = append(e.out, strconv.Itoa(line), inert(joinUnique(e.types)), inert(strings.Join(e.details, " ")))
 	_ = e.w.Write(e.out)
 	e.types, e.details = e.types[:0], e.details[:0]
 }
@@ -124,7 +139,7 @@ func (e *errorFile) bytes() []byte {
 func writeFileProblems(w *csv.Writer, width int, problems []storelink.Problem) {
 	for _, p := range problems {
 		rec := make([]string, width, width+3)
-		_ = w.Write(append(rec, "0", p.Type, p.Message))
+		_ = w.Write(append(rec, "0", inert(p.Type), inert(p.Message)))
 	}
 }
 
@@ -154,4 +169,40 @@ func joinUnique(types []string) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// inert returns s as a cell that a spreadsheet shows rather than runs: after
+// a single quote when it starts as a formula would, unless it is a plain
+// number.
+func inert(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '@', '\t', '\r':
+	case '+', '-':
+		if plainNumber(s[1:]) {
+			return s
+		}
+	default:
+		return s
+	}
+	return "'" + s
+}
+
+// plainNumber reports whether s is digits with at most one decimal point
+// among them: nothing a spreadsheet could read as more than a number.
+func plainNumber(s string) bool {
+	digits, points := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			points++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && points <= 1
 }

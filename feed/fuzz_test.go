@@ -33,6 +33,9 @@ func FuzzCheck(f *testing.F) {
 	}
 	// CR-only line ends in UTF-16, where the CR is a code unit.
 	f.Add(encodeUTF16("store;ean;article_number;quantity;price\rS1;4006381333931;A;1;1\r", binary.LittleEndian, true))
+	// Records past maxRecordBytes and maxFields, plain and in quotes.
+	f.Add([]byte(limitHeader + "S1;\"" + strings.Repeat("a;\n", maxRecordBytes/3) + "\";A;1;1\n"))
+	f.Add([]byte(limitHeader + strings.Repeat(`"";`, maxFields) + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var rows []storelink.StockRow
 		rep, err := Check(bytes.NewReader(data), testStores, func(r storelink.StockRow) error {

@@ -2,6 +2,7 @@ package feed
 
 import (
 	"bufio"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,6 +99,11 @@ func pickSeparator(semi, comma int) rune {
 	return ';'
 }
 
+// maxUnknownListed bounds the unknown columns the warning names, each cut
+// to maxRefValue bytes: the list is there to spot a misspelt name, and a
+// header of a thousand columns would otherwise make a warning of its size.
+const maxUnknownListed = 20
+
 // parseHeader maps the header's fields to columns. It returns the problems
 // that reject the file (errs) and the unknown columns warning (warn, "" when
 // none). Only known columns count as named twice: an ignored column does no
@@ -109,17 +115,22 @@ func parseHeader(rec []string) (h header, errs []problemKey, warn string) {
 	}
 	h.fields = len(rec)
 	var unknown, twice []string
-	known := 0
+	known, unknownCount := 0, 0
 	for i, f := range rec {
 		name := strings.ToLower(strings.TrimSpace(f))
 		c, ok := columnByName[name]
 		if !ok {
-			unknown = append(unknown, strconv.Quote(name))
+			if len(unknown) < maxUnknownListed {
+				unknown = append(unknown, strconv.Quote(refValue(name)))
+			}
+			unknownCount++
 			continue
 		}
 		known++
 		if h.idx[c] >= 0 {
-			twice = append(twice, strconv.Quote(name))
+			if q := strconv.Quote(name); !slices.Contains(twice, q) { // each name once, however often repeated
+				twice = append(twice, q)
+			}
 			continue
 		}
 		h.idx[c] = i
@@ -145,7 +156,11 @@ func parseHeader(rec []string) (h header, errs []problemKey, warn string) {
 			"Missing mandatory columns: " + strings.Join(missing, ", ") + "."})
 	}
 	if len(unknown) > 0 {
-		warn = "Unknown columns, ignored: " + strings.Join(unknown, ", ") + "."
+		warn = "Unknown columns, ignored: " + strings.Join(unknown, ", ")
+		if more := unknownCount - len(unknown); more > 0 {
+			warn += " and " + strconv.Itoa(more) + " more"
+		}
+		warn += "."
 	}
 	h.messages()
 	return h, errs, warn

@@ -14,6 +14,16 @@ import (
 // allowed is well under it.
 const maxJSONBody = 1 << 20
 
+// maxJSONDepth bounds the nesting of a JSON body: the deepest body any call
+// takes, an order with its items, is 3 levels. Past it a body is refused at
+// the first level too deep, before the rest is read.
+const maxJSONDepth = 32
+
+// maxJSONValues bounds the values of one array, and the keys of one object,
+// of a JSON body: the longest list any call takes is an order's 500 items.
+// Decoded, a value can take a hundred times its bytes in the body.
+const maxJSONValues = 1000
+
 // decode reads a JSON body into v, refusing unknown fields so that a typo is
 // an error rather than a silently ignored setting.
 func decode(r *http.Request, v any) error {
@@ -25,13 +35,12 @@ func decodeOptional(r *http.Request, v any) error {
 	return decodeBody(r, v, true)
 }
 
-// decodeBody reads the whole body first so that checkJSON sees the bytes as
-// sent, before encoding/json replaces or drops anything.
+// decodeBody checks the body while it streams (readJSON), so that its bytes
+// are seen as sent, before encoding/json replaces or drops anything, and a
+// body too deep is refused before more of it is read or anything is looked
+// up; it then decodes the bytes read.
 func decodeBody(r *http.Request, v any, optional bool) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxJSONBody))
-	if err == nil {
-		err = checkJSON(raw)
-	}
+	raw, err := readJSON(http.MaxBytesReader(nil, r.Body, maxJSONBody))
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err == nil {

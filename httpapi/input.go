@@ -2,8 +2,9 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"storelink"
 )
@@ -66,32 +69,69 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
-// checkJSON refuses what encoding/json would take silently: bytes that are
-// not UTF-8 (it replaces them with U+FFFD), a key given twice in one object
-// (it keeps the last; keys are matched to fields without regard to case, so
-// "name" and "Name" are the same key), a NUL character (\u0000, which
-// PostgreSQL cannot store) and an escaped UTF-16 surrogate without its pair
-// (replaced with U+FFFD). Syntax errors are left to the decoder, which
-// describes them. Errors: EINVALID, saying where.
-func checkJSON(raw []byte) error {
-	if !utf8.Valid(raw) {
-		i := invalidUTF8At(raw)
-		return storelink.Errorf(storelink.EINVALID, "The body is not valid UTF-8: byte %d is 0x%02x.", i+1, raw[i])
+// readJSON reads a JSON body from r, which bounds its size, and refuses what
+// encoding/json would take silently: bytes that are not UTF-8 (it replaces
+// them with U+FFFD), a key given twice in one object (it keeps the last;
+// keys are matched to fields without regard to case, so "name" and "Name"
+// are the same key), a NUL character (\u0000, which PostgreSQL cannot store)
+// and an escaped UTF-16 surrogate without its pair (replaced with U+FFFD);
+// and what would cost more than the body: nesting past maxJSONDepth, more
+// than maxJSONValues values in one array or object. It walks
+// the tokens as they arrive, so a problem ends the read there, however much
+// is sent after it. Syntax errors are left to the decoder, which describes
+// them: the rest of the body is then read as it is. It returns the body read,
+// an error of r, or EINVALID saying where.
+func readJSON(r io.Reader) ([]byte, error) {
+	var raw bytes.Buffer
+	err := walkJSON(io.TeeReader(r, &raw), &raw)
+	if err == nil {
+		_, err = raw.ReadFrom(r)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	var domain *storelink.Error
+	if (err == nil || errors.As(err, &domain)) && !utf8.Valid(raw.Bytes()) {
+		// Bytes that are not text come first, as when the body is whole.
+		i := invalidUTF8At(raw.Bytes())
+		return nil, storelink.Errorf(storelink.EINVALID, "The body is not valid UTF-8: byte %d is 0x%02x.", i+1, raw.Bytes()[i])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw.Bytes(), nil
+}
+
+// walkJSON walks the tokens of r, whose bytes so far are in raw, and stops
+// at the first problem of readJSON's. It returns nil at the end and at a
+// syntax error, and the error of a read that fails.
+//
+// The tokens come from jsontext, which reads them without an allocation
+// each (encoding/json's Token costs about sixty bytes of garbage per byte
+// of small tokens), told to let through what the walk checks itself.
+func walkJSON(r io.Reader, raw *bytes.Buffer) error {
+	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var stack []*jsonFrame
 	for {
 		start := dec.InputOffset()
-		tok, err := dec.Token()
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil // the end, or a syntax error, which the decoder reports
+			var syntax *jsontext.SyntacticError
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &syntax) {
+				return nil // the end, or a syntax error, which the decoder reports
+			}
+			return err
 		}
+		kind := tok.Kind()
 		var top *jsonFrame
 		if len(stack) > 0 {
 			top = stack[len(stack)-1]
 		}
 		isKey := top != nil && top.object && top.wantKey
-		if s, ok := tok.(string); ok {
+		if top != nil && kind != ']' && kind != '}' &&
+			(isKey && len(top.keys) == maxJSONValues || !top.object && top.index == maxJSONValues) {
+			return storelink.Errorf(storelink.EINVALID, "The body has more than %d values in one array or object, at byte %d (%s); no call takes so many.",
+				maxJSONValues, dec.InputOffset(), jsonPath(stack))
+		}
+		if kind == '"' {
+			s := tok.String()
 			// The path is spelled out only for an answer: it costs a string
 			// per token otherwise.
 			what := func() string {
@@ -103,7 +143,7 @@ func checkJSON(raw []byte) error {
 			if i := strings.IndexByte(s, 0); i >= 0 {
 				return storelink.Errorf(storelink.EINVALID, "%s holds a NUL character (\\u0000); no text may hold one.", what())
 			}
-			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw[start:dec.InputOffset()]) {
+			if strings.ContainsRune(s, utf8.RuneError) && loneSurrogate(raw.Bytes()[start:dec.InputOffset()]) {
 				return storelink.Errorf(storelink.EINVALID, "%s holds an escaped UTF-16 surrogate (\\uD800 to \\uDFFF) without its pair, which is not a character.", what())
 			}
 			if isKey {
@@ -120,15 +160,22 @@ func checkJSON(raw []byte) error {
 				continue
 			}
 		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			valueDone(top)
-			stack = append(stack, &jsonFrame{object: tok == json.Delim('{'), wantKey: true, keys: map[string]string{}, index: -1})
-			if tok == json.Delim('[') {
-				stack[len(stack)-1].index = 0
+		switch kind {
+		case '{', '[':
+			if len(stack) == maxJSONDepth {
+				return storelink.Errorf(storelink.EINVALID, "The body is nested deeper than %d levels at byte %d (in %s); no call takes a body nested so deep.",
+					maxJSONDepth, dec.InputOffset(), jsonPath(stack))
 			}
+			valueDone(top)
+			f := &jsonFrame{object: kind == '{', wantKey: true, index: -1}
+			if f.object {
+				f.keys = map[string]string{}
+			} else {
+				f.index = 0
+			}
+			stack = append(stack, f)
 			continue
-		case json.Delim('}'), json.Delim(']'):
+		case '}', ']':
 			stack = stack[:len(stack)-1]
 			continue
 		}

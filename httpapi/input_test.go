@@ -3,7 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -11,7 +16,13 @@ import (
 	"storelink"
 )
 
-func TestCheckJSON(t *testing.T) {
+// checkJSON is readJSON of a whole body at hand.
+func checkJSON(raw []byte) error {
+	_, err := readJSON(bytes.NewReader(raw))
+	return err
+}
+
+func TestReadJSON(t *testing.T) {
 	tests := []struct {
 		body string
 		want string // part of the message; "" when accepted
@@ -39,16 +50,83 @@ func TestCheckJSON(t *testing.T) {
 		{body: `{"name":"\udc00\ud800"}`, want: `surrogate`},
 		{body: `{"name":"x\ud83dy"}`, want: `surrogate`},
 		{body: `{"name":"\ud83d\u0041"}`, want: `surrogate`},
+		{body: strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)},
+		{body: strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth)},
+		{body: strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), want: "nested deeper than 32 levels at byte 33 "},
+		{body: `{"items":[{"a":` + strings.Repeat("[", maxJSONDepth) + `]}]}`, want: "nested deeper than 32 levels at byte 45 (in items[0].a[0][0]"},
+		{body: strings.Repeat("[", maxJSONDepth+1) + "\xff", want: "not valid UTF-8: byte 34 is 0xff"},
+		{body: `{"items":[` + strings.Repeat(`{},`, maxJSONValues-1) + `{}]}`},
+		{body: `{"items":[` + strings.Repeat(`{},`, maxJSONValues) + `{}]}`, want: "more than 1000 values in one array or object, at byte 3011 (items[1000])"},
+		{body: `{` + strings.Repeat(`"a":0,`, 2) + `}`, want: `The key "a" appears twice`},
+		{body: `{"x":{` + keys(maxJSONValues) + `}}`},
+		{body: `{"x":{` + keys(maxJSONValues+1) + `}}`, want: "more than 1000 values in one array or object, at byte 10013 (x)"},
 	}
 	for _, tt := range tests {
 		err := checkJSON([]byte(tt.body))
 		switch {
 		case tt.want == "" && err != nil:
-			t.Errorf("checkJSON(%q) = %v, want nil", tt.body, err)
+			t.Errorf("checkJSON(%s) = %v, want nil", quoteShort(tt.body), err)
 		case tt.want != "" && (storelink.ErrorCode(err) != storelink.EINVALID || !strings.Contains(storelink.ErrorMessage(err), tt.want)):
-			t.Errorf("checkJSON(%q) = %v, want an EINVALID error with %q", tt.body, err, tt.want)
+			t.Errorf("checkJSON(%s) = %v, want an EINVALID error with %q", quoteShort(tt.body), err, tt.want)
 		}
 	}
+}
+
+// keys is n distinct keys with their values, for an object.
+func keys(n int) string {
+	k := make([]string, n)
+	for i := range k {
+		k[i] = `"k` + strconv.Itoa(1000+i) + `":0`
+	}
+	return strings.Join(k, ",")
+}
+
+// TestReadJSONDeep: a megabyte of opening brackets, or of keys each opening
+// an object, is refused at the first level too deep, having read and
+// allocated a few KiB of it, whatever follows; a body past the size limit
+// is refused as too large when it is not.
+func TestReadJSONDeep(t *testing.T) {
+	for _, unit := range []string{"[", `{"a":`, `[{"a":`, " [ \n"} {
+		body := strings.Repeat(unit, (1<<20)/len(unit))
+		r := &countingReader{r: http.MaxBytesReader(nil, io.NopCloser(strings.NewReader(body)), maxJSONBody)}
+		var err error
+		allocated := bytesAllocated(func() { _, err = readJSON(r) })
+		if storelink.ErrorCode(err) != storelink.EINVALID || !strings.Contains(storelink.ErrorMessage(err), "nested deeper than 32 levels at byte ") {
+			t.Errorf("%q × %d: %v, want EINVALID: nested deeper than 32 levels", unit, len(body)/len(unit), err)
+		}
+		t.Logf("%q: %d bytes read, %d allocated", unit, r.n, allocated)
+		if allocated > 64<<10 || r.n > 16<<10 {
+			t.Errorf("%q × %d: read %d bytes and allocated %d, want at most 16 KiB read and 64 KiB allocated",
+				unit, len(body)/len(unit), r.n, allocated)
+		}
+	}
+	_, err := readJSON(http.MaxBytesReader(nil, io.NopCloser(strings.NewReader(`{"a":"`+strings.Repeat("x", maxJSONBody)+`"}`)), maxJSONBody))
+	var tooBig *http.MaxBytesError
+	if !errors.As(err, &tooBig) {
+		t.Errorf("a body past the size limit: %v, want the size error", err)
+	}
+}
+
+// bytesAllocated is the bytes f allocates.
+func bytesAllocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 func TestCheckRequestText(t *testing.T) {
@@ -84,10 +162,10 @@ func TestCheckRequestText(t *testing.T) {
 	}
 }
 
-// FuzzCheckJSON: checkJSON never panics, and a body it accepts that is
+// FuzzReadJSON: readJSON never panics, and a body it accepts that is
 // valid JSON is valid UTF-8 and decodes to no string holding a NUL or a
 // U+FFFD that the body did not spell.
-func FuzzCheckJSON(f *testing.F) {
+func FuzzReadJSON(f *testing.F) {
 	for _, s := range []string{`{"name":"Acme"}`, `{"a":[{"b":1},{"b":"\u0000"}]}`, `{"x":1,"X":2}`, `"\ud800"`, "{\"a\":\"\xff\"}", `[[],{}]`} {
 		f.Add([]byte(s))
 	}
@@ -126,4 +204,17 @@ func FuzzCheckJSON(f *testing.F) {
 		}
 		walk(v)
 	})
+}
+
+// BenchmarkReadJSON walks a body of the most small tokens a body may hold:
+// its cost per byte is that of every JSON call's check.
+func BenchmarkReadJSON(b *testing.B) {
+	body := []byte(`[` + strings.Repeat(`[`+strings.Repeat(`0,`, maxJSONValues-1)+`0],`, (maxJSONBody-2)/(2*maxJSONValues+2)) + `[]]`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := readJSON(bytes.NewReader(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -226,6 +226,7 @@ func conformWebhookOperations(t *testing.T, a *api, router routers.Router, ok, g
 		t.Fatal("no succeeded delivery to the receiver")
 	}
 	big := `{"state":"` + strings.Repeat("x", 1<<20) + `"}`
+	deep := strings.Repeat("[", 1<<20)
 	w, c := "/admin/webhooks/", "/webhooks/"+a.ClientID
 	var page struct {
 		NextCursor string `json:"next_cursor"`
@@ -243,6 +244,7 @@ func conformWebhookOperations(t *testing.T, a *api, router routers.Router, ok, g
 		{"POST", w + ok + "/test", ``, nil, 401},
 		{"POST", w + "nope/test", ``, admin, 404},
 		{"POST", w + ok + "/test", big, admin, 413},
+		{"POST", w + "nope/test", deep, admin, 400},
 		{"POST", w + ok + "/test", `{"state":"open"}`, admin, 422},
 
 		{"POST", w + ok + "/recover", `{"since":"2020-01-01T00:00:00Z"}`, admin, 202},
@@ -269,6 +271,7 @@ func conformWebhookOperations(t *testing.T, a *api, router routers.Router, ok, g
 		{"POST", c + "/endpoints/" + ok + "/test", "", otherKey, 403},
 		{"POST", "/webhooks/" + other.ID + "/endpoints/" + ok + "/test", "", otherKey, 404},
 		{"POST", c + "/endpoints/" + ok + "/test", big, key, 413},
+		{"POST", c + "/endpoints/nope/test", deep, key, 400},
 		{"POST", c + "/endpoints/" + ok + "/test", `{"state":"open"}`, key, 422},
 
 		{"DELETE", w + gone, "", nil, 401},

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -283,6 +284,39 @@ func TestValidate(t *testing.T) {
 	list, _ := a.svc.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 10})
 	if len(st) != 0 || len(list) != 0 {
 		t.Fatalf("validate left %d stock rows and %d uploads", len(st), len(list))
+	}
+}
+
+// TestValidateRecordBound: a small gzip of one line of separators, 8 MiB
+// once decompressed, is refused as a CSV File Error naming the line, both by
+// /validate and by the processor for an upload.
+func TestValidateRecordBound(t *testing.T) {
+	a := newAPI(t, apiOptions{})
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte("store;ean;article_number;quantity;price\n" + strings.Repeat(";", 8<<20) + "\n"))
+	zw.Close()
+	const want = "The row starting on line 2 has more than 1024 fields"
+	resp, b := a.do("PUT", "/stock/"+a.ClientID+"/validate", bytes.NewReader(gz.Bytes()),
+		map[string]string{"x-api-key": a.APIKey, "Content-Type": "text/csv", "Content-Encoding": "gzip"})
+	var v struct {
+		Result string              `json:"result"`
+		Errors []storelink.Problem `json:"errors"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &v) != nil || v.Result != "invalid" || len(v.Errors) != 1 ||
+		v.Errors[0].Type != storelink.ProblemFile || !strings.HasPrefix(v.Errors[0].Message, want) {
+		t.Fatalf("validate = %d %s, want invalid with a CSV File Error %q", resp.StatusCode, b, want)
+	}
+	resp, b = a.upload("separators.csv", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"})
+	var up struct {
+		UploadID string `json:"upload_id"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &up) != nil {
+		t.Fatalf("upload = %d %s", resp.StatusCode, b)
+	}
+	if u := a.waitUpload(up.UploadID); u.Status != storelink.UploadRejected || len(u.Errors) != 1 ||
+		u.Errors[0].Type != storelink.ProblemFile || !strings.HasPrefix(u.Errors[0].Message, want) {
+		t.Fatalf("upload = %+v, want rejected with a CSV File Error %q", u, want)
 	}
 }
 

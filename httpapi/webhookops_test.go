@@ -530,3 +530,20 @@ func TestAdminLists(t *testing.T) {
 		problem(t, resp, body, 400)
 	}
 }
+
+// A body nested too deep is refused as soon as it is, before the endpoint is
+// looked up: a partner's test call with a megabyte of brackets, or of keys
+// each opening an object, for an endpoint that does not exist gets 400 saying
+// where, not 404; the same call with a plain body gets the 404.
+func TestTestEndpointDeepBody(t *testing.T) {
+	a := newAPI(t, apiOptions{webhooks: &webhookOptions{}})
+	path := "/webhooks/" + a.ClientID + "/endpoints/no-such-endpoint/test"
+	for unit, at := range map[string]string{"[": "at byte 33 ", `{"a":`: "at byte 161 "} {
+		resp, body := a.partner("POST", path, strings.Repeat(unit, (1<<20)/len(unit)), a.APIKey)
+		if p := problem(t, resp, body, http.StatusBadRequest); !strings.Contains(p.Detail, "nested deeper than 32 levels "+at) {
+			t.Errorf("%q × 1 MiB: %q, want nested deeper than 32 levels %s", unit, p.Detail, at)
+		}
+	}
+	resp, body := a.partner("POST", path, `{"state":"assigned"}`, a.APIKey)
+	problem(t, resp, body, http.StatusNotFound)
+}
