@@ -55,6 +55,13 @@ type apiOptions struct {
 	bodyTimeout        time.Duration
 	// noProcessor leaves accepted uploads waiting: no processor runs.
 	noProcessor bool
+	// The pools divided per partner and the validation rate (pool.go,
+	// uploadmemory.go, validatelimit.go); the defaults when zero.
+	maxUploadMemory      int64
+	uploadMemoryShare    int64
+	validationsPerMinute int
+	downloads            *httpapi.Downloads
+	testSends            *httpapi.TestSends
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -77,6 +84,8 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Admin: orders, Auth: orders, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout,
+		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
+		Downloads: opt.downloads, TestSends: opt.testSends,
 	}
 	var webhooks *service.Service
 	if opt.webhooks != nil {

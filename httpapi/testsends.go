@@ -53,7 +53,7 @@ func (t *TestSends) Take(ctx context.Context, partner string) (context.Context, 
 	switch t.places.take(partner, 1) {
 	case granted:
 	case overShare:
-		e = storelink.Errorf(storelink.EBUSY, "%d test sends of this partner are waiting for their endpoints right now, as many as one partner may have at once; "+
+		e = storelink.Errorf(storelink.EBUSY, "%d test sends of yours are waiting for their endpoints right now, as many as one partner may have at once; "+
 			"try again when one has been answered.", t.places.share)
 	default:
 		e = storelink.Errorf(storelink.EUNAVAILABLE, "%d test sends are waiting for their endpoints right now, as many as are sent at once; try again later.", t.places.total)

@@ -64,8 +64,7 @@ func (d *Downloads) Take(w http.ResponseWriter, partner string) (release func(),
 	switch d.places.take(partner, 1) {
 	case granted:
 	case overShare:
-		e = storelink.Errorf(storelink.EBUSY, "%d file downloads of this partner are being sent right now, as many as one partner is sent at once; "+
-			"try again in a second.", d.places.share)
+		e = storelink.Errorf(storelink.EBUSY, "%d file downloads of yours are being sent right now, as many as one partner is sent at once; try again in a second.", d.places.share)
 	default:
 		e = storelink.Errorf(storelink.EUNAVAILABLE, "%d file downloads are being sent right now, as many as are sent at once; try again in a second.", d.places.total)
 	}
