@@ -136,12 +136,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
-
-// problemType is the type of a problem answer, "" for another answer.
-func problemType(body []byte) string {
-	var p struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(body, &p)
-	return p.Type
-}
