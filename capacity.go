@@ -1,6 +1,7 @@
 package storelink
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -23,11 +24,21 @@ func (p CapacityPolicy) refill(b Bucket, size int64, now time.Time) Bucket {
 	return b
 }
 
-// Take takes n bytes from the bucket of a client with the given number of
-// stores. It returns the new state to store and the capacity as the client
-// should be told it. Errors: ETOOLARGE when n exceeds the whole bucket, so
-// waiting can never help; ERATELIMIT with RetryAfter, the whole seconds after
-// which the same n fits.
+// Charge is what an upload of n bytes takes from a bucket of size bytes: n,
+// but at least MinUpload, and never more than the whole bucket for a file
+// that fits in it, so that a client with a small bucket can still upload.
+func (p CapacityPolicy) Charge(n, size int64) int64 {
+	if n >= p.MinUpload || n > size {
+		return n
+	}
+	return min(p.MinUpload, size)
+}
+
+// Take takes an upload of n bytes (its Charge) from the bucket of a client
+// with the given number of stores. It returns the new state to store and
+// the capacity as the client should be told it. Errors: ETOOLARGE when n
+// exceeds the whole bucket, so waiting can never help; ERATELIMIT with
+// RetryAfter, the whole seconds after which the same n fits.
 func (p CapacityPolicy) Take(b *Bucket, stores int, n int64, now time.Time) (Bucket, Capacity, error) {
 	size := p.Size(stores)
 	cur := Bucket{Tokens: float64(size), UpdatedAt: now}
@@ -37,19 +48,20 @@ func (p CapacityPolicy) Take(b *Bucket, stores int, n int64, now time.Time) (Buc
 	if err := p.fits(cur.Tokens, size, n); err != nil {
 		return cur, p.capacity(cur, size), err
 	}
-	cur.Tokens -= float64(n)
+	cur.Tokens -= float64(p.Charge(n, size))
 	return cur, p.capacity(cur, size), nil
 }
 
-// Give puts n bytes back into the bucket of a client with the given number
-// of stores, never past its size, and returns the new state to store.
+// Give puts back into the bucket of a client with the given number of
+// stores what Take took for an upload of n bytes, never past its size, and
+// returns the new state to store.
 func (p CapacityPolicy) Give(b *Bucket, stores int, n int64, now time.Time) Bucket {
 	size := p.Size(stores)
 	if b == nil {
 		return Bucket{Tokens: float64(size), UpdatedAt: now}
 	}
 	cur := p.refill(*b, size, now)
-	cur.Tokens = math.Min(cur.Tokens+float64(n), float64(size))
+	cur.Tokens = math.Min(cur.Tokens+float64(p.Charge(n, size)), float64(size))
 	return cur
 }
 
@@ -65,10 +77,14 @@ func (p CapacityPolicy) fits(tokens float64, size, n int64) error {
 		return Errorf(ETOOLARGE,
 			"The file is %d bytes, more than this client's whole upload capacity of %d bytes per %s.", n, size, p.Window)
 	}
-	if float64(n) > tokens+tolerance {
-		wait := p.secondsFor(float64(n)-tokens, size)
-		err := Errorf(ERATELIMIT, "Upload capacity used up: %d bytes are left of %d per %s. Retry after %d seconds.",
-			int64(tokens), size, p.Window, wait)
+	if charge := p.Charge(n, size); float64(charge) > tokens+tolerance {
+		wait := p.secondsFor(float64(charge)-tokens, size)
+		counts := ""
+		if charge > n {
+			counts = fmt.Sprintf(", and an upload counts as at least %d", charge)
+		}
+		err := Errorf(ERATELIMIT, "Upload capacity used up: %d bytes are left of %d per %s%s. Retry after %d seconds.",
+			int64(tokens), size, p.Window, counts, wait)
 		err.RetryAfter = wait
 		return err
 	}

@@ -21,6 +21,7 @@ const (
 	EUNPROCESSABLE = "unprocessable"        // well-formed but semantically wrong: 422
 	ERATELIMIT     = "rate_limited"         // capacity used up: 429
 	EBACKLOG       = "too_many_waiting"     // too many of the client's uploads wait: 429
+	EBUSY          = "partner_busy"         // the partner holds its share of a shared pool: 429
 	ENOSPACE       = "insufficient_storage" // the disk is full, nothing stored: 507
 	EINTERNAL      = "internal"             // a bug or an outage: 500
 	EUNAVAILABLE   = "unavailable"          // shutting down or database unreachable: 503
@@ -32,7 +33,7 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	// RetryAfter is set on ERATELIMIT and EBACKLOG (whole seconds after
+	// RetryAfter is set on ERATELIMIT, EBACKLOG and EBUSY (whole seconds after
 	// which the same request should fit) and on EUNAVAILABLE (when to try
 	// again).
 	RetryAfter int

@@ -72,6 +72,10 @@ type CapacityPolicy struct {
 	// over an hour; this bounds how far a client can run ahead of the
 	// processing, so that one client cannot fill the queue for all.
 	MaxWaiting int
+	// MinUpload is the least an upload is charged, whatever its size:
+	// every upload costs a request, a row and a processing run, so that
+	// many tiny files cannot cost next to nothing. 0 charges bytes only.
+	MinUpload int64
 }
 
 // Size is the bucket size for a client with the given number of stores.

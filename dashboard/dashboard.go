@@ -57,11 +57,17 @@ type Deps struct {
 	// standing still (httpapi.OutsideDB): the send waits on the endpoint,
 	// bounded by the webhook timeout. Nil runs it as it is.
 	OutsideDB func(r *http.Request, fn func())
-	// Download takes a place among the process's file downloads
-	// (httpapi.Downloads's Take), shared with the API's, so that one bound
-	// holds for the files in memory; EUNAVAILABLE when there is none. Nil
-	// bounds nothing.
-	Download func(w http.ResponseWriter) (release func(), err error)
+	// Download takes a place among the process's file downloads for a
+	// partner, "" for the operator (httpapi.Downloads's Take), shared with
+	// the API's, so that one bound holds for the files in memory and one
+	// partner cannot take the others' places; EBUSY at the partner's share,
+	// EUNAVAILABLE when there is none. Nil bounds nothing.
+	Download func(w http.ResponseWriter, partnerID string) (release func(), err error)
+	// TestSend takes a place among the process's test sends for a partner,
+	// "" for the operator (httpapi.TestSends's Take), shared with the
+	// API's, and bounds the send's context in time; the errors are
+	// Download's. Nil bounds nothing.
+	TestSend func(ctx context.Context, partnerID string) (context.Context, func(), error)
 	// EndpointDeleted is called after an endpoint was deleted, so that the
 	// deliverer drops what it claimed for it and has not sent. Optional.
 	EndpointDeleted func(endpointID string)
@@ -160,7 +166,10 @@ func New(d Deps) *Handler {
 		}
 	}
 	if h.Download == nil {
-		h.Download = func(http.ResponseWriter) (func(), error) { return func() {}, nil }
+		h.Download = func(http.ResponseWriter, string) (func(), error) { return func() {}, nil }
+	}
+	if h.TestSend == nil {
+		h.TestSend = func(ctx context.Context, _ string) (context.Context, func(), error) { return ctx, func() {}, nil }
 	}
 	if h.SessionTTL <= 0 {
 		h.SessionTTL = 12 * time.Hour
@@ -326,6 +335,7 @@ var statusOf = map[string]int{
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	storelink.ENOSPACE:       http.StatusInsufficientStorage,
+	storelink.EBUSY:          http.StatusTooManyRequests,
 }
 
 // fault returns err as the fault it is (a full disk, an unreachable

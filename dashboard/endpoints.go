@@ -125,8 +125,19 @@ func (h *Handler) testSend(w http.ResponseWriter, r *http.Request, client string
 		h.renderError(w, r, storelink.Errorf(storelink.EUNAVAILABLE, "This process sends no webhooks, so it cannot send a test."))
 		return nil, "", false
 	}
+	partner, err := h.shareOf(r, client)
+	if err != nil {
+		h.renderError(w, r, err)
+		return nil, "", false
+	}
+	ctx, release, err := h.TestSend(r.Context(), partner)
+	defer release()
+	if err != nil {
+		h.renderError(w, r, err)
+		return nil, "", false
+	}
 	var res *storelink.TestResult
-	h.OutsideDB(r, func() { res = h.Tester.SendTest(r.Context(), job) })
+	h.OutsideDB(r, func() { res = h.Tester.SendTest(ctx, job) })
 	h.logger.Info("dashboard: test send", "endpoint_id", id, "partner", client != "", "status", res.StatusCode, "error", res.Error)
 	if state == storelink.StateNone {
 		state = storelink.StateAssigned

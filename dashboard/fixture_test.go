@@ -43,6 +43,8 @@ type fixture struct {
 	// downloads are the places of the file downloads, shared by the API
 	// and the dashboard as serve shares them.
 	downloads *httpapi.Downloads
+	// testSends are the places of the test sends, shared likewise.
+	testSends *httpapi.TestSends
 	// offset moves the dashboard's clock, to expire sessions.
 	offset atomic.Int64
 	woken  atomic.Int32
@@ -108,7 +110,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.downloads = httpapi.NewDownloads()
+	f.downloads = httpapi.NewDownloads(0, 0, 0)
+	f.testSends = httpapi.NewTestSends(2 * time.Second)
 	var loginLimit dashboard.LoginLimit = limit
 	if o.loginLimit != nil {
 		loginLimit = o.loginLimit(limit)
@@ -120,13 +123,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: loginLimit,
 		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
-		AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
+		TestSend: f.testSends.Take, AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
-		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
+		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
 	srv := httptest.NewServer(api)

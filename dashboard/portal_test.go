@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,7 @@ import (
 
 	"storelink"
 	"storelink/dashboard"
+	"storelink/httpapi"
 )
 
 // portalLogin signs b in to the portal and returns the session cookie's
@@ -343,16 +345,34 @@ func TestPortalActions(t *testing.T) {
 	if resp, _ := b.get("/portal/uploads/" + s.Waiting.ID + "/errors.csv"); resp.StatusCode != http.StatusConflict {
 		t.Errorf("errors.csv of a waiting upload = %d, want 409", resp.StatusCode)
 	}
-	// The portal's downloads share the process's places with the API's:
-	// with all of them taken, the file is a 503 with Retry-After.
+	// The portal's downloads share the process's places with the API's,
+	// divided per partner: with the partner's share taken, its file is a
+	// 429 with Retry-After, while the operator's download of the same file
+	// draws on the operator's own share; with every place taken, a 503.
+	partner := partnerOf(t, f, s.ClientID)
+	op := f.browser()
+	op.login()
 	var releases []func()
-	for range 4 {
-		release, err := f.downloads.Take(httptest.NewRecorder())
+	take := func(share string) {
+		t.Helper()
+		release, err := f.downloads.Take(deadlineRecorder{httptest.NewRecorder()}, share)
 		must(t, err)
 		releases = append(releases, release)
 	}
-	if resp, _ := b.get("/portal/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
-		t.Errorf("the file with every download place taken = %d, Retry-After %q; want 503, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	take(partner)
+	take(partner)
+	if resp, _ := b.get("/portal/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("the file with the partner's download places taken = %d, Retry-After %q; want 429, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp, _ := op.get("/dashboard/clients/" + s.ClientID + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != 200 {
+		t.Errorf("the operator's download of the file with the partner's places taken = %d, want 200", resp.StatusCode)
+	}
+	for i := range httpapi.DefaultMaxDownloads/httpapi.DefaultMaxDownloadsPerPartner - 1 {
+		take(fmt.Sprintf("other-partner-%d", i))
+		take(fmt.Sprintf("other-partner-%d", i))
+	}
+	if resp, _ := op.get("/dashboard/clients/" + s.ClientID + "/uploads/" + s.Good.ID + "/file"); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("the operator's download with every place taken = %d, Retry-After %q; want 503, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	for _, release := range releases {
 		release()
@@ -475,4 +495,18 @@ func TestSessionKinds(t *testing.T) {
 			t.Errorf("%s with a session of client %q = %d, want signed out %v", c.path, c.client, resp.StatusCode, c.wantSignedOut)
 		}
 	}
+}
+
+// deadlineRecorder is a recorder that takes a write deadline, as a real
+// answer does, so that it can hold a download place.
+type deadlineRecorder struct{ *httptest.ResponseRecorder }
+
+func (deadlineRecorder) SetWriteDeadline(time.Time) error { return nil }
+
+// partnerOf is the partner of a client.
+func partnerOf(t *testing.T, f *fixture, clientID string) string {
+	t.Helper()
+	c, err := f.services.Client(context.Background(), clientID)
+	must(t, err)
+	return c.PartnerID
 }

@@ -106,7 +106,7 @@ func (h *Handler) handlePortalUpload(w http.ResponseWriter, r *http.Request, v v
 // received, while it is kept (the operator's page too, of the path's
 // client).
 func (h *Handler) handlePortalUploadFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
-	release, err := h.Download(w)
+	release, err := h.download(w, r, client)
 	defer release()
 	if err != nil {
 		h.renderError(w, r, err)
@@ -128,7 +128,7 @@ func (h *Handler) handlePortalUploadFile(w http.ResponseWriter, r *http.Request,
 // handlePortalErrorFile gives the error file of a processed upload of the
 // client's (the operator's page too, of the path's client).
 func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, _ view, client string) {
-	release, err := h.Download(w)
+	release, err := h.download(w, r, client)
 	defer release()
 	if err != nil {
 		h.renderError(w, r, err)
@@ -141,6 +141,30 @@ func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	download(w, "text/csv; charset=utf-8", id+"-errors.csv", data)
+}
+
+// download takes a place among the file downloads, in the share of the
+// signed-in client's partner on the portal and in the operator's on the
+// dashboard, whoever's file it is.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request, client string) (release func(), err error) {
+	partner, err := h.shareOf(r, client)
+	if err != nil {
+		return func() {}, err
+	}
+	return h.Download(w, partner)
+}
+
+// shareOf is the share of the shared pools that a request draws on: its
+// client's partner's on the portal, the operator's on the dashboard.
+func (h *Handler) shareOf(r *http.Request, client string) (string, error) {
+	if !realmOf(r).partner {
+		return "", nil
+	}
+	c, err := h.Admin.Client(r.Context(), client)
+	if err != nil {
+		return "", err
+	}
+	return c.PartnerID, nil
 }
 
 // download answers a file as an attachment named name, as the API's

@@ -10,24 +10,28 @@ import (
 )
 
 // DefaultMaxUploadsInFlight is the number of uploads and validations one
-// client may have in flight at once when Deps does not say.
+// partner's clients together may have in flight at once when Deps does not
+// say. A partner's exporter sends its clients' files one after another;
+// four at once is room for a retry and a validation beside it.
 const DefaultMaxUploadsInFlight = 4
 
-// codeUploadsInFlight is the problem type of a 429 given because the client
-// already has as many uploads in flight as allowed. It is apart from
+// codeUploadsInFlight is the problem type of a 429 given because the
+// partner already has as many uploads in flight as allowed. It is apart from
 // rate_limited (capacity) because waiting for Retry-After does not make the
 // same upload fit here: one of the client's other bodies has to end first.
 const codeUploadsInFlight = "uploads_in_flight"
 
 // inFlightRetryAfter is the Retry-After of that 429: a slot frees as soon as
-// one of the client's bodies is received and answered, which is usually
+// one of the partner's bodies is received and answered, which is usually
 // well within a second; one second is the least the header can say.
 const inFlightRetryAfter = 1
 
-// inFlight counts, per client, the uploads and validations whose handler
-// runs: from after authentication, through reading the body, to the
-// answer. Each holds up to a whole file in memory, so the count bounds what
-// one client can make this process hold. The count is per process.
+// inFlight counts, per partner (all its clients together), the uploads and
+// validations whose handler runs: from after authentication, through
+// reading the body, to the answer. Each holds a goroutine and up to a
+// whole file in memory, so the count bounds what one partner can make this
+// process hold, however many clients it has; the upload memory bounds what
+// all partners do together. The count is per process.
 type inFlight struct {
 	mu  sync.Mutex
 	max int
@@ -38,34 +42,34 @@ func newInFlight(max int) *inFlight {
 	return &inFlight{max: max, n: make(map[string]int)}
 }
 
-// acquire takes a slot for the client; ok is false when all are taken.
-func (f *inFlight) acquire(clientID string) (release func(), ok bool) {
+// acquire takes a slot for the partner; ok is false when all are taken.
+func (f *inFlight) acquire(partnerID string) (release func(), ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n[clientID] >= f.max {
+	if f.n[partnerID] >= f.max {
 		return nil, false
 	}
-	f.n[clientID]++
+	f.n[partnerID]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			if f.n[clientID]--; f.n[clientID] <= 0 {
-				delete(f.n, clientID)
+			if f.n[partnerID]--; f.n[partnerID] <= 0 {
+				delete(f.n, partnerID)
 			}
 		})
 	}, true
 }
 
-// limitInFlight runs h only while the client holds a slot. It sits after
+// limitInFlight runs h only while the client's partner holds a slot. It sits after
 // authentication, so that nobody can take a client's slots without its
 // key, and before h reads anything of the body.
 // With rateLimit, the refusal carries the RateLimit headers as every
 // answer to an upload does.
 func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http.Request, *storelink.Client)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
 	return func(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
-		release, ok := s.inFlight.acquire(c.ID)
+		release, ok := s.inFlight.acquire(c.PartnerID)
 		if !ok {
 			if rateLimit {
 				cp, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity)
@@ -77,7 +81,7 @@ func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http
 			}
 			w.Header().Set("Retry-After", strconv.Itoa(inFlightRetryAfter))
 			writeProblem(w, r, codeUploadsInFlight, fmt.Sprintf(
-				"This client already has %d uploads or validations in flight, the most allowed at once; "+
+				"This partner's clients already have %d uploads or validations in flight, the most allowed at once; "+
 					"send this one when one of them has been answered (Retry-After).", s.inFlight.max))
 			return
 		}

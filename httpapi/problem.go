@@ -24,6 +24,7 @@ var statusOf = map[string]int{
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.ERATELIMIT:     http.StatusTooManyRequests,
 	storelink.EBACKLOG:       http.StatusTooManyRequests,
+	storelink.EBUSY:          http.StatusTooManyRequests,
 	storelink.ENOSPACE:       http.StatusInsufficientStorage,
 	storelink.EINTERNAL:      http.StatusInternalServerError,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
@@ -122,14 +123,15 @@ var problemDocs = map[string]string{
 	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",
 	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",
 	storelink.EUNPROCESSABLE: "The request is well-formed but its content breaks a rule.",
-	storelink.ERATELIMIT:     "The client's upload capacity is used up. Wait the number of seconds in Retry-After, then send the same upload again.",
+	storelink.ERATELIMIT:     "The client's upload capacity is used up (every upload counts as at least --capacity-min-upload bytes), or its validations are (--validations-per-minute). Wait the number of seconds in Retry-After, then send the same request again.",
 	storelink.EBACKLOG:       "As many of the client's uploads are waiting to be processed as it may have (serve --max-waiting-uploads). Nothing was stored and no capacity was taken. Wait the number of seconds in Retry-After, an estimate from the recent processing rate, then send the same upload again.",
+	storelink.EBUSY:          "The partner (all its clients together) already holds its share of a resource the service divides among partners: memory for bodies being received (--max-upload-memory-per-partner), file downloads (--max-downloads-per-partner) or test sends. Nothing was kept; send it again after the number of seconds in Retry-After, once one of its other requests has ended. Other partners are not held up.",
 	storelink.ENOSPACE:       "The server has no space left on its disk (or its database's). Nothing of the request was stored; what was stored before is intact. Try again later; /readyz answers 503 until writes succeed again.",
 	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
 	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached or it is busy receiving other files. Try again after the number of seconds in Retry-After.",
 	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
 	codeBodyTimeout:          "The request body did not arrive in full within the service's body timeout (--body-timeout), or no byte of it within 10 s of the service reading it. Nothing was kept; send the request again, faster or smaller.",
-	codeUploadsInFlight:      "The client already has as many uploads and validations in flight as allowed at once (--max-uploads-in-flight). Nothing was kept; send it again when one of them has been answered (Retry-After).",
+	codeUploadsInFlight:      "The partner's clients already have as many uploads and validations in flight as allowed at once (--max-uploads-in-flight, per partner). Nothing was kept; send it again when one of them has been answered (Retry-After).",
 }
 
 func (s *Server) handleProblemDoc(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,7 @@ func TestReadBodyHoldsLargeByBytesReceived(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(gc.SmallHeap))
 	small := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader([]byte("store;ean\n")))
 	small.ContentLength = 10 << 20
-	body, _, release, err := readBody(small, 10<<20, gc, nil)
+	body, _, release, err := readBody(small, 10<<20, gc, nil, "")
 	if err != nil || len(body) != 10 {
 		t.Fatalf("readBody: %d bytes, %v", len(body), err)
 	}
@@ -39,7 +39,7 @@ func TestReadBodyHoldsLargeByBytesReceived(t *testing.T) {
 
 	large := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader(make([]byte, 2<<20)))
 	large.ContentLength = -1
-	body, _, release, err = readBody(large, 10<<20, gc, nil)
+	body, _, release, err = readBody(large, 10<<20, gc, nil, "")
 	if err != nil || len(body) != 2<<20 {
 		t.Fatalf("readBody: %d bytes, %v", len(body), err)
 	}

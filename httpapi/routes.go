@@ -26,7 +26,7 @@ func (s *Server) routes() {
 
 	// Stock import (CONTRACT 3), x-api-key.
 	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.limitInFlight(true, s.handleUpload))))
-	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitInFlight(false, s.handleValidate)))
+	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitValidations(s.limitInFlight(false, s.handleValidate))))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
 	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleCancelUpload))

@@ -69,13 +69,20 @@ type Deps struct {
 	AuthLimit   *AuthLimiter
 	Capacity    storelink.CapacityPolicy
 	MaxFileSize int64
-	// MaxUploadsInFlight bounds the uploads and validations of one client
-	// at once (DefaultMaxUploadsInFlight when 0).
+	// MaxUploadsInFlight bounds the uploads and validations of one
+	// partner's clients at once (DefaultMaxUploadsInFlight when 0).
 	MaxUploadsInFlight int
 	// MaxUploadMemory bounds the memory that the bodies of all uploads and
 	// validations being received take together (DefaultMaxUploadMemory
 	// when 0).
 	MaxUploadMemory int64
+	// UploadMemoryShare bounds the part of MaxUploadMemory that the bodies
+	// of one partner's clients take together (DefaultUploadMemoryShare
+	// when 0).
+	UploadMemoryShare int64
+	// ValidationsPerMinute is the rate of validations one client may make
+	// (DefaultValidationsPerMinute when 0).
+	ValidationsPerMinute int
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
@@ -102,8 +109,13 @@ type Deps struct {
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
 	// Downloads bounds the file downloads in memory at once; serve shares
-	// it with the dashboard's and portal's downloads. A new one when nil.
+	// it with the dashboard's and portal's downloads. A new one with the
+	// defaults when nil.
 	Downloads *Downloads
+	// TestSends bounds the test sends in flight; serve shares it with the
+	// dashboard's and portal's test buttons. A new one bounded by
+	// DefaultTestSendTimeout when nil.
+	TestSends *TestSends
 	// Dashboard is the operator dashboard and the partners' portal,
 	// served at /, under /dashboard/ and under /portal/ when set.
 	Dashboard http.Handler
@@ -122,6 +134,7 @@ type Server struct {
 	health     health
 	inFlight   *inFlight
 	bodies     bodies
+	validate   *validateLimit
 
 	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
@@ -157,9 +170,19 @@ func NewServer(d Deps) *Server {
 	if s.MaxUploadMemory <= 0 {
 		s.MaxUploadMemory = DefaultMaxUploadMemory
 	}
-	s.uploadMemory = &uploadMemory{max: s.MaxUploadMemory}
+	if s.UploadMemoryShare <= 0 {
+		s.UploadMemoryShare = DefaultUploadMemoryShare(s.MaxUploadMemory, s.MaxFileSize)
+	}
+	s.uploadMemory = newUploadMemory(s.MaxUploadMemory, s.UploadMemoryShare)
+	if s.ValidationsPerMinute <= 0 {
+		s.ValidationsPerMinute = DefaultValidationsPerMinute
+	}
+	s.validate = newValidateLimit(s.ValidationsPerMinute)
 	if s.Downloads == nil {
-		s.Downloads = NewDownloads()
+		s.Downloads = NewDownloads(0, 0, 0)
+	}
+	if s.TestSends == nil {
+		s.TestSends = NewTestSends(0)
 	}
 	s.bodies.live = make(map[*trackedBody]struct{})
 	s.adminHash = sha256.Sum256([]byte(d.AdminToken))

@@ -59,6 +59,13 @@ type apiOptions struct {
 	// authLimit and trustedProxies, when set, are the API's.
 	authLimit      *httpapi.AuthLimiter
 	trustedProxies httpapi.TrustedProxies
+	// The pools divided per partner and the validation rate (pool.go,
+	// uploadmemory.go, validatelimit.go); the defaults when zero.
+	maxUploadMemory      int64
+	uploadMemoryShare    int64
+	validationsPerMinute int
+	downloads            *httpapi.Downloads
+	testSends            *httpapi.TestSends
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -82,6 +89,8 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout, FirstByteTimeout: opt.firstByteTimeout,
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
+		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
+		Downloads: opt.downloads, TestSends: opt.testSends,
 	}
 	var webhooks *service.Service
 	if opt.webhooks != nil {

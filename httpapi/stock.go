@@ -101,7 +101,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: while a large one is,
 	// garbage is collected eagerly (gcmode).
-	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory)
+	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -172,20 +172,23 @@ func checkFileName(name string) error {
 // decompressed as it is read, and max and the hash are of the CSV bytes.
 // Memory follows the bytes that arrive, never the declared Content-Length:
 // a client can declare any length and send nothing. The memory is reserved
-// in mem as it grows (unbounded when mem is nil); a body that does not fit
-// is refused, before it is read when its declared length already cannot.
+// in mem, in partner's share, as it grows (unbounded when mem is nil); a
+// body that does not fit is refused, before it is read when its declared
+// length already cannot.
 // release gives the memory back and ends the eager collection
 // (gc.HoldLarge) that starts once the body is large; it is to be called
 // when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory) (body []byte, sum string, release func(), err error) {
+func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory, partner string) (body []byte, sum string, release func(), err error) {
 	declared := declaredCSVLength(r)
 	if declared > max {
 		return nil, "", func() {}, tooLarge(max)
 	}
-	if mem != nil && declared > 0 && !mem.fits(declared) {
-		return nil, "", func() {}, mem.errFull()
+	if mem != nil && declared > 0 {
+		if err := mem.fits(partner, declared); err != nil {
+			return nil, "", func() {}, err
+		}
 	}
-	buf := &bodyBuffer{limit: max, max: max, mem: mem, gc: gc}
+	buf := &bodyBuffer{limit: max, max: max, mem: mem, partner: partner, gc: gc}
 	if declared > 0 {
 		buf.limit, buf.declared = declared, true
 	}
@@ -232,7 +235,7 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		s.writeError(w, r, err)
 		return
 	}
-	body, _, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory)
+	body, _, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)

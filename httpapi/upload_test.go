@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -323,4 +324,51 @@ func TestValidateRecordBound(t *testing.T) {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// Every upload takes at least the minimum charge: a one-byte upload takes
+// 64 KiB, as the RateLimit header says, and in a bucket of 1 MiB the 17th
+// tiny upload (1 MiB / 64 KiB = 16 fit) gets 429 with Retry-After; a
+// cancelled tiny upload gives its 64 KiB back.
+func TestUploadMinimumCharge(t *testing.T) {
+	const minUpload, size = 64 << 10, 1 << 20
+	// Over 100 hours the bucket refills 3 bytes a second: left is what the
+	// uploads took, give or take what refilled meanwhile.
+	a := newAPI(t, apiOptions{noProcessor: true, capacity: storelink.CapacityPolicy{Base: size, Window: 100 * time.Hour, MinUpload: minUpload}})
+	left := func(resp *http.Response) int {
+		var r, full int
+		if _, err := fmt.Sscanf(resp.Header.Get("RateLimit"), `"upload";r=%d;t=%d`, &r, &full); err != nil {
+			t.Fatalf("RateLimit %q: %v", resp.Header.Get("RateLimit"), err)
+		}
+		return r
+	}
+	var first string
+	for i := 1; i <= size/minUpload; i++ {
+		resp, b := a.upload(fmt.Sprintf("tiny-%d.csv", i), []byte("x"), nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("tiny upload %d = %d %s", i, resp.StatusCode, b)
+		}
+		if got, want := left(resp), size-i*minUpload; got < want || got > want+100 {
+			t.Fatalf("tiny upload %d: %d bytes left, want %d", i, got, want)
+		}
+		if i == 1 {
+			var u struct {
+				UploadID string `json:"upload_id"`
+			}
+			_ = json.Unmarshal(b, &u)
+			first = u.UploadID
+		}
+	}
+	resp, b := a.upload("one-more.csv", []byte("x"), nil)
+	if p := problem(t, resp, b, http.StatusTooManyRequests); p.Type != "/problems/rate_limited" || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(p.Detail, "at least 65536") {
+		t.Fatalf("tiny upload %d: %+v, Retry-After %q", size/minUpload+1, p, resp.Header.Get("Retry-After"))
+	}
+	resp, b = a.do("DELETE", "/stock/"+a.ClientID+"/uploads/"+first, nil, map[string]string{"x-api-key": a.APIKey})
+	if resp.StatusCode != 200 || left(resp) < minUpload || left(resp) > minUpload+100 {
+		t.Fatalf("cancel of a tiny upload = %d %s, RateLimit %q; want %d bytes back", resp.StatusCode, b, resp.Header.Get("RateLimit"), minUpload)
+	}
+	if resp, b := a.upload("after-cancel.csv", []byte("x"), nil); resp.StatusCode != 200 {
+		t.Fatalf("tiny upload after a cancel = %d %s", resp.StatusCode, b)
+	}
 }

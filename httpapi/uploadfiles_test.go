@@ -1,14 +1,20 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"storelink/httpapi"
 )
 
 // A processed upload's file comes back as it was received (decompressed),
@@ -72,5 +78,89 @@ func TestUploadFiles(t *testing.T) {
 			t.Fatalf("%s after expiry: %+v", p, pr)
 		}
 		conformAnswer(t, "GET", base+p, resp, b)
+	}
+}
+
+// holdDownload GETs a file of the client's on a connection that reads
+// only the start of the answer's status line, with a receive buffer of 64 KiB, so
+// that a large file stays unwritten; the connection is closed when the
+// test ends. It returns once the answer has begun: the download holds its
+// place.
+func holdDownload(t *testing.T, c tenant, uploadID string) *bufio.Reader {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(c.a.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(conn, "GET /stock/%s/uploads/%s/file HTTP/1.1\r\nHost: storelink\r\nx-api-key: %s\r\n\r\n", c.ClientID, uploadID, c.APIKey)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(conn, 128)
+	if line, err := br.Peek(12); err != nil || string(line) != "HTTP/1.1 200" {
+		t.Fatalf("held download: %q %v", line, err)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	return br
+}
+
+// The file downloads are divided per partner: with two of a partner's
+// downloads held by clients that do not read, its next is a 429
+// partner_busy with Retry-After, while another partner's download is sent
+// in full; once the held connections close, the partner is served again.
+func TestDownloadsPerPartner(t *testing.T) {
+	a := newAPI(t, apiOptions{noProcessor: true})
+	p, q := a.newPartner("P", 3), a.newPartner("Q", 1)[0]
+	big := csvOf(8 << 20) // more than the socket buffers hold
+	held := []*bufio.Reader{holdDownload(t, p[0], p[0].uploadID("big.csv", string(big))), holdDownload(t, p[1], p[1].uploadID("big.csv", string(big)))}
+	small := string(csvOf(300))
+	mine, theirs := p[2].uploadID("small.csv", small), q.uploadID("small.csv", small)
+
+	resp, body := p[2].get("uploads/" + mine + "/file")
+	if pr := problem(t, resp, body, http.StatusTooManyRequests); pr.Type != "/problems/partner_busy" || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("P's third download: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
+	}
+	conformAnswer(t, "GET", "/stock/"+p[2].ClientID+"/uploads/"+mine+"/file", resp, body)
+	if resp, body := p[2].get("uploads/" + mine + "/errors.csv"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("P's third download of an error file = %d %s, want 429", resp.StatusCode, body)
+	}
+	if resp, body := q.get("uploads/" + theirs + "/file"); resp.StatusCode != http.StatusOK || string(body) != small {
+		t.Fatalf("Q's download beside P's held ones = %d, %d bytes", resp.StatusCode, len(body))
+	}
+
+	for _, br := range held {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != int64(len(big)) {
+			t.Fatalf("a held download, read at last: %d bytes, %v", n, err)
+		}
+		resp.Body.Close()
+	}
+	waitFor(t, "serving P's third download", func() bool {
+		resp, body = p[2].get("uploads/" + mine + "/file")
+		return resp.StatusCode == http.StatusOK && string(body) == small
+	})
+}
+
+// A download that its client does not read is cut at the write deadline,
+// and its place goes to the next: with one place, another partner's
+// download is served while the first connection is still open.
+func TestDownloadWriteDeadline(t *testing.T) {
+	a := newAPI(t, apiOptions{noProcessor: true, downloads: httpapi.NewDownloads(1, 1, 300*time.Millisecond)})
+	p, q := a.newPartner("P", 1)[0], a.newPartner("Q", 1)[0]
+	big := csvOf(8 << 20)
+	held := holdDownload(t, p, p.uploadID("big.csv", string(big)))
+	small := string(csvOf(300))
+	theirs := q.uploadID("small.csv", small)
+	waitFor(t, "serving Q's download while P's is held", func() bool {
+		resp, body := q.get("uploads/" + theirs + "/file")
+		return resp.StatusCode == http.StatusOK && string(body) == small
+	})
+	// The held answer was cut short: its connection ends before the file.
+	n, _ := io.Copy(io.Discard, held)
+	if n >= int64(len(big)) {
+		t.Fatalf("the held download got %d bytes, the whole file: it was not cut at its deadline", n)
 	}
 }

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"sync"
-
 	"storelink"
 	"storelink/gcmode"
 )
@@ -11,51 +9,61 @@ import (
 // together may take in this process when Deps does not say.
 const DefaultMaxUploadMemory = 256 << 20
 
+// DefaultUploadMemoryShare is the share of the upload memory one partner
+// may hold when Deps does not say: a quarter of the budget, and at least
+// one file of the largest size. Three partners at their share leave a
+// quarter (64 MiB, six files of the default largest size) to all others.
+func DefaultUploadMemoryShare(budget, maxFileSize int64) int64 {
+	return min(max(maxFileSize, budget/4), budget)
+}
+
 // uploadMemoryRetryAfter is the Retry-After of the 503 given when the
-// budget is spent: it frees as the bodies being received are stored or
-// checked, which for files sent at an ordinary pace takes a few seconds.
+// budget is spent, and of the 429 given when the partner holds its share:
+// both free as the bodies being received are stored or checked, which for
+// files sent at an ordinary pace takes a few seconds.
 const uploadMemoryRetryAfter = 5
 
 // uploadMemory is the process-wide budget of memory that request bodies
-// of uploads and validations hold. The per-client in-flight limit bounds
-// what one client makes this process hold; this bounds what all of them
-// do together. Bodies reserve the buffers they are received into as the
+// of uploads and validations hold, divided per partner: all bodies
+// together hold at most the budget, those of one partner's clients at most
+// its share, so that a partner sending slowly cannot take the memory of
+// every other. Bodies reserve the buffers they are received into as the
 // buffers grow, so a body that is declared but not sent reserves nothing.
-type uploadMemory struct {
-	mu   sync.Mutex
-	max  int64
-	used int64
+type uploadMemory struct{ *pool }
+
+func newUploadMemory(budget, share int64) *uploadMemory {
+	return &uploadMemory{newPool(budget, share)}
 }
 
-func (m *uploadMemory) reserve(n int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.used+n > m.max {
-		return false
-	}
-	m.used += n
-	return true
+// reserve reserves n more bytes for a body of partner's, or says why not.
+func (m *uploadMemory) reserve(partner string, n int64) error {
+	return m.refused(m.take(partner, n))
 }
 
-func (m *uploadMemory) release(n int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.used -= n
-}
+func (m *uploadMemory) release(partner string, n int64) { m.give(partner, n) }
 
 // fits tells whether n more bytes fit now. It reserves nothing: it lets a
 // body whose declared length cannot fit be refused before it is read.
-func (m *uploadMemory) fits(n int64) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.used+n <= m.max
+func (m *uploadMemory) fits(partner string, n int64) error {
+	return m.refused(m.check(partner, n))
 }
 
-// errUploadMemory is the 503 of a body that does not fit in the budget.
-func (m *uploadMemory) errFull() error {
-	e := storelink.Errorf(storelink.EUNAVAILABLE,
-		"The service is busy receiving other files: the %d bytes of memory it keeps for bodies being received are taken, "+
-			"and nothing of this one was kept. Send it again after Retry-After.", m.max)
+// refused is the error of a body that does not fit: 429 partner_busy at
+// the partner's share, 503 when the budget is spent.
+func (m *uploadMemory) refused(r refusal) error {
+	var e *storelink.Error
+	switch r {
+	case granted:
+		return nil
+	case overShare:
+		e = storelink.Errorf(storelink.EBUSY,
+			"The bodies this partner's clients are sending hold the %d bytes of memory one partner may take at once, "+
+				"and nothing of this one was kept. Send it again after Retry-After, once one of them has been answered.", m.share)
+	default:
+		e = storelink.Errorf(storelink.EUNAVAILABLE,
+			"The service is busy receiving other files: the %d bytes of memory it keeps for bodies being received are taken, "+
+				"and nothing of this one was kept. Send it again after Retry-After.", m.total)
+	}
 	e.RetryAfter = uploadMemoryRetryAfter
 	return e
 }
@@ -71,8 +79,8 @@ const minBodyBuffer = 4 << 10
 // copy it again each time and hold two copies at the last step.
 const trustDeclaredFrom = 1 << 20
 
-// bodyBuffer receives a body into memory reserved in mem (none when mem is
-// nil). Its buffer doubles as bytes arrive, up to limit: the declared
+// bodyBuffer receives a body into memory reserved in mem for partner (none
+// when mem is nil). Its buffer doubles as bytes arrive, up to limit: the declared
 // Content-Length when there is one (net/http delivers no more), else the
 // largest file size, beyond which Write refuses the body as too large. It
 // turns on gc's eager collection once it holds gc.LargeFrom bytes.
@@ -82,6 +90,7 @@ type bodyBuffer struct {
 	declared bool  // limit is the declared Content-Length
 	max      int64 // the largest file size, for the error
 	mem      *uploadMemory
+	partner  string
 	reserved int64
 	gc       *gcmode.Governor // nil: garbage collection is left as it is
 	end      func()
@@ -98,8 +107,8 @@ func (b *bodyBuffer) Write(p []byte) (int, error) {
 			size = b.limit
 		}
 		if b.mem != nil {
-			if !b.mem.reserve(size - b.reserved) {
-				return 0, b.mem.errFull()
+			if err := b.mem.reserve(b.partner, size-b.reserved); err != nil {
+				return 0, err
 			}
 			b.reserved = size
 		}
@@ -118,7 +127,7 @@ func (b *bodyBuffer) Write(p []byte) (int, error) {
 // reservation and ends the eager collection.
 func (b *bodyBuffer) done() {
 	if b.mem != nil {
-		b.mem.release(b.reserved)
+		b.mem.release(b.partner, b.reserved)
 		b.reserved = 0
 	}
 	if b.end != nil {

@@ -1,67 +1,85 @@
-package httpapi
+package httpapi_test
 
 import (
 	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
+	"strings"
 	"testing"
-
-	"storelink"
 )
 
-// readBody reserves the memory of a body in the budget as it grows and
-// gives all of it back with lean, whether the body was taken or refused;
-// a body that does not fit is refused as unavailable with a Retry-After.
-func TestReadBodyReservesUploadMemory(t *testing.T) {
-	mem := &uploadMemory{max: 1 << 20}
-	put := func(n int, declared bool) *http.Request {
-		r := httptest.NewRequest("PUT", "/stock/c/f.csv", io.MultiReader(bytes.NewReader(make([]byte, n))))
-		r.ContentLength = -1
-		if declared {
-			r.ContentLength = int64(n)
-		}
-		return r
+// csvOf is a stock file of about n bytes: a header and rows for store S1.
+func csvOf(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("store;ean;article_number;quantity;price\n")
+	for b.Len() < n {
+		b.WriteString("S1;4006381333931;SKU-1;5;19.99\n")
+	}
+	return b.Bytes()[:n]
+}
+
+// A partner whose three clients hold slow bodies up to its share of the
+// upload memory gets 429 partner_busy with Retry-After for its next body,
+// while another partner uploads and validates a file of the largest size;
+// once the slow bodies end, the partner is served again.
+func TestUploadMemoryPerPartner(t *testing.T) {
+	a := newAPI(t, apiOptions{maxFileSize: 1 << 20, maxUploadMemory: 4 << 20, uploadMemoryShare: 2 << 20, validationsPerMinute: 1000})
+	p, q := a.newPartner("P", 3), a.newPartner("Q", 1)[0]
+	file := csvOf(1 << 20)
+	// Two of P's clients hold a body of 1 MiB each, all but its last byte:
+	// an upload and a validation, 2 MiB, P's whole share.
+	held := []*slowBody{p[0].startSlow("held.csv", len(file), file[:len(file)-1]), p[1].startSlow("validate", len(file), file[:len(file)-1])}
+
+	small := csvOf(200)
+	var resp *http.Response
+	var body []byte
+	waitFor(t, "refusing P's third client's validation", func() bool {
+		resp, body = p[2].put("validate", bytes.NewReader(small), nil)
+		return resp.StatusCode != http.StatusOK
+	})
+	if pr := problem(t, resp, body, http.StatusTooManyRequests); pr.Type != "/problems/partner_busy" || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("P's validation beyond its share: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
+	}
+	conformAnswer(t, "PUT", "/stock/"+p[2].ClientID+"/validate", resp, body)
+	resp, body = p[2].put("next.csv", bytes.NewReader(small), nil)
+	if pr := problem(t, resp, body, http.StatusTooManyRequests); pr.Type != "/problems/partner_busy" || resp.Header.Get("Retry-After") != "5" ||
+		resp.Header.Get("RateLimit") == "" {
+		t.Fatalf("P's upload beyond its share: %+v, header %v", pr, resp.Header)
+	}
+	conformAnswer(t, "PUT", "/stock/"+p[2].ClientID+"/next.csv", resp, body)
+
+	// Q is untouched: a file of the largest size, uploaded and validated.
+	if resp, body := q.put("q.csv", bytes.NewReader(file), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("Q's upload beside P at its share = %d %s", resp.StatusCode, body)
+	}
+	if resp, body := q.put("validate", bytes.NewReader(file), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("Q's validation beside P at its share = %d %s", resp.StatusCode, body)
 	}
 
-	// A declared body reserves its length, no more, while it is held.
-	body, _, lean, err := readBody(put(600<<10, true), 1<<20, nil, mem)
-	if err != nil || len(body) != 600<<10 {
-		t.Fatalf("readBody: %d bytes, %v", len(body), err)
-	}
-	if mem.used != 600<<10 {
-		t.Fatalf("%d bytes reserved for a body of %d", mem.used, 600<<10)
-	}
-	// Another that cannot fit beside it: refused before it is read when
-	// declared, as it grows when not.
-	for _, declared := range []bool{true, false} {
-		_, _, lean2, err := readBody(put(500<<10, declared), 1<<20, nil, mem)
-		var e *storelink.Error
-		if !asError(err, &e) || e.Code != storelink.EUNAVAILABLE || e.RetryAfter < 1 {
-			t.Fatalf("body beyond the budget (declared %v): %v, want unavailable with Retry-After", declared, err)
-		}
-		lean2()
-		if mem.used != 600<<10 {
-			t.Fatalf("%d bytes reserved after a refused body (declared %v), want %d", mem.used, declared, 600<<10)
+	for i, h := range held {
+		if r := h.finish(t, file[len(file)-1:]); r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("P's held body %d, finished: %d %v %s", i, r.status, r.err, r.body)
 		}
 	}
-	lean()
-	if mem.used != 0 {
-		t.Fatalf("%d bytes reserved after lean, want 0", mem.used)
+	if resp, body := p[2].put("next.csv", bytes.NewReader(small), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("P's upload after its bodies ended = %d %s", resp.StatusCode, body)
 	}
-	// A body too large gives back what it reserved too.
-	_, _, lean, err = readBody(put(1<<20+1, false), 1<<20, nil, &uploadMemory{max: 4 << 20})
-	if storelink.ErrorCode(err) != storelink.ETOOLARGE {
-		t.Fatalf("body of max+1 bytes: %v, want too large", err)
-	}
-	lean()
-	// The whole budget can be taken by one body of the largest size.
-	body, _, lean, err = readBody(put(1<<20, false), 1<<20, nil, mem)
-	if err != nil || len(body) != 1<<20 || mem.used != 1<<20 {
-		t.Fatalf("body of the largest size in a budget of that size: %d bytes, %v, %d reserved", len(body), err, mem.used)
-	}
-	lean()
-	if mem.used != 0 {
-		t.Fatalf("%d bytes reserved after lean, want 0", mem.used)
+}
+
+// When several partners at their share take the whole budget, a body of
+// another partner gets 503 with Retry-After: the pool is busy for all.
+func TestUploadMemoryPoolSpent(t *testing.T) {
+	a := newAPI(t, apiOptions{maxFileSize: 1 << 20, maxUploadMemory: 2 << 20, uploadMemoryShare: 1 << 20, validationsPerMinute: 1000})
+	p, q, r := a.newPartner("P", 1)[0], a.newPartner("Q", 1)[0], a.newPartner("R", 1)[0]
+	file := csvOf(1 << 20)
+	p.startSlow("validate", len(file), file[:len(file)-1])
+	q.startSlow("validate", len(file), file[:len(file)-1])
+	var resp *http.Response
+	var body []byte
+	waitFor(t, "refusing R's validation", func() bool {
+		resp, body = r.put("validate", strings.NewReader(string(csvOf(200))), nil)
+		return resp.StatusCode != http.StatusOK
+	})
+	if pr := problem(t, resp, body, http.StatusServiceUnavailable); pr.Type != "/problems/unavailable" || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("R's validation with the budget spent: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
 	}
 }

@@ -62,18 +62,19 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleTestEndpoint(w http.ResponseWriter, r *http.Request) {
-	s.testEndpoint(w, r, "")
+	s.testEndpoint(w, r, "", OperatorShare)
 }
 
 func (s *Server) handlePartnerTestEndpoint(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
-	s.testEndpoint(w, r, c.ID)
+	s.testEndpoint(w, r, c.ID, c.PartnerID)
 }
 
 // testEndpoint sends a test event to the path's endpoint, of clientID's
 // when it is not "", and answers what came of it. The send waits on the
 // endpoint, not the database: the request's database clock stands still
-// meanwhile, and the webhook timeout bounds it.
-func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
+// meanwhile, and it holds one of the places of TestSends, in partner's
+// share, which bound it in time.
+func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID, partner string) {
 	var req struct {
 		State storelink.OrderState `json:"state"`
 	}
@@ -90,8 +91,14 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID s
 		s.writeError(w, r, storelink.Errorf(storelink.EUNAVAILABLE, "This process sends no webhooks, so it cannot send a test."))
 		return
 	}
+	ctx, release, err := s.TestSends.Take(r.Context(), partner)
+	defer release()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var res *storelink.TestResult
-	OutsideDB(r, func() { res = s.Tester.SendTest(r.Context(), job) })
+	OutsideDB(r, func() { res = s.Tester.SendTest(ctx, job) })
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -55,6 +55,11 @@ type config struct {
 	TrustedProxies     httpapi.TrustedProxies
 	MaxUploadsInFlight int
 	MaxUploadMemory    int64
+	UploadMemoryShare  int64 // 0: httpapi.DefaultUploadMemoryShare
+	MaxDownloads       int
+	DownloadsShare     int
+	CapacityMinUpload  int64
+	ValidationsPerMin  int
 	BodyTimeout        time.Duration
 	DatabaseTimeout    time.Duration
 	MaxConnections     int
@@ -170,7 +175,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		MaxFileSize: 10 << 20, MaxWaitingUploads: 20, WebhookTimeout: 10 * time.Second, WebhookConcurrency: worker.DefaultPerEndpoint, UploadLease: time.Minute,
 		UploadRetention:    worker.DefaultUploadRetention,
 		AuthFailures:       httpapi.DefaultAuthFailuresPerMinute,
-		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections, MaxConnsPerAddr: httpapi.DefaultMaxConnectionsPerAddress,
+		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory,
+		MaxDownloads: httpapi.DefaultMaxDownloads, DownloadsShare: httpapi.DefaultMaxDownloadsPerPartner,
+		CapacityMinUpload: 64 << 10, ValidationsPerMin: httpapi.DefaultValidationsPerMinute, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections, MaxConnsPerAddr: httpapi.DefaultMaxConnectionsPerAddress,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -186,6 +193,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.Var(sizeValue{&c.CapacityBase}, "capacity-base", "upload capacity per window before stores (STORELINK_CAPACITY_BASE)")
 	fs.Var(sizeValue{&c.CapacityPerStore}, "capacity-per-store", "capacity added per registered store (STORELINK_CAPACITY_PER_STORE)")
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
+	fs.Var(sizeValue{&c.CapacityMinUpload}, "capacity-min-upload", "capacity every upload takes at least, whatever its size (STORELINK_CAPACITY_MIN_UPLOAD)")
+	fs.IntVar(&c.ValidationsPerMin, "validations-per-minute", c.ValidationsPerMin, "validations one client may make per minute, as a bucket that refills evenly; more get 429, per process (STORELINK_VALIDATIONS_PER_MINUTE)")
 	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
 	fs.IntVar(&c.MaxWaitingUploads, "max-waiting-uploads", c.MaxWaitingUploads, "uploads of one client that may wait to be processed; more get 429; 0 is no limit (STORELINK_MAX_WAITING_UPLOADS)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
@@ -196,8 +205,11 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.UploadRetention, "upload-retention", c.UploadRetention, "how long an upload's file and error file are kept for download after it was received; a file still waiting to be processed is kept until it is (STORELINK_UPLOAD_RETENTION)")
 	fs.IntVar(&c.AuthFailures, "auth-failures-per-minute", c.AuthFailures, "failed authentications (admin token, API key, dashboard login) one remote address may make per minute, as a bucket that refills evenly; once it is empty, every attempt from there gets 429 until it refills (STORELINK_AUTH_FAILURES_PER_MINUTE)")
 	fs.Var(trustedProxiesValue{&c.TrustedProxies}, "trusted-proxies", "CIDR prefixes or addresses of the reverse proxies, comma-separated: a request from one of them is taken to come from the rightmost address of its Forwarded or X-Forwarded-For header that is not one of them, for the failed-authentication limit and the log (STORELINK_TRUSTED_PROXIES; default none)")
-	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one client may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
+	fs.IntVar(&c.MaxUploadsInFlight, "max-uploads-in-flight", c.MaxUploadsInFlight, "uploads and validations one partner's clients together may have in flight at once, per process; more get 429 (STORELINK_MAX_UPLOADS_IN_FLIGHT)")
 	fs.Var(sizeValue{&c.MaxUploadMemory}, "max-upload-memory", "memory the bodies of all uploads and validations being received may take together, per process; beyond it they get 503 with Retry-After; at least --max-file-size (STORELINK_MAX_UPLOAD_MEMORY)")
+	fs.Var(sizeValue{&c.UploadMemoryShare}, "max-upload-memory-per-partner", "part of --max-upload-memory the bodies of one partner's clients may take together; beyond it they get 429 with Retry-After; default max(--max-file-size, --max-upload-memory/4) (STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER)")
+	fs.IntVar(&c.MaxDownloads, "max-downloads", c.MaxDownloads, "file downloads (API, dashboard and portal) sent at once, per process; more get 503 with Retry-After (STORELINK_MAX_DOWNLOADS)")
+	fs.IntVar(&c.DownloadsShare, "max-downloads-per-partner", c.DownloadsShare, "file downloads of one partner's clients (or of the operator) sent at once; more get 429 with Retry-After (STORELINK_MAX_DOWNLOADS_PER_PARTNER)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "time a request body has to arrive in full; later gets 408 (STORELINK_BODY_TIMEOUT)")
 	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
@@ -218,6 +230,9 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"body-timeout":          "STORELINK_BODY_TIMEOUT", "max-connections": "STORELINK_MAX_CONNECTIONS",
 		"max-connections-per-address": "STORELINK_MAX_CONNECTIONS_PER_ADDRESS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
 		"database-timeout": "STORELINK_DATABASE_TIMEOUT", "trusted-proxies": "STORELINK_TRUSTED_PROXIES",
+		"capacity-min-upload":    "STORELINK_CAPACITY_MIN_UPLOAD",
+		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
+		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -271,6 +286,15 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	case c.MaxUploadMemory < c.MaxFileSize:
 		return nil, usageError{fmt.Errorf("--max-upload-memory (%s) must be at least --max-file-size (%s), or a file of the largest size could never be received",
 			formatSize(c.MaxUploadMemory), formatSize(c.MaxFileSize))}
+	case c.UploadMemoryShare != 0 && (c.UploadMemoryShare < c.MaxFileSize || c.UploadMemoryShare > c.MaxUploadMemory):
+		return nil, usageError{fmt.Errorf("--max-upload-memory-per-partner (%s) must be from --max-file-size (%s) to --max-upload-memory (%s)",
+			formatSize(c.UploadMemoryShare), formatSize(c.MaxFileSize), formatSize(c.MaxUploadMemory))}
+	case c.MaxDownloads < 1:
+		return nil, usageError{errors.New("--max-downloads must be at least 1")}
+	case c.DownloadsShare < 1 || c.DownloadsShare > c.MaxDownloads:
+		return nil, usageError{fmt.Errorf("--max-downloads-per-partner must be from 1 to --max-downloads (%d)", c.MaxDownloads)}
+	case c.ValidationsPerMin < 1:
+		return nil, usageError{errors.New("--validations-per-minute must be at least 1")}
 	case c.BodyTimeout <= 0:
 		return nil, usageError{errors.New("--body-timeout must be positive")}
 	case c.DatabaseTimeout <= 0:

@@ -259,3 +259,42 @@ func TestConfigBodyLimits(t *testing.T) {
 		}
 	}
 }
+
+// The flags of the pools divided per partner and of the minimum charge
+// have their defaults, are read from their variables, and bad values are
+// refused with what is wrong.
+func TestConfigPoolsAndCapacity(t *testing.T) {
+	c, err := parseConfig("serve", nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CapacityMinUpload != 64<<10 || c.ValidationsPerMin != 30 || c.MaxDownloads != 8 || c.DownloadsShare != 2 || c.UploadMemoryShare != 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	env := map[string]string{
+		"STORELINK_CAPACITY_MIN_UPLOAD": "16KiB", "STORELINK_VALIDATIONS_PER_MINUTE": "5",
+		"STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER": "32MiB", "STORELINK_MAX_DOWNLOADS": "12", "STORELINK_MAX_DOWNLOADS_PER_PARTNER": "3",
+	}
+	c, err = parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CapacityMinUpload != 16<<10 || c.ValidationsPerMin != 5 || c.UploadMemoryShare != 32<<20 || c.MaxDownloads != 12 || c.DownloadsShare != 3 {
+		t.Fatalf("from the environment: %+v", c)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-upload-memory-per-partner", "1MiB"}, "--max-upload-memory-per-partner"},
+		{[]string{"--max-upload-memory-per-partner", "1GiB"}, "--max-upload-memory-per-partner"},
+		{[]string{"--max-downloads", "0"}, "--max-downloads must"},
+		{[]string{"--max-downloads", "2", "--max-downloads-per-partner", "3"}, "--max-downloads-per-partner"},
+		{[]string{"--validations-per-minute", "0"}, "--validations-per-minute"},
+	} {
+		_, err := parseConfig("serve", bad.args, func(string) string { return "" }, io.Discard)
+		if !isUsage(err) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want a usage error naming %s", bad.args, err, bad.want)
+		}
+	}
+}

@@ -119,6 +119,22 @@ func busyProblem(tb testing.TB, what string, code int, h http.Header, body []byt
 	}
 }
 
+// shareProblem checks a 429 partner_busy with Retry-After: the partner's
+// bodies hold its share of the upload memory.
+func shareProblem(tb testing.TB, what string, code int, h http.Header, body []byte) {
+	tb.Helper()
+	var p struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(body, &p)
+	if code != http.StatusTooManyRequests || p.Type != "/problems/partner_busy" {
+		tb.Fatalf("%s: %d %s, want 429 partner_busy", what, code, body)
+	}
+	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 1 {
+		tb.Fatalf("%s: Retry-After %q, want whole seconds >= 1", what, h.Get("Retry-After"))
+	}
+}
+
 // putFeed PUTs body to path with the client's key; chunked sends it
 // without a Content-Length.
 func putFeed(tb testing.TB, p *proc, path, apiKey, body string, chunked bool) (int, http.Header, []byte) {
@@ -144,12 +160,14 @@ func putFeed(tb testing.TB, p *proc, path, apiKey, body string, chunked bool) (i
 	return resp.StatusCode, resp.Header, b
 }
 
-// Three clients trickle uploads of 1 MiB into a serve whose
-// --max-upload-memory is 3 MiB, and hold them open just short of their
-// end. Every further upload or validation, of any client and with or
-// without a declared length, gets 503 with Retry-After saying the service
-// is busy receiving other files; other calls are answered as usual. Once
-// a held upload ends, it is accepted, and the next body is received again.
+// Three clients of three partners trickle uploads of 1 MiB into a serve
+// whose --max-upload-memory is 3 MiB, and hold them open just short of
+// their end: each partner holds its share (1 MiB), and together they hold
+// the budget. Every further upload or validation of a fourth partner, with
+// or without a declared length, gets 503 with Retry-After saying the
+// service is busy receiving other files; one of a holding partner gets 429
+// partner_busy, its own share; other calls are answered as usual. Once a
+// held upload ends, it is accepted, and the next body is received again.
 func TestServeUploadMemoryBudget(t *testing.T) {
 	const size = 1 << 20
 	p := startServe(t, t.TempDir(), "--demo", "--admin-token", pressureToken,
@@ -160,6 +178,7 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 		c := newClient(t, p, name)
 		clients = append(clients, creds{c.ID, c.APIKey})
 	}
+	fourth := newClient(t, p, "Fourth")
 	header := "store;ean;article_number;quantity;price\n"
 	row := "S1;4006381333931;SKU-1;5;19.99\n"
 	feed := header + strings.Repeat(row, (size-len(header))/len(row))
@@ -187,16 +206,18 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 	var h http.Header
 	var body []byte
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		code, h, body = putFeed(t, p, "/stock/"+clients[0].ID+"/validate", clients[0].APIKey, small, false)
+		code, h, body = putFeed(t, p, "/stock/"+fourth.ID+"/validate", fourth.APIKey, small, false)
 		if code != http.StatusOK || time.Now().After(deadline) {
 			break
 		}
 	}
 	busyProblem(t, "validation with the budget taken", code, h, body)
-	code, h, body = putFeed(t, p, "/stock/"+clients[1].ID+"/more.csv", clients[1].APIKey, small, false)
+	code, h, body = putFeed(t, p, "/stock/"+fourth.ID+"/more.csv", fourth.APIKey, small, false)
 	busyProblem(t, "upload with the budget taken", code, h, body)
-	code, h, body = putFeed(t, p, "/stock/"+clients[2].ID+"/chunked.csv", clients[2].APIKey, small, true)
+	code, h, body = putFeed(t, p, "/stock/"+fourth.ID+"/chunked.csv", fourth.APIKey, small, true)
 	busyProblem(t, "upload without Content-Length with the budget taken", code, h, body)
+	code, h, body = putFeed(t, p, "/stock/"+clients[1].ID+"/more.csv", clients[1].APIKey, small, false)
+	shareProblem(t, "upload of a partner at its share", code, h, body)
 	if c, v := p.get(t, "/stock/"+p.ClientID+"/uploads"); c != http.StatusOK {
 		t.Fatalf("GET uploads with the budget taken: %d %v", c, v)
 	}
@@ -216,7 +237,7 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 		t.Fatalf("held upload after its last byte: %v %v %s, want 200", resp, err, b)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		code, _, body = putFeed(t, p, "/stock/"+clients[1].ID+"/after.csv", clients[1].APIKey, small, false)
+		code, _, body = putFeed(t, p, "/stock/"+fourth.ID+"/after.csv", fourth.APIKey, small, false)
 		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			break
 		}
@@ -229,8 +250,9 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 // Four clients each send four uploads declaring 4 MiB as fast as they
 // can, and hold them short of their end (64 MiB in all), against
 // --max-upload-memory 8MiB: at most two are being received, the others
-// are refused with 503, and serve's resident memory grows by far less than
-// the 64 MiB sent.
+// are refused with 503 (or 429 partner_busy when their partner holds its
+// share), and serve's resident memory grows by far less than the 64 MiB
+// sent.
 func TestServeUploadMemoryBoundsRSS(t *testing.T) {
 	const size, perClient = 4 << 20, 4
 	p := startServe(t, t.TempDir(), "--demo", "--admin-token", pressureToken,
@@ -274,7 +296,11 @@ func TestServeUploadMemoryBoundsRSS(t *testing.T) {
 			receiving++
 			continue
 		}
-		busyProblem(t, fmt.Sprintf("upload %d of the flood", i), resp.StatusCode, resp.Header, body)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			shareProblem(t, fmt.Sprintf("upload %d of the flood", i), resp.StatusCode, resp.Header, body)
+		} else {
+			busyProblem(t, fmt.Sprintf("upload %d of the flood", i), resp.StatusCode, resp.Header, body)
+		}
 		refused++
 	}
 	t.Logf("VmRSS of serve %.1f MiB before, %.1f MiB with %d uploads of 4 MiB being received and %d refused",

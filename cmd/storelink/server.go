@@ -137,42 +137,48 @@ func (s *server) newWorkers() {
 func (s *server) newAPI(token string) *httpapi.Server {
 	c, db := s.c, s.db
 	capacity := storelink.CapacityPolicy{Base: c.CapacityBase, PerStore: c.CapacityPerStore, Window: c.CapacityWindow,
-		MaxWaiting: c.MaxWaitingUploads}
+		MaxWaiting: c.MaxWaitingUploads, MinUpload: c.CapacityMinUpload}
 	// One limiter for the API, the dashboard's login and the portal's
 	// sign-in: guesses at the admin token or an API key count together
 	// whichever way they come, per client address as the trusted proxies
 	// tell it.
 	authLimit := httpapi.NewAuthLimiter(c.AuthFailures)
-	// One bound for the files in memory, whether the API, the dashboard or
-	// the portal sends them.
-	downloads := httpapi.NewDownloads()
+	// One bound for the files in memory, and one for the test sends,
+	// whether the API, the dashboard or the portal sends them; a test send
+	// is bounded in time as a delivery attempt is.
+	downloads := httpapi.NewDownloads(c.MaxDownloads, c.DownloadsShare, 0)
+	testSends := httpapi.NewTestSends(c.WebhookTimeout)
 	return httpapi.NewServer(httpapi.Deps{
 		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
 		// On PostgreSQL the key can be rotated while this process runs; it
 		// is then not ready until restarted with the new key.
 		Ready: db.SecretKeyCurrent,
 		Fault: db.Fault, ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
-		AdminToken:          token,
-		AuthLimit:           authLimit,
-		TrustedProxies:      c.TrustedProxies,
-		Downloads:           downloads,
-		Capacity:            capacity,
-		MaxFileSize:         c.MaxFileSize,
-		MaxUploadsInFlight:  c.MaxUploadsInFlight,
-		MaxUploadMemory:     c.MaxUploadMemory,
-		BodyTimeout:         c.BodyTimeout,
-		GC:                  s.gc,
-		DatabaseTimeout:     c.DatabaseTimeout,
-		WebhookAllowPrivate: c.WebhookAllowPriv,
-		Accepted:            s.proc.Wake,
-		Delivering:          s.deliverer.Wake,
-		Tester:              s.deliverer,
-		EndpointDeleted:     s.deliverer.DropEndpoint,
-		Logger:              s.logger,
-		Registry:            s.reg,
+		AdminToken:           token,
+		AuthLimit:            authLimit,
+		TrustedProxies:       c.TrustedProxies,
+		Downloads:            downloads,
+		TestSends:            testSends,
+		Capacity:             capacity,
+		MaxFileSize:          c.MaxFileSize,
+		MaxUploadsInFlight:   c.MaxUploadsInFlight,
+		MaxUploadMemory:      c.MaxUploadMemory,
+		UploadMemoryShare:    c.UploadMemoryShare,
+		ValidationsPerMinute: c.ValidationsPerMin,
+		BodyTimeout:          c.BodyTimeout,
+		GC:                   s.gc,
+		DatabaseTimeout:      c.DatabaseTimeout,
+		WebhookAllowPrivate:  c.WebhookAllowPriv,
+		Accepted:             s.proc.Wake,
+		Delivering:           s.deliverer.Wake,
+		Tester:               s.deliverer,
+		EndpointDeleted:      s.deliverer.DropEndpoint,
+		Logger:               s.logger,
+		Registry:             s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Auth: db, Sessions: db, LoginLimit: authLimit,
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
+			TestSend:   testSends.Take,
 			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
 		}),
 	})
