@@ -299,6 +299,7 @@ const (
 	Problemsinvalid             ProblemType = "/problems/invalid"
 	ProblemsmethodNotAllowed    ProblemType = "/problems/method_not_allowed"
 	ProblemsnotFound            ProblemType = "/problems/not_found"
+	ProblemspartnerBusy         ProblemType = "/problems/partner_busy"
 	ProblemsrateLimited         ProblemType = "/problems/rate_limited"
 	ProblemstooLarge            ProblemType = "/problems/too_large"
 	ProblemstooManyWaiting      ProblemType = "/problems/too_many_waiting"
@@ -332,6 +333,8 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemsnotFound:
 		return true
+	case ProblemspartnerBusy:
+		return true
 	case ProblemsrateLimited:
 		return true
 	case ProblemstooLarge:
@@ -362,6 +365,7 @@ const (
 	ProblemCodeInvalid          ProblemCode = "invalid"
 	ProblemCodeMethodNotAllowed ProblemCode = "method_not_allowed"
 	ProblemCodeNotFound         ProblemCode = "not_found"
+	ProblemCodePartnerBusy      ProblemCode = "partner_busy"
 	ProblemCodeRateLimited      ProblemCode = "rate_limited"
 	ProblemCodeTooLarge         ProblemCode = "too_large"
 	ProblemCodeUnauthorized     ProblemCode = "unauthorized"
@@ -386,6 +390,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeMethodNotAllowed:
 		return true
 	case ProblemCodeNotFound:
+		return true
+	case ProblemCodePartnerBusy:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -1094,8 +1100,9 @@ type FeedProblem struct {
 	// `CSV Encoding Error` (bytes not valid in the encoding, NUL bytes),
 	// `CSV File Error` (no header, quoting that cannot be parsed),
 	// `Empty stock feed file` (header only, or no bytes),
-	// `Missing mandatory columns`, and `Processing failed` (the upload could
-	// not be processed in 3 attempts and was set aside; upload it again).
+	// `Missing mandatory columns`, and `Processing failed` (the upload was
+	// set aside: its processing failed 3 times with an internal error, or
+	// was interrupted 20 times by the service stopping; upload it again).
 	// Drops the row: `CSV header and row columns do not match`,
 	// `Missing values`, `Store does not exist`, `Invalid column value`
 	// (`ean` not 8, 12, 13 or 14 digits with a valid GS1 check digit;
@@ -1111,8 +1118,9 @@ type FeedProblem struct {
 // `CSV Encoding Error` (bytes not valid in the encoding, NUL bytes),
 // `CSV File Error` (no header, quoting that cannot be parsed),
 // `Empty stock feed file` (header only, or no bytes),
-// `Missing mandatory columns`, and `Processing failed` (the upload could
-// not be processed in 3 attempts and was set aside; upload it again).
+// `Missing mandatory columns`, and `Processing failed` (the upload was
+// set aside: its processing failed 3 times with an internal error, or
+// was interrupted 20 times by the service stopping; upload it again).
 // Drops the row: `CSV header and row columns do not match`,
 // `Missing values`, `Store does not exist`, `Invalid column value`
 // (`ean` not 8, 12, 13 or 14 digits with a valid GS1 check digit;
@@ -1854,6 +1862,9 @@ type DatabaseUnavailable = Problem
 // DeliveryNotFound An RFC 9457 problem details object. It has no `instance`.
 type DeliveryNotFound = Problem
 
+// DownloadTooManyRequests An RFC 9457 problem details object. It has no `instance`.
+type DownloadTooManyRequests = Problem
+
 // EndpointDeleted An RFC 9457 problem details object. It has no `instance`.
 type EndpointDeleted = Problem
 
@@ -1898,6 +1909,12 @@ type PayloadTooLarge = Problem
 
 // ServiceUnavailable An RFC 9457 problem details object. It has no `instance`.
 type ServiceUnavailable = Problem
+
+// TestTooManyRequests An RFC 9457 problem details object. It has no `instance`.
+type TestTooManyRequests = Problem
+
+// TestUnavailable An RFC 9457 problem details object. It has no `instance`.
+type TestUnavailable = Problem
 
 // TestUnprocessable An RFC 9457 problem details object. It has no `instance`.
 type TestUnprocessable = Problem
@@ -2520,10 +2537,13 @@ type ClientInterface interface {
 	// Creates the store (201) or renames an existing one (200). The
 	// `store_id` is chosen by the partner and is exactly the value partners
 	// write in the feed's `store` column: 1 to 64 bytes, no leading or
-	// trailing spaces, no control characters, no `/` (400 otherwise). Each
+	// trailing spaces, no control characters, no `/`, no invisible format
+	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
 	// The body is required (JSON, only `name`); `name` is trimmed and may be
-	// empty, but must not hold a control character other than tab (422).
+	// empty, but must not hold a control character other than tab or an
+	// invisible format character (422).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2535,10 +2555,13 @@ type ClientInterface interface {
 	// Creates the store (201) or renames an existing one (200). The
 	// `store_id` is chosen by the partner and is exactly the value partners
 	// write in the feed's `store` column: 1 to 64 bytes, no leading or
-	// trailing spaces, no control characters, no `/` (400 otherwise). Each
+	// trailing spaces, no control characters, no `/`, no invisible format
+	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
 	// The body is required (JSON, only `name`); `name` is trimmed and may be
-	// empty, but must not hold a control character other than tab (422).
+	// empty, but must not hold a control character other than tab or an
+	// invisible format character (422).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2567,7 +2590,7 @@ type ClientInterface interface {
 	// metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 	// multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 	// `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-	// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+	// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
@@ -2603,7 +2626,7 @@ type ClientInterface interface {
 	// metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 	// multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 	// `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-	// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+	// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
@@ -2668,7 +2691,8 @@ type ClientInterface interface {
 	// (`POST /admin/partners/{partner_id}/clients`).
 	// The body must be JSON with only the fields below; `name` is trimmed
 	// and must not be empty (400) nor hold a control character other than
-	// tab (422).
+	// tab or an invisible format character (Unicode category Cf, such as
+	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2682,7 +2706,8 @@ type ClientInterface interface {
 	// (`POST /admin/partners/{partner_id}/clients`).
 	// The body must be JSON with only the fields below; `name` is trimmed
 	// and must not be empty (400) nor hold a control character other than
-	// tab (422).
+	// tab or an invisible format character (Unicode category Cf, such as
+	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2884,7 +2909,10 @@ type ClientInterface interface {
 	// is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
-	// came (as an attempt's does).
+	// came (as an attempt's does). A test send waits at most
+	// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+	// partner's clients (or of the operator) (429 `partner_busy`, 503
+	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
 	// otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -2908,7 +2936,10 @@ type ClientInterface interface {
 	// is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
-	// came (as an attempt's does).
+	// came (as an attempt's does). A test send waits at most
+	// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+	// partner's clients (or of the operator) (429 `partner_busy`, 503
+	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
 	// otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -2978,7 +3009,8 @@ type ClientInterface interface {
 	// shows it; the filters narrow the list. When the page is full,
 	// `next_before` holds the last order id of the page: pass it as
 	// `before` for the next page (which may be empty). A `before` that is
-	// not an order id gives 400, as a bad filter does.
+	// not an order id, or with `client_id` not an order of that client,
+	// gives 400, as a bad filter does.
 	//
 	// Corresponds with GET /orders (the `ListOrders` operationId).
 	ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3354,15 +3386,21 @@ type ClientInterface interface {
 	// Checks a file exactly as an upload would be checked (same format
 	// rules, against the client's stores as they are now) and answers with
 	// the report at once. It applies nothing, keeps nothing and does not
-	// draw on the upload capacity, so its answers carry no RateLimit
-	// headers. There is no file name. `result` is `valid` only when the
+	// draw on the upload capacity: it has a rate of its own,
+	// `--validations-per-minute` (30) per client, as a bucket that refills
+	// evenly and starts full (per process). Every answer after
+	// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+	// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+	// one more validation gets 429 (`/problems/rate_limited`) with
+	// `Retry-After`. There is no file name. `result` is `valid` only when the
 	// file has no error and at least one valid row. The same Content-Type
 	// and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
-	// among the client's uploads in flight (429 beyond
+	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-	// uploads (503 with `Retry-After` when its body does not fit).
+	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+	// partner's share of it with the uploads (429 `partner_busy` or 503,
+	// with `Retry-After`, when its body does not fit).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3374,15 +3412,21 @@ type ClientInterface interface {
 	// Checks a file exactly as an upload would be checked (same format
 	// rules, against the client's stores as they are now) and answers with
 	// the report at once. It applies nothing, keeps nothing and does not
-	// draw on the upload capacity, so its answers carry no RateLimit
-	// headers. There is no file name. `result` is `valid` only when the
+	// draw on the upload capacity: it has a rate of its own,
+	// `--validations-per-minute` (30) per client, as a bucket that refills
+	// evenly and starts full (per process). Every answer after
+	// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+	// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+	// one more validation gets 429 (`/problems/rate_limited`) with
+	// `Retry-After`. There is no file name. `result` is `valid` only when the
 	// file has no error and at least one valid row. The same Content-Type
 	// and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
-	// among the client's uploads in flight (429 beyond
+	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-	// uploads (503 with `Retry-After` when its body does not fit).
+	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+	// partner's share of it with the uploads (429 `partner_busy` or 503,
+	// with `Retry-After`, when its body does not fit).
 	//
 	// Takes a body of the `text/plain` content type.
 	//
@@ -3400,7 +3444,9 @@ type ClientInterface interface {
 	//
 	// **File name** (`file`): must end in `.csv` (any case), be at most 255
 	// bytes of valid UTF-8, and hold no control character, `/` or `\`
-	// (percent-encoded or not); otherwise 400. It is kept as data only,
+	// (percent-encoded or not), nor an invisible format character (Unicode
+	// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+	// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 	// never used as a path. The segment `validate` is not a file name: it
 	// is the validation call.
 	//
@@ -3425,7 +3471,9 @@ type ClientInterface interface {
 	//
 	// **Capacity**: uploads draw on a token bucket of bytes per client:
 	// `--capacity-base` + `--capacity-per-store` × stores per
-	// `--capacity-window`, refilled evenly and starting full. Every answer
+	// `--capacity-window`, refilled evenly and starting full. Every upload
+	// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+	// size (a request, a row and a processing run cost that much). Every answer
 	// after authentication carries `RateLimit-Policy` and `RateLimit`
 	// (IETF draft headers; not the 401 and 403, which come before it, nor a
 	// 500 that fails to read the capacity): the bucket
@@ -3437,13 +3485,16 @@ type ClientInterface interface {
 	// When the request has a `Content-Length`, these checks are made
 	// before the body is read.
 	//
-	// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-	// (4) uploads and validations in flight at once, per process; one
-	// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-	// before its body is read. The body must arrive within
-	// `--body-timeout` (408). The bodies being received by the process
-	// together take at most `--max-upload-memory`; a body that does not
-	// fit gets 503 with `Retry-After` (before it is read when its
+	// **Uploads in flight**: the clients of one partner together may have
+	// `--max-uploads-in-flight` (4) uploads and validations in flight at
+	// once, per process; one more gets 429
+	// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+	// is read. The body must arrive within `--body-timeout` (408). The
+	// bodies being received by the process together take at most
+	// `--max-upload-memory`, those of one partner's clients at most
+	// `--max-upload-memory-per-partner`; a body beyond the partner's share
+	// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+	// both with `Retry-After` (before the body is read when its
 	// `Content-Length` cannot fit).
 	//
 	// **File format** (checked in the background, reported in the upload
@@ -3479,7 +3530,9 @@ type ClientInterface interface {
 	//
 	// **File name** (`file`): must end in `.csv` (any case), be at most 255
 	// bytes of valid UTF-8, and hold no control character, `/` or `\`
-	// (percent-encoded or not); otherwise 400. It is kept as data only,
+	// (percent-encoded or not), nor an invisible format character (Unicode
+	// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+	// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 	// never used as a path. The segment `validate` is not a file name: it
 	// is the validation call.
 	//
@@ -3504,7 +3557,9 @@ type ClientInterface interface {
 	//
 	// **Capacity**: uploads draw on a token bucket of bytes per client:
 	// `--capacity-base` + `--capacity-per-store` × stores per
-	// `--capacity-window`, refilled evenly and starting full. Every answer
+	// `--capacity-window`, refilled evenly and starting full. Every upload
+	// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+	// size (a request, a row and a processing run cost that much). Every answer
 	// after authentication carries `RateLimit-Policy` and `RateLimit`
 	// (IETF draft headers; not the 401 and 403, which come before it, nor a
 	// 500 that fails to read the capacity): the bucket
@@ -3516,13 +3571,16 @@ type ClientInterface interface {
 	// When the request has a `Content-Length`, these checks are made
 	// before the body is read.
 	//
-	// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-	// (4) uploads and validations in flight at once, per process; one
-	// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-	// before its body is read. The body must arrive within
-	// `--body-timeout` (408). The bodies being received by the process
-	// together take at most `--max-upload-memory`; a body that does not
-	// fit gets 503 with `Retry-After` (before it is read when its
+	// **Uploads in flight**: the clients of one partner together may have
+	// `--max-uploads-in-flight` (4) uploads and validations in flight at
+	// once, per process; one more gets 429
+	// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+	// is read. The body must arrive within `--body-timeout` (408). The
+	// bodies being received by the process together take at most
+	// `--max-upload-memory`, those of one partner's clients at most
+	// `--max-upload-memory-per-partner`; a body beyond the partner's share
+	// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+	// both with `Retry-After` (before the body is read when its
 	// `Content-Length` cannot fit).
 	//
 	// **File format** (checked in the background, reported in the upload
@@ -3753,10 +3811,13 @@ func (c *Client) DeleteStore(ctx context.Context, clientId ClientID, storeId Sto
 // Creates the store (201) or renames an existing one (200). The
 // `store_id` is chosen by the partner and is exactly the value partners
 // write in the feed's `store` column: 1 to 64 bytes, no leading or
-// trailing spaces, no control characters, no `/` (400 otherwise). Each
+// trailing spaces, no control characters, no `/`, no invisible format
+// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+// U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
 // The body is required (JSON, only `name`); `name` is trimmed and may be
-// empty, but must not hold a control character other than tab (422).
+// empty, but must not hold a control character other than tab or an
+// invisible format character (422).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3778,10 +3839,13 @@ func (c *Client) PutStoreWithBody(ctx context.Context, clientId ClientID, storeI
 // Creates the store (201) or renames an existing one (200). The
 // `store_id` is chosen by the partner and is exactly the value partners
 // write in the feed's `store` column: 1 to 64 bytes, no leading or
-// trailing spaces, no control characters, no `/` (400 otherwise). Each
+// trailing spaces, no control characters, no `/`, no invisible format
+// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+// U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
 // The body is required (JSON, only `name`); `name` is trimmed and may be
-// empty, but must not hold a control character other than tab (422).
+// empty, but must not hold a control character other than tab or an
+// invisible format character (422).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3820,7 +3884,7 @@ func (c *Client) PutStore(ctx context.Context, clientId ClientID, storeId StoreI
 // metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 // multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 // `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
@@ -3866,7 +3930,7 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, clientId Cli
 // metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 // multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 // `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
@@ -3971,7 +4035,8 @@ func (c *Client) ListPartners(ctx context.Context, params *ListPartnersParams, r
 // (`POST /admin/partners/{partner_id}/clients`).
 // The body must be JSON with only the fields below; `name` is trimmed
 // and must not be empty (400) nor hold a control character other than
-// tab (422).
+// tab or an invisible format character (Unicode category Cf, such as
+// U+202E or U+200B, and U+2028, U+2029) (422).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3995,7 +4060,8 @@ func (c *Client) CreatePartnerWithBody(ctx context.Context, contentType string, 
 // (`POST /admin/partners/{partner_id}/clients`).
 // The body must be JSON with only the fields below; `name` is trimmed
 // and must not be empty (400) nor hold a control character other than
-// tab (422).
+// tab or an invisible format character (Unicode category Cf, such as
+// U+202E or U+200B, and U+2028, U+2029) (422).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4307,7 +4373,10 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, endpointId EndpointID,
 // is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
-// came (as an attempt's does).
+// came (as an attempt's does). A test send waits at most
+// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+// partner's clients (or of the operator) (429 `partner_busy`, 503
+// beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
 // otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -4341,7 +4410,10 @@ func (c *Client) TestWebhookEndpointWithBody(ctx context.Context, endpointId End
 // is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
-// came (as an attempt's does).
+// came (as an attempt's does). A test send waits at most
+// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+// partner's clients (or of the operator) (429 `partner_busy`, 503
+// beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
 // otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -4461,7 +4533,8 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // shows it; the filters narrow the list. When the page is full,
 // `next_before` holds the last order id of the page: pass it as
 // `before` for the next page (which may be empty). A `before` that is
-// not an order id gives 400, as a bad filter does.
+// not an order id, or with `client_id` not an order of that client,
+// gives 400, as a bad filter does.
 //
 // Corresponds with GET /orders (the `ListOrders` operationId).
 func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5047,15 +5120,21 @@ func (c *Client) GetUploadFile(ctx context.Context, clientId ClientID, uploadId 
 // Checks a file exactly as an upload would be checked (same format
 // rules, against the client's stores as they are now) and answers with
 // the report at once. It applies nothing, keeps nothing and does not
-// draw on the upload capacity, so its answers carry no RateLimit
-// headers. There is no file name. `result` is `valid` only when the
+// draw on the upload capacity: it has a rate of its own,
+// `--validations-per-minute` (30) per client, as a bucket that refills
+// evenly and starts full (per process). Every answer after
+// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+// one more validation gets 429 (`/problems/rate_limited`) with
+// `Retry-After`. There is no file name. `result` is `valid` only when the
 // file has no error and at least one valid row. The same Content-Type
 // and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 // `--max-file-size` gives 413, an empty body 400. A validation counts
-// among the client's uploads in flight (429 beyond
+// among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-// uploads (503 with `Retry-After` when its body does not fit).
+// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+// partner's share of it with the uploads (429 `partner_busy` or 503,
+// with `Retry-After`, when its body does not fit).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5077,15 +5156,21 @@ func (c *Client) ValidateStockFileWithBody(ctx context.Context, clientId ClientI
 // Checks a file exactly as an upload would be checked (same format
 // rules, against the client's stores as they are now) and answers with
 // the report at once. It applies nothing, keeps nothing and does not
-// draw on the upload capacity, so its answers carry no RateLimit
-// headers. There is no file name. `result` is `valid` only when the
+// draw on the upload capacity: it has a rate of its own,
+// `--validations-per-minute` (30) per client, as a bucket that refills
+// evenly and starts full (per process). Every answer after
+// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+// one more validation gets 429 (`/problems/rate_limited`) with
+// `Retry-After`. There is no file name. `result` is `valid` only when the
 // file has no error and at least one valid row. The same Content-Type
 // and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 // `--max-file-size` gives 413, an empty body 400. A validation counts
-// among the client's uploads in flight (429 beyond
+// among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-// uploads (503 with `Retry-After` when its body does not fit).
+// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+// partner's share of it with the uploads (429 `partner_busy` or 503,
+// with `Retry-After`, when its body does not fit).
 //
 // Takes a body of the `text/plain` content type.
 //
@@ -5113,7 +5198,9 @@ func (c *Client) ValidateStockFileWithTextBody(ctx context.Context, clientId Cli
 //
 // **File name** (`file`): must end in `.csv` (any case), be at most 255
 // bytes of valid UTF-8, and hold no control character, `/` or `\`
-// (percent-encoded or not); otherwise 400. It is kept as data only,
+// (percent-encoded or not), nor an invisible format character (Unicode
+// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 // never used as a path. The segment `validate` is not a file name: it
 // is the validation call.
 //
@@ -5138,7 +5225,9 @@ func (c *Client) ValidateStockFileWithTextBody(ctx context.Context, clientId Cli
 //
 // **Capacity**: uploads draw on a token bucket of bytes per client:
 // `--capacity-base` + `--capacity-per-store` × stores per
-// `--capacity-window`, refilled evenly and starting full. Every answer
+// `--capacity-window`, refilled evenly and starting full. Every upload
+// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+// size (a request, a row and a processing run cost that much). Every answer
 // after authentication carries `RateLimit-Policy` and `RateLimit`
 // (IETF draft headers; not the 401 and 403, which come before it, nor a
 // 500 that fails to read the capacity): the bucket
@@ -5150,13 +5239,16 @@ func (c *Client) ValidateStockFileWithTextBody(ctx context.Context, clientId Cli
 // When the request has a `Content-Length`, these checks are made
 // before the body is read.
 //
-// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-// (4) uploads and validations in flight at once, per process; one
-// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-// before its body is read. The body must arrive within
-// `--body-timeout` (408). The bodies being received by the process
-// together take at most `--max-upload-memory`; a body that does not
-// fit gets 503 with `Retry-After` (before it is read when its
+// **Uploads in flight**: the clients of one partner together may have
+// `--max-uploads-in-flight` (4) uploads and validations in flight at
+// once, per process; one more gets 429
+// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+// is read. The body must arrive within `--body-timeout` (408). The
+// bodies being received by the process together take at most
+// `--max-upload-memory`, those of one partner's clients at most
+// `--max-upload-memory-per-partner`; a body beyond the partner's share
+// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+// both with `Retry-After` (before the body is read when its
 // `Content-Length` cannot fit).
 //
 // **File format** (checked in the background, reported in the upload
@@ -5202,7 +5294,9 @@ func (c *Client) UploadStockFileWithBody(ctx context.Context, clientId ClientID,
 //
 // **File name** (`file`): must end in `.csv` (any case), be at most 255
 // bytes of valid UTF-8, and hold no control character, `/` or `\`
-// (percent-encoded or not); otherwise 400. It is kept as data only,
+// (percent-encoded or not), nor an invisible format character (Unicode
+// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 // never used as a path. The segment `validate` is not a file name: it
 // is the validation call.
 //
@@ -5227,7 +5321,9 @@ func (c *Client) UploadStockFileWithBody(ctx context.Context, clientId ClientID,
 //
 // **Capacity**: uploads draw on a token bucket of bytes per client:
 // `--capacity-base` + `--capacity-per-store` × stores per
-// `--capacity-window`, refilled evenly and starting full. Every answer
+// `--capacity-window`, refilled evenly and starting full. Every upload
+// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+// size (a request, a row and a processing run cost that much). Every answer
 // after authentication carries `RateLimit-Policy` and `RateLimit`
 // (IETF draft headers; not the 401 and 403, which come before it, nor a
 // 500 that fails to read the capacity): the bucket
@@ -5239,13 +5335,16 @@ func (c *Client) UploadStockFileWithBody(ctx context.Context, clientId ClientID,
 // When the request has a `Content-Length`, these checks are made
 // before the body is read.
 //
-// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-// (4) uploads and validations in flight at once, per process; one
-// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-// before its body is read. The body must arrive within
-// `--body-timeout` (408). The bodies being received by the process
-// together take at most `--max-upload-memory`; a body that does not
-// fit gets 503 with `Retry-After` (before it is read when its
+// **Uploads in flight**: the clients of one partner together may have
+// `--max-uploads-in-flight` (4) uploads and validations in flight at
+// once, per process; one more gets 429
+// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+// is read. The body must arrive within `--body-timeout` (408). The
+// bodies being received by the process together take at most
+// `--max-upload-memory`, those of one partner's clients at most
+// `--max-upload-memory-per-partner`; a body beyond the partner's share
+// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+// both with `Retry-After` (before the body is read when its
 // `Content-Length` cannot fit).
 //
 // **File format** (checked in the background, reported in the upload
@@ -7879,10 +7978,13 @@ type ClientWithResponsesInterface interface {
 	// Creates the store (201) or renames an existing one (200). The
 	// `store_id` is chosen by the partner and is exactly the value partners
 	// write in the feed's `store` column: 1 to 64 bytes, no leading or
-	// trailing spaces, no control characters, no `/` (400 otherwise). Each
+	// trailing spaces, no control characters, no `/`, no invisible format
+	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
 	// The body is required (JSON, only `name`); `name` is trimmed and may be
-	// empty, but must not hold a control character other than tab (422).
+	// empty, but must not hold a control character other than tab or an
+	// invisible format character (422).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7894,10 +7996,13 @@ type ClientWithResponsesInterface interface {
 	// Creates the store (201) or renames an existing one (200). The
 	// `store_id` is chosen by the partner and is exactly the value partners
 	// write in the feed's `store` column: 1 to 64 bytes, no leading or
-	// trailing spaces, no control characters, no `/` (400 otherwise). Each
+	// trailing spaces, no control characters, no `/`, no invisible format
+	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
 	// The body is required (JSON, only `name`); `name` is trimmed and may be
-	// empty, but must not hold a control character other than tab (422).
+	// empty, but must not hold a control character other than tab or an
+	// invisible format character (422).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7926,7 +8031,7 @@ type ClientWithResponsesInterface interface {
 	// metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 	// multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 	// `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-	// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+	// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
@@ -7962,7 +8067,7 @@ type ClientWithResponsesInterface interface {
 	// metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 	// multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 	// `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-	// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+	// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
@@ -8033,7 +8138,8 @@ type ClientWithResponsesInterface interface {
 	// (`POST /admin/partners/{partner_id}/clients`).
 	// The body must be JSON with only the fields below; `name` is trimmed
 	// and must not be empty (400) nor hold a control character other than
-	// tab (422).
+	// tab or an invisible format character (Unicode category Cf, such as
+	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8047,7 +8153,8 @@ type ClientWithResponsesInterface interface {
 	// (`POST /admin/partners/{partner_id}/clients`).
 	// The body must be JSON with only the fields below; `name` is trimmed
 	// and must not be empty (400) nor hold a control character other than
-	// tab (422).
+	// tab or an invisible format character (Unicode category Cf, such as
+	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8253,7 +8360,10 @@ type ClientWithResponsesInterface interface {
 	// is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
-	// came (as an attempt's does).
+	// came (as an attempt's does). A test send waits at most
+	// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+	// partner's clients (or of the operator) (429 `partner_busy`, 503
+	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
 	// otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -8277,7 +8387,10 @@ type ClientWithResponsesInterface interface {
 	// is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
-	// came (as an attempt's does).
+	// came (as an attempt's does). A test send waits at most
+	// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+	// partner's clients (or of the operator) (429 `partner_busy`, 503
+	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
 	// otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -8355,7 +8468,8 @@ type ClientWithResponsesInterface interface {
 	// shows it; the filters narrow the list. When the page is full,
 	// `next_before` holds the last order id of the page: pass it as
 	// `before` for the next page (which may be empty). A `before` that is
-	// not an order id gives 400, as a bad filter does.
+	// not an order id, or with `client_id` not an order of that client,
+	// gives 400, as a bad filter does.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8753,15 +8867,21 @@ type ClientWithResponsesInterface interface {
 	// Checks a file exactly as an upload would be checked (same format
 	// rules, against the client's stores as they are now) and answers with
 	// the report at once. It applies nothing, keeps nothing and does not
-	// draw on the upload capacity, so its answers carry no RateLimit
-	// headers. There is no file name. `result` is `valid` only when the
+	// draw on the upload capacity: it has a rate of its own,
+	// `--validations-per-minute` (30) per client, as a bucket that refills
+	// evenly and starts full (per process). Every answer after
+	// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+	// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+	// one more validation gets 429 (`/problems/rate_limited`) with
+	// `Retry-After`. There is no file name. `result` is `valid` only when the
 	// file has no error and at least one valid row. The same Content-Type
 	// and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
-	// among the client's uploads in flight (429 beyond
+	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-	// uploads (503 with `Retry-After` when its body does not fit).
+	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+	// partner's share of it with the uploads (429 `partner_busy` or 503,
+	// with `Retry-After`, when its body does not fit).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8773,15 +8893,21 @@ type ClientWithResponsesInterface interface {
 	// Checks a file exactly as an upload would be checked (same format
 	// rules, against the client's stores as they are now) and answers with
 	// the report at once. It applies nothing, keeps nothing and does not
-	// draw on the upload capacity, so its answers carry no RateLimit
-	// headers. There is no file name. `result` is `valid` only when the
+	// draw on the upload capacity: it has a rate of its own,
+	// `--validations-per-minute` (30) per client, as a bucket that refills
+	// evenly and starts full (per process). Every answer after
+	// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+	// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+	// one more validation gets 429 (`/problems/rate_limited`) with
+	// `Retry-After`. There is no file name. `result` is `valid` only when the
 	// file has no error and at least one valid row. The same Content-Type
 	// and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
-	// among the client's uploads in flight (429 beyond
+	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-	// uploads (503 with `Retry-After` when its body does not fit).
+	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+	// partner's share of it with the uploads (429 `partner_busy` or 503,
+	// with `Retry-After`, when its body does not fit).
 	//
 	// Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8799,7 +8925,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **File name** (`file`): must end in `.csv` (any case), be at most 255
 	// bytes of valid UTF-8, and hold no control character, `/` or `\`
-	// (percent-encoded or not); otherwise 400. It is kept as data only,
+	// (percent-encoded or not), nor an invisible format character (Unicode
+	// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+	// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 	// never used as a path. The segment `validate` is not a file name: it
 	// is the validation call.
 	//
@@ -8824,7 +8952,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Capacity**: uploads draw on a token bucket of bytes per client:
 	// `--capacity-base` + `--capacity-per-store` × stores per
-	// `--capacity-window`, refilled evenly and starting full. Every answer
+	// `--capacity-window`, refilled evenly and starting full. Every upload
+	// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+	// size (a request, a row and a processing run cost that much). Every answer
 	// after authentication carries `RateLimit-Policy` and `RateLimit`
 	// (IETF draft headers; not the 401 and 403, which come before it, nor a
 	// 500 that fails to read the capacity): the bucket
@@ -8836,13 +8966,16 @@ type ClientWithResponsesInterface interface {
 	// When the request has a `Content-Length`, these checks are made
 	// before the body is read.
 	//
-	// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-	// (4) uploads and validations in flight at once, per process; one
-	// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-	// before its body is read. The body must arrive within
-	// `--body-timeout` (408). The bodies being received by the process
-	// together take at most `--max-upload-memory`; a body that does not
-	// fit gets 503 with `Retry-After` (before it is read when its
+	// **Uploads in flight**: the clients of one partner together may have
+	// `--max-uploads-in-flight` (4) uploads and validations in flight at
+	// once, per process; one more gets 429
+	// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+	// is read. The body must arrive within `--body-timeout` (408). The
+	// bodies being received by the process together take at most
+	// `--max-upload-memory`, those of one partner's clients at most
+	// `--max-upload-memory-per-partner`; a body beyond the partner's share
+	// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+	// both with `Retry-After` (before the body is read when its
 	// `Content-Length` cannot fit).
 	//
 	// **File format** (checked in the background, reported in the upload
@@ -8878,7 +9011,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **File name** (`file`): must end in `.csv` (any case), be at most 255
 	// bytes of valid UTF-8, and hold no control character, `/` or `\`
-	// (percent-encoded or not); otherwise 400. It is kept as data only,
+	// (percent-encoded or not), nor an invisible format character (Unicode
+	// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+	// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 	// never used as a path. The segment `validate` is not a file name: it
 	// is the validation call.
 	//
@@ -8903,7 +9038,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Capacity**: uploads draw on a token bucket of bytes per client:
 	// `--capacity-base` + `--capacity-per-store` × stores per
-	// `--capacity-window`, refilled evenly and starting full. Every answer
+	// `--capacity-window`, refilled evenly and starting full. Every upload
+	// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+	// size (a request, a row and a processing run cost that much). Every answer
 	// after authentication carries `RateLimit-Policy` and `RateLimit`
 	// (IETF draft headers; not the 401 and 403, which come before it, nor a
 	// 500 that fails to read the capacity): the bucket
@@ -8915,13 +9052,16 @@ type ClientWithResponsesInterface interface {
 	// When the request has a `Content-Length`, these checks are made
 	// before the body is read.
 	//
-	// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-	// (4) uploads and validations in flight at once, per process; one
-	// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-	// before its body is read. The body must arrive within
-	// `--body-timeout` (408). The bodies being received by the process
-	// together take at most `--max-upload-memory`; a body that does not
-	// fit gets 503 with `Retry-After` (before it is read when its
+	// **Uploads in flight**: the clients of one partner together may have
+	// `--max-uploads-in-flight` (4) uploads and validations in flight at
+	// once, per process; one more gets 429
+	// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+	// is read. The body must arrive within `--body-timeout` (408). The
+	// bodies being received by the process together take at most
+	// `--max-upload-memory`, those of one partner's clients at most
+	// `--max-upload-memory-per-partner`; a body beyond the partner's share
+	// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+	// both with `Retry-After` (before the body is read when its
 	// `Content-Length` cannot fit).
 	//
 	// **File format** (checked in the background, reported in the upload
@@ -10953,11 +11093,11 @@ type TestWebhookEndpointResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *TestUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *TestTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *TestUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TestWebhookEndpointResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11002,7 +11142,7 @@ func (r TestWebhookEndpointResponse) GetApplicationproblemJSON422() *TestUnproce
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r TestWebhookEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON429() *TestTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -11012,7 +11152,7 @@ func (r TestWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalErr
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r TestWebhookEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON503() *TestUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -12703,7 +12843,8 @@ func (r GetUploadResponse) ContentType() string {
 
 // GetUploadErrorFileResponse200Headers the declared response headers of an HTTP 200 response for GetUploadErrorFile
 type GetUploadErrorFileResponse200Headers struct {
-	ContentDisposition *string
+	ContentDisposition  *string
+	XContentTypeOptions *string
 }
 
 // GetUploadErrorFileResponse429Headers the declared response headers of an HTTP 429 response for GetUploadErrorFile
@@ -12730,7 +12871,7 @@ type GetUploadErrorFileResponse struct {
 	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
 	ApplicationproblemJSON410 *FileGone
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *DownloadTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -12769,7 +12910,7 @@ func (r GetUploadErrorFileResponse) GetApplicationproblemJSON410() *FileGone {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r GetUploadErrorFileResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r GetUploadErrorFileResponse) GetApplicationproblemJSON429() *DownloadTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -12814,7 +12955,8 @@ func (r GetUploadErrorFileResponse) ContentType() string {
 
 // GetUploadFileResponse200Headers the declared response headers of an HTTP 200 response for GetUploadFile
 type GetUploadFileResponse200Headers struct {
-	ContentDisposition *string
+	ContentDisposition  *string
+	XContentTypeOptions *string
 }
 
 // GetUploadFileResponse429Headers the declared response headers of an HTTP 429 response for GetUploadFile
@@ -12839,7 +12981,7 @@ type GetUploadFileResponse struct {
 	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
 	ApplicationproblemJSON410 *FileGone
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *DownloadTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -12873,7 +13015,7 @@ func (r GetUploadFileResponse) GetApplicationproblemJSON410() *FileGone {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r GetUploadFileResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r GetUploadFileResponse) GetApplicationproblemJSON429() *DownloadTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -12916,9 +13058,17 @@ func (r GetUploadFileResponse) ContentType() string {
 	return ""
 }
 
+// ValidateStockFileResponse200Headers the declared response headers of an HTTP 200 response for ValidateStockFile
+type ValidateStockFileResponse200Headers struct {
+	RateLimit       string
+	RateLimitPolicy string
+}
+
 // ValidateStockFileResponse429Headers the declared response headers of an HTTP 429 response for ValidateStockFile
 type ValidateStockFileResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // ValidateStockFileResponse503Headers the declared response headers of an HTTP 503 response for ValidateStockFile
@@ -12949,6 +13099,8 @@ type ValidateStockFileResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *UploadUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ValidateStockFileResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ValidateStockFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13646,11 +13798,11 @@ type PartnerTestEndpointResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *TestUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *TestTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *DatabaseUnavailable
+	ApplicationproblemJSON503 *TestUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerTestEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13698,7 +13850,7 @@ func (r PartnerTestEndpointResponse) GetApplicationproblemJSON422() *TestUnproce
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerTestEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON429() *TestTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -13708,7 +13860,7 @@ func (r PartnerTestEndpointResponse) GetApplicationproblemJSON500() *InternalErr
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r PartnerTestEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON503() *TestUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -13835,10 +13987,13 @@ func (c *ClientWithResponses) DeleteStoreWithResponse(ctx context.Context, clien
 // Creates the store (201) or renames an existing one (200). The
 // `store_id` is chosen by the partner and is exactly the value partners
 // write in the feed's `store` column: 1 to 64 bytes, no leading or
-// trailing spaces, no control characters, no `/` (400 otherwise). Each
+// trailing spaces, no control characters, no `/`, no invisible format
+// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+// U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
 // The body is required (JSON, only `name`); `name` is trimmed and may be
-// empty, but must not hold a control character other than tab (422).
+// empty, but must not hold a control character other than tab or an
+// invisible format character (422).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13856,10 +14011,13 @@ func (c *ClientWithResponses) PutStoreWithBodyWithResponse(ctx context.Context, 
 // Creates the store (201) or renames an existing one (200). The
 // `store_id` is chosen by the partner and is exactly the value partners
 // write in the feed's `store` column: 1 to 64 bytes, no leading or
-// trailing spaces, no control characters, no `/` (400 otherwise). Each
+// trailing spaces, no control characters, no `/`, no invisible format
+// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
+// U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
 // The body is required (JSON, only `name`); `name` is trimmed and may be
-// empty, but must not hold a control character other than tab (422).
+// empty, but must not hold a control character other than tab or an
+// invisible format character (422).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13894,7 +14052,7 @@ func (c *ClientWithResponses) PutStoreWithResponse(ctx context.Context, clientId
 // metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 // multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 // `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
@@ -13936,7 +14094,7 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // metadata (`169.254.169.254`, `fd00:ec2::254`), unspecified,
 // multicast, shared (CGNAT, `100.64.0.0/10`), `0.0.0.0/8`,
 // `192.0.0.0/24`, `198.18.0.0/15`, `240.0.0.0/4`, IPv4-compatible or
-// local-NAT64 IPv6, and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
+// local-NAT64 IPv6, site-local IPv6 (`fec0::/10`), and IPv4-mapped, NAT64 or 6to4 IPv6 forms of any of
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
@@ -14031,7 +14189,8 @@ func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, para
 // (`POST /admin/partners/{partner_id}/clients`).
 // The body must be JSON with only the fields below; `name` is trimmed
 // and must not be empty (400) nor hold a control character other than
-// tab (422).
+// tab or an invisible format character (Unicode category Cf, such as
+// U+202E or U+200B, and U+2028, U+2029) (422).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14051,7 +14210,8 @@ func (c *ClientWithResponses) CreatePartnerWithBodyWithResponse(ctx context.Cont
 // (`POST /admin/partners/{partner_id}/clients`).
 // The body must be JSON with only the fields below; `name` is trimmed
 // and must not be empty (400) nor hold a control character other than
-// tab (422).
+// tab or an invisible format character (Unicode category Cf, such as
+// U+202E or U+200B, and U+2028, U+2029) (422).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14323,7 +14483,10 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 // is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
-// came (as an attempt's does).
+// came (as an attempt's does). A test send waits at most
+// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+// partner's clients (or of the operator) (429 `partner_busy`, 503
+// beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
 // otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -14353,7 +14516,10 @@ func (c *ClientWithResponses) TestWebhookEndpointWithBodyWithResponse(ctx contex
 // is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
-// came (as an attempt's does).
+// came (as an attempt's does). A test send waits at most
+// `--webhook-timeout`; a process sends at most 16 at once, 2 of one
+// partner's clients (or of the operator) (429 `partner_busy`, 503
+// beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
 // otherwise, 413 over 1 MiB); a `state` that is not an order state
@@ -14461,7 +14627,8 @@ func (c *ClientWithResponses) OpenapiWithResponse(ctx context.Context, reqEditor
 // shows it; the filters narrow the list. When the page is full,
 // `next_before` holds the last order id of the page: pass it as
 // `before` for the next page (which may be empty). A `before` that is
-// not an order id gives 400, as a bad filter does.
+// not an order id, or with `client_id` not an order of that client,
+// gives 400, as a bad filter does.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14985,15 +15152,21 @@ func (c *ClientWithResponses) GetUploadFileWithResponse(ctx context.Context, cli
 // Checks a file exactly as an upload would be checked (same format
 // rules, against the client's stores as they are now) and answers with
 // the report at once. It applies nothing, keeps nothing and does not
-// draw on the upload capacity, so its answers carry no RateLimit
-// headers. There is no file name. `result` is `valid` only when the
+// draw on the upload capacity: it has a rate of its own,
+// `--validations-per-minute` (30) per client, as a bucket that refills
+// evenly and starts full (per process). Every answer after
+// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+// one more validation gets 429 (`/problems/rate_limited`) with
+// `Retry-After`. There is no file name. `result` is `valid` only when the
 // file has no error and at least one valid row. The same Content-Type
 // and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 // `--max-file-size` gives 413, an empty body 400. A validation counts
-// among the client's uploads in flight (429 beyond
+// among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-// uploads (503 with `Retry-After` when its body does not fit).
+// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+// partner's share of it with the uploads (429 `partner_busy` or 503,
+// with `Retry-After`, when its body does not fit).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15011,15 +15184,21 @@ func (c *ClientWithResponses) ValidateStockFileWithBodyWithResponse(ctx context.
 // Checks a file exactly as an upload would be checked (same format
 // rules, against the client's stores as they are now) and answers with
 // the report at once. It applies nothing, keeps nothing and does not
-// draw on the upload capacity, so its answers carry no RateLimit
-// headers. There is no file name. `result` is `valid` only when the
+// draw on the upload capacity: it has a rate of its own,
+// `--validations-per-minute` (30) per client, as a bucket that refills
+// evenly and starts full (per process). Every answer after
+// authentication carries `RateLimit-Policy: "validate";q=30;w=60` and
+// `RateLimit: "validate";r=<validations left>;t=<seconds until full>`;
+// one more validation gets 429 (`/problems/rate_limited`) with
+// `Retry-After`. There is no file name. `result` is `valid` only when the
 // file has no error and at least one valid row. The same Content-Type
 // and `Content-Encoding: gzip` rules as for an upload apply (415); a body larger than
 // `--max-file-size` gives 413, an empty body 400. A validation counts
-// among the client's uploads in flight (429 beyond
+// among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` with the
-// uploads (503 with `Retry-After` when its body does not fit).
+// `--body-timeout` (408), and it shares `--max-upload-memory` and the
+// partner's share of it with the uploads (429 `partner_busy` or 503,
+// with `Retry-After`, when its body does not fit).
 //
 // Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15043,7 +15222,9 @@ func (c *ClientWithResponses) ValidateStockFileWithTextBodyWithResponse(ctx cont
 //
 // **File name** (`file`): must end in `.csv` (any case), be at most 255
 // bytes of valid UTF-8, and hold no control character, `/` or `\`
-// (percent-encoded or not); otherwise 400. It is kept as data only,
+// (percent-encoded or not), nor an invisible format character (Unicode
+// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 // never used as a path. The segment `validate` is not a file name: it
 // is the validation call.
 //
@@ -15068,7 +15249,9 @@ func (c *ClientWithResponses) ValidateStockFileWithTextBodyWithResponse(ctx cont
 //
 // **Capacity**: uploads draw on a token bucket of bytes per client:
 // `--capacity-base` + `--capacity-per-store` × stores per
-// `--capacity-window`, refilled evenly and starting full. Every answer
+// `--capacity-window`, refilled evenly and starting full. Every upload
+// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+// size (a request, a row and a processing run cost that much). Every answer
 // after authentication carries `RateLimit-Policy` and `RateLimit`
 // (IETF draft headers; not the 401 and 403, which come before it, nor a
 // 500 that fails to read the capacity): the bucket
@@ -15080,13 +15263,16 @@ func (c *ClientWithResponses) ValidateStockFileWithTextBodyWithResponse(ctx cont
 // When the request has a `Content-Length`, these checks are made
 // before the body is read.
 //
-// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-// (4) uploads and validations in flight at once, per process; one
-// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-// before its body is read. The body must arrive within
-// `--body-timeout` (408). The bodies being received by the process
-// together take at most `--max-upload-memory`; a body that does not
-// fit gets 503 with `Retry-After` (before it is read when its
+// **Uploads in flight**: the clients of one partner together may have
+// `--max-uploads-in-flight` (4) uploads and validations in flight at
+// once, per process; one more gets 429
+// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+// is read. The body must arrive within `--body-timeout` (408). The
+// bodies being received by the process together take at most
+// `--max-upload-memory`, those of one partner's clients at most
+// `--max-upload-memory-per-partner`; a body beyond the partner's share
+// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+// both with `Retry-After` (before the body is read when its
 // `Content-Length` cannot fit).
 //
 // **File format** (checked in the background, reported in the upload
@@ -15128,7 +15314,9 @@ func (c *ClientWithResponses) UploadStockFileWithBodyWithResponse(ctx context.Co
 //
 // **File name** (`file`): must end in `.csv` (any case), be at most 255
 // bytes of valid UTF-8, and hold no control character, `/` or `\`
-// (percent-encoded or not); otherwise 400. It is kept as data only,
+// (percent-encoded or not), nor an invisible format character (Unicode
+// category Cf, such as U+202E RIGHT-TO-LEFT OVERRIDE or U+200B, and
+// U+2028, U+2029); otherwise 400 naming the character. It is kept as data only,
 // never used as a path. The segment `validate` is not a file name: it
 // is the validation call.
 //
@@ -15153,7 +15341,9 @@ func (c *ClientWithResponses) UploadStockFileWithBodyWithResponse(ctx context.Co
 //
 // **Capacity**: uploads draw on a token bucket of bytes per client:
 // `--capacity-base` + `--capacity-per-store` × stores per
-// `--capacity-window`, refilled evenly and starting full. Every answer
+// `--capacity-window`, refilled evenly and starting full. Every upload
+// takes at least `--capacity-min-upload` (64 KiB) of it, whatever its
+// size (a request, a row and a processing run cost that much). Every answer
 // after authentication carries `RateLimit-Policy` and `RateLimit`
 // (IETF draft headers; not the 401 and 403, which come before it, nor a
 // 500 that fails to read the capacity): the bucket
@@ -15165,13 +15355,16 @@ func (c *ClientWithResponses) UploadStockFileWithBodyWithResponse(ctx context.Co
 // When the request has a `Content-Length`, these checks are made
 // before the body is read.
 //
-// **Uploads in flight**: a client may have `--max-uploads-in-flight`
-// (4) uploads and validations in flight at once, per process; one
-// more gets 429 (`/problems/uploads_in_flight`) with `Retry-After`
-// before its body is read. The body must arrive within
-// `--body-timeout` (408). The bodies being received by the process
-// together take at most `--max-upload-memory`; a body that does not
-// fit gets 503 with `Retry-After` (before it is read when its
+// **Uploads in flight**: the clients of one partner together may have
+// `--max-uploads-in-flight` (4) uploads and validations in flight at
+// once, per process; one more gets 429
+// (`/problems/uploads_in_flight`) with `Retry-After` before its body
+// is read. The body must arrive within `--body-timeout` (408). The
+// bodies being received by the process together take at most
+// `--max-upload-memory`, those of one partner's clients at most
+// `--max-upload-memory-per-partner`; a body beyond the partner's share
+// gets 429 (`/problems/partner_busy`), one beyond the whole budget 503,
+// both with `Retry-After` (before the body is read when its
 // `Content-Length` cannot fit).
 //
 // **File format** (checked in the background, reported in the upload
@@ -17239,7 +17432,7 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest TestTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17253,7 +17446,7 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest TestUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18883,7 +19076,7 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 		response.ApplicationproblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest DownloadTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18914,6 +19107,13 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 				return nil, err
 			}
 			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
@@ -18984,7 +19184,7 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 		response.ApplicationproblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest DownloadTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19015,6 +19215,13 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 				return nil, err
 			}
 			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
@@ -19129,8 +19336,39 @@ func ParseValidateStockFileResponse(rsp *http.Response) (*ValidateStockFileRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ValidateStockFileResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers ValidateStockFileResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -19831,7 +20069,7 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest TestTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19845,7 +20083,7 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest DatabaseUnavailable
+		var dest TestUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
