@@ -132,7 +132,7 @@ func vmRSS(tb testing.TB, pid int) float64 {
 // keeps the memory down: one client's key reaches all of them.
 func TestServeMemoryFollowsBytesReceived(t *testing.T) {
 	const conns = 200
-	p := startServe(t, t.TempDir(), "--demo", "--max-uploads-in-flight", "1000", "--max-connections-per-address", "0")
+	p := startServe(t, t.TempDir(), "--demo", "--max-uploads-in-flight", "1000", "--max-connections-per-address", "0", "--validations-per-minute", "1000")
 	declared := 10 << 20
 	hdr := map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}
 	raws := make([]*rawConn, conns)

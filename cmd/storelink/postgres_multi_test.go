@@ -43,7 +43,7 @@ func TestPostgresCapacityShared(t *testing.T) {
 	// The limits of uploads in flight and waiting are raised so that the
 	// burst below meets only the bucket.
 	capArgs := []string{"--capacity-base", strconv.Itoa(base) + "B", "--capacity-per-store", "0", "--capacity-window", "100000h",
-		"--max-uploads-in-flight", "100", "--max-waiting-uploads", "100"}
+		"--capacity-min-upload", "0B", "--max-uploads-in-flight", "100", "--max-waiting-uploads", "100"}
 	sizes := make([]int, 30)
 	for i := range sizes {
 		sizes[i] = 400 + (i*337)%1100
