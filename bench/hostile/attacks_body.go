@@ -154,7 +154,9 @@ func tinyUploads(ctx context.Context, e *env) {
 }
 
 // poolHogPrepare uploads a file of almost 8 MiB from two attacker clients,
-// whose downloads the attack then holds.
+// whose downloads the attack then holds, and waits until both are applied:
+// applying one holds SQLite's write lock for about a second, which is
+// ordinary work of the attacker's, not the attack.
 func poolHogPrepare(ctx context.Context, e *env) error {
 	var b bytes.Buffer
 	b.WriteString("store;ean;article_number;quantity;price\n")
@@ -182,5 +184,41 @@ func poolHogPrepare(ctx context.Context, e *env) error {
 		}
 		e.files = append(e.files, attackFile{c: c, id: u.ID})
 	}
+	for _, f := range e.files {
+		if err := waitProcessed(ctx, hc, e.base, f); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// waitProcessed polls an upload's status until it is no longer waiting or
+// being processed, for at most a minute.
+func waitProcessed(ctx context.Context, hc *http.Client, base string, f attackFile) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/stock/"+f.c.id+"/uploads/"+f.id, nil)
+		req.Header.Set("x-api-key", f.c.key)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		var u struct {
+			Status string `json:"status"`
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&u)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("status of the file to download: %w", err)
+		}
+		if u.Status != "accepted" && u.Status != "processing" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the file to download is still %s after a minute", u.Status)
+		}
+		if !pace(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
