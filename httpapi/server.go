@@ -72,9 +72,8 @@ type Deps struct {
 	// MaxUploadsInFlight bounds the uploads and validations of one
 	// partner's clients at once (DefaultMaxUploadsInFlight when 0).
 	MaxUploadsInFlight int
-	// MaxUploadMemory bounds the memory that the bodies of all uploads and
-	// validations being received take together (DefaultMaxUploadMemory
-	// when 0).
+	// MaxUploadMemory bounds the memory that the bodies of all uploads
+	// being received take together (DefaultMaxUploadMemory when 0).
 	MaxUploadMemory int64
 	// UploadMemoryShare bounds the part of MaxUploadMemory that the bodies
 	// of one partner's clients take together (DefaultUploadMemoryShare

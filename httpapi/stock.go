@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -229,16 +229,18 @@ type validation struct {
 	Warnings     []storelink.Problem `json:"warnings"`
 }
 
-// handleValidate checks a file like an upload and applies nothing.
+// handleValidate checks a file like an upload and applies nothing. The
+// body is checked as it arrives, never held: a validation costs the memory
+// of one record, and a file that fails stops being read (and, gzip,
+// decompressed) at its first file problem, so neither its memory nor its
+// CPU grows with what the sender makes the file look like.
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	if err := checkBodyHeaders(r); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	body, _, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
-	defer release()
-	if err != nil {
-		s.writeError(w, r, err)
+	if declaredCSVLength(r) > s.MaxFileSize {
+		s.writeError(w, r, tooLarge(s.MaxFileSize))
 		return
 	}
 	list, err := s.Admin.Stores(r.Context(), c.ID)
@@ -250,9 +252,22 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 	for _, st := range list {
 		stores[st.ID] = true
 	}
-	rep, err := feed.Check(bytes.NewReader(body), stores, func(storelink.StockRow) error { return nil })
+	src, err := csvReader(r, s.MaxFileSize)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	body := &validatedBody{r: bufio.NewReader(io.LimitReader(src, s.MaxFileSize+1))}
+	if err := body.start(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rep, err := feed.Check(body, stores, nil)
+	if err == nil && body.n > s.MaxFileSize {
+		err = tooLarge(s.MaxFileSize)
+	}
+	if err != nil {
+		s.writeError(w, r, bodyError(r, err))
 		return
 	}
 	v := validation{Result: "valid", RowsTotal: rep.RowsTotal, RowsValid: rep.RowsValid, RowsRejected: rep.RowsRejected,
@@ -260,7 +275,57 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 	if len(rep.Errors) > 0 || rep.RowsValid == 0 {
 		v.Result = "invalid"
 	}
+	if !body.eof {
+		// The check ended before the body did: answer now and close,
+		// rather than have net/http wait for the rest to discard it.
+		w.Header().Set("Connection", "close")
+	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// validatedBody is the CSV of a validation as the checker reads it,
+// counted so that a file past the size limit is told apart.
+type validatedBody struct {
+	r   *bufio.Reader
+	n   int64
+	eof bool // the body was read to its end
+}
+
+// start refuses an empty body and a gzip stream sent without its
+// Content-Encoding, as an upload does, from the body's first bytes.
+func (b *validatedBody) start(r *http.Request) error {
+	head, err := b.r.Peek(len(gzipMagic))
+	if len(head) == 0 {
+		if err != nil && err != io.EOF {
+			return bodyError(r, err)
+		}
+		return storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+	}
+	return notGzipped(r, head)
+}
+
+func (b *validatedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	b.eof = b.eof || err == io.EOF
+	return n, err
+}
+
+// bodyError is the answer to a body that could not be read to its end: a
+// storelink.Error (a timeout, a size limit) as it is, a broken gzip stream
+// as such, anything else as unreadable.
+func bodyError(r *http.Request, err error) error {
+	var e *storelink.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case gzipped(r):
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return badGzip(err)
+	}
+	return storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
 }
 
 func nonNil(p []storelink.Problem) []storelink.Problem {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -370,5 +371,38 @@ func TestUploadMinimumCharge(t *testing.T) {
 	}
 	if resp, b := a.upload("after-cancel.csv", []byte("x"), nil); resp.StatusCode != 200 {
 		t.Fatalf("tiny upload after a cancel = %d %s", resp.StatusCode, b)
+	}
+}
+
+// A validation is checked as it arrives: a file problem is answered at
+// once, while the rest of the body has not come (and never does), so what
+// follows the problem costs serve neither memory nor CPU.
+func TestValidateAnswersBeforeTheBodyEnds(t *testing.T) {
+	a := newAPI(t, apiOptions{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		_, _ = pw.Write([]byte("store;ean;article_number;quantity;price\n" + strings.Repeat(";", 2000) + "\n"))
+		// 256 KiB more, and then nothing, until the test ends.
+		_, _ = pw.Write([]byte(strings.Repeat("S1;4006381333931;SKU-1;5;19.99\n", 256<<10/31)))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "PUT", a.URL+"/stock/"+a.ClientID+"/validate", pr)
+	req.Header.Set("x-api-key", a.APIKey)
+	req.Header.Set("Content-Type", "text/csv")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("validate with a body that does not end: %v", err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Result string              `json:"result"`
+		Errors []storelink.Problem `json:"errors"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(b, &v) != nil || v.Result != "invalid" || len(v.Errors) != 1 ||
+		!strings.Contains(v.Errors[0].Message, "more than 1024 fields") {
+		t.Fatalf("validate = %d %s, want invalid with the fields' CSV File Error", resp.StatusCode, b)
 	}
 }

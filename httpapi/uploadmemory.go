@@ -5,8 +5,7 @@ import (
 	"storelink/gcmode"
 )
 
-// DefaultMaxUploadMemory is the memory all upload and validation bodies
-// together may take in this process when Deps does not say.
+// DefaultMaxUploadMemory is the memory all upload bodies together may take in this process when Deps does not say.
 const DefaultMaxUploadMemory = 256 << 20
 
 // DefaultUploadMemoryShare is the share of the upload memory one partner
@@ -24,7 +23,7 @@ func DefaultUploadMemoryShare(budget, maxFileSize int64) int64 {
 const uploadMemoryRetryAfter = 5
 
 // uploadMemory is the process-wide budget of memory that request bodies
-// of uploads and validations hold, divided per partner: all bodies
+// of uploads hold (a validation is checked as it arrives and holds none), divided per partner: all bodies
 // together hold at most the budget, those of one partner's clients at most
 // its share, so that a partner sending slowly cannot take the memory of
 // every other. Bodies reserve the buffers they are received into as the

@@ -17,35 +17,34 @@ func csvOf(n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// A partner whose three clients hold slow bodies up to its share of the
-// upload memory gets 429 partner_busy with Retry-After for its next body,
-// while another partner uploads and validates a file of the largest size;
-// once the slow bodies end, the partner is served again.
+// A partner whose clients hold slow upload bodies up to its share of the
+// upload memory gets 429 partner_busy with Retry-After for its next upload
+// (a validation, checked as it arrives, holds no body and is still
+// taken), while another partner uploads and validates a file of the
+// largest size; once the slow bodies end, the partner is served again.
 func TestUploadMemoryPerPartner(t *testing.T) {
 	a := newAPI(t, apiOptions{maxFileSize: 1 << 20, maxUploadMemory: 4 << 20, uploadMemoryShare: 2 << 20, validationsPerMinute: 1000})
 	p, q := a.newPartner("P", 3), a.newPartner("Q", 1)[0]
 	file := csvOf(1 << 20)
-	// Two of P's clients hold a body of 1 MiB each, all but its last byte:
-	// an upload and a validation, 2 MiB, P's whole share.
-	held := []*slowBody{p[0].startSlow("held.csv", len(file), file[:len(file)-1]), p[1].startSlow("validate", len(file), file[:len(file)-1])}
+	// Two of P's clients hold an upload body of 1 MiB each, all but its
+	// last byte: 2 MiB, P's whole share.
+	held := []*slowBody{p[0].startSlow("held.csv", len(file), file[:len(file)-1]), p[1].startSlow("held.csv", len(file), file[:len(file)-1])}
 
 	small := csvOf(200)
 	var resp *http.Response
 	var body []byte
-	waitFor(t, "refusing P's third client's validation", func() bool {
-		resp, body = p[2].put("validate", bytes.NewReader(small), nil)
+	waitFor(t, "refusing P's third client's upload", func() bool {
+		resp, body = p[2].put("next.csv", bytes.NewReader(small), nil)
 		return resp.StatusCode != http.StatusOK
 	})
-	if pr := problem(t, resp, body, http.StatusTooManyRequests); pr.Type != "/problems/partner_busy" || resp.Header.Get("Retry-After") != "5" {
-		t.Fatalf("P's validation beyond its share: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
-	}
-	conformAnswer(t, "PUT", "/stock/"+p[2].ClientID+"/validate", resp, body)
-	resp, body = p[2].put("next.csv", bytes.NewReader(small), nil)
 	if pr := problem(t, resp, body, http.StatusTooManyRequests); pr.Type != "/problems/partner_busy" || resp.Header.Get("Retry-After") != "5" ||
 		resp.Header.Get("RateLimit") == "" {
 		t.Fatalf("P's upload beyond its share: %+v, header %v", pr, resp.Header)
 	}
 	conformAnswer(t, "PUT", "/stock/"+p[2].ClientID+"/next.csv", resp, body)
+	if resp, body := p[2].put("validate", bytes.NewReader(small), nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("P's validation with its share taken = %d %s", resp.StatusCode, body)
+	}
 
 	// Q is untouched: a file of the largest size, uploaded and validated.
 	if resp, body := q.put("q.csv", bytes.NewReader(file), nil); resp.StatusCode != http.StatusOK {
@@ -71,15 +70,15 @@ func TestUploadMemoryPoolSpent(t *testing.T) {
 	a := newAPI(t, apiOptions{maxFileSize: 1 << 20, maxUploadMemory: 2 << 20, uploadMemoryShare: 1 << 20, validationsPerMinute: 1000})
 	p, q, r := a.newPartner("P", 1)[0], a.newPartner("Q", 1)[0], a.newPartner("R", 1)[0]
 	file := csvOf(1 << 20)
-	p.startSlow("validate", len(file), file[:len(file)-1])
-	q.startSlow("validate", len(file), file[:len(file)-1])
+	p.startSlow("held.csv", len(file), file[:len(file)-1])
+	q.startSlow("held.csv", len(file), file[:len(file)-1])
 	var resp *http.Response
 	var body []byte
-	waitFor(t, "refusing R's validation", func() bool {
-		resp, body = r.put("validate", strings.NewReader(string(csvOf(200))), nil)
+	waitFor(t, "refusing R's upload", func() bool {
+		resp, body = r.put("r.csv", strings.NewReader(string(csvOf(200))), nil)
 		return resp.StatusCode != http.StatusOK
 	})
 	if pr := problem(t, resp, body, http.StatusServiceUnavailable); pr.Type != "/problems/unavailable" || resp.Header.Get("Retry-After") != "5" {
-		t.Fatalf("R's validation with the budget spent: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
+		t.Fatalf("R's upload with the budget spent: %+v, Retry-After %q", pr, resp.Header.Get("Retry-After"))
 	}
 }

@@ -38,6 +38,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "attacker" {
+		os.Exit(runAttacker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -238,12 +241,15 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 			cancel()
 		})
 	}()
-	attacked := make(chan struct{})
+	// The attacker runs in a process of its own (attacker.go); its tally
+	// comes back when it ends.
+	attacked := make(chan string, 1)
 	go func() {
-		defer close(attacked)
+		note := "nothing"
 		if a != nil {
-			a.run(actx, e)
+			note = attackInProcess(actx, name, e, d)
 		}
+		attacked <- note
 	}()
 	stopGood := make(chan struct{})
 	go func() {
@@ -256,10 +262,11 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 	wb.run(stopGood, h.cfg.workers)
 	ended := time.Now()
 	cancel()
+	attackerNote := "not known: the attacker did not stop within 25s of its end"
 	select {
-	case <-attacked:
-	case <-time.After(20 * time.Second):
-		fmt.Fprintf(h.out, "%s: the attack did not stop within 20s of its end\n", name)
+	case attackerNote = <-attacked:
+	case <-time.After(25 * time.Second):
+		fmt.Fprintf(h.out, "%s: the attack did not stop within 25s of its end\n", name)
 	}
 	stopSampling()
 	<-sampled
@@ -270,7 +277,7 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 		o.applyP99 = percentile(lags, 0.99)
 	}
 	o.sum = summarise(wb.rec.all())
-	o.note = e.tally.String()
+	o.note = attackerNote
 	return o, ctx.Err()
 }
 

@@ -3398,9 +3398,9 @@ type ClientInterface interface {
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
 	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-	// partner's share of it with the uploads (429 `partner_busy` or 503,
-	// with `Retry-After`, when its body does not fit).
+	// `--body-timeout` (408). It is checked as it arrives and never held
+	// (it takes none of `--max-upload-memory`): the first problem of the
+	// file as a whole ends the check, and the rest of the body is not read.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3424,9 +3424,9 @@ type ClientInterface interface {
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
 	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-	// partner's share of it with the uploads (429 `partner_busy` or 503,
-	// with `Retry-After`, when its body does not fit).
+	// `--body-timeout` (408). It is checked as it arrives and never held
+	// (it takes none of `--max-upload-memory`): the first problem of the
+	// file as a whole ends the check, and the rest of the body is not read.
 	//
 	// Takes a body of the `text/plain` content type.
 	//
@@ -5132,9 +5132,9 @@ func (c *Client) GetUploadFile(ctx context.Context, clientId ClientID, uploadId 
 // `--max-file-size` gives 413, an empty body 400. A validation counts
 // among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-// partner's share of it with the uploads (429 `partner_busy` or 503,
-// with `Retry-After`, when its body does not fit).
+// `--body-timeout` (408). It is checked as it arrives and never held
+// (it takes none of `--max-upload-memory`): the first problem of the
+// file as a whole ends the check, and the rest of the body is not read.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5168,9 +5168,9 @@ func (c *Client) ValidateStockFileWithBody(ctx context.Context, clientId ClientI
 // `--max-file-size` gives 413, an empty body 400. A validation counts
 // among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-// partner's share of it with the uploads (429 `partner_busy` or 503,
-// with `Retry-After`, when its body does not fit).
+// `--body-timeout` (408). It is checked as it arrives and never held
+// (it takes none of `--max-upload-memory`): the first problem of the
+// file as a whole ends the check, and the rest of the body is not read.
 //
 // Takes a body of the `text/plain` content type.
 //
@@ -8879,9 +8879,9 @@ type ClientWithResponsesInterface interface {
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
 	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-	// partner's share of it with the uploads (429 `partner_busy` or 503,
-	// with `Retry-After`, when its body does not fit).
+	// `--body-timeout` (408). It is checked as it arrives and never held
+	// (it takes none of `--max-upload-memory`): the first problem of the
+	// file as a whole ends the check, and the rest of the body is not read.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8905,9 +8905,9 @@ type ClientWithResponsesInterface interface {
 	// `--max-file-size` gives 413, an empty body 400. A validation counts
 	// among the partner's uploads in flight (429 beyond
 	// `--max-uploads-in-flight`), its body must arrive within
-	// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-	// partner's share of it with the uploads (429 `partner_busy` or 503,
-	// with `Retry-After`, when its body does not fit).
+	// `--body-timeout` (408). It is checked as it arrives and never held
+	// (it takes none of `--max-upload-memory`): the first problem of the
+	// file as a whole ends the check, and the rest of the body is not read.
 	//
 	// Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15164,9 +15164,9 @@ func (c *ClientWithResponses) GetUploadFileWithResponse(ctx context.Context, cli
 // `--max-file-size` gives 413, an empty body 400. A validation counts
 // among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-// partner's share of it with the uploads (429 `partner_busy` or 503,
-// with `Retry-After`, when its body does not fit).
+// `--body-timeout` (408). It is checked as it arrives and never held
+// (it takes none of `--max-upload-memory`): the first problem of the
+// file as a whole ends the check, and the rest of the body is not read.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15196,9 +15196,9 @@ func (c *ClientWithResponses) ValidateStockFileWithBodyWithResponse(ctx context.
 // `--max-file-size` gives 413, an empty body 400. A validation counts
 // among the partner's uploads in flight (429 beyond
 // `--max-uploads-in-flight`), its body must arrive within
-// `--body-timeout` (408), and it shares `--max-upload-memory` and the
-// partner's share of it with the uploads (429 `partner_busy` or 503,
-// with `Retry-After`, when its body does not fit).
+// `--body-timeout` (408). It is checked as it arrives and never held
+// (it takes none of `--max-upload-memory`): the first problem of the
+// file as a whole ends the check, and the rest of the body is not read.
 //
 // Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
 //
