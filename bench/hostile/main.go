@@ -174,19 +174,25 @@ func (h *harness) run(ctx context.Context) (failed bool, err error) {
 	}
 	var rows []outcome
 	for _, name := range h.cfg.attacks {
-		o, err := h.phase(ctx, name, attackByName(name))
+		o, err := h.judged(ctx, name, base.sum)
 		if err != nil {
 			return false, err
 		}
-		o.why = verdict(o.peak, base.sum, o.sum, limits{maxRSS: h.cfg.maxRSS})
-		if !o.served {
-			o.why = append(o.why, "serve died")
-		}
-		if o.cutAt != "" {
-			o.why = append(o.why, o.cutAt)
+		h.printOne(o, base.sum)
+		if len(o.why) > 0 && o.served && o.cutAt == "" && o.peak <= h.cfg.maxRSS && o.sum.failed == 0 {
+			// Only the p99 failed: on a shared two-core machine a burst of
+			// the attacker's ordinary work (storing a 10 MiB file holds
+			// SQLite's writer for 0.2 s) can meet two of the 60 requests a
+			// kind makes. The attack runs again on a fresh serve, and
+			// fails if it fails again.
+			fmt.Fprintf(h.out, "%s: p99 over the limit; running it once more on a fresh serve\n", name)
+			if o, err = h.judged(ctx, name, base.sum); err != nil {
+				return false, err
+			}
+			o.name += " (again)"
+			h.printOne(o, base.sum)
 		}
 		rows = append(rows, o)
-		h.printOne(o, base.sum)
 		if len(o.why) > 0 {
 			failed = true
 			if !h.cfg.keepGoing {
@@ -196,6 +202,22 @@ func (h *harness) run(ctx context.Context) (failed bool, err error) {
 	}
 	h.printTable(base, rows)
 	return failed, nil
+}
+
+// judged runs one attack on a serve of its own and gives its verdict.
+func (h *harness) judged(ctx context.Context, name string, base summary) (outcome, error) {
+	o, err := h.phase(ctx, name, attackByName(name))
+	if err != nil {
+		return o, err
+	}
+	o.why = verdict(o.peak, base, o.sum, limits{maxRSS: h.cfg.maxRSS})
+	if !o.served {
+		o.why = append(o.why, "serve died")
+	}
+	if o.cutAt != "" {
+		o.why = append(o.why, o.cutAt)
+	}
+	return o, nil
 }
 
 // phase starts a serve of its own for one attack (nil: the baseline), sets
