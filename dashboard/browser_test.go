@@ -656,7 +656,7 @@ func (f *fixture) waitDeliveries(clientID string, ok func([]storelink.Delivery) 
 	f.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		ds, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: clientID, Limit: 100})
+		ds, err := f.services.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: clientID, Limit: 100})
 		must(f.t, err)
 		if ok(ds) {
 			return ds
@@ -682,7 +682,7 @@ func TestPortalBrowser(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	t.Cleanup(receiver.Close)
-	ep, err := f.services.CreateEndpoint(context.Background(), sd.ClientID, storelink.NewEndpoint{URL: receiver.URL + "/partner-hook"},
+	ep, err := f.services.Webhooks.CreateEndpoint(context.Background(), sd.ClientID, storelink.NewEndpoint{URL: receiver.URL + "/partner-hook"},
 		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	s := newSession(t, f)

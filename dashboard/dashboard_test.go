@@ -345,7 +345,7 @@ func TestCSRF(t *testing.T) {
 
 func checkDeliveryState(t *testing.T, f *fixture, s seed, want storelink.DeliveryState) {
 	t.Helper()
-	list, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.ClientID, Limit: 100})
+	list, err := f.services.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.ClientID, Limit: 100})
 	must(t, err)
 	for _, d := range list {
 		if d.ID == s.FailedDelivery {
@@ -360,7 +360,7 @@ func checkDeliveryState(t *testing.T, f *fixture, s seed, want storelink.Deliver
 
 func checkEndpointEnabled(t *testing.T, f *fixture, clientID, id string, want bool) {
 	t.Helper()
-	list, err := f.services.Endpoints(context.Background(), clientID)
+	list, err := f.services.Webhooks.Endpoints(context.Background(), clientID)
 	must(t, err)
 	for _, e := range list {
 		if e.ID == id {

@@ -86,7 +86,7 @@ func TestEndpointPage(t *testing.T) {
 	if strings.Contains(b.page("/dashboard/clients/"+s.ClientID), `data-endpoint="`+s.EndpointID+`"`) {
 		t.Error("the client page still lists the deleted endpoint")
 	}
-	if _, err := f.services.Endpoint(context.Background(), "", s.EndpointID); err != nil {
+	if _, err := f.services.Webhooks.Endpoint(context.Background(), "", s.EndpointID); err != nil {
 		t.Errorf("the deleted endpoint cannot be read: %v", err)
 	}
 }

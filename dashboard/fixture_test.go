@@ -35,7 +35,7 @@ type fixture struct {
 	dbPath string
 	// services are the services of package service over db's driver,
 	// with its sealer, as serve has them.
-	services *service.Service
+	services *service.Services
 	URL      string
 	// Token is the admin token.
 	Token string
@@ -90,7 +90,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	f := &fixture{t: t, db: db, dbPath: dbPath, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
-	f.proc = worker.NewProcessor(f.services, nil, "test", reg)
+	f.proc = worker.NewProcessor(f.services.Uploads, nil, "test", reg)
 	f.proc.Interval = 50 * time.Millisecond
 	wake := func() {}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,7 +98,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	// The deliverer sends the test events, and runs when deliver is set.
 	client := webhook.NewClient(2*time.Second, true)
 	t.Cleanup(client.CloseIdleConnections)
-	deliverer := worker.NewDeliverer(f.services, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
+	deliverer := worker.NewDeliverer(f.services.Webhooks, client, storelink.RetryPolicy{Schedule: []time.Duration{30 * time.Millisecond, 30 * time.Millisecond}},
 		2*time.Second, nil, "test", reg)
 	if o.deliver {
 		deliverer.Interval = 20 * time.Millisecond
@@ -116,19 +116,19 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.loginLimit != nil {
 		loginLimit = o.loginLimit(limit)
 	}
-	var webhooks storelink.WebhookService = f.services
+	var webhooks storelink.WebhookService = f.services.Webhooks
 	if o.webhooks != nil {
-		webhooks = o.webhooks(f.services)
+		webhooks = o.webhooks(f.services.Webhooks)
 	}
 	dash := dashboard.New(dashboard.Deps{
-		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: webhooks, Sessions: f.services, LoginLimit: loginLimit,
-		Auth: f.services, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
+		Admin: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Webhooks: webhooks, Sessions: f.services.Partners, LoginLimit: loginLimit,
+		Auth: f.services.Partners, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
 		TestSend: f.testSends.Take, AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api := httpapi.NewServer(httpapi.Deps{
-		Admin: f.services, Auth: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Events: f.services, Webhooks: f.services, Ping: db.Ping,
+		Admin: f.services.Partners, Auth: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Events: f.services.Orders, Webhooks: f.services.Webhooks, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
 	})
@@ -225,23 +225,23 @@ var (
 func (f *fixture) seedData() seed {
 	t, ctx := f.t, context.Background()
 	var s seed
-	p, err := f.services.CreatePartner(ctx, "Acme Retail")
+	p, err := f.services.Partners.CreatePartner(ctx, "Acme Retail")
 	must(t, err)
-	c, err := f.services.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := f.services.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 	f.keep(c.APIKey)
 	s.ClientID, s.APIKey = c.ID, c.APIKey
-	k2, err := f.services.CreateAPIKey(ctx, c.ID)
+	k2, err := f.services.Partners.CreateAPIKey(ctx, c.ID)
 	must(t, err)
 	f.keep(k2.APIKey)
 	s.SecondKeyID, s.SecondKey = k2.KeyID, k2.APIKey
 	for _, id := range []string{"S1", "S2"} {
-		_, _, err := f.services.PutStore(ctx, c.ID, id, "Store "+id)
+		_, _, err := f.services.Partners.PutStore(ctx, c.ID, id, "Store "+id)
 		must(t, err)
 	}
-	p2, err := f.services.CreatePartner(ctx, "Beta Shoes")
+	p2, err := f.services.Partners.CreatePartner(ctx, "Beta Shoes")
 	must(t, err)
-	c2, err := f.services.CreateClient(ctx, p2.ID, "AT", "EUR")
+	c2, err := f.services.Partners.CreateClient(ctx, p2.ID, "AT", "EUR")
 	must(t, err)
 	f.keep(c2.APIKey)
 	s.OtherClientID, s.OtherAPIKey = c2.ID, c2.APIKey
@@ -253,14 +253,14 @@ func (f *fixture) seedData() seed {
 	} {
 		secret := webhook.NewSecret()
 		f.keep(secret)
-		e, err := f.services.CreateEndpoint(ctx, c.ID, n, secret)
+		e, err := f.services.Webhooks.CreateEndpoint(ctx, c.ID, n, secret)
 		must(t, err)
 		switch i {
 		case 0:
 			s.EndpointID = e.ID
 		case 2:
 			off := false
-			_, err := f.services.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
+			_, err := f.services.Webhooks.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
 			must(t, err)
 			s.OffEndpointID = e.ID
 		}
@@ -283,7 +283,7 @@ func (f *fixture) seedData() seed {
 	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")
 
 	s.OrderNumber = "MP-1001"
-	o, err := f.services.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
+	o, err := f.services.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: s.OrderNumber, ClientID: c.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MA-1"}, {EAN: ean1, MarketplaceArticleNumber: "MA-1"}},
 		CustomerBillingAddress: &storelink.Address{FirstName: "Erika", LastName: "Mustermann", AddressLine1: "Hauptstr. 1",
 			ZipCode: "10115", City: "Berlin", CountryCode: "DE"}})
@@ -297,7 +297,7 @@ func (f *fixture) seedData() seed {
 func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 	f.t.Helper()
 	sum := sha256.Sum256([]byte(body))
-	u, _, err := f.services.Accept(context.Background(), storelink.NewUpload{
+	u, _, err := f.services.Uploads.Accept(context.Background(), storelink.NewUpload{
 		ClientID: clientID, FileName: name, Body: []byte(body), SHA256: hex.EncodeToString(sum[:]),
 	}, capacity)
 	must(f.t, err)
@@ -310,7 +310,7 @@ func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 func (f *fixture) failDeliveries() string {
 	f.t.Helper()
 	ctx := context.Background()
-	jobs, err := f.services.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
+	jobs, err := f.services.Webhooks.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
 	must(f.t, err)
 	if len(jobs) == 0 {
 		f.t.Fatal("no delivery to fail")
@@ -320,7 +320,7 @@ func (f *fixture) failDeliveries() string {
 		results = append(results, storelink.AttemptResult{Job: &jobs[i], Outcome: storelink.OutcomeFailed,
 			Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: time.Now(), DurationMS: 42, StatusCode: 503, Response: "upstream unavailable"}})
 	}
-	must(f.t, f.services.RecordAttempts(ctx, results))
+	must(f.t, f.services.Webhooks.RecordAttempts(ctx, results))
 	return jobs[0].DeliveryID
 }
 

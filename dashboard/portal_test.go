@@ -64,7 +64,7 @@ type other struct {
 func (f *fixture) seedOther(s seed) other {
 	t, ctx := f.t, context.Background()
 	o := other{ProductName: "Beta-only boot", OrderNumber: "BETA-ORDER-9", ReceiverCalls: &atomic.Int32{}}
-	_, _, err := f.services.PutStore(ctx, s.OtherClientID, "B1", "Beta store")
+	_, _, err := f.services.Partners.PutStore(ctx, s.OtherClientID, "B1", "Beta store")
 	must(t, err)
 	o.Upload = f.accept(s.OtherClientID, "beta-only-feed.csv", "store;ean;article_number;quantity;price;product_name\nB1;"+ean1+";B-SKU;9;49.00;"+o.ProductName+"\n")
 	f.processAll()
@@ -75,10 +75,10 @@ func (f *fixture) seedOther(s seed) other {
 	}))
 	t.Cleanup(receiver.Close)
 	o.EndpointURL = receiver.URL + "/beta-only-hook"
-	ep, err := f.services.CreateEndpoint(ctx, s.OtherClientID, storelink.NewEndpoint{URL: o.EndpointURL}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := f.services.Webhooks.CreateEndpoint(ctx, s.OtherClientID, storelink.NewEndpoint{URL: o.EndpointURL}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	o.EndpointID = ep.ID
-	ord, err := f.services.CreateOrder(ctx, storelink.NewOrder{OrderNumber: o.OrderNumber, ClientID: s.OtherClientID, StoreID: "B1",
+	ord, err := f.services.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: o.OrderNumber, ClientID: s.OtherClientID, StoreID: "B1",
 		Items: []storelink.NewItem{{EAN: ean1, MarketplaceArticleNumber: "MB-1"}}})
 	must(t, err)
 	o.OrderID = ord.ID
@@ -106,9 +106,9 @@ func TestPortalSignIn(t *testing.T) {
 	_, form := b.get("/portal/login")
 	wantContains(t, "the sign-in form", form, `name="client_id"`, `name="api_key"`, `type="password"`)
 
-	acme, err := f.services.Client(context.Background(), s.ClientID)
+	acme, err := f.services.Partners.Client(context.Background(), s.ClientID)
 	must(t, err)
-	fr, err := f.services.CreateClient(context.Background(), acme.PartnerID, "FR", "EUR")
+	fr, err := f.services.Partners.CreateClient(context.Background(), acme.PartnerID, "FR", "EUR")
 	must(t, err)
 	f.keep(fr.APIKey)
 	for _, c := range []struct {
@@ -284,7 +284,7 @@ func TestPortalScope(t *testing.T) {
 	if resp, body := b.get("/portal/orders?state=assigned&state=new"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `Query parameter \"state\" is given 2 times`) {
 		t.Errorf("a filter given twice = %d %q, want 400 naming it", resp.StatusCode, body)
 	}
-	list, err := f.services.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.OtherClientID, Limit: 10})
+	list, err := f.services.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: s.OtherClientID, Limit: 10})
 	must(t, err)
 	if len(list) != 1 || list[0].ID != o.DeliveryID || list[0].State != storelink.DeliveryFailed {
 		t.Errorf("the other client's deliveries = %+v, want its one delivery still failed", list)
@@ -325,7 +325,7 @@ func TestPortalActions(t *testing.T) {
 		_, _ = w.Write([]byte("test received"))
 	}))
 	t.Cleanup(receiver.Close)
-	ep, err := f.services.CreateEndpoint(context.Background(), s.ClientID, storelink.NewEndpoint{URL: receiver.URL + "/partner-hook"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := f.services.Webhooks.CreateEndpoint(context.Background(), s.ClientID, storelink.NewEndpoint{URL: receiver.URL + "/partner-hook"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	b := f.browser()
 	cookie := b.portalLogin(s.ClientID, s.APIKey)
@@ -429,7 +429,7 @@ func TestPortalActions(t *testing.T) {
 	second.portalLogin(s.ClientID, s.SecondKey)
 	first.portalLogin(s.ClientID, s.APIKey)
 	second.page("/portal/orders")
-	must(t, f.services.DeleteAPIKey(context.Background(), s.ClientID, s.SecondKeyID))
+	must(t, f.services.Partners.DeleteAPIKey(context.Background(), s.ClientID, s.SecondKeyID))
 	if resp, _ := second.get("/portal/orders"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("a session whose key was deleted = %d, want the sign-in redirect", resp.StatusCode)
 	}
@@ -472,7 +472,7 @@ func TestPortalSignInLimited(t *testing.T) {
 func TestSessionKinds(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	s := f.seedData()
-	h := dashboard.New(dashboard.Deps{Admin: f.services, Sessions: f.services, AdminToken: f.Token})
+	h := dashboard.New(dashboard.Deps{Admin: f.services.Partners, Sessions: f.services.Partners, AdminToken: f.Token})
 	for _, c := range []struct {
 		portal        bool
 		client, key   string
@@ -486,7 +486,7 @@ func TestSessionKinds(t *testing.T) {
 	} {
 		value, id := h.SessionCookie(c.portal)
 		hash := sha256.Sum256([]byte(id))
-		must(t, f.services.CreateSession(context.Background(), storelink.NewSession{IDHash: hash[:], ClientID: c.client, APIKey: c.key,
+		must(t, f.services.Partners.CreateSession(context.Background(), storelink.NewSession{IDHash: hash[:], ClientID: c.client, APIKey: c.key,
 			Expires: time.Now().Add(time.Hour)}))
 		req, _ := http.NewRequest("GET", f.URL+c.path, nil)
 		req.AddCookie(&http.Cookie{Name: c.cookie, Value: value})
@@ -506,7 +506,7 @@ func (deadlineRecorder) SetWriteDeadline(time.Time) error { return nil }
 // partnerOf is the partner of a client.
 func partnerOf(t *testing.T, f *fixture, clientID string) string {
 	t.Helper()
-	c, err := f.services.Client(context.Background(), clientID)
+	c, err := f.services.Partners.Client(context.Background(), clientID)
 	must(t, err)
 	return c.PartnerID
 }

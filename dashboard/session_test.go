@@ -43,7 +43,7 @@ func sessionCookie(t *testing.T, b *browser) string {
 func TestLogoutEndsSessionEverywhere(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	second := httptest.NewServer(dashboard.New(dashboard.Deps{
-		Admin: f.services, Uploads: f.services, Stock: f.services, Orders: f.services, Webhooks: f.services, Sessions: f.services,
+		Admin: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Webhooks: f.services.Webhooks, Sessions: f.services.Partners,
 		AdminToken: f.Token, Capacity: capacity,
 	}))
 	t.Cleanup(second.Close)

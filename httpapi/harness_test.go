@@ -43,7 +43,7 @@ type webhookOptions struct {
 // with a sealer, and runs a deliverer until the test ends. It returns the
 // store, and the deliverer's wake-up, which the API must call when an event
 // or a redelivery is written.
-func wireWebhooks(t *testing.T, svc *service.Service, reg *prometheus.Registry, deps *httpapi.Deps, o webhookOptions) (*service.Service, func()) {
+func wireWebhooks(t *testing.T, svc *service.Services, reg *prometheus.Registry, deps *httpapi.Deps, o webhookOptions) (*service.Services, func()) {
 	t.Helper()
 	if o.schedule == nil {
 		o.schedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
@@ -58,10 +58,10 @@ func wireWebhooks(t *testing.T, svc *service.Service, reg *prometheus.Registry, 
 		t.Fatal(err)
 	}
 	store := svc.With(service.WithSealer(sealer))
-	deps.Webhooks, deps.WebhookAllowPrivate = store, !o.denyPrivate
+	deps.Webhooks, deps.WebhookAllowPrivate = store.Webhooks, !o.denyPrivate
 
 	client := webhook.NewClient(o.timeout, !o.denyPrivate && !o.guardSends)
-	d := worker.NewDeliverer(store, client, storelink.RetryPolicy{Schedule: o.schedule, Jitter: 0.2}, o.timeout, nil, "test", reg)
+	d := worker.NewDeliverer(store.Webhooks, client, storelink.RetryPolicy{Schedule: o.schedule, Jitter: 0.2}, o.timeout, nil, "test", reg)
 	// Retries come due every few tens of milliseconds here; serve's 1s
 	// poll would dominate every timing the tests look at.
 	d.Interval = 10 * time.Millisecond

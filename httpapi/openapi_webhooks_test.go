@@ -176,7 +176,7 @@ func waitDeliveriesFinal(t *testing.T, a *api, n int) []storelink.Delivery {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		list, err := a.webhooks.Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
+		list, err := a.webhooks.Webhooks.Deliveries(t.Context(), storelink.DeliveryFilter{ClientID: a.ClientID, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

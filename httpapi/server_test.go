@@ -31,10 +31,10 @@ type api struct {
 	URL string
 	db  *sqlite.DB
 	// svc are the services of package service over db's driver.
-	svc *service.Service
+	svc *service.Services
 	// webhooks are svc with a sealer, the API's webhook store; nil without
 	// apiOptions.webhooks.
-	webhooks *service.Service
+	webhooks *service.Services
 	ClientID string
 	APIKey   string
 	// PartnerID is the demo client's partner.
@@ -83,16 +83,16 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		opt.maxFileSize = 10 << 20
 	}
 	reg := prometheus.NewRegistry()
-	proc := worker.NewProcessor(orders, nil, "test", reg)
+	proc := worker.NewProcessor(orders.Uploads, nil, "test", reg)
 	deps := httpapi.Deps{
-		Admin: orders, Auth: orders, Uploads: orders, Stock: orders, Orders: orders, Events: orders, Ping: db.Ping, AdminToken: adminToken,
+		Admin: orders.Partners, Auth: orders.Partners, Uploads: orders.Uploads, Stock: orders.Uploads, Orders: orders.Orders, Events: orders.Orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout, FirstByteTimeout: opt.firstByteTimeout,
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
 		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
 		Downloads: opt.downloads, TestSends: opt.testSends,
 	}
-	var webhooks *service.Service
+	var webhooks *service.Services
 	if opt.webhooks != nil {
 		webhooks, deps.Delivering = wireWebhooks(t, orders, reg, &deps, *opt.webhooks)
 	}

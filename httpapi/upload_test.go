@@ -102,7 +102,7 @@ func TestUploadAuthentication(t *testing.T) {
 		problem(t, resp, b, 401)
 	}
 	// Nothing of the refused uploads was kept.
-	list, err := a.svc.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 10})
+	list, err := a.svc.Uploads.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 10})
 	if err != nil || len(list) != 0 {
 		t.Fatalf("uploads after refusals = %d, %v", len(list), err)
 	}
@@ -209,7 +209,7 @@ func TestUploadBadRequests(t *testing.T) {
 	if !strings.HasPrefix(raw, "HTTP/1.1 400") || !strings.Contains(raw, "application/problem+json") {
 		t.Fatalf("raw ../ path answered:\n%s", raw)
 	}
-	list, _ := a.svc.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 100})
+	list, _ := a.svc.Uploads.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 100})
 	if len(list) != 5 {
 		t.Fatalf("%d uploads kept, want only the 5 accepted", len(list))
 	}
@@ -282,8 +282,8 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("errors = %s", mustJSON(errs))
 	}
 	check("store;ean\n", "invalid")
-	st, _, _ := a.svc.Stock(t.Context(), a.ClientID, storelink.StockFilter{Limit: 10})
-	list, _ := a.svc.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 10})
+	st, _, _ := a.svc.Uploads.Stock(t.Context(), a.ClientID, storelink.StockFilter{Limit: 10})
+	list, _ := a.svc.Uploads.Uploads(t.Context(), a.ClientID, storelink.UploadFilter{Limit: 10})
 	if len(st) != 0 || len(list) != 0 {
 		t.Fatalf("validate left %d stock rows and %d uploads", len(st), len(list))
 	}

@@ -69,7 +69,7 @@ func TestUploadFiles(t *testing.T) {
 	}
 
 	// Expire everything finished: a retention an hour in the future.
-	if _, err := a.svc.ExpireFiles(context.Background(), -time.Hour); err != nil {
+	if _, err := a.svc.Uploads.ExpireFiles(context.Background(), -time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/file", "/errors.csv"} {

@@ -26,7 +26,7 @@ func TestBatchClaimBehindALockedUpload(t *testing.T) {
 	ctx := context.Background()
 	clients := setup(t, db, 2)
 	accept := func(client string) *storelink.Upload {
-		u, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		u, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
 		must(t, err)
 		return u
 	}
@@ -41,13 +41,13 @@ func TestBatchClaimBehindALockedUpload(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM uploads WHERE id = $1 FOR UPDATE`, a1.ID); err != nil {
 		t.Fatal(err)
 	}
-	claims, err := db.ClaimBatch(ctx, "w1", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
+	claims, err := db.Uploads.ClaimBatch(ctx, "w1", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
 	must(t, err)
 	if got := claimIDs(claims); got != b1.ID+" "+b2.ID {
 		t.Fatalf("claimed %q while a1 is locked, want b1 and b2 (%s %s), not a2 (%s)", got, b1.ID, b2.ID, a2.ID)
 	}
 	must(t, tx.Rollback(ctx))
-	claims, err = db.ClaimBatch(ctx, "w2", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
+	claims, err = db.Uploads.ClaimBatch(ctx, "w2", time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
 	must(t, err)
 	if got := claimIDs(claims); got != a1.ID+" "+a2.ID {
 		t.Fatalf("claimed %q once a1 is free, want a1 and a2 (%s %s)", got, a1.ID, a2.ID)
@@ -76,7 +76,7 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*service.Service{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -91,10 +91,10 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 	var done atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 6 {
-		db, owner := []*service.Service{a, b}[w%2], fmt.Sprintf("w%d", w)
+		db, owner := []*service.Services{a, b}[w%2], fmt.Sprintf("w%d", w)
 		wg.Go(func() {
 			for done.Load() < int32(len(clients)*perClient) {
-				claims, err := db.ClaimBatch(ctx, owner, time.Hour, storelink.BatchLimit{Uploads: 5, Bytes: 1 << 20})
+				claims, err := db.Uploads.ClaimBatch(ctx, owner, time.Hour, storelink.BatchLimit{Uploads: 5, Bytes: 1 << 20})
 				if err != nil {
 					mu.Lock()
 					fail("claim: %v", err)
@@ -120,7 +120,7 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 					last[c.ClientID] = c.ID
 				}
 				mu.Unlock()
-				results := db.ApplyBatch(ctx, claims, func(c *storelink.Claim) storelink.FeedApply {
+				results := db.Uploads.ApplyBatch(ctx, claims, func(c *storelink.Claim) storelink.FeedApply {
 					return func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 						time.Sleep(time.Millisecond) // let the other workers try to claim meanwhile
 						if last[c.ClientID] == c.ID {
@@ -174,18 +174,18 @@ func TestApplyWritesUnderItsLocks(t *testing.T) {
 		}
 	}
 	accept := func() {
-		_, _, err := a.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
 		must(t, err)
 	}
 	limit := storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}
 	accept() // a first upload makes the stock row
-	c0, err := a.ClaimBatch(ctx, "w0", time.Minute, limit)
+	c0, err := a.Uploads.ClaimBatch(ctx, "w0", time.Minute, limit)
 	must(t, err)
-	if r := a.ApplyBatch(ctx, c0, putQty(1)); r[0].Err != nil {
+	if r := a.Uploads.ApplyBatch(ctx, c0, putQty(1)); r[0].Err != nil {
 		t.Fatal(r[0].Err)
 	}
 	accept()
-	c1, err := a.ClaimBatch(ctx, "w1", time.Minute, limit)
+	c1, err := a.Uploads.ClaimBatch(ctx, "w1", time.Minute, limit)
 	must(t, err)
 	blocker, err := pgx.Connect(ctx, dbURL)
 	must(t, err)
@@ -207,14 +207,14 @@ func TestApplyWritesUnderItsLocks(t *testing.T) {
 		t.Fatalf("fewer than %d sessions waiting on a lock", n)
 	}
 	r1 := make(chan error, 1)
-	go func() { r1 <- a.ApplyBatch(ctx, c1, putQty(2))[0].Err }()
+	go func() { r1 <- a.Uploads.ApplyBatch(ctx, c1, putQty(2))[0].Err }()
 	waiters(1)                         // w1's write waits for the stock row
 	skew.Store(int64(2 * time.Minute)) // w1's lease runs out meanwhile
-	c2, err := b.ClaimBatch(ctx, "w2", time.Minute, limit)
+	c2, err := b.Uploads.ClaimBatch(ctx, "w2", time.Minute, limit)
 	must(t, err)
 	r2 := make(chan error, 1)
 	if len(c2) > 0 {
-		go func() { r2 <- b.ApplyBatch(ctx, c2, putQty(3))[0].Err }()
+		go func() { r2 <- b.Uploads.ApplyBatch(ctx, c2, putQty(3))[0].Err }()
 		waiters(2)
 	} else {
 		r2 <- nil

@@ -18,24 +18,24 @@ func BenchmarkApply(b *testing.B) {
 	dbURL := newSchema(b)
 	db := openAt(b, dbURL, time.Now)
 	ctx := context.Background()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := db.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := db.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
 			b.Fatal(err)
 		}
-		cl, err := db.Claim(ctx, "w", time.Hour)
+		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
 		if err != nil || cl == nil {
 			b.Fatal(cl, err)
 		}
-		_, err = db.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		_, err = db.Uploads.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 			for r := range rows {
 				n := r + i*rows/2
 				if err := put(storelink.StockRow{StoreID: fmt.Sprintf("S%d", n%10), EAN: fmt.Sprintf("%013d", n), ArticleNumber: "SKU-1",

@@ -29,7 +29,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*service.Service{a, b}[i%2].Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -44,10 +44,10 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	var done atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 6 {
-		db := []*service.Service{a, b}[w%2]
+		db := []*service.Services{a, b}[w%2]
 		wg.Go(func() {
 			for done.Load() < int32(len(clients)*perClient) {
-				c, err := db.Claim(ctx, fmt.Sprintf("w%d", w), time.Hour)
+				c, err := db.Uploads.Claim(ctx, fmt.Sprintf("w%d", w), time.Hour)
 				if err != nil {
 					mu.Lock()
 					fail("claim: %v", err)
@@ -69,7 +69,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 				held[c.ClientID] = c.ID
 				next[c.ClientID]++
 				mu.Unlock()
-				_, err = db.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+				_, err = db.Uploads.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 					time.Sleep(2 * time.Millisecond) // let the other workers try to claim meanwhile
 					mu.Lock()
 					held[c.ClientID] = "" // before the commit: the next may be claimed from then on
@@ -97,7 +97,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 // checkAppliedOnceInOrder checks that every upload of order (client →
 // upload ids in acceptance order) was claimed once, and that each client's
 // stock row is its newest upload's, whose article number is the upload id.
-func checkAppliedOnceInOrder(t *testing.T, db *service.Service, order map[string][]string, claimed map[string]int) {
+func checkAppliedOnceInOrder(t *testing.T, db *service.Services, order map[string][]string, claimed map[string]int) {
 	t.Helper()
 	for c, ids := range order {
 		for _, id := range ids {
@@ -105,7 +105,7 @@ func checkAppliedOnceInOrder(t *testing.T, db *service.Service, order map[string
 				t.Fatalf("upload %s claimed %d times, want once", id, claimed[id])
 			}
 		}
-		st, _, err := db.Stock(context.Background(), c, storelink.StockFilter{Limit: 10})
+		st, _, err := db.Uploads.Stock(context.Background(), c, storelink.StockFilter{Limit: 10})
 		must(t, err)
 		if len(st) != 1 || st[0].ArticleNumber != ids[len(ids)-1] {
 			t.Fatalf("stock of client %s = %+v, want the last upload's row", c, st)
@@ -126,10 +126,10 @@ func TestSharedBucket(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for w := range 8 {
-		db := []*service.Service{a, b}[w%2]
+		db := []*service.Services{a, b}[w%2]
 		wg.Go(func() {
 			for range 5 {
-				_, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
+				_, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
 				switch storelink.ErrorCode(err) {
 				case "":
 					accepted.Add(1)
@@ -150,9 +150,9 @@ func TestSharedBucket(t *testing.T) {
 	if accepted.Load() != 14 || limited.Load() != 40-14 {
 		t.Fatalf("%d uploads accepted, %d refused; want 14 and %d", accepted.Load(), limited.Load(), 40-14)
 	}
-	list, err := a.Uploads(ctx, client, storelink.UploadFilter{Limit: 100})
+	list, err := a.Uploads.Uploads(ctx, client, storelink.UploadFilter{Limit: 100})
 	must(t, err)
-	c, err := b.Capacity(ctx, client, policy)
+	c, err := b.Uploads.Capacity(ctx, client, policy)
 	must(t, err)
 	if len(list) != 14 || c.BytesLeft != 10_000-14*700 {
 		t.Fatalf("%d uploads stored, capacity %+v; want 14 and %d bytes left", len(list), c, 10_000-14*700)
@@ -174,11 +174,11 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 	writing.Store(writers)
 	errs := make(chan error, writers+1)
 	for w := range writers {
-		db := []*service.Service{a, b}[w%2]
+		db := []*service.Services{a, b}[w%2]
 		wg.Go(func() {
 			defer writing.Add(-1)
 			for i := range each {
-				_, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
+				_, err := db.Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprintf("W%d-%d", w, i), ClientID: client,
 					Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 				if err != nil {
 					errs <- err
@@ -194,7 +194,7 @@ func TestEventCursorAcrossProcesses(t *testing.T) {
 		if len(cursors) > 0 {
 			after = fmt.Sprint(cursors[len(cursors)-1])
 		}
-		page, _, err := b.Events(ctx, client, after, 7)
+		page, _, err := b.Orders.Events(ctx, client, after, 7)
 		if err != nil {
 			errs <- err
 			return
@@ -256,14 +256,14 @@ func TestListenWakes(t *testing.T) {
 	wait(postgres.ChannelUploads)
 	wait(postgres.ChannelDeliveries)
 	client := setup(t, b, 1)[0]
-	_, _, err := b.Accept(context.Background(), storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+	_, _, err := b.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
 	must(t, err)
 	wait(postgres.ChannelUploads)
 
-	_, err = b.CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
+	_, err = b.Webhooks.CreateEndpoint(context.Background(), client, storelink.NewEndpoint{URL: "https://a.test"}, "whsec_AAAA")
 	must(t, err)
 	price := storelink.Money(100)
-	_, err = b.CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
+	_, err = b.Orders.CreateOrder(context.Background(), storelink.NewOrder{OrderNumber: "N-1", ClientID: client, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 	must(t, err)
 	wait(postgres.ChannelDeliveries)
@@ -291,19 +291,19 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	client := setup(t, a, 1)[0]
 	var endpoints []string
 	for _, u := range []string{"https://a.test", "https://b.test"} {
-		ep, err := a.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: u}, "whsec_AAAA")
+		ep, err := a.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: u}, "whsec_AAAA")
 		must(t, err)
 		endpoints = append(endpoints, ep.ID)
 	}
 	price := storelink.Money(100)
 	events := map[string][]string{} // order → its event ids, oldest first
 	for i := range 24 {
-		o, err := a.CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
+		o, err := a.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: fmt.Sprint("O-", i), ClientID: client, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		must(t, err)
-		_, err = b.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+		_, err = b.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 		must(t, err)
-		recs, err := a.OrderEvents(ctx, o.ID)
+		recs, err := a.Orders.OrderEvents(ctx, o.ID)
 		must(t, err)
 		for _, r := range recs {
 			events[o.ID] = append(events[o.ID], r.EventID)
@@ -326,11 +326,11 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	var delivered atomic.Int32
 	var wg sync.WaitGroup
 	for w := range 8 {
-		db := []*service.Service{a, b}[w%2]
+		db := []*service.Services{a, b}[w%2]
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {
-				jobs, err := db.ClaimDeliveries(ctx, owner, time.Hour, 5, perEndpoint)
+				jobs, err := db.Webhooks.ClaimDeliveries(ctx, owner, time.Hour, 5, perEndpoint)
 				if err != nil {
 					mu.Lock()
 					failures = append(failures, err.Error())
@@ -372,7 +372,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 				mu.Unlock()
 				// Counted as done before the commit, so that the checks
 				// above never see an attempt recorded but still counted.
-				if err := db.RecordAttempts(ctx, results); err != nil {
+				if err := db.Webhooks.RecordAttempts(ctx, results); err != nil {
 					mu.Lock()
 					failures = append(failures, err.Error())
 					mu.Unlock()
@@ -386,7 +386,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatal(strings.Join(failures, "\n"))
 	}
-	n, _, err := a.PendingDeliveries(ctx)
+	n, _, err := a.Webhooks.PendingDeliveries(ctx)
 	must(t, err)
 	if n != 0 || int(delivered.Load()) != total {
 		t.Fatalf("%d delivered, %d pending; want %d and 0", delivered.Load(), n, total)

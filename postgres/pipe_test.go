@@ -98,9 +98,9 @@ func eventOf(client, number string) (*storelink.Order, *storelink.Event) {
 
 // deliveriesTo returns the states of the client's deliveries to the
 // endpoint.
-func deliveriesTo(t *testing.T, svc *service.Service, client, endpoint string) []storelink.DeliveryState {
+func deliveriesTo(t *testing.T, svc *service.Services, client, endpoint string) []storelink.DeliveryState {
 	t.Helper()
-	list, err := svc.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: client, EndpointID: endpoint, Limit: 10})
+	list, err := svc.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: client, EndpointID: endpoint, Limit: 10})
 	must(t, err)
 	var states []storelink.DeliveryState
 	for _, d := range list {
@@ -121,9 +121,9 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, deleteFirst := range []bool{true, false} {
 		_, svc, d, client := pipeEnv(t)
-		gone, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
+		gone, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
 		must(t, err)
-		kept, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
+		kept, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
 		must(t, err)
 		o, ev := eventOf(client, "N-1")
 
@@ -205,12 +205,12 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	_, svc, d, client := pipeEnv(t)
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	e1, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
+	e1, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
 	must(t, err)
-	e3, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e3.test/"}, secret)
+	e3, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e3.test/"}, secret)
 	must(t, err)
 	off := false
-	_, err = svc.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &off})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &off})
 	must(t, err)
 
 	h, err := d.Begin(ctx) // another order's event
@@ -220,18 +220,18 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	price := storelink.Money(100)
 	done := make(chan error, 1)
 	go func() {
-		_, err := svc.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "W-1", ClientID: client, StoreID: "S1",
+		_, err := svc.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "W-1", ClientID: client, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond) // the create waits for the client's events
-	e2, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e2.test/"}, secret)
+	e2, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e2.test/"}, secret)
 	must(t, err)
 	fulfilled := []storelink.OrderState{storelink.StateFulfilled}
-	_, err = svc.UpdateEndpoint(ctx, e1.ID, storelink.EndpointPatch{States: &fulfilled})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, e1.ID, storelink.EndpointPatch{States: &fulfilled})
 	must(t, err)
 	on := true
-	_, err = svc.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
 	must(t, h.Rollback(ctx))
 	must(t, <-done)
@@ -252,7 +252,7 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
 	dbURL, svc, d, client := pipeEnv(t)
 	ctx := context.Background()
-	ep, err := svc.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	for range 3 {
 		tx, err := d.Begin(ctx)
@@ -278,7 +278,7 @@ func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
 
 // pipeEnv opens a database in a schema of its own, with its services, its
 // driver and a client with store S1.
-func pipeEnv(t *testing.T) (dbURL string, svc *service.Service, d *postgres.Driver, client string) {
+func pipeEnv(t *testing.T) (dbURL string, svc *service.Services, d *postgres.Driver, client string) {
 	dbURL = newSchema(t)
 	db := openDB(t, dbURL, time.Now)
 	svc = services(db)

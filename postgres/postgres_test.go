@@ -99,13 +99,13 @@ func openDB(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 
 // services returns the services over db, as serve makes them: on the
 // database's clock, sealing with testSealer.
-func services(db *postgres.DB) *service.Service {
+func services(db *postgres.DB) *service.Services {
 	return service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(testSealer))
 }
 
 // openAt returns the services over a database opened at dbURL on the clock
 // now: one process of those that share the database.
-func openAt(t testing.TB, dbURL string, now func() time.Time) *service.Service {
+func openAt(t testing.TB, dbURL string, now func() time.Time) *service.Services {
 	t.Helper()
 	return services(openDB(t, dbURL, now))
 }
@@ -116,7 +116,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 	t.Helper()
 	db := openDB(t, newSchema(t), now)
 	return storetest.Fixture{
-		Services: func(sealer *storelink.Sealer) storelink.Database {
+		Services: func(sealer *storelink.Sealer) *service.Services {
 			return services(db).With(service.WithSealer(sealer))
 		},
 		FailEvents: func(t *testing.T, state storelink.OrderState) func() {
@@ -150,7 +150,7 @@ func TestConformance(t *testing.T) {
 
 func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
-	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, *service.Services) {
 		db := openDB(t, newSchema(t), time.Now)
 		return postgres.NewDriver(db), services(db)
 	})
@@ -207,23 +207,23 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("applied versions %v, want each of %v once", versions, want)
 	}
 	for _, db := range dbs {
-		if _, err := services(db).PartnerCount(context.Background()); err != nil {
+		if _, err := services(db).Partners.PartnerCount(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // setup makes a partner with n clients, each with store S1.
-func setup(t *testing.T, db *service.Service, n int) []string {
+func setup(t *testing.T, db *service.Services, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := db.Partners.CreatePartner(ctx, "Acme")
 	must(t, err)
 	var ids []string
 	for i := range n {
-		c, err := db.CreateClient(ctx, p.ID, fmt.Sprintf("%c%c", 'A'+i/26, 'A'+i%26), "EUR")
+		c, err := db.Partners.CreateClient(ctx, p.ID, fmt.Sprintf("%c%c", 'A'+i/26, 'A'+i%26), "EUR")
 		must(t, err)
-		_, _, err = db.PutStore(ctx, c.ID, "S1", "")
+		_, _, err = db.Partners.PutStore(ctx, c.ID, "S1", "")
 		must(t, err)
 		ids = append(ids, c.ID)
 	}
@@ -242,26 +242,26 @@ func TestReleaseOwnLeases(t *testing.T) {
 	ctx := context.Background()
 	clients := setup(t, a, 2)
 	for _, c := range clients {
-		_, _, err := a.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
 		must(t, err)
 	}
-	mine, err := a.Claim(ctx, "a", time.Hour)
+	mine, err := a.Uploads.Claim(ctx, "a", time.Hour)
 	must(t, err)
-	theirs, err := b.Claim(ctx, "b", time.Hour)
+	theirs, err := b.Uploads.Claim(ctx, "b", time.Hour)
 	must(t, err)
 	if mine == nil || theirs == nil {
 		t.Fatalf("claims = %v, %v; want one upload each", mine, theirs)
 	}
-	must(t, a.ReleaseOwnLeases(ctx, "a"))
-	again, err := b.Claim(ctx, "b2", time.Hour)
+	must(t, a.Uploads.ReleaseOwnLeases(ctx, "a"))
+	again, err := b.Uploads.Claim(ctx, "b2", time.Hour)
 	must(t, err)
 	if again == nil || again.ID != mine.ID || again.Attempts != 1 {
 		t.Fatalf("claim after the release = %+v, want %s as its first attempt", again, mine.ID)
 	}
-	if none, err := a.Claim(ctx, "a2", time.Hour); err != nil || none != nil {
+	if none, err := a.Uploads.Claim(ctx, "a2", time.Hour); err != nil || none != nil {
 		t.Fatalf("claim = %v, %v; want nothing: b's lease holds", none, err)
 	}
-	if _, err := a.Apply(ctx, mine, func(map[string]bool, func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	if _, err := a.Uploads.Apply(ctx, mine, func(map[string]bool, func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return storelink.FeedReport{}, nil
 	}); storelink.ErrorCode(err) != storelink.ECONFLICT {
 		t.Fatalf("apply by the released claim = %v, want ECONFLICT", err)
@@ -277,9 +277,9 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	client := setup(t, db, 1)[0]
 	first, second := "whsec_"+strings.Repeat("QUJD", 11), "whsec_"+strings.Repeat("REVG", 11)
 	webhooks := db
-	ep, err := webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	ep, err := webhooks.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	must(t, err)
-	_, err = webhooks.RotateSecret(ctx, ep.ID, second, time.Hour)
+	_, err = webhooks.Webhooks.RotateSecret(ctx, ep.ID, second, time.Hour)
 	must(t, err)
 	clear := []string{first, second, strings.TrimPrefix(first, "whsec_"), strings.TrimPrefix(second, "whsec_"), "partner-key-one-0123456789"}
 	conn, err := pgx.Connect(ctx, dbURL)

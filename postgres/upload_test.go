@@ -23,11 +23,11 @@ func TestApplyPaths(t *testing.T) {
 	dbURL := newSchema(t)
 	db := openAt(t, dbURL, time.Now)
 	ctx := context.Background()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := db.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := db.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestApplyPaths(t *testing.T) {
 				rows = append(rows, storelink.StockRow{StoreID: fmt.Sprintf("S%d", k%3), EAN: fmt.Sprintf("%013d", k),
 					ArticleNumber: "SKU", Quantity: 2, Price: 2000, ProductName: "later", Repeats: true})
 			}
-			if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+			if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
 				t.Fatal(err)
 			}
-			cl, err := db.Claim(ctx, "w", time.Hour)
+			cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
 			if err != nil || cl == nil {
 				t.Fatal(cl, err)
 			}
-			u, err := db.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+			u, err := db.Uploads.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 				for _, r := range rows {
 					if err := put(r); err != nil {
 						return storelink.FeedReport{}, err
@@ -92,7 +92,7 @@ func TestApplyPaths(t *testing.T) {
 				t.Fatalf("stock: %d rows, %d from the later row, %d without retail price, %d of this upload; want %d, %d, %d, %d",
 					n, later, nullRetail, fromUpload, tc.keys, tc.again, wantNull, tc.keys)
 			}
-			got, _, err := db.Stock(ctx, c.ID, storelink.StockFilter{StoreID: "S0", EAN: fmt.Sprintf("%013d", 0), Limit: 1})
+			got, _, err := db.Uploads.Stock(ctx, c.ID, storelink.StockFilter{StoreID: "S0", EAN: fmt.Sprintf("%013d", 0), Limit: 1})
 			if err != nil || len(got) != 1 || got[0].Quantity != 2 || got[0].ProductName != "later" || got[0].RetailPrice != nil {
 				t.Fatalf("stock of key 0 = %+v, %v; want the later row", got, err)
 			}
@@ -100,20 +100,20 @@ func TestApplyPaths(t *testing.T) {
 	}
 
 	t.Run("file of three batches again, a unit sold at an unchanged pair", func(t *testing.T) {
-		if _, _, err := db.PutStore(ctx, c.ID, "S0", "Store 0"); err != nil {
+		if _, _, err := db.Partners.PutStore(ctx, c.ID, "S0", "Store 0"); err != nil {
 			t.Fatal(err)
 		}
 		ean := fmt.Sprintf("%013d", 1014) // a GTIN at S0, set by the file before and again unchanged
-		o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "1", ClientID: c.ID, StoreID: "S0",
+		o, err := db.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "1", ClientID: c.ID, StoreID: "S0",
 			Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{}); err != nil {
+		if _, err := db.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		reserved := func() int {
-			st, _, err := db.Stock(ctx, c.ID, storelink.StockFilter{StoreID: "S0", EAN: ean, Limit: 1})
+			st, _, err := db.Uploads.Stock(ctx, c.ID, storelink.StockFilter{StoreID: "S0", EAN: ean, Limit: 1})
 			if err != nil || len(st) != 1 {
 				t.Fatalf("stock of S0 %s = %+v, %v", ean, st, err)
 			}
@@ -135,14 +135,14 @@ func TestApplyPaths(t *testing.T) {
 			}
 			rows = append(rows, r)
 		}
-		if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := db.Claim(ctx, "w", time.Hour)
+		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
 		if err != nil || cl == nil {
 			t.Fatal(cl, err)
 		}
-		u, err := db.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		u, err := db.Uploads.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 			for _, r := range rows {
 				if err := put(r); err != nil {
 					return storelink.FeedReport{}, err
@@ -159,14 +159,14 @@ func TestApplyPaths(t *testing.T) {
 	})
 
 	t.Run("file rejected after two batches were copied", func(t *testing.T) {
-		if _, _, err := db.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
 			t.Fatal(err)
 		}
-		cl, err := db.Claim(ctx, "w", time.Hour)
+		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
 		if err != nil || cl == nil {
 			t.Fatal(cl, err)
 		}
-		u, err := db.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+		u, err := db.Uploads.Apply(ctx, cl, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 			for k := range 25_000 {
 				if err := put(storelink.StockRow{StoreID: fmt.Sprintf("S%d", k%3), EAN: fmt.Sprintf("%013d", k),
 					ArticleNumber: "SKU", Quantity: 3, Price: 3000, ProductName: "rejected"}); err != nil {

@@ -11,11 +11,18 @@ import (
 )
 
 var (
-	_ storelink.AdminService   = (*Service)(nil)
-	_ storelink.Authenticator  = (*Service)(nil)
-	_ storelink.SessionStore   = (*Service)(nil)
-	_ storelink.SecretKeyStore = (*Service)(nil)
+	_ storelink.AdminService  = (*Partners)(nil)
+	_ storelink.Authenticator = (*Partners)(nil)
+	_ storelink.SessionStore  = (*Partners)(nil)
 )
+
+// Partners are the operator's calls on partners, clients, API keys and
+// stores, the authentication of API keys, and the sessions of the
+// dashboard and the portal.
+type Partners struct {
+	config
+	d Driver
+}
 
 // AdminReads are the rows of the admin calls (partners, clients, keys,
 // stores, dashboard sessions, the secret key's check value and sealed
@@ -130,7 +137,7 @@ type AdminRows interface {
 }
 
 // CreatePartner adds a partner.
-func (s *Service) CreatePartner(ctx context.Context, name string) (*storelink.Partner, error) {
+func (s *Partners) CreatePartner(ctx context.Context, name string) (*storelink.Partner, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return nil, storelink.Errorf(storelink.EINVALID, "name is required.")
@@ -147,18 +154,18 @@ func (s *Service) CreatePartner(ctx context.Context, name string) (*storelink.Pa
 }
 
 // PartnerCount counts partners.
-func (s *Service) PartnerCount(ctx context.Context) (int, error) { return s.d.PartnerCount(ctx) }
+func (s *Partners) PartnerCount(ctx context.Context) (int, error) { return s.d.PartnerCount(ctx) }
 
 // Partners lists every partner by name.
-func (s *Service) Partners(ctx context.Context) ([]storelink.Partner, error) {
+func (s *Partners) Partners(ctx context.Context) ([]storelink.Partner, error) {
 	return s.d.Partners(ctx)
 }
 
 // Clients lists every client by partner and country.
-func (s *Service) Clients(ctx context.Context) ([]storelink.Client, error) { return s.d.Clients(ctx) }
+func (s *Partners) Clients(ctx context.Context) ([]storelink.Client, error) { return s.d.Clients(ctx) }
 
 // ListPartners is a page of partners by name (storelink.PartnerFilter).
-func (s *Service) ListPartners(ctx context.Context, f storelink.PartnerFilter) (*storelink.PartnerPage, error) {
+func (s *Partners) ListPartners(ctx context.Context, f storelink.PartnerFilter) (*storelink.PartnerPage, error) {
 	after, err := listCursor(f.After, f.Limit)
 	if err != nil {
 		return nil, err
@@ -178,7 +185,7 @@ func (s *Service) ListPartners(ctx context.Context, f storelink.PartnerFilter) (
 
 // ListClients is a page of clients by partner and country
 // (storelink.ClientFilter).
-func (s *Service) ListClients(ctx context.Context, f storelink.ClientFilter) (*storelink.ClientPage, error) {
+func (s *Partners) ListClients(ctx context.Context, f storelink.ClientFilter) (*storelink.ClientPage, error) {
 	after, err := listCursor(f.After, f.Limit)
 	if err != nil {
 		return nil, err
@@ -212,7 +219,7 @@ func listCursor(after string, limit int) (*storelink.ListCursor, error) {
 }
 
 // CreateClient adds a client for one country with its first API key.
-func (s *Service) CreateClient(ctx context.Context, partnerID, country, currency string) (*storelink.NewClient, error) {
+func (s *Partners) CreateClient(ctx context.Context, partnerID, country, currency string) (*storelink.NewClient, error) {
 	country, currency = strings.ToUpper(strings.TrimSpace(country)), strings.ToUpper(strings.TrimSpace(currency))
 	if !storelink.ValidCountryCode(country) {
 		return nil, storelink.Errorf(storelink.EINVALID, "country_code must be an ISO 3166-1 alpha-2 code such as DE.")
@@ -221,7 +228,7 @@ func (s *Service) CreateClient(ctx context.Context, partnerID, country, currency
 		return nil, storelink.Errorf(storelink.EINVALID, "currency must be an ISO 4217 code such as EUR.")
 	}
 	var c *storelink.NewClient
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		if ok, err := tx.PartnerExists(ctx, partnerID); err != nil {
 			return err
 		} else if !ok {
@@ -251,7 +258,7 @@ func (s *Service) CreateClient(ctx context.Context, partnerID, country, currency
 
 // Client returns a client with its stores and keys; the HTTP API adds its
 // capacity, which is the uploads' to tell.
-func (s *Service) Client(ctx context.Context, clientID string) (*storelink.ClientDetail, error) {
+func (s *Partners) Client(ctx context.Context, clientID string) (*storelink.ClientDetail, error) {
 	c, err := s.d.GetClient(ctx, clientID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
@@ -269,9 +276,9 @@ func (s *Service) Client(ctx context.Context, clientID string) (*storelink.Clien
 }
 
 // CreateAPIKey adds a further key; earlier keys stay valid.
-func (s *Service) CreateAPIKey(ctx context.Context, clientID string) (*storelink.NewAPIKey, error) {
+func (s *Partners) CreateAPIKey(ctx context.Context, clientID string) (*storelink.NewAPIKey, error) {
 	var k *storelink.NewAPIKey
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		if ok, err := tx.ClientExists(ctx, clientID); err != nil {
 			return err
 		} else if !ok {
@@ -299,7 +306,7 @@ func insertKey(ctx context.Context, tx Tx, clientID string, now time.Time) (*sto
 }
 
 // DeleteAPIKey revokes a key at once.
-func (s *Service) DeleteAPIKey(ctx context.Context, clientID, keyID string) error {
+func (s *Partners) DeleteAPIKey(ctx context.Context, clientID, keyID string) error {
 	ok, err := s.d.DeleteAPIKey(ctx, clientID, keyID)
 	if err != nil {
 		return err
@@ -310,7 +317,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, clientID, keyID string) erro
 }
 
 // PutStore creates a store or renames it.
-func (s *Service) PutStore(ctx context.Context, clientID, storeID, name string) (*storelink.Store, bool, error) {
+func (s *Partners) PutStore(ctx context.Context, clientID, storeID, name string) (*storelink.Store, bool, error) {
 	if err := storelink.ValidateStoreID(storeID); err != nil {
 		return nil, false, err
 	}
@@ -331,8 +338,8 @@ func (s *Service) PutStore(ctx context.Context, clientID, storeID, name string) 
 }
 
 // DeleteStore removes a store and its stock.
-func (s *Service) DeleteStore(ctx context.Context, clientID, storeID string) error {
-	return s.inTx(ctx, func(tx Tx) error {
+func (s *Partners) DeleteStore(ctx context.Context, clientID, storeID string) error {
+	return inTx(ctx, s.d, func(tx Tx) error {
 		if ok, err := tx.DeleteStore(ctx, clientID, storeID); err != nil {
 			return err
 		} else if !ok {
@@ -343,14 +350,14 @@ func (s *Service) DeleteStore(ctx context.Context, clientID, storeID string) err
 }
 
 // Stores lists a client's stores by id.
-func (s *Service) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+func (s *Partners) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
 	return s.d.Stores(ctx, clientID)
 }
 
 // Authenticate resolves an API key for a client id. A key of another
 // partner is as good as none: only the partner's own key for another of its
 // clients is told apart (EFORBIDDEN).
-func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*storelink.Client, error) {
+func (s *Partners) Authenticate(ctx context.Context, clientID, apiKey string) (*storelink.Client, error) {
 	unauthorized := storelink.Errorf(storelink.EUNAUTHORIZED, "A valid x-api-key header for this client is required.")
 	if apiKey == "" {
 		return nil, unauthorized
@@ -375,7 +382,7 @@ func (s *Service) Authenticate(ctx context.Context, clientID, apiKey string) (*s
 // CreateSession records a session and deletes the expired ones, in one
 // transaction: the calls that add sessions keep the table to the live
 // ones. A partner's session keeps the hash of its API key, never the key.
-func (s *Service) CreateSession(ctx context.Context, n storelink.NewSession) error {
+func (s *Partners) CreateSession(ctx context.Context, n storelink.NewSession) error {
 	keyHash := ""
 	if n.ClientID != "" {
 		if n.APIKey == "" {
@@ -383,7 +390,7 @@ func (s *Service) CreateSession(ctx context.Context, n storelink.NewSession) err
 		}
 		keyHash = storelink.HashAPIKey(n.APIKey)
 	}
-	return s.inTx(ctx, func(tx Tx) error {
+	return inTx(ctx, s.d, func(tx Tx) error {
 		if err := tx.DeleteExpiredSessions(ctx, s.now()); err != nil {
 			return err
 		}
@@ -392,12 +399,12 @@ func (s *Service) CreateSession(ctx context.Context, n storelink.NewSession) err
 }
 
 // Session tells whose a session is and whether it is active.
-func (s *Service) Session(ctx context.Context, idHash []byte) (string, bool, error) {
+func (s *Partners) Session(ctx context.Context, idHash []byte) (string, bool, error) {
 	return s.d.GetSession(ctx, idHash, s.now())
 }
 
 // DeleteSession ends a session.
-func (s *Service) DeleteSession(ctx context.Context, idHash []byte) error {
+func (s *Partners) DeleteSession(ctx context.Context, idHash []byte) error {
 	return s.d.DeleteSession(ctx, idHash)
 }
 
@@ -415,7 +422,7 @@ type ClientFigures struct {
 }
 
 // ClientSummaries lists the clients that match q with their figures.
-func (s *Service) ClientSummaries(ctx context.Context, q string, policy storelink.CapacityPolicy) ([]storelink.ClientSummary, error) {
+func (s *Partners) ClientSummaries(ctx context.Context, q string, policy storelink.CapacityPolicy) ([]storelink.ClientSummary, error) {
 	now := s.now()
 	rows, err := s.d.ClientFigures(ctx, storelink.FoldQuery(q), now.Add(-storelink.StatsWindow))
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"storelink"
 )
 
-var _ storelink.DeliveryQueue = (*Service)(nil)
+var _ storelink.DeliveryQueue = (*Webhooks)(nil)
 
 // Bookkeeping is the deliverer's side of a Driver: the transactions in which
 // it records attempts and claims deliveries, and the return of claims it
@@ -126,7 +126,7 @@ type SealedKeys struct {
 var errNoSealer = errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
 
 // ClaimDeliveries leases due deliveries and reads what their attempts need.
-func (s *Service) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}
@@ -134,7 +134,7 @@ func (s *Service) ClaimDeliveries(ctx context.Context, owner string, lease time.
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on.
-func (s *Service) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
+func (s *Webhooks) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
 	_, err := s.RecordAndClaim(ctx, results, "", 0, 0, storelink.ClaimCaps{})
 	return err
 }
@@ -142,7 +142,7 @@ func (s *Service) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // RecordAndClaim records results and claims up to limit deliveries for
 // owner in one transaction (storelink.DeliveryQueue). A transaction that the
 // driver says ended for a transient reason is run again, as inTx does.
-func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+func (s *Webhooks) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
 	if len(results) == 0 && limit <= 0 {
 		return nil, nil
@@ -168,7 +168,7 @@ func (s *Service) RecordAndClaim(ctx context.Context, results []storelink.Attemp
 
 // round is one try of RecordAndClaim. A claim that fails leaves the record
 // to commit all the same: the attempts were made.
-func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
+func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
 	now := s.now()
 	tx, err := s.d.BeginRound(ctx)
@@ -194,7 +194,7 @@ func (s *Service) round(ctx context.Context, results []storelink.AttemptResult, 
 // claim leases due deliveries in tx and commits it. A process whose key is
 // no longer the database's (storelink secret-key rotate while it ran)
 // claims nothing, rather than count attempts it cannot make.
-func (s *Service) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
+func (s *Webhooks) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
 	claimed, check, err := tx.ClaimDue(ctx, owner, s.sealer.Check(), now, lease, limit, caps)
 	if err != nil {
@@ -244,7 +244,7 @@ type opened struct {
 // only its own deliveries, which go to the deliverer all the same, to be
 // recorded as attempts that failed for that reason (the claim counted
 // them), so that the other endpoints' deliveries in the claim go out.
-func (s *Service) open(claimed []Claimed, now time.Time) []storelink.DeliveryJob {
+func (s *Webhooks) open(claimed []Claimed, now time.Time) []storelink.DeliveryJob {
 	if len(claimed) == 0 {
 		return nil
 	}
@@ -265,7 +265,7 @@ func (s *Service) open(claimed []Claimed, now time.Time) []storelink.DeliveryJob
 
 // openKeys opens an endpoint's key and secrets to sign with at now: the
 // previous secret only while its overlap lasts.
-func (s *Service) openKeys(k SealedKeys, now time.Time) opened {
+func (s *Webhooks) openKeys(k SealedKeys, now time.Time) opened {
 	previous := k.Previous
 	if !k.PreviousUntil.After(now) {
 		previous = ""
@@ -280,7 +280,7 @@ func (s *Service) openKeys(k SealedKeys, now time.Time) opened {
 
 // ReleaseClaims gives back claimed deliveries that were not attempted
 // (storelink.DeliveryQueue).
-func (s *Service) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+func (s *Webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
 	if len(jobs) == 0 {
 		return nil
 	}

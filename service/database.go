@@ -2,13 +2,7 @@ package service
 
 import (
 	"context"
-
-	"storelink"
 )
-
-// A Service is a whole storelink.Database: the services, and the database's
-// own calls, which it hands to its driver.
-var _ storelink.Database = (*Service)(nil)
 
 // Handle is what a driver answers of the database itself rather than of
 // its rows: the readiness checks, how it tells its faults, the work other
@@ -30,34 +24,23 @@ type Handle interface {
 	Close() error
 }
 
-// With returns the services over the same driver with s's options and then
-// opts: serve opens the database before it knows the secret key, checks the
-// key against it, and then makes the services that seal with it.
-func (s *Service) With(opts ...Option) *Service {
-	c := *s
-	for _, o := range opts {
-		o(&c)
-	}
-	return &c
-}
-
 // Ping checks that the database answers (for /readyz).
-func (s *Service) Ping(ctx context.Context) error { return s.d.Ping(ctx) }
+func (s *Services) Ping(ctx context.Context) error { return s.d.Ping(ctx) }
 
 // ProbeWrite tries a small write where the data is kept (for /readyz after
 // a write found the disk full).
-func (s *Service) ProbeWrite(ctx context.Context) error { return s.d.ProbeWrite(ctx) }
+func (s *Services) ProbeWrite(ctx context.Context) error { return s.d.ProbeWrite(ctx) }
 
 // Fault tells a full disk or an unreachable database from other errors, the
 // way of the database the services run on.
-func (s *Service) Fault(err error) error { return s.d.Fault(err) }
+func (s *Services) Fault(err error) error { return s.d.Fault(err) }
 
 // Listen calls uploads or deliveries when another process on the database
-// adds such work (see storelink.Database).
-func (s *Service) Listen(ctx context.Context, uploads, deliveries func()) error {
+// adds such work.
+func (s *Services) Listen(ctx context.Context, uploads, deliveries func()) error {
 	return s.d.Listen(ctx, uploads, deliveries)
 }
 
 // Close closes the database: the services and every copy of them (With)
 // are done with it.
-func (s *Service) Close() error { return s.d.Close() }
+func (s *Services) Close() error { return s.d.Close() }

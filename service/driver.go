@@ -23,7 +23,7 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
-	Uploads
+	UploadCalls
 	StockReads
 	AdminReads
 	EndpointCalls

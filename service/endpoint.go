@@ -10,7 +10,17 @@ import (
 	"storelink"
 )
 
-var _ storelink.EndpointService = (*Service)(nil)
+var _ storelink.EndpointService = (*Webhooks)(nil)
+
+// Webhooks are the calls on webhook endpoints and their deliveries, and
+// the deliverer's bookkeeping of attempts and claims.
+type Webhooks struct {
+	config
+	d Driver
+	// keys tells whether this process's secret key is still the
+	// database's before a secret is sealed with it.
+	keys *SecretKeys
+}
 
 // EndpointCalls are what the endpoint calls ask of a driver outside a
 // transaction of theirs: reads, and the writes that are one step each
@@ -85,7 +95,7 @@ type EndpointChange struct {
 }
 
 // CreateEndpoint registers an endpoint; its secret and key are sealed.
-func (s *Service) CreateEndpoint(ctx context.Context, clientID string, n storelink.NewEndpoint, secret string) (*storelink.Endpoint, error) {
+func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storelink.NewEndpoint, secret string) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
@@ -110,7 +120,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, clientID string, n storeli
 // UpdateEndpoint changes URL, states, key or the enabled flag. Enabling or
 // disabling an endpoint by hand clears the reason it was disabled (a 410
 // Gone); an endpoint enabled again sends its parked deliveries.
-func (s *Service) UpdateEndpoint(ctx context.Context, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
+func (s *Webhooks) UpdateEndpoint(ctx context.Context, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
@@ -130,7 +140,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p storelink.End
 		c.DisabledReason = &none
 	}
 	var e *storelink.Endpoint
-	err = s.inTx(ctx, func(tx Tx) error {
+	err = inTx(ctx, s.d, func(tx Tx) error {
 		cur, err := tx.LockEndpoint(ctx, id)
 		if err != nil {
 			return err
@@ -149,7 +159,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id string, p storelink.End
 
 // RotateSecret makes secret current and keeps the old one signing until the
 // overlap ends.
-func (s *Service) RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
+func (s *Webhooks) RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
@@ -168,13 +178,13 @@ func (s *Service) RotateSecret(ctx context.Context, id, secret string, overlap t
 }
 
 // Endpoints lists a client's endpoints, oldest first.
-func (s *Service) Endpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+func (s *Webhooks) Endpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	return s.d.ListEndpoints(ctx, clientID)
 }
 
 // Deliveries lists deliveries, newest first, each with its attempts. A
 // state no delivery has lists none.
-func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+func (s *Webhooks) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	if f.Before != "" {
 		// A before that is no delivery (of the client listed) would give
 		// an empty page, which reads as the end of the list.
@@ -193,10 +203,12 @@ func (s *Service) Deliveries(ctx context.Context, f storelink.DeliveryFilter) ([
 
 // Redeliver makes a delivery pending again, due now, with a fresh
 // schedule (RedeliverFor of the operator).
-func (s *Service) Redeliver(ctx context.Context, id string) error { return s.RedeliverFor(ctx, "", id) }
+func (s *Webhooks) Redeliver(ctx context.Context, id string) error {
+	return s.RedeliverFor(ctx, "", id)
+}
 
 // PendingDeliveries counts pending deliveries and the age of the oldest.
-func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
+func (s *Webhooks) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
 	n, oldest, err := s.d.PendingDeliveries(ctx)
 	if err != nil || oldest == nil {
 		return n, 0, err
@@ -206,7 +218,7 @@ func (s *Service) PendingDeliveries(ctx context.Context) (int, time.Duration, er
 
 // FailedDeliveries counts the deliveries that failed and wait for a
 // redelivery or a recovery.
-func (s *Service) FailedDeliveries(ctx context.Context) (int, error) {
+func (s *Webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 	return s.d.FailedDeliveries(ctx)
 }
 
@@ -214,11 +226,11 @@ func (s *Service) FailedDeliveries(ctx context.Context) (int, error) {
 // database: refused when the database has moved to another key since this
 // process started (storelink secret-key rotate while it ran), since what it
 // sealed could not be opened by the processes on the new key.
-func (s *Service) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
+func (s *Webhooks) writeSealer(ctx context.Context) (*storelink.Sealer, error) {
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}
-	if err := s.SecretKeyCurrent(ctx); err != nil {
+	if err := s.keys.SecretKeyCurrent(ctx); err != nil {
 		return nil, err
 	}
 	return s.sealer, nil
@@ -234,7 +246,7 @@ const staleKeyRetry = 5
 // once the database moved to another key (storelink secret-key rotate)
 // while the process ran; it is to be restarted with the new key, and
 // meanwhile another process can take the call.
-func (s *Service) SecretKeyCurrent(ctx context.Context) error {
+func (s *SecretKeys) SecretKeyCurrent(ctx context.Context) error {
 	if s.sealer == nil {
 		return nil
 	}

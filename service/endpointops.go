@@ -64,7 +64,7 @@ type EndpointOpRows interface {
 
 // Endpoint returns an endpoint, deleted or not, with its stats; of
 // clientID's when it is not "".
-func (s *Service) Endpoint(ctx context.Context, clientID, id string) (*storelink.EndpointDetail, error) {
+func (s *Webhooks) Endpoint(ctx context.Context, clientID, id string) (*storelink.EndpointDetail, error) {
 	e, err := s.endpointOf(ctx, clientID, id)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func (s *Service) Endpoint(ctx context.Context, clientID, id string) (*storelink
 
 // EndpointDetails lists a client's endpoints, oldest first, with their
 // stats.
-func (s *Service) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
+func (s *Webhooks) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
 	list, err := s.d.ListEndpoints(ctx, clientID)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (s *Service) EndpointDetails(ctx context.Context, clientID string) ([]store
 
 // endpointOf reads an endpoint; one of another client than clientID (when
 // set) is not found, as one that does not exist.
-func (s *Service) endpointOf(ctx context.Context, clientID, id string) (*storelink.Endpoint, error) {
+func (s *Webhooks) endpointOf(ctx context.Context, clientID, id string) (*storelink.Endpoint, error) {
 	e, err := s.d.GetEndpoint(ctx, id)
 	if err != nil {
 		return nil, endpointNotFound(err, id)
@@ -109,7 +109,7 @@ func (s *Service) endpointOf(ctx context.Context, clientID, id string) (*storeli
 // endpointStats works an endpoint's stats out of its attempts of the last
 // StatsWindow and its deliveries now. The latencies are by nearest rank:
 // the p-quantile of n durations is the ceil(p·n)-th smallest.
-func (s *Service) endpointStats(ctx context.Context, id string) (storelink.EndpointStats, error) {
+func (s *Webhooks) endpointStats(ctx context.Context, id string) (storelink.EndpointStats, error) {
 	since := s.now().Add(-storelink.StatsWindow)
 	st := storelink.EndpointStats{Since: since}
 	c, err := s.d.AttemptCounts(ctx, id, since)
@@ -148,8 +148,8 @@ func nearestRank(p float64, n int) int64 {
 // cancels its pending deliveries, in one transaction. The events of its
 // client wait meanwhile, so that none queues a delivery to it after the
 // cancellation.
-func (s *Service) DeleteEndpoint(ctx context.Context, id string) error {
-	err := s.inTx(ctx, func(tx Tx) error {
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		e, err := tx.LockEndpoint(ctx, id)
 		if err != nil || e.DeletedAt != nil {
 			return err
@@ -174,9 +174,9 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id string) error {
 // then pending again. They go out as any pending delivery does: per order,
 // in the order of their events, each after the earlier ones of its order
 // that are pending too.
-func (s *Service) RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error) {
+func (s *Webhooks) RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error) {
 	var n int
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		e, err := tx.LockEndpoint(ctx, endpointID)
 		if err != nil {
 			return err
@@ -196,7 +196,7 @@ func (s *Service) RecoverDeliveries(ctx context.Context, endpointID string, sinc
 // RedeliverFor makes a delivery of clientID's (any when "") pending again,
 // due now, with a fresh schedule, unless its endpoint was deleted. A
 // delivery being attempted right now is left to that attempt.
-func (s *Service) RedeliverFor(ctx context.Context, clientID, id string) error {
+func (s *Webhooks) RedeliverFor(ctx context.Context, clientID, id string) error {
 	notFound := storelink.Errorf(storelink.ENOTFOUND, "Delivery %q not found.", id)
 	d, err := s.d.GetDelivery(ctx, id)
 	if errors.Is(err, ErrNotFound) || err == nil && clientID != "" && d.ClientID != clientID {
@@ -222,7 +222,7 @@ func (s *Service) RedeliverFor(ctx context.Context, clientID, id string) error {
 // TestDelivery makes the job of a test send: an example event of state
 // for the endpoint's client, signed with the endpoint's secrets, sent with
 // its key, never stored.
-func (s *Service) TestDelivery(ctx context.Context, clientID, endpointID string, state storelink.OrderState) (*storelink.DeliveryJob, error) {
+func (s *Webhooks) TestDelivery(ctx context.Context, clientID, endpointID string, state storelink.OrderState) (*storelink.DeliveryJob, error) {
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}

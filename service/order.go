@@ -12,9 +12,21 @@ import (
 	"storelink"
 )
 
+var (
+	_ storelink.OrderService = (*Orders)(nil)
+	_ storelink.EventService = (*Orders)(nil)
+)
+
+// Orders are the order calls, each of which writes the order's new state
+// and its event in one transaction, and the reads of orders and events.
+type Orders struct {
+	config
+	d Driver
+}
+
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
-func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
+func (s *Orders) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
 	return s.createOrder(ctx, n, storelink.CallCreateOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
 		stock, err := routingStock(ctx, tx, c.ID, n.StoreID, needs)
@@ -38,7 +50,7 @@ func (s *Service) CreateOrder(ctx context.Context, n storelink.NewOrder) (*store
 
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 // It reserves nothing, so it takes no routing lock.
-func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
+func (s *Orders) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
 	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
 		if err != nil {
@@ -63,14 +75,14 @@ func (s *Service) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder
 // event for the client (from n as validated), writes them and remembers the
 // key. The key's lock is taken before build runs, and so before the routing
 // lock that build may take (routingStock): the two never deadlock.
-func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call string,
+func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call string,
 	build func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
 	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
 	var o *storelink.Order
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		o = nil // inTx may run this again
 		c, err := tx.GetClient(ctx, n.ClientID)
 		if errors.Is(err, ErrNotFound) {
@@ -110,7 +122,7 @@ func (s *Service) createOrder(ctx context.Context, n storelink.NewOrder, call st
 // brought it, the error of Replays when hash is another request, and nil,
 // nil when the key is not remembered (never seen, or expired): then the
 // call goes ahead.
-func (s *Service) replay(ctx context.Context, tx Tx, clientID, key string, hash []byte) (*storelink.Order, error) {
+func (s *Orders) replay(ctx context.Context, tx Tx, clientID, key string, hash []byte) (*storelink.Order, error) {
 	k, err := tx.GetOrderKey(ctx, clientID, key)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -203,7 +215,7 @@ func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.E
 }
 
 // Order returns one order with its items.
-func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error) {
+func (s *Orders) Order(ctx context.Context, id string) (*storelink.Order, error) {
 	o, err := s.d.GetOrder(ctx, id)
 	if err != nil {
 		return nil, orderNotFound(err, id)
@@ -212,7 +224,7 @@ func (s *Service) Order(ctx context.Context, id string) (*storelink.Order, error
 }
 
 // Orders lists orders, newest first.
-func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+func (s *Orders) Orders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
 	if f.Before != "" {
 		// A before that is no order (of the client listed) would give an
 		// empty page, which reads as the end of the list; another client's
@@ -229,7 +241,7 @@ func (s *Service) Orders(ctx context.Context, f storelink.OrderFilter) ([]storel
 }
 
 // OrderEvents lists an order's events, oldest first.
-func (s *Service) OrderEvents(ctx context.Context, id string) ([]storelink.EventRecord, error) {
+func (s *Orders) OrderEvents(ctx context.Context, id string) ([]storelink.EventRecord, error) {
 	ok, err := s.d.OrderExists(ctx, id)
 	if err != nil {
 		return nil, err
@@ -241,7 +253,7 @@ func (s *Service) OrderEvents(ctx context.Context, id string) ([]storelink.Event
 
 // Events lists a client's events after a cursor, in the order they were
 // committed. The cursor is the event's number among its client's events.
-func (s *Service) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
+func (s *Orders) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
 	var from int64
 	if after != "" {
 		var err error

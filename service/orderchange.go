@@ -11,7 +11,7 @@ import (
 
 // CancelOrder cancels an assigned order and, when asked, hands the items
 // cancelled for stock reasons to another store that has them.
-func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
+func (s *Orders) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
 	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, again, err := o.Cancel(r, storelink.NewID(now), now)
 		if err != nil {
@@ -42,7 +42,7 @@ func (s *Service) CancelOrder(ctx context.Context, id string, r storelink.Cancel
 }
 
 // FulfilOrder fulfils an assigned order.
-func (s *Service) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
+func (s *Orders) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
 	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.Fulfil(r, storelink.NewID(now), now)
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Service) FulfilOrder(ctx context.Context, id string, r storelink.Fulfil
 }
 
 // ReturnItems records items of a store-fulfilled order coming back.
-func (s *Service) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
+func (s *Orders) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
 	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		var lookupErr error
 		storeExists := func(store string) bool {
@@ -74,7 +74,7 @@ func (s *Service) ReturnItems(ctx context.Context, id string, r storelink.Return
 }
 
 // WarehouseReturn records items of a warehouse-fulfilled order coming back.
-func (s *Service) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
+func (s *Orders) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
 	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.WarehouseReturn(r, storelink.NewID(now), now)
 		if err != nil {
@@ -86,9 +86,9 @@ func (s *Service) WarehouseReturn(ctx context.Context, id string, r storelink.Wa
 
 // changeOrder loads an order for update, lets fn change it (fn writes the
 // order and its events, given the items as they were read), and commits.
-func (s *Service) changeOrder(ctx context.Context, id string, fn func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
+func (s *Orders) changeOrder(ctx context.Context, id string, fn func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
 	var o *storelink.Order
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		var err error
 		if o, err = tx.GetOrderForUpdate(ctx, id); err != nil {
 			return orderNotFound(err, id)

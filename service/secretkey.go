@@ -7,6 +7,16 @@ import (
 	"storelink"
 )
 
+var _ storelink.SecretKeyStore = (*SecretKeys)(nil)
+
+// SecretKeys are the calls on the secret key that seals webhook secrets
+// and endpoint keys: its check value as the database records it, and the
+// move of every sealed value to another key.
+type SecretKeys struct {
+	config
+	d Driver
+}
+
 // SealedEndpoint is one endpoint's sealed values as stored: each is what
 // Sealer.Seal made, or "" for none.
 type SealedEndpoint struct {
@@ -34,18 +44,18 @@ func (e SealedEndpoint) values(now time.Time) []storelink.SealedValue {
 
 // SecretKeyCheck returns the recorded check value of the secret key, "" for
 // none.
-func (s *Service) SecretKeyCheck(ctx context.Context) (string, error) {
+func (s *SecretKeys) SecretKeyCheck(ctx context.Context) (string, error) {
 	return s.d.SecretKeyCheck(ctx)
 }
 
 // RecordSecretKeyCheck records check unless one is recorded, and returns the
 // one recorded.
-func (s *Service) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
+func (s *SecretKeys) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
 	return s.d.RecordSecretKeyCheck(ctx, check)
 }
 
 // SealedValues lists every sealed value.
-func (s *Service) SealedValues(ctx context.Context) ([]storelink.SealedValue, error) {
+func (s *SecretKeys) SealedValues(ctx context.Context) ([]storelink.SealedValue, error) {
 	eps, err := s.d.SealedEndpoints(ctx)
 	if err != nil {
 		return nil, err
@@ -62,9 +72,9 @@ func (s *Service) SealedValues(ctx context.Context) ([]storelink.SealedValue, er
 // newCheck. The sealed rows are locked against writes meanwhile, so that no
 // endpoint is made or changed with the old key while the others move to the
 // new one.
-func (s *Service) ResealSecrets(ctx context.Context, oldCheck, newCheck string, reseal func(storelink.SealedValue) (string, error)) (int, error) {
+func (s *SecretKeys) ResealSecrets(ctx context.Context, oldCheck, newCheck string, reseal func(storelink.SealedValue) (string, error)) (int, error) {
 	n := 0
-	err := s.inTx(ctx, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx Tx) error {
 		n = 0 // inTx may run this again
 		if err := tx.LockSealed(ctx); err != nil {
 			return err

@@ -16,15 +16,26 @@ import (
 	"storelink"
 )
 
-var (
-	_ storelink.OrderService = (*Service)(nil)
-	_ storelink.EventService = (*Service)(nil)
-)
+// Services are storelink's services over one database, one value per
+// area: partners and their credentials, the secret key that seals webhook
+// secrets, orders and their events, uploads and the stock they write, and
+// webhook endpoints with their deliveries. serve wires each consumer (the
+// API, the dashboard, the workers) to the areas it needs; the database's
+// own calls (readiness, faults, the work other processes add, closing it)
+// are the Services' own.
+type Services struct {
+	Partners   *Partners
+	SecretKeys *SecretKeys
+	Orders     *Orders
+	Uploads    *Uploads
+	Webhooks   *Webhooks
 
-// Service implements the storelink services whose rules live here, over a
-// Driver. It is safe for concurrent use.
-type Service struct {
-	d      Driver
+	d   Driver
+	cfg config
+}
+
+// config is what every area's service is configured with.
+type config struct {
 	clock  func() time.Time
 	sealer *storelink.Sealer
 	// retention is how long an upload's files are answered after it was
@@ -32,40 +43,64 @@ type Service struct {
 	retention time.Duration
 }
 
-// Option configures a Service.
-type Option func(*Service)
+// Option configures the services.
+type Option func(*config)
 
-// WithClock sets the clock the service stamps rows with, so that tests
+// WithClock sets the clock the services stamp rows with, so that tests
 // control time. The default is the system clock.
 func WithClock(now func() time.Time) Option {
-	return func(s *Service) { s.clock = now }
+	return func(c *config) { c.clock = now }
 }
 
 // WithSealer sets the sealer that keeps webhook secrets and endpoint keys
 // encrypted at rest. Without one the endpoint calls that seal fail.
 func WithSealer(sealer *storelink.Sealer) Option {
-	return func(s *Service) { s.sealer = sealer }
+	return func(c *config) { c.sealer = sealer }
 }
 
 // WithUploadRetention sets how long an upload's file and error file are
 // answered after the upload was received: from then on they are gone
 // (EGONE), whether or not ExpireFiles has removed them yet.
 func WithUploadRetention(d time.Duration) Option {
-	return func(s *Service) { s.retention = d }
+	return func(c *config) { c.retention = d }
 }
 
 // New returns the services over d.
-func New(d Driver, opts ...Option) *Service {
-	s := &Service{d: d, clock: time.Now}
+func New(d Driver, opts ...Option) *Services {
+	c := config{clock: time.Now}
 	for _, o := range opts {
-		o(s)
+		o(&c)
 	}
-	return s
+	return newServices(d, c)
+}
+
+func newServices(d Driver, c config) *Services {
+	keys := &SecretKeys{config: c, d: d}
+	return &Services{
+		Partners:   &Partners{config: c, d: d},
+		SecretKeys: keys,
+		Orders:     &Orders{config: c, d: d},
+		Uploads:    &Uploads{config: c, d: d},
+		Webhooks:   &Webhooks{config: c, d: d, keys: keys},
+		d:          d,
+		cfg:        c,
+	}
+}
+
+// With returns the services over the same driver with s's options and then
+// opts: serve opens the database before it knows the secret key, checks the
+// key against it, and then makes the services that seal with it.
+func (s *Services) With(opts ...Option) *Services {
+	c := s.cfg
+	for _, o := range opts {
+		o(&c)
+	}
+	return newServices(s.d, c)
 }
 
 // now is the clock in UTC truncated to milliseconds, what every database
 // keeps, so that what an answer shows equals what a later read shows.
-func (s *Service) now() time.Time { return s.clock().UTC().Truncate(time.Millisecond) }
+func (c config) now() time.Time { return c.clock().UTC().Truncate(time.Millisecond) }
 
 // newIDFunc is the newID the domain's constructors take for rows made at
 // now: each call a new id (UUID version 7) stamped with now.
@@ -77,13 +112,13 @@ func newIDFunc(now time.Time) func() string {
 // is run again.
 const maxTries = 4
 
-// inTx runs fn in a transaction of its own and commits it. A transaction
+// inTx runs fn in a transaction of d's own and commits it. A transaction
 // that the driver says ended for a transient reason (a deadlock victim
 // among many writers) is run again from the start, a few times: such ends
 // are expected, rare, and say nothing about the request. fn must therefore
 // set its results afresh on every run.
-func (s *Service) inTx(ctx context.Context, fn func(tx Tx) error) error {
-	return retried(ctx, s.d, s.d.Begin, fn)
+func inTx(ctx context.Context, d Driver, fn func(tx Tx) error) error {
+	return retried(ctx, d, d.Begin, fn)
 }
 
 // ender is what every kind of transaction of a driver offers.

@@ -9,13 +9,20 @@ import (
 	"storelink"
 )
 
-var _ storelink.UploadService = (*Service)(nil)
+var _ storelink.UploadService = (*Uploads)(nil)
 
-// Uploads are the upload calls a driver runs outside a service
+// Uploads are the calls of stock uploads, from their acceptance to their
+// apply, their files, and the stock in force they leave.
+type Uploads struct {
+	config
+	d Driver
+}
+
+// UploadCalls are the upload calls a driver runs outside a service
 // transaction: reads, the claim and the release, each one statement that
 // commits on its own, and BeginUpload for the calls that need a
 // transaction.
-type Uploads interface {
+type UploadCalls interface {
 	// BeginUpload starts a write transaction of the upload calls. They have
 	// transactions of their own kind so that a driver can send a
 	// transaction's statements in as few round trips as it likes and take
@@ -162,7 +169,7 @@ type UploadTx interface {
 
 // inUploadTx runs fn in an upload transaction of its own and commits it,
 // running it again, as inTx does, when it ended for a transient reason.
-func (s *Service) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
+func (s *Uploads) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
 	return retried(ctx, s.d, s.d.BeginUpload, fn)
 }
 
@@ -171,7 +178,7 @@ func (s *Service) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) er
 // it commits: the uploads of one client, from any process, take from it one
 // at a time. The client's waiting uploads are counted under the same lock,
 // so the limit on them holds however many accepts race.
-func (s *Service) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
+func (s *Uploads) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
 	var u *storelink.Upload
 	var capacity storelink.Capacity
 	err := s.inUploadTx(ctx, func(tx UploadTx) error {
@@ -212,7 +219,7 @@ func (s *Service) Accept(ctx context.Context, nu storelink.NewUpload, policy sto
 // bucket, with the bucket locked as Accept locks it. The driver's one
 // statement decides between the cancel and a processor's claim: whichever
 // comes first wins, and the other finds the upload no longer accepted.
-func (s *Service) Cancel(ctx context.Context, clientID, uploadID string, policy storelink.CapacityPolicy) (*storelink.Upload, error) {
+func (s *Uploads) Cancel(ctx context.Context, clientID, uploadID string, policy storelink.CapacityPolicy) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	err := s.inUploadTx(ctx, func(tx UploadTx) error {
 		u = nil // inUploadTx may run this again
@@ -248,7 +255,7 @@ func (s *Service) Cancel(ctx context.Context, clientID, uploadID string, policy 
 }
 
 // Capacity reports the bucket of a client.
-func (s *Service) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {
+func (s *Uploads) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {
 	bucket, stores, err := s.d.GetBucket(ctx, clientID)
 	if errors.Is(err, ErrNotFound) {
 		return storelink.Capacity{}, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
@@ -259,7 +266,7 @@ func (s *Service) Capacity(ctx context.Context, clientID string, policy storelin
 }
 
 // Claim leases the next upload to process: a batch of one.
-func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) (*storelink.Claim, error) {
+func (s *Uploads) Claim(ctx context.Context, owner string, lease time.Duration) (*storelink.Claim, error) {
 	claims, err := s.ClaimBatch(ctx, owner, lease, storelink.BatchLimit{Uploads: 1})
 	if err != nil || len(claims) == 0 {
 		return nil, err
@@ -271,7 +278,7 @@ func (s *Service) Claim(ctx context.Context, owner string, lease time.Duration) 
 // claimable upload, and the next ones that can go with it) is the
 // driver's one statement, so that two processes never claim the same, nor
 // two uploads of one client between them.
-func (s *Service) ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit) ([]*storelink.Claim, error) {
+func (s *Uploads) ClaimBatch(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit) ([]*storelink.Claim, error) {
 	limit.Uploads = max(limit.Uploads, 1)
 	claims, err := s.d.ClaimUploads(ctx, owner, lease, limit, storelink.InterruptedBackoff, s.now)
 	if err != nil {
@@ -291,7 +298,7 @@ func (s *Service) ClaimBatch(ctx context.Context, owner string, lease time.Durat
 // Applied, the upload ends the reservations of fulfilled units whose store
 // and EAN it set: the partner's own count now reflects the sale (CONTRACT
 // 3.4).
-func (s *Service) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
+func (s *Uploads) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	// Not run again on a transient end, as inUploadTx would: fn is run once.
 	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
@@ -345,7 +352,7 @@ func held(c *storelink.Claim, owner string, err error) error {
 // Fail finishes an upload that could not be processed at all (its file
 // made every attempt fail, or its processing was interrupted too often), so
 // that it stops blocking the client's later uploads.
-func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
+func (s *Uploads) Fail(ctx context.Context, c *storelink.Claim, problem storelink.Problem) error {
 	return s.inUploadTx(ctx, func(tx UploadTx) error {
 		var u *storelink.Upload
 		r := storelink.FeedReport{FileError: true, Errors: []storelink.Problem{problem}}
@@ -356,7 +363,7 @@ func (s *Service) Fail(ctx context.Context, c *storelink.Claim, problem storelin
 // Release gives a claim back uncounted (UploadService.Release). The claim
 // is known by its owner and start, and the driver clears the owner, so that
 // only the first of repeated releases counts.
-func (s *Service) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+func (s *Uploads) Release(ctx context.Context, c *storelink.Claim, after time.Duration) error {
 	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after), false); err != nil {
 		return fmt.Errorf("release upload %s: %w", c.ID, err)
 	}
@@ -365,7 +372,7 @@ func (s *Service) Release(ctx context.Context, c *storelink.Claim, after time.Du
 
 // Retry gives a claim back counted as a failure of its file
 // (UploadService.Retry), known by its owner and start as Release's is.
-func (s *Service) Retry(ctx context.Context, c *storelink.Claim, after time.Duration) error {
+func (s *Uploads) Retry(ctx context.Context, c *storelink.Claim, after time.Duration) error {
 	if err := s.d.ReleaseUpload(ctx, c, s.now().Add(after), true); err != nil {
 		return fmt.Errorf("give back upload %s after a failure: %w", c.ID, err)
 	}
@@ -379,7 +386,7 @@ func (s *Service) Retry(ctx context.Context, c *storelink.Claim, after time.Dura
 // orderly stop is neither the file's fault nor a reason to wait.
 // Only owner's leases are touched: other processes on the database hold
 // theirs.
-func (s *Service) ReleaseOwnLeases(ctx context.Context, owner string) error {
+func (s *Uploads) ReleaseOwnLeases(ctx context.Context, owner string) error {
 	return s.d.ReleaseUploadLeases(ctx, owner)
 }
 

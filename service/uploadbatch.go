@@ -26,7 +26,7 @@ import (
 // apply and the others are applied all the same. A fault of the database
 // (a full disk, a database away) or the end of ctx is every claim's error:
 // a lone apply would fail the same way.
-func (s *Service) ApplyBatch(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply) []storelink.BatchResult {
+func (s *Uploads) ApplyBatch(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply) []storelink.BatchResult {
 	out := make([]storelink.BatchResult, len(claims))
 	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
 		clear(out)
@@ -50,7 +50,7 @@ func (s *Service) ApplyBatch(ctx context.Context, claims []*storelink.Claim, fn 
 // holds why when it was not. The savepoint covers the putting of a file's
 // rows, which a driver may write as they come; a rejection is known
 // before they are applied.
-func (s *Service) applyTogether(ctx context.Context, tx UploadTx, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply, out []storelink.BatchResult) error {
+func (s *Uploads) applyTogether(ctx context.Context, tx UploadTx, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply, out []storelink.BatchResult) error {
 	ids, clients := make([]string, len(claims)), make([]string, len(claims))
 	for i, c := range claims {
 		ids[i], clients[i] = c.ID, c.ClientID
@@ -103,7 +103,7 @@ func (s *Service) applyTogether(ctx context.Context, tx UploadTx, claims []*stor
 
 // applyAlone applies the claims one at a time, after their transaction
 // together failed.
-func (s *Service) applyAlone(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply, out []storelink.BatchResult) {
+func (s *Uploads) applyAlone(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply, out []storelink.BatchResult) {
 	behind := map[string]string{}
 	for i, c := range claims {
 		if earlier, ok := behind[c.ClientID]; ok {
@@ -128,7 +128,7 @@ func (s *Service) applyAlone(ctx context.Context, claims []*storelink.Claim, fn 
 
 // settle reads back the uploads finished by the commit that the driver did
 // not read as finished, and gives back the claims held back.
-func (s *Service) settle(ctx context.Context, claims []*storelink.Claim, out []storelink.BatchResult) {
+func (s *Uploads) settle(ctx context.Context, claims []*storelink.Claim, out []storelink.BatchResult) {
 	for i, c := range claims {
 		if out[i].Upload == nil && out[i].Err == nil {
 			out[i].Upload, out[i].Err = s.Upload(ctx, c.ClientID, c.ID)
@@ -139,7 +139,7 @@ func (s *Service) settle(ctx context.Context, claims []*storelink.Claim, out []s
 
 // giveBackHeld releases, uncounted and claimable at once, the claims held
 // back behind an earlier claim of their client: they were not tried.
-func (s *Service) giveBackHeld(ctx context.Context, claims []*storelink.Claim, out []storelink.BatchResult) {
+func (s *Uploads) giveBackHeld(ctx context.Context, claims []*storelink.Claim, out []storelink.BatchResult) {
 	for i, c := range claims {
 		if e, ok := out[i].Err.(*heldBackError); ok {
 			if err := s.Release(ctx, c, 0); err != nil {
@@ -151,7 +151,7 @@ func (s *Service) giveBackHeld(ctx context.Context, claims []*storelink.Claim, o
 
 // faultOf tells whether err is a fault of the database: a full disk, or
 // a database that cannot be reached.
-func (s *Service) faultOf(err error) bool {
+func (s *Uploads) faultOf(err error) bool {
 	switch storelink.ErrorCode(s.d.Fault(err)) {
 	case storelink.ENOSPACE, storelink.EUNAVAILABLE:
 		return true

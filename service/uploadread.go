@@ -11,7 +11,7 @@ import (
 )
 
 // Upload returns one upload of a client.
-func (s *Service) Upload(ctx context.Context, clientID, uploadID string) (*storelink.Upload, error) {
+func (s *Uploads) Upload(ctx context.Context, clientID, uploadID string) (*storelink.Upload, error) {
 	u, err := s.d.GetUpload(ctx, clientID, uploadID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
@@ -22,7 +22,7 @@ func (s *Service) Upload(ctx context.Context, clientID, uploadID string) (*store
 }
 
 // Uploads lists a client's uploads, newest first.
-func (s *Service) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
+func (s *Uploads) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
 	// An unknown cursor would find no upload to list from and so an empty
 	// page, which reads as the end of the list: refuse it instead.
 	if f.Before != "" {
@@ -51,14 +51,14 @@ type UploadQuery struct {
 }
 
 // QueueDepth counts uploads not yet finished.
-func (s *Service) QueueDepth(ctx context.Context) (int, error) {
+func (s *Uploads) QueueDepth(ctx context.Context) (int, error) {
 	return s.d.CountUnfinished(ctx)
 }
 
 // Backlog tells how uploads wait, of one client or (clientID "") of all:
 // for a client, how many unfinished uploads are ahead of its first waiting
 // one; for all, every unfinished upload.
-func (s *Service) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
+func (s *Uploads) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
 	var b storelink.Backlog
 	n, first, oldest, err := s.d.CountWaiting(ctx, clientID)
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Service) Backlog(ctx context.Context, clientID string) (storelink.Backl
 	return b, nil
 }
 
-var _ storelink.StockService = (*Service)(nil)
+var _ storelink.StockService = (*Uploads)(nil)
 
 // StockReads are the reads of the stock listing.
 type StockReads interface {
@@ -117,7 +117,7 @@ func (k StockKey) StoresFrom(ean string) (store string, inclusive bool) {
 // Stock lists the stock in force, by store and EAN, a page at a time. A row
 // shows the units free to order: its quantity less those reserved, never
 // below zero.
-func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
+func (s *Uploads) Stock(ctx context.Context, clientID string, f storelink.StockFilter) ([]storelink.Stock, string, error) {
 	ok, err := s.d.ClientExists(ctx, clientID)
 	if err != nil {
 		return nil, "", err
@@ -144,7 +144,7 @@ func (s *Service) Stock(ctx context.Context, clientID string, f storelink.StockF
 }
 
 // UploadFile returns the file of an upload as it was received.
-func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+func (s *Uploads) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
 	u, err := s.d.GetUpload(ctx, clientID, uploadID)
 	if err != nil {
 		return nil, s.fileError(err, uploadID)
@@ -169,7 +169,7 @@ func (s *Service) UploadFile(ctx context.Context, clientID, uploadID string) ([]
 // expired is EGONE for the files of a finished upload received longer
 // ago than the retention, which are gone from then on, whether or not the
 // sweep has removed them yet. An upload still waiting keeps its file.
-func (s *Service) expired(what string, u *storelink.Upload) error {
+func (s *Uploads) expired(what string, u *storelink.Upload) error {
 	if s.retention <= 0 || !u.Status.Final() {
 		return nil
 	}
@@ -182,7 +182,7 @@ func (s *Service) expired(what string, u *storelink.Upload) error {
 // UploadErrorFile returns the error file of a processed upload. An upload
 // set aside without being processed (Fail) has none written: its error
 // file is made of its problems, at line 0.
-func (s *Service) UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+func (s *Uploads) UploadErrorFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
 	u, err := s.d.GetUpload(ctx, clientID, uploadID)
 	if err != nil {
 		return nil, s.fileError(err, uploadID)
@@ -208,7 +208,7 @@ func (s *Service) UploadErrorFile(ctx context.Context, clientID, uploadID string
 	return data, nil
 }
 
-func (s *Service) fileError(err error, uploadID string) error {
+func (s *Uploads) fileError(err error, uploadID string) error {
 	if errors.Is(err, ErrNotFound) {
 		return storelink.Errorf(storelink.ENOTFOUND, "Upload %q not found.", uploadID)
 	}
@@ -231,7 +231,7 @@ const expireBatch = 100
 // ExpireFiles removes, in batches, the files of the finished uploads
 // received more than retention ago; an upload still waiting or processing
 // keeps its file, whatever its age.
-func (s *Service) ExpireFiles(ctx context.Context, retention time.Duration) (int, error) {
+func (s *Uploads) ExpireFiles(ctx context.Context, retention time.Duration) (int, error) {
 	now := s.now()
 	total := 0
 	for {

@@ -15,21 +15,21 @@ func batchFixture(t testing.TB, n int) (*Fixture, *storelink.Endpoint) {
 	t.Helper()
 	ctx := context.Background()
 	db := OpenFixture(t, nil)
-	p, err := db.Services().CreatePartner(ctx, "Acme")
+	p, err := db.Services().Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.Services().CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := db.Services().Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := db.Services().CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := db.Services().Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {
 		t.Fatal(err)
 	}
 	price := storelink.Money(1999)
 	for i := range n {
-		if _, err := db.Services().CreateWarehouseOrder(ctx, storelink.NewOrder{
+		if _, err := db.Services().Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{
 			OrderNumber: fmt.Sprintf("W-%d", i), ClientID: c.ID,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
 		}); err != nil {
@@ -45,7 +45,7 @@ func batchFixture(t testing.TB, n int) (*Fixture, *storelink.Endpoint) {
 func TestRecordAttemptsBatches(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 43)
-	jobs, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
 	if err != nil || len(jobs) != 43 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -72,10 +72,10 @@ func TestRecordAttemptsBatches(t *testing.T) {
 		}
 		results[i] = r
 	}
-	if err := db.Services().RecordAttempts(ctx, results); err != nil {
+	if err := db.Services().Webhooks.RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	list, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
+	list, err := db.Services().Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: ep.ClientID, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

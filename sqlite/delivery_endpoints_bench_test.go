@@ -28,7 +28,7 @@ func endpointsFixture(t testing.TB, endpoints, orders int) (*Fixture, int) {
 		items[i] = storelink.NewItem{EAN: "4006381333931", MarketplaceArticleNumber: fmt.Sprintf("MP-%d", i),
 			ArticleNumber: fmt.Sprintf("SKU-%d", i), Price: &price}
 	}
-	o, err := db.Services().CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"], Items: items})
+	o, err := db.Services().Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"], Items: items})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func BenchmarkDeliveryEndpoints(b *testing.B) {
 		for {
 			n := min(round, len(flight))
 			results := succeeded(flight, n, 50, 200)
-			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, held-len(flight)+n, storelink.ClaimCaps{Default: 96, All: 96})
+			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, held-len(flight)+n, storelink.ClaimCaps{Default: 96, All: 96})
 			if err != nil {
 				b.Fatal(err)
 			}

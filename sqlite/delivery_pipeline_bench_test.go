@@ -27,7 +27,7 @@ func pipelineFixture(t testing.TB, orders int) (*Fixture, int) {
 		t.Fatalf("clients: %v %v", rows, err)
 	}
 	price := storelink.Money(1999)
-	o, err := db.Services().CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
+	o, err := db.Services().Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-0", ClientID: rows[0]["id"],
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 		for {
 			n := min(round, len(held))
 			results := succeeded(held, n, 1, 204)
-			jobs, err := q.RecordAndClaim(ctx, results, "w1", time.Minute, 256, storelink.ClaimCaps{Default: leased})
+			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, 256, storelink.ClaimCaps{Default: leased})
 			if err != nil {
 				b.Fatal(err)
 			}

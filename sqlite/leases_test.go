@@ -24,14 +24,14 @@ func TestClaimWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	wal := list[0]["file"] + "-wal"
-	jobs, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 5 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	if fi, err := os.Stat(wal); err != nil || fi.Size() != 0 {
 		t.Fatalf("the WAL after a claim: %v, %v; want it empty", fi, err)
 	}
-	if again, err := db.Services().ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
+	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
 		t.Fatalf("claim while leased: %d jobs, %v; want none", len(again), err)
 	}
 }
@@ -42,11 +42,11 @@ func TestClaimWritesNothing(t *testing.T) {
 func TestLeasesEndWithTheProcess(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 2)
-	if jobs, err := db.Services().ClaimDeliveries(ctx, "gone", time.Hour, 10, 10); err != nil || len(jobs) != 2 {
+	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "gone", time.Hour, 10, 10); err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	db.Reopen(t)
-	jobs, err := db.Services().ClaimDeliveries(ctx, "next", time.Hour, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "next", time.Hour, 10, 10)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim after reopening: %d jobs, %v; want both", len(jobs), err)
 	}
@@ -65,42 +65,42 @@ func TestRedeliverInFlight(t *testing.T) {
 	db, _ := batchFixture(t, 1)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	db.Now = func() time.Time { return now }
-	jobs, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	// Retried once: attempt 1 recorded, try 1 counted; attempt 2 in flight.
-	if err := db.Services().RecordAttempts(ctx, []storelink.AttemptResult{{Job: &jobs[0], Outcome: storelink.OutcomeRetry, NextAt: now,
+	if err := db.Services().Webhooks.RecordAttempts(ctx, []storelink.AttemptResult{{Job: &jobs[0], Outcome: storelink.OutcomeRetry, NextAt: now,
 		Attempt: storelink.Attempt{Number: 1, At: now, StatusCode: 503}}}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	second, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(second) != 1 || second[0].Attempt != 2 || second[0].Try != 2 {
 		t.Fatalf("second claim: %+v, %v; want attempt 2, try 2", second, err)
 	}
-	if err := db.Services().Redeliver(ctx, jobs[0].DeliveryID); err != nil {
+	if err := db.Services().Webhooks.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := db.Services().ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
+	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
 		t.Fatalf("claim after redelivering a delivery in flight: %+v, %v; want none", again, err)
 	}
 	now = now.Add(time.Minute + time.Millisecond)
-	if err := db.Services().Redeliver(ctx, jobs[0].DeliveryID); err != nil {
+	if err := db.Services().Webhooks.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
-	third, err := db.Services().ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
+	third, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
 	if err != nil || len(third) != 1 || third[0].Attempt != 3 || third[0].Try != 1 {
 		t.Fatalf("claim after the lease ran out and a redelivery: %+v, %v; want attempt 3, try 1", third, err)
 	}
 	// The lost attempt's result comes in late: recorded, and it moves
 	// nothing; the live one's does.
-	if err := db.Services().RecordAttempts(ctx, []storelink.AttemptResult{
+	if err := db.Services().Webhooks.RecordAttempts(ctx, []storelink.AttemptResult{
 		{Job: &second[0], Outcome: storelink.OutcomeFailed, Attempt: storelink.Attempt{Number: 2, At: now, StatusCode: 500}},
 		{Job: &third[0], Outcome: storelink.OutcomeSucceeded, Attempt: storelink.Attempt{Number: 3, At: now, StatusCode: 204}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
+	ds, err := db.Services().Webhooks.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %+v, %v", ds, err)
 	}
@@ -119,7 +119,7 @@ func claimOne(t *testing.T, db *Fixture, owner string) storelink.DeliveryJob {
 // exactly one job comes.
 func claimUpTo(t *testing.T, db *Fixture, owner string, limit int) storelink.DeliveryJob {
 	t.Helper()
-	jobs, err := db.Services().ClaimDeliveries(context.Background(), owner, time.Minute, limit, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(context.Background(), owner, time.Minute, limit, 10)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim by %s: %d jobs, %v; want one", owner, len(jobs), err)
 	}
@@ -129,7 +129,7 @@ func claimUpTo(t *testing.T, db *Fixture, owner string, limit int) storelink.Del
 // onlyDelivery returns the one delivery of a fixture.
 func onlyDelivery(t *testing.T, db *Fixture) storelink.Delivery {
 	t.Helper()
-	ds, err := db.Services().Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 10})
+	ds, err := db.Services().Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{Limit: 10})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries: %+v, %v", ds, err)
 	}
@@ -138,7 +138,7 @@ func onlyDelivery(t *testing.T, db *Fixture) storelink.Delivery {
 
 func recordOne(t *testing.T, db *Fixture, j storelink.DeliveryJob, o storelink.Outcome, status int, at time.Time) {
 	t.Helper()
-	if err := db.Services().RecordAttempts(context.Background(), []storelink.AttemptResult{{Job: &j, Outcome: o,
+	if err := db.Services().Webhooks.RecordAttempts(context.Background(), []storelink.AttemptResult{{Job: &j, Outcome: o,
 		Attempt: storelink.Attempt{Number: j.Attempt, At: at, StatusCode: status}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestReleaseAfterLostLease(t *testing.T) {
 	lost := claimOne(t, db, "w1")
 	now = now.Add(time.Minute + time.Millisecond)
 	second := claimOne(t, db, "w1")
-	if err := db.Services().ReleaseClaims(ctx, []storelink.DeliveryJob{second}); err != nil {
+	if err := db.Services().Webhooks.ReleaseClaims(ctx, []storelink.DeliveryJob{second}); err != nil {
 		t.Fatal(err)
 	}
 	third := claimOne(t, db, "w1")
@@ -182,7 +182,7 @@ func TestRedeliverThenLostResult(t *testing.T) {
 		db.Now = func() time.Time { return now }
 		lost := claimOne(t, db, "w1")
 		now = now.Add(time.Minute + time.Millisecond)
-		if err := db.Services().Redeliver(ctx, lost.DeliveryID); err != nil {
+		if err := db.Services().Webhooks.Redeliver(ctx, lost.DeliveryID); err != nil {
 			t.Fatal(err)
 		}
 		recordOne(t, db, lost, outcome, 500, now)
@@ -206,7 +206,7 @@ func TestConcurrentClaims(t *testing.T) {
 	for _, owner := range []string{"a", "b", "c", "d"} {
 		wg.Go(func() {
 			for range 100 {
-				jobs, err := db.Services().ClaimDeliveries(ctx, owner, time.Hour, 1, 1000)
+				jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, owner, time.Hour, 1, 1000)
 				if err != nil {
 					t.Error(err)
 					return

@@ -19,7 +19,7 @@ import (
 func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 6)
-	jobs, err := db.Services().ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 6 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -33,12 +33,12 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 		}
 		results = append(results, r)
 	}
-	if err := db.Services().RecordAttempts(ctx, results); err != nil {
+	if err := db.Services().Webhooks.RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
 	list := func(state storelink.DeliveryState) map[string][]storelink.Attempt {
 		t.Helper()
-		ds, err := db.Services().Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
+		ds, err := db.Services().Webhooks.Deliveries(ctx, storelink.DeliveryFilter{State: state, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,18 +104,18 @@ func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
 	ctx := context.Background()
 	f := OpenFixture(t, nil)
 	svc := f.Services()
-	p, err := svc.CreatePartner(ctx, "Acme")
+	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	var ids []string
 	for i := range 3 {
-		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: []byte("store;ean\n")}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("up again")
-	u, err := svc.Cancel(ctx, c.ID, ids[1], policy)
+	u, err := svc.Uploads.Cancel(ctx, c.ID, ids[1], policy)
 	if err != nil || u.Status != storelink.UploadCancelled {
 		t.Fatalf("cancel after the migration: %+v, %v", u, err)
 	}
@@ -167,7 +167,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 4)
 	s := db.Services()
-	jobs, err := s.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := s.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -182,10 +182,10 @@ func TestMigrationWebhookOperations(t *testing.T) {
 		}
 		results = append(results, r)
 	}
-	if err := s.RecordAttempts(ctx, results); err != nil {
+	if err := s.Webhooks.RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteEndpoint(ctx, ep.ID); err != nil { // the retried one is cancelled
+	if err := s.Webhooks.DeleteEndpoint(ctx, ep.ID); err != nil { // the retried one is cancelled
 		t.Fatal(err)
 	}
 	states := func(when string) map[string]string {
@@ -246,7 +246,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 			t.Fatalf("up again: attempt %v, want of endpoint %s, with no url", r, ep.ID)
 		}
 	}
-	d, err := s.Endpoint(ctx, "", ep.ID)
+	d, err := s.Webhooks.Endpoint(ctx, "", ep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,18 +276,18 @@ func TestMigrationPortalSessions(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 0)
 	s := db.Services()
-	c, err := s.Clients(ctx)
+	c, err := s.Partners.Clients(ctx)
 	if err != nil || len(c) == 0 {
 		t.Fatalf("clients: %v, %v", c, err)
 	}
-	key, err := s.CreateAPIKey(ctx, c[0].ID)
+	key, err := s.Partners.CreateAPIKey(ctx, c[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expires := time.Now().Add(time.Hour)
 	op, partner := []byte("operator session"), []byte("partner session")
 	for _, n := range []storelink.NewSession{{IDHash: op, Expires: expires}, {IDHash: partner, ClientID: c[0].ID, APIKey: key.APIKey, Expires: expires}} {
-		if err := s.CreateSession(ctx, n); err != nil {
+		if err := s.Partners.CreateSession(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,13 +305,13 @@ func TestMigrationPortalSessions(t *testing.T) {
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if client, ok, err := s.Session(ctx, op); err != nil || !ok || client != "" {
+	if client, ok, err := s.Partners.Session(ctx, op); err != nil || !ok || client != "" {
 		t.Fatalf("up again: the operator's session = %q, %v, %v", client, ok, err)
 	}
-	if err := s.CreateSession(ctx, storelink.NewSession{IDHash: partner, ClientID: c[0].ID, APIKey: key.APIKey, Expires: expires}); err != nil {
+	if err := s.Partners.CreateSession(ctx, storelink.NewSession{IDHash: partner, ClientID: c[0].ID, APIKey: key.APIKey, Expires: expires}); err != nil {
 		t.Fatal(err)
 	}
-	if client, ok, err := s.Session(ctx, partner); err != nil || !ok || client != c[0].ID {
+	if client, ok, err := s.Partners.Session(ctx, partner); err != nil || !ok || client != c[0].ID {
 		t.Fatalf("up again: the partner's session = %q, %v, %v", client, ok, err)
 	}
 }

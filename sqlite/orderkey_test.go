@@ -18,18 +18,18 @@ func TestOrderKeysSwept(t *testing.T) {
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	lite := sqlite.OpenFixture(t, func() time.Time { return now })
 	db := lite.Services()
-	p, err := db.CreatePartner(ctx, "Acme")
+	p, err := db.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := db.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	price := storelink.Money(100)
 	order := func(key string) {
 		t.Helper()
-		_, err := db.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: key, ClientID: c.ID, IdempotencyKey: key,
+		_, err := db.Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: key, ClientID: c.ID, IdempotencyKey: key,
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 	"storelink/sqlite"
 )
 
@@ -19,22 +20,22 @@ import (
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
-func orderDB(t *testing.T) (storelink.Database, string, string) {
+func orderDB(t *testing.T) (*service.Services, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	db := sqlite.OpenFixture(t, nil)
 	s := db.Services()
-	p, err := s.CreatePartner(ctx, "P")
+	p, err := s.Partners.CreatePartner(ctx, "P")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := s.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const ean = "4006381333931"
 	for _, id := range []string{"S1", "S2"} {
-		if _, _, err := s.PutStore(ctx, c.ID, id, "Store "+id); err != nil {
+		if _, _, err := s.Partners.PutStore(ctx, c.ID, id, "Store "+id); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
@@ -46,16 +47,16 @@ func orderDB(t *testing.T) (storelink.Database, string, string) {
 }
 
 // lifecycle creates an order, fulfils it and returns its item.
-func lifecycle(ctx context.Context, db storelink.Database, clientID, ean, number string) error {
-	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
+func lifecycle(ctx context.Context, db *service.Services, clientID, ean, number string) error {
+	o, err := db.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: number, ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := db.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{}); err != nil {
+	if _, err := db.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{}); err != nil {
 		return fmt.Errorf("fulfil %s: %w", o.ID, err)
 	}
-	_, err = db.ReturnItems(ctx, o.ID, storelink.ReturnRequest{
+	_, err = db.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{
 		Items: []storelink.ReturnItem{{ItemID: o.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
 	if err != nil {
 		return fmt.Errorf("return %s: %w", o.ID, err)
@@ -84,7 +85,7 @@ func TestOrderCallsShareTheWriter(t *testing.T) {
 	wg.Go(func() {
 		for i := range 20 {
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, _, err := db.PutStore(wctx, clientID, fmt.Sprintf("X%d", i), "Other writer")
+			_, _, err := db.Partners.PutStore(wctx, clientID, fmt.Sprintf("X%d", i), "Other writer")
 			cancel()
 			if err != nil {
 				errs <- fmt.Errorf("store write %d while orders were written: %w", i, err)
@@ -98,7 +99,7 @@ func TestOrderCallsShareTheWriter(t *testing.T) {
 		t.Error(err)
 	}
 	// One event per call, each order's in order.
-	events, _, err := db.Events(ctx, clientID, "", callers*orders*3+1)
+	events, _, err := db.Orders.Events(ctx, clientID, "", callers*orders*3+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestOrderCallsGivenUpReleaseTheWriter(t *testing.T) {
 		}
 		wg.Wait()
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, _, err := db.PutStore(wctx, clientID, fmt.Sprintf("S%d", 10+round), "After")
+		_, _, err := db.Partners.PutStore(wctx, clientID, fmt.Sprintf("S%d", 10+round), "After")
 		cancel()
 		if err != nil {
 			t.Fatalf("round %d: a write after the order callers gave up: %v", round, err)
@@ -153,7 +154,7 @@ func TestOrderCallsGivenUpReleaseTheWriter(t *testing.T) {
 func TestOrderCallFailureIsItsOwn(t *testing.T) {
 	db, clientID, ean := orderDB(t)
 	ctx := context.Background()
-	o, err := db.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "F-1", ClientID: clientID,
+	o, err := db.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "F-1", ClientID: clientID,
 		Items: []storelink.NewItem{{EAN: ean, MarketplaceArticleNumber: "M-1"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestOrderCallFailureIsItsOwn(t *testing.T) {
 	for i := range results {
 		wg.Go(func() {
 			if i%2 == 0 { // not allowed: an assigned order cannot be returned
-				_, results[i] = db.ReturnItems(ctx, o.ID, storelink.ReturnRequest{
+				_, results[i] = db.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{
 					Items: []storelink.ReturnItem{{ItemID: o.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
 				return
 			}
@@ -179,14 +180,14 @@ func TestOrderCallFailureIsItsOwn(t *testing.T) {
 			t.Errorf("lifecycle next to failing calls: %v", err)
 		}
 	}
-	got, err := db.Order(ctx, o.ID)
+	got, err := db.Orders.Order(ctx, o.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.State != storelink.StateAssigned || got.Items[0].Status != storelink.ItemAssigned {
 		t.Fatalf("order after refused returns: %s, item %s", got.State, got.Items[0].Status)
 	}
-	if evs, err := db.OrderEvents(ctx, o.ID); err != nil || len(evs) != 1 {
+	if evs, err := db.Orders.OrderEvents(ctx, o.ID); err != nil || len(evs) != 1 {
 		t.Fatalf("events of the order after refused returns: %d, %v", len(evs), err)
 	}
 }

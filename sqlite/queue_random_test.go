@@ -121,15 +121,15 @@ func newQueueHarness(t *testing.T, seed uint64) *queueHarness {
 		madeFailed: map[string]bool{}, stats: map[string]int{},
 		now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	h.db = OpenFixture(t, h.clock)
-	p, err := h.db.Services().CreatePartner(h.ctx, "Acme")
+	p, err := h.db.Services().Partners.CreatePartner(h.ctx, "Acme")
 	h.must(err, "create partner")
-	c, err := h.db.Services().CreateClient(h.ctx, p.ID, "DE", "EUR")
+	c, err := h.db.Services().Partners.CreateClient(h.ctx, p.ID, "DE", "EUR")
 	h.must(err, "create client")
 	h.client = c.ID
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	all, err := h.db.Services().CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
+	all, err := h.db.Services().Webhooks.CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://all.test/", APIKey: "k"}, secret)
 	h.must(err, "create endpoint")
-	returns, err := h.db.Services().CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
+	returns, err := h.db.Services().Webhooks.CreateEndpoint(h.ctx, c.ID, storelink.NewEndpoint{URL: "https://returns.test/",
 		States: []storelink.OrderState{storelink.StateWarehouseReturned}}, secret)
 	h.must(err, "create endpoint")
 	h.endpoints = []string{all.ID, returns.ID}
@@ -191,7 +191,7 @@ func (h *queueHarness) createOrder() {
 	for range 1 + h.rng.IntN(3) {
 		n.Items = append(n.Items, storelink.NewItem{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price})
 	}
-	o, err := h.db.Services().CreateWarehouseOrder(h.ctx, n)
+	o, err := h.db.Services().Orders.CreateWarehouseOrder(h.ctx, n)
 	h.must(err, "create warehouse order")
 	qo := &queueOrder{id: o.ID}
 	for _, it := range o.Items {
@@ -215,7 +215,7 @@ func (h *queueHarness) returnItem() {
 		return
 	}
 	o := open[h.rng.IntN(len(open))]
-	_, err := h.db.Services().WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
+	_, err := h.db.Services().Orders.WarehouseReturn(h.ctx, o.id, storelink.WarehouseReturnRequest{
 		Items: []storelink.WarehouseReturnItem{{ItemID: o.items[o.returned]}}})
 	h.must(err, "warehouse return")
 	o.returned++
@@ -236,7 +236,7 @@ func (h *queueHarness) owner() string { return []string{"w1", "w2"}[h.rng.IntN(2
 // claim claims due deliveries and checks what came.
 func (h *queueHarness) claim() {
 	limit, per := h.limits()
-	jobs, err := h.db.Services().ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
+	jobs, err := h.db.Services().Webhooks.ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
 	h.must(err, "ClaimDeliveries")
 	h.checkClaim(jobs, limit, per)
 }
@@ -272,11 +272,11 @@ func (h *queueHarness) recordAndClaim(claim bool) {
 	}
 	h.held = kept
 	if !claim {
-		h.must(h.db.Services().RecordAttempts(h.ctx, results), "RecordAttempts")
+		h.must(h.db.Services().Webhooks.RecordAttempts(h.ctx, results), "RecordAttempts")
 		return
 	}
 	limit, per := h.limits()
-	jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, storelink.ClaimCaps{Default: per})
+	jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, storelink.ClaimCaps{Default: per})
 	h.must(err, "RecordAndClaim")
 	h.checkClaim(jobs, limit, per)
 }
@@ -293,7 +293,7 @@ func (h *queueHarness) releaseClaims() {
 		}
 	}
 	h.held = kept
-	h.must(h.db.Services().ReleaseClaims(h.ctx, back), "ReleaseClaims")
+	h.must(h.db.Services().Webhooks.ReleaseClaims(h.ctx, back), "ReleaseClaims")
 	h.stats["released"] += len(back)
 }
 
@@ -306,14 +306,14 @@ func (h *queueHarness) redeliver() {
 		return
 	}
 	id := rows[h.rng.IntN(len(rows))]["id"]
-	h.must(h.db.Services().Redeliver(h.ctx, id), "Redeliver "+id)
+	h.must(h.db.Services().Webhooks.Redeliver(h.ctx, id), "Redeliver "+id)
 	h.stats["redelivered"]++
 }
 
 // toggleEndpoint enables or disables a random endpoint.
 func (h *queueHarness) toggleEndpoint() {
 	on := h.rng.IntN(4) > 0
-	_, err := h.db.Services().UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
+	_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
 	h.must(err, "UpdateEndpoint")
 	h.stats["endpoint toggles"]++
 }
@@ -490,7 +490,7 @@ func (h *queueHarness) drain() {
 	h.held = nil // their results never come
 	on := true
 	for _, id := range h.endpoints {
-		_, err := h.db.Services().UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
+		_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
 		h.must(err, "enable endpoint")
 	}
 	h.now = h.now.Add(time.Hour)
@@ -508,7 +508,7 @@ func (h *queueHarness) drain() {
 		if h.step > rounds {
 			h.fatalf("still %d pending after %d rounds of claims that all succeeded", len(h.snapshot().pending), rounds)
 		}
-		jobs, err := h.db.Services().RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, storelink.ClaimCaps{Default: 1000})
+		jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, storelink.ClaimCaps{Default: 1000})
 		h.must(err, "RecordAndClaim")
 		h.checkClaim(jobs, 1000, 1000)
 		if len(jobs) == 0 {

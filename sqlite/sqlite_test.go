@@ -25,7 +25,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 	t.Helper()
 	db := sqlite.OpenFixture(t, now)
 	return storetest.Fixture{
-		Services: func(sealer *storelink.Sealer) storelink.Database {
+		Services: func(sealer *storelink.Sealer) *service.Services {
 			return db.Services().With(service.WithSealer(sealer))
 		},
 		FailEvents: func(t *testing.T, state storelink.OrderState) func() {
@@ -53,7 +53,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
 
 func TestDriver(t *testing.T) {
-	drivertest.Exercise(t, func(t *testing.T) (service.Driver, drivertest.Seeder) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Driver, *service.Services) {
 		db := sqlite.OpenFixture(t, time.Now)
 		return sqlite.NewDriver(db.DB), db.Services()
 	})
@@ -66,11 +66,11 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	ctx := context.Background()
 	db := sqlite.OpenFixture(t, func() time.Time { return time.Now().UTC() })
 	webhooks := db.Services()
-	p, err := webhooks.CreatePartner(ctx, "Acme")
+	p, err := webhooks.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := webhooks.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := webhooks.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,19 +82,19 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	}
 	first, firstKey := secret()
 	second, secondKey := secret()
-	ep, err := webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
+	ep, err := webhooks.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := webhooks.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
+	if _, err := webhooks.Webhooks.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// A second endpoint keeps the first key; the first gets a new one.
-	if _, err := webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test", APIKey: "partner-key-one-0123456789"}, first); err != nil {
+	if _, err := webhooks.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test", APIKey: "partner-key-one-0123456789"}, first); err != nil {
 		t.Fatal(err)
 	}
 	newKey := "partner-key-two-0123456789"
-	if _, err := webhooks.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
+	if _, err := webhooks.Webhooks.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
 		t.Fatal(err)
 	}
 	clear := []string{first, firstKey, second, secondKey, "partner-key-one-0123456789", newKey}
@@ -165,44 +165,44 @@ func TestUploadRetentionAnswersGoneOnTime(t *testing.T) {
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	f := sqlite.OpenFixture(t, func() time.Time { return now })
 	svc := f.Services().With(service.WithUploadRetention(time.Hour))
-	p, err := svc.CreatePartner(ctx, "Acme")
+	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	accept := func() *storelink.Upload {
-		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return u
 	}
 	done := accept()
-	claim, err := svc.Claim(ctx, "w", time.Minute)
+	claim, err := svc.Uploads.Claim(ctx, "w", time.Minute)
 	if err != nil || claim == nil {
 		t.Fatalf("claim: %v, %v", claim, err)
 	}
-	if err := svc.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
+	if err := svc.Uploads.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
 		t.Fatal(err)
 	}
 	waiting := accept()
 	now = now.Add(time.Hour - time.Millisecond)
-	if _, err := svc.UploadFile(ctx, c.ID, done.ID); err != nil {
+	if _, err := svc.Uploads.UploadFile(ctx, c.ID, done.ID); err != nil {
 		t.Fatalf("file a moment before the retention ends: %v", err)
 	}
 	now = now.Add(time.Millisecond)
-	for _, read := range []func(context.Context, string, string) ([]byte, error){svc.UploadFile, svc.UploadErrorFile} {
+	for _, read := range []func(context.Context, string, string) ([]byte, error){svc.Uploads.UploadFile, svc.Uploads.UploadErrorFile} {
 		_, err := read(ctx, c.ID, done.ID)
 		var e *storelink.Error
 		if !errors.As(err, &e) || e.Code != storelink.EGONE || !strings.Contains(e.Message, "2026-11-26T10:00:00.000Z") {
 			t.Fatalf("a file when the retention has passed: %v, want gone since 10:00:00.000", err)
 		}
 	}
-	if _, err := svc.UploadFile(ctx, c.ID, waiting.ID); err != nil {
+	if _, err := svc.Uploads.UploadFile(ctx, c.ID, waiting.ID); err != nil {
 		t.Fatalf("the file of an upload still waiting: %v, want it kept", err)
 	}
 }

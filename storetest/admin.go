@@ -9,41 +9,41 @@ import (
 
 func testPartnersAndClients(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
-	_, err := s.CreatePartner(ctx, "  ")
+	_, err := s.Partners.CreatePartner(ctx, "  ")
 	wantCode(t, err, storelink.EINVALID)
 	// Text no store could hold alike (NUL, bytes that are not UTF-8) or
 	// that no name holds (control characters) is refused before the store.
 	for _, bad := range []string{"A\x00B", "A\xffB", "A\x01B", "A\nB", "A\u0085B"} {
-		_, err = s.CreatePartner(ctx, bad)
+		_, err = s.Partners.CreatePartner(ctx, bad)
 		wantCode(t, err, storelink.EUNPROCESSABLE)
 	}
 
-	p, err := s.CreatePartner(ctx, "Beta")
+	p, err := s.Partners.CreatePartner(ctx, "Beta")
 	must(t, err)
 	if p.ID == "" || p.Name != "Beta" {
 		t.Fatalf("partner = %+v", p)
 	}
-	c, err := s.CreateClient(ctx, p.ID, "at", "eur")
+	c, err := s.Partners.CreateClient(ctx, p.ID, "at", "eur")
 	must(t, err)
 	if c.CountryCode != "AT" || c.Currency != "EUR" || c.PartnerID != p.ID || c.APIKey == "" {
 		t.Fatalf("client = %+v", c)
 	}
-	_, err = s.CreateClient(ctx, p.ID, "AT", "EUR")
+	_, err = s.Partners.CreateClient(ctx, p.ID, "AT", "EUR")
 	wantCode(t, err, storelink.ECONFLICT)
-	_, err = s.CreateClient(ctx, p.ID, "Austria", "EUR")
+	_, err = s.Partners.CreateClient(ctx, p.ID, "Austria", "EUR")
 	wantCode(t, err, storelink.EINVALID)
-	_, err = s.CreateClient(ctx, p.ID, "CH", "Franc")
+	_, err = s.Partners.CreateClient(ctx, p.ID, "CH", "Franc")
 	wantCode(t, err, storelink.EINVALID)
-	_, err = s.CreateClient(ctx, "no-such-partner", "CH", "CHF")
+	_, err = s.Partners.CreateClient(ctx, "no-such-partner", "CH", "CHF")
 	wantCode(t, err, storelink.ENOTFOUND)
 	// The same partner in another country is another client with its own key.
-	ch, err := s.CreateClient(ctx, p.ID, "CH", "CHF")
+	ch, err := s.Partners.CreateClient(ctx, p.ID, "CH", "CHF")
 	must(t, err)
 	if ch.ID == c.ID || ch.APIKey == c.APIKey {
 		t.Fatal("a second country must get its own client id and key")
 	}
 
-	d, err := s.Client(ctx, e.client.ID)
+	d, err := s.Partners.Client(ctx, e.client.ID)
 	must(t, err)
 	if len(d.Stores) != 2 || d.Stores[0].ID != "S1" || d.Stores[1].ID != "S2" || len(d.APIKeys) != 1 {
 		t.Fatalf("client detail = %+v", d)
@@ -51,9 +51,9 @@ func testPartnersAndClients(e *env) {
 	if d.APIKeys[0].Prefix == "" || len(d.APIKeys[0].Prefix) >= len(e.client.APIKey) {
 		t.Fatalf("key prefix %q must identify the key without revealing it", d.APIKeys[0].Prefix)
 	}
-	_, err = s.Client(ctx, "nope")
+	_, err = s.Partners.Client(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
-	n, err := s.PartnerCount(ctx)
+	n, err := s.Partners.PartnerCount(ctx)
 	must(t, err)
 	if n != 2 {
 		t.Fatalf("PartnerCount = %d, want 2", n)
@@ -63,77 +63,77 @@ func testPartnersAndClients(e *env) {
 func testAuthentication(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	id, key := e.client.ID, e.client.APIKey
-	c, err := s.Authenticate(ctx, id, key)
+	c, err := s.Partners.Authenticate(ctx, id, key)
 	must(t, err)
 	if c.ID != id {
 		t.Fatalf("authenticated as %s, want %s", c.ID, id)
 	}
-	_, err = s.Authenticate(ctx, id, "")
+	_, err = s.Partners.Authenticate(ctx, id, "")
 	wantCode(t, err, storelink.EUNAUTHORIZED)
-	_, err = s.Authenticate(ctx, id, key+"x")
+	_, err = s.Partners.Authenticate(ctx, id, key+"x")
 	wantCode(t, err, storelink.EUNAUTHORIZED)
-	_, err = s.Authenticate(ctx, "unknown-client", key)
+	_, err = s.Partners.Authenticate(ctx, "unknown-client", key)
 	wantCode(t, err, storelink.EUNAUTHORIZED)
 
 	// The same partner's client for another country: the key is valid,
 	// for another client.
-	other, err := s.CreateClient(ctx, e.client.PartnerID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, e.client.PartnerID, "FR", "EUR")
 	must(t, err)
-	_, err = s.Authenticate(ctx, other.ID, key)
+	_, err = s.Partners.Authenticate(ctx, other.ID, key)
 	wantCode(t, err, storelink.EFORBIDDEN)
 
 	// Rotation: a second key works alongside the first until that is deleted.
-	k2, err := s.CreateAPIKey(ctx, id)
+	k2, err := s.Partners.CreateAPIKey(ctx, id)
 	must(t, err)
-	_, err = s.Authenticate(ctx, id, k2.APIKey)
+	_, err = s.Partners.Authenticate(ctx, id, k2.APIKey)
 	must(t, err)
-	_, err = s.Authenticate(ctx, id, key)
+	_, err = s.Partners.Authenticate(ctx, id, key)
 	must(t, err)
-	d, err := s.Client(ctx, id)
+	d, err := s.Partners.Client(ctx, id)
 	must(t, err)
 	first := d.APIKeys[0].ID
 	if first == k2.KeyID {
 		first = d.APIKeys[1].ID
 	}
-	must(t, s.DeleteAPIKey(ctx, id, first))
-	_, err = s.Authenticate(ctx, id, key)
+	must(t, s.Partners.DeleteAPIKey(ctx, id, first))
+	_, err = s.Partners.Authenticate(ctx, id, key)
 	wantCode(t, err, storelink.EUNAUTHORIZED)
-	_, err = s.Authenticate(ctx, id, k2.APIKey)
+	_, err = s.Partners.Authenticate(ctx, id, k2.APIKey)
 	must(t, err)
-	wantCode(t, s.DeleteAPIKey(ctx, id, first), storelink.ENOTFOUND)
-	wantCode(t, s.DeleteAPIKey(ctx, other.ID, k2.KeyID), storelink.ENOTFOUND)
-	_, err = s.CreateAPIKey(ctx, "nope")
+	wantCode(t, s.Partners.DeleteAPIKey(ctx, id, first), storelink.ENOTFOUND)
+	wantCode(t, s.Partners.DeleteAPIKey(ctx, other.ID, k2.KeyID), storelink.ENOTFOUND)
+	_, err = s.Partners.CreateAPIKey(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
 func testStores(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
-	st, created, err := s.PutStore(ctx, id, "S3", "Third")
+	st, created, err := s.Partners.PutStore(ctx, id, "S3", "Third")
 	must(t, err)
 	if !created || st.ID != "S3" || st.Name != "Third" {
 		t.Fatalf("PutStore = %+v, %v", st, created)
 	}
-	st, created, err = s.PutStore(ctx, id, "S3", "Renamed")
+	st, created, err = s.Partners.PutStore(ctx, id, "S3", "Renamed")
 	must(t, err)
 	if created || st.Name != "Renamed" {
 		t.Fatalf("second PutStore = %+v, %v; want a rename", st, created)
 	}
 	for _, bad := range []string{"", " S4", "S/4", "S\x014", "S\x004", "S\xff4", "S\t4", "S\u00854"} {
-		_, _, err := s.PutStore(ctx, id, bad, "x")
+		_, _, err := s.Partners.PutStore(ctx, id, bad, "x")
 		wantCode(t, err, storelink.EINVALID)
 	}
 	for _, bad := range []string{"Third\x00", "Third\xff", "Thi\rrd"} {
-		_, _, err := s.PutStore(ctx, id, "S3", bad)
+		_, _, err := s.Partners.PutStore(ctx, id, "S3", bad)
 		wantCode(t, err, storelink.EUNPROCESSABLE)
 	}
-	if st, _, err := s.PutStore(ctx, id, "S3", "Renamed\tagain"); err != nil || st.Name != "Renamed\tagain" {
+	if st, _, err := s.Partners.PutStore(ctx, id, "S3", "Renamed\tagain"); err != nil || st.Name != "Renamed\tagain" {
 		t.Fatalf("PutStore with a tab in the name = %+v, %v; want it kept", st, err)
 	}
-	_, _, err = s.PutStore(ctx, "nope", "S9", "x")
+	_, _, err = s.Partners.PutStore(ctx, "nope", "S9", "x")
 	wantCode(t, err, storelink.ENOTFOUND)
-	must(t, s.DeleteStore(ctx, id, "S3"))
-	wantCode(t, s.DeleteStore(ctx, id, "S3"), storelink.ENOTFOUND)
-	list, err := s.Stores(ctx, id)
+	must(t, s.Partners.DeleteStore(ctx, id, "S3"))
+	wantCode(t, s.Partners.DeleteStore(ctx, id, "S3"), storelink.ENOTFOUND)
+	list, err := s.Partners.Stores(ctx, id)
 	must(t, err)
 	if len(list) != 2 {
 		t.Fatalf("stores = %+v, want S1 and S2", list)
@@ -143,16 +143,16 @@ func testStores(e *env) {
 func testPartnerAndClientListing(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	// The suite's env made partner "Acme" with one client in DE.
-	zed, err := s.CreatePartner(ctx, "Zed")
+	zed, err := s.Partners.CreatePartner(ctx, "Zed")
 	must(t, err)
-	beta, err := s.CreatePartner(ctx, "Beta")
+	beta, err := s.Partners.CreatePartner(ctx, "Beta")
 	must(t, err)
-	zedFR, err := s.CreateClient(ctx, zed.ID, "FR", "EUR")
+	zedFR, err := s.Partners.CreateClient(ctx, zed.ID, "FR", "EUR")
 	must(t, err)
-	zedAT, err := s.CreateClient(ctx, zed.ID, "AT", "EUR")
+	zedAT, err := s.Partners.CreateClient(ctx, zed.ID, "AT", "EUR")
 	must(t, err)
 
-	partners, err := s.Partners(ctx)
+	partners, err := s.Partners.Partners(ctx)
 	must(t, err)
 	var names []string
 	for _, p := range partners {
@@ -165,7 +165,7 @@ func testPartnerAndClientListing(e *env) {
 		t.Fatalf("partner without created_at: %+v", partners[2])
 	}
 
-	clients, err := s.Clients(ctx)
+	clients, err := s.Partners.Clients(ctx)
 	must(t, err)
 	if len(clients) != 3 {
 		t.Fatalf("Clients = %+v, want 3", clients)
@@ -197,32 +197,32 @@ func testPartnerAndClientListing(e *env) {
 func testAuthenticationAcrossPartners(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	key := e.client.APIKey
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	foreign, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	foreign, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
 	// The other partner's own client of the same country as e.client.
-	foreignDE, err := s.CreateClient(ctx, p.ID, "DE", "EUR")
+	foreignDE, err := s.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 
-	_, unknown := s.Authenticate(ctx, "unknown-client", key)
-	_, wrongKey := s.Authenticate(ctx, e.client.ID, key+"x")
+	_, unknown := s.Partners.Authenticate(ctx, "unknown-client", key)
+	_, wrongKey := s.Partners.Authenticate(ctx, e.client.ID, key+"x")
 	wantCode(t, unknown, storelink.EUNAUTHORIZED)
 	for name, err := range map[string]error{
 		"wrong key":                           wrongKey,
-		"another partner's client":            authErr(s.Authenticate(ctx, foreign.ID, key)),
-		"another partner's, same country":     authErr(s.Authenticate(ctx, foreignDE.ID, key)),
-		"the other partner's key on ours":     authErr(s.Authenticate(ctx, e.client.ID, foreign.APIKey)),
-		"the other partner's key, unknown id": authErr(s.Authenticate(ctx, "unknown-client", foreign.APIKey)),
+		"another partner's client":            authErr(s.Partners.Authenticate(ctx, foreign.ID, key)),
+		"another partner's, same country":     authErr(s.Partners.Authenticate(ctx, foreignDE.ID, key)),
+		"the other partner's key on ours":     authErr(s.Partners.Authenticate(ctx, e.client.ID, foreign.APIKey)),
+		"the other partner's key, unknown id": authErr(s.Partners.Authenticate(ctx, "unknown-client", foreign.APIKey)),
 	} {
 		if asError(err) == nil || *asError(err) != *asError(unknown) {
 			t.Errorf("%s: %v, want exactly %v", name, err, unknown)
 		}
 	}
 	// Within one partner, a key of the one country on the other is 403.
-	_, err = s.Authenticate(ctx, foreign.ID, foreignDE.APIKey)
+	_, err = s.Partners.Authenticate(ctx, foreign.ID, foreignDE.APIKey)
 	wantCode(t, err, storelink.EFORBIDDEN)
-	_, err = s.Authenticate(ctx, foreignDE.ID, foreignDE.APIKey)
+	_, err = s.Partners.Authenticate(ctx, foreignDE.ID, foreignDE.APIKey)
 	must(t, err)
 }
 
@@ -237,7 +237,7 @@ func testSessions(e *env) {
 	a, b := sha256.Sum256([]byte("session a")), sha256.Sum256([]byte("session b"))
 	session := func(id [32]byte) (string, bool) {
 		t.Helper()
-		client, ok, err := s.Session(ctx, id[:])
+		client, ok, err := s.Partners.Session(ctx, id[:])
 		must(t, err)
 		return client, ok
 	}
@@ -252,19 +252,19 @@ func testSessions(e *env) {
 	if active(a) {
 		t.Fatal("a session that was never created is active")
 	}
-	must(t, s.CreateSession(ctx, operator(a, e.clock.Now().Add(time.Hour))))
-	must(t, s.CreateSession(ctx, operator(b, e.clock.Now().Add(2*time.Hour))))
+	must(t, s.Partners.CreateSession(ctx, operator(a, e.clock.Now().Add(time.Hour))))
+	must(t, s.Partners.CreateSession(ctx, operator(b, e.clock.Now().Add(2*time.Hour))))
 	if !active(a) || !active(b) {
 		t.Fatal("new sessions are not active")
 	}
 	if client, _ := session(a); client != "" {
 		t.Fatalf("the operator's session is of client %q", client)
 	}
-	must(t, s.DeleteSession(ctx, a[:]))
+	must(t, s.Partners.DeleteSession(ctx, a[:]))
 	if active(a) || !active(b) {
 		t.Fatalf("after deleting a: a active %v, b active %v; want false, true", active(a), active(b))
 	}
-	must(t, s.DeleteSession(ctx, a[:]))
+	must(t, s.Partners.DeleteSession(ctx, a[:]))
 
 	// b expires with the clock; a later login's clean-up removes it, and
 	// a new session lives on.
@@ -273,30 +273,30 @@ func testSessions(e *env) {
 		t.Fatal("an expired session is active")
 	}
 	c := sha256.Sum256([]byte("session c"))
-	must(t, s.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))))
+	must(t, s.Partners.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))))
 	if !active(c) || active(b) {
 		t.Fatal("after a new login: c must be active, b not")
 	}
 	// A session id can be recorded only once.
-	if err := s.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))); err == nil {
+	if err := s.Partners.CreateSession(ctx, operator(c, e.clock.Now().Add(time.Hour))); err == nil {
 		t.Fatal("creating the same session twice succeeded")
 	}
 
 	// A partner's session, opened with its second key, and one with the
 	// first: deleting the second key ends the first session only.
-	key, err := s.CreateAPIKey(ctx, e.client.ID)
+	key, err := s.Partners.CreateAPIKey(ctx, e.client.ID)
 	must(t, err)
 	p1, p2 := sha256.Sum256([]byte("partner 1")), sha256.Sum256([]byte("partner 2"))
-	must(t, s.CreateSession(ctx, storelink.NewSession{IDHash: p1[:], ClientID: e.client.ID, APIKey: key.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
-	must(t, s.CreateSession(ctx, storelink.NewSession{IDHash: p2[:], ClientID: e.client.ID, APIKey: e.client.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
+	must(t, s.Partners.CreateSession(ctx, storelink.NewSession{IDHash: p1[:], ClientID: e.client.ID, APIKey: key.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
+	must(t, s.Partners.CreateSession(ctx, storelink.NewSession{IDHash: p2[:], ClientID: e.client.ID, APIKey: e.client.APIKey, Expires: e.clock.Now().Add(time.Hour)}))
 	for _, id := range [][32]byte{p1, p2} {
 		if client, ok := session(id); !ok || client != e.client.ID {
 			t.Fatalf("a partner's session = %q, %v; want its client, active", client, ok)
 		}
 	}
-	err = s.CreateSession(ctx, storelink.NewSession{IDHash: a[:], ClientID: e.client.ID, Expires: e.clock.Now().Add(time.Hour)})
+	err = s.Partners.CreateSession(ctx, storelink.NewSession{IDHash: a[:], ClientID: e.client.ID, Expires: e.clock.Now().Add(time.Hour)})
 	wantCode(t, err, storelink.EINVALID)
-	must(t, s.DeleteAPIKey(ctx, e.client.ID, key.KeyID))
+	must(t, s.Partners.DeleteAPIKey(ctx, e.client.ID, key.KeyID))
 	if active(p1) || !active(p2) {
 		t.Fatalf("after deleting the key: its session active %v, the other %v; want false, true", active(p1), active(p2))
 	}

@@ -20,12 +20,12 @@ var batchOf10 = storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}
 // batchClient makes another client with stores S1 and S2.
 func (e *env) batchClient(name string) string {
 	e.t.Helper()
-	p, err := e.s.CreatePartner(e.ctx, name)
+	p, err := e.s.Partners.CreatePartner(e.ctx, name)
 	must(e.t, err)
-	c, err := e.s.CreateClient(e.ctx, p.ID, "DE", "EUR")
+	c, err := e.s.Partners.CreateClient(e.ctx, p.ID, "DE", "EUR")
 	must(e.t, err)
 	for _, id := range []string{"S1", "S2"} {
-		_, _, err := e.s.PutStore(e.ctx, c.ID, id, "Store "+id)
+		_, _, err := e.s.Partners.PutStore(e.ctx, c.ID, id, "Store "+id)
 		must(e.t, err)
 	}
 	return c.ID
@@ -34,7 +34,7 @@ func (e *env) batchClient(name string) string {
 // acceptFor stores an upload of a client, named name.
 func (e *env) acceptFor(clientID, name string) *storelink.Upload {
 	e.t.Helper()
-	u, _, err := e.s.Accept(e.ctx, storelink.NewUpload{ClientID: clientID, FileName: name, Body: []byte(name), SHA256: "00"},
+	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: clientID, FileName: name, Body: []byte(name), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
 	return u
@@ -43,7 +43,7 @@ func (e *env) acceptFor(clientID, name string) *storelink.Upload {
 // claimBatch claims a batch for owner, failing unless it is of want.
 func (e *env) claimBatch(owner string, want ...*storelink.Upload) []*storelink.Claim {
 	e.t.Helper()
-	claims, err := e.s.ClaimBatch(e.ctx, owner, time.Minute, batchOf10)
+	claims, err := e.s.Uploads.ClaimBatch(e.ctx, owner, time.Minute, batchOf10)
 	must(e.t, err)
 	var got, wanted []string
 	for _, c := range claims {
@@ -75,7 +75,7 @@ func withErrorFile(apply storelink.FeedApply, file string) storelink.FeedApply {
 // wantStatus fails unless the client's upload is in status.
 func (e *env) wantStatus(clientID string, u *storelink.Upload, status storelink.UploadStatus) *storelink.Upload {
 	e.t.Helper()
-	got, err := e.s.Upload(e.ctx, clientID, u.ID)
+	got, err := e.s.Uploads.Upload(e.ctx, clientID, u.ID)
 	must(e.t, err)
 	if got.Status != status {
 		e.t.Fatalf("upload %s is %s, want %s", u.FileName, got.Status, status)
@@ -87,7 +87,7 @@ func (e *env) wantStatus(clientID string, u *storelink.Upload, status storelink.
 // "STORE/EAN=QUANTITY@FILE" in store and EAN order.
 func (e *env) wantStockOf(clientID string, files map[string]string, want ...string) {
 	e.t.Helper()
-	st, _, err := e.s.Stock(e.ctx, clientID, storelink.StockFilter{Limit: 100})
+	st, _, err := e.s.Uploads.Stock(e.ctx, clientID, storelink.StockFilter{Limit: 100})
 	must(e.t, err)
 	got := []string{}
 	for _, r := range st {
@@ -120,7 +120,7 @@ func testBatchRejected(e *env) {
 	b := e.batchClient("B")
 	a1, b1, a2 := e.acceptFor(a, "a1.csv"), e.acceptFor(b, "b1.csv"), e.acceptFor(a, "a2.csv")
 	claims := e.claimBatch("w", a1, b1, a2)
-	results := s.ApplyBatch(ctx, claims, feeds(map[string]storelink.FeedApply{
+	results := s.Uploads.ApplyBatch(ctx, claims, feeds(map[string]storelink.FeedApply{
 		"a1.csv": withErrorFile(rows(row("S1", eanX, 1, 100), row("S1", eanY, 1, 100), row("S9", eanX, 1, 100)), "a1 errors"),
 		"b1.csv": func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 			for i := range 300 { // more than one of SQLite's batches: written as they are put
@@ -148,7 +148,7 @@ func testBatchRejected(e *env) {
 		t.Fatalf("a2 = %+v, want applied, 2 rows, 1 of them unchanged", r)
 	}
 	for _, u := range []*storelink.Upload{a1, b1} {
-		got, err := s.UploadErrorFile(ctx, u.ClientID, u.ID)
+		got, err := s.Uploads.UploadErrorFile(ctx, u.ClientID, u.ID)
 		must(t, err)
 		if want := strings.TrimSuffix(u.FileName, ".csv") + " errors"; !bytes.Equal(got, []byte(want)) {
 			t.Fatalf("error file of %s = %q, want %q", u.FileName, got, want)
@@ -157,7 +157,7 @@ func testBatchRejected(e *env) {
 	names := fileNames(a1, b1, a2)
 	e.wantStockOf(a, names, "S1/"+eanX+"=2@a2.csv", "S1/"+eanY+"=1@a1.csv")
 	e.wantStockOf(b, names)
-	if d, _ := s.QueueDepth(ctx); d != 0 {
+	if d, _ := s.Uploads.QueueDepth(ctx); d != 0 {
 		t.Fatalf("queue depth = %d after the batch", d)
 	}
 }
@@ -173,12 +173,12 @@ func testBatchLostLease(e *env) {
 	claims := e.claimBatch("w1", a1, b1, b2, c1)
 	// b1's lease is lost: given back (as a processor does after a fault),
 	// and claimed by another processor, alone, b2 being w1's.
-	must(t, s.Release(ctx, claims[1], 0))
+	must(t, s.Uploads.Release(ctx, claims[1], 0))
 	e.clock.Advance(time.Second)
 	taken := e.claimBatch("w2", b1)
 
 	set := func(qty int) storelink.FeedApply { return rows(row("S1", eanX, qty, 100)) }
-	results := s.ApplyBatch(ctx, claims, feeds(map[string]storelink.FeedApply{
+	results := s.Uploads.ApplyBatch(ctx, claims, feeds(map[string]storelink.FeedApply{
 		"a1.csv": set(1), "b1.csv": set(2), "b2.csv": set(3), "c1.csv": set(4),
 	}))
 	if results[0].Err != nil || results[3].Err != nil {
@@ -193,14 +193,14 @@ func testBatchLostLease(e *env) {
 	e.wantStockOf(c, names, "S1/"+eanX+"=4@c1.csv")
 
 	e.claimBatch("w3") // b2 waits behind b1, which w2 holds
-	_, err := s.Apply(ctx, taken[0], set(2))
+	_, err := s.Uploads.Apply(ctx, taken[0], set(2))
 	must(t, err)
 	e.clock.Advance(time.Second)
 	again := e.claimBatch("w3", b2)
 	if again[0].Attempts != 1 {
 		t.Fatalf("b2 claimed again at attempt %d, want 1: held back, it was given back uncounted", again[0].Attempts)
 	}
-	_, err = s.Apply(ctx, again[0], set(3))
+	_, err = s.Uploads.Apply(ctx, again[0], set(3))
 	must(t, err)
 	e.wantStockOf(b, names, "S1/"+eanX+"=3@b2.csv")
 }
@@ -216,7 +216,7 @@ func testBatchFailure(e *env) {
 	claims := e.claimBatch("w", a1, b1, b2, a2)
 	boom := errors.New("the reader failed")
 	calls := map[string]int{}
-	results := s.ApplyBatch(ctx, claims, func(c *storelink.Claim) storelink.FeedApply {
+	results := s.Uploads.ApplyBatch(ctx, claims, func(c *storelink.Claim) storelink.FeedApply {
 		calls[c.FileName]++
 		if c.FileName == "b1.csv" {
 			return func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
@@ -255,7 +255,7 @@ func testBatchCrash(e *env) {
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
 	names := fileNames(a1, b1, a2)
-	results := s.ApplyBatch(stop, claims, func(c *storelink.Claim) storelink.FeedApply {
+	results := s.Uploads.ApplyBatch(stop, claims, func(c *storelink.Claim) storelink.FeedApply {
 		if c.FileName != "a2.csv" {
 			return rows(row("S1", eanX, 1, 100))
 		}
@@ -283,9 +283,9 @@ func testBatchCrash(e *env) {
 	// The stopped transaction's row locks (PostgreSQL) go with its
 	// connection, which the server may take a moment to see closed.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if claims, err := s.ClaimBatch(ctx, "probe", time.Minute, storelink.BatchLimit{Uploads: 1}); err != nil || len(claims) > 0 {
+		if claims, err := s.Uploads.ClaimBatch(ctx, "probe", time.Minute, storelink.BatchLimit{Uploads: 1}); err != nil || len(claims) > 0 {
 			must(t, err)
-			must(t, s.Release(ctx, claims[0], 0)) // uncounted: attempts stay at 1
+			must(t, s.Uploads.Release(ctx, claims[0], 0)) // uncounted: attempts stay at 1
 			e.clock.Advance(time.Second)
 			break
 		}
@@ -296,7 +296,7 @@ func testBatchCrash(e *env) {
 			t.Fatalf("%s claimed again at attempt %d, want 2", u.FileName, again[0].Attempts)
 		}
 		qty := map[string]int{"a1.csv": 2, "b1.csv": 2, "a2.csv": 3}[u.FileName]
-		if r := s.ApplyBatch(ctx, again, feeds(map[string]storelink.FeedApply{u.FileName: rows(row("S1", eanX, qty, 100))})); r[0].Err != nil {
+		if r := s.Uploads.ApplyBatch(ctx, again, feeds(map[string]storelink.FeedApply{u.FileName: rows(row("S1", eanX, qty, 100))})); r[0].Err != nil {
 			t.Fatalf("apply %s again: %v", u.FileName, r[0].Err)
 		}
 	}

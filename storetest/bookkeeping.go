@@ -20,21 +20,21 @@ func testRecordAndClaim(e *env) {
 		orders = append(orders, e.create(e.newOrder(n, eanA)).ID)
 	}
 	// A second event of the first order waits behind its first.
-	_, err := s.FulfilOrder(ctx, orders[0], storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, orders[0], storelink.FulfilRequest{})
 	must(t, err)
-	jobs, err := s.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
+	jobs, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
 	must(t, err)
 	if len(jobs) != 2 {
 		t.Fatalf("first round claimed %s\nwant 2, the cap", describe(jobs...))
 	}
-	if more, err := s.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2}); err != nil || len(more) != 0 {
+	if more, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2}); err != nil || len(more) != 0 {
 		t.Fatalf("a round at the cap claimed %s, %v; want nothing", describe(more...), err)
 	}
 	var results []storelink.AttemptResult
 	for _, j := range jobs {
 		results = append(results, e.result(j, storelink.OutcomeSucceeded, 204))
 	}
-	next, err := s.RecordAndClaim(ctx, results, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
+	next, err := s.Webhooks.RecordAndClaim(ctx, results, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
 	must(t, err)
 	if len(next) != 2 {
 		t.Fatalf("the round that recorded 2 successes claimed %s\nwant the 2 places freed", describe(next...))
@@ -61,7 +61,7 @@ func testRecordAndClaim(e *env) {
 		t.Fatalf("%d deliveries claimed in all, want 4", len(claimed))
 	}
 	// Nothing to record and nothing to claim is nothing at all.
-	if none, err := s.RecordAndClaim(ctx, nil, "w1", lease, 0, storelink.ClaimCaps{Default: 2}); err != nil || len(none) != 0 {
+	if none, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 0, storelink.ClaimCaps{Default: 2}); err != nil || len(none) != 0 {
 		t.Fatalf("an empty round = %s, %v", describe(none...), err)
 	}
 }
@@ -83,7 +83,7 @@ func testReleaseClaims(e *env) {
 	}
 	stale := jobs[2]
 	stale.Attempt++ // not the attempt that holds the lease
-	must(t, s.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}))
+	must(t, s.Webhooks.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[0], jobs[1], stale}))
 	again := e.claim("w2", 10, 10)
 	if len(again) != 2 {
 		t.Fatalf("claimed after the release %s\nwant the 2 released", describe(again...))
@@ -100,9 +100,9 @@ func testReleaseClaims(e *env) {
 	if len(taken) != 3 || i < 0 || slices.ContainsFunc(taken, func(j storelink.DeliveryJob) bool { return j.Attempt != 2 }) {
 		t.Fatalf("claimed after the leases ran out %s\nwant all 3 as attempt 2", describe(taken...))
 	}
-	must(t, s.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[2]}))
+	must(t, s.Webhooks.ReleaseClaims(ctx, []storelink.DeliveryJob{jobs[2]}))
 	e.claimNone("after giving back a lease that was taken over")
-	must(t, s.ReleaseClaims(ctx, taken))
+	must(t, s.Webhooks.ReleaseClaims(ctx, taken))
 	back := e.claim("w4", 10, 10)
 	if len(back) != 3 {
 		t.Fatalf("claimed after giving back the new leases %s\nwant all 3", describe(back...))
@@ -112,5 +112,5 @@ func testReleaseClaims(e *env) {
 			t.Fatalf("claimed %s\nwant attempt and try 2: the leases that ran out count, those given back do not", describe(j))
 		}
 	}
-	must(t, s.ReleaseClaims(ctx, nil))
+	must(t, s.Webhooks.ReleaseClaims(ctx, nil))
 }

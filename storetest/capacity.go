@@ -9,13 +9,13 @@ import (
 func testCapacity(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	// Two stores: the bucket holds 1000 + 2×100 = 1200 bytes and starts full.
-	c, err := s.Capacity(ctx, id, policy)
+	c, err := s.Uploads.Capacity(ctx, id, policy)
 	must(t, err)
 	if c.BytesPerWindow != 1200 || c.BytesLeft != 1200 {
 		t.Fatalf("fresh capacity = %+v, want 1200 of 1200", c)
 	}
 	up := func(n int) (*storelink.Upload, storelink.Capacity, error) {
-		return s.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: make([]byte, n), SHA256: "00"}, policy)
+		return s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: make([]byte, n), SHA256: "00"}, policy)
 	}
 	_, c, err = up(700)
 	must(t, err)
@@ -41,26 +41,26 @@ func testCapacity(e *env) {
 		t.Fatalf("after the retry: %+v, want 0 left", c)
 	}
 	// A third store raises the bucket size.
-	_, _, err = s.PutStore(ctx, id, "S3", "")
+	_, _, err = s.Partners.PutStore(ctx, id, "S3", "")
 	must(t, err)
 	e.clock.Advance(2 * time.Hour)
-	c, err = s.Capacity(ctx, id, policy)
+	c, err = s.Uploads.Capacity(ctx, id, policy)
 	must(t, err)
 	if c.BytesPerWindow != 1300 || c.BytesLeft != 1300 || c.FullIn != 0 {
 		t.Fatalf("after a refill with 3 stores: %+v, want 1300 of 1300", c)
 	}
 	// Refused uploads left nothing behind.
-	list, err := s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
+	list, err := s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
 	must(t, err)
 	if len(list) != 2 {
 		t.Fatalf("%d uploads stored, want the 2 accepted", len(list))
 	}
-	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: []byte("x")}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: []byte("x")}, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 	// An id that PostgreSQL cannot even store fails inside the transaction;
 	// the store is left as usable as after any other refusal, with nothing
 	// written.
-	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: "\xff\x00", FileName: "f.csv", Body: []byte("x")}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "\xff\x00", FileName: "f.csv", Body: []byte("x")}, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 	_, _, err = up(1000)
 	must(t, err)
@@ -76,7 +76,7 @@ func testCapacity(e *env) {
 	if c.BytesLeft != 300 {
 		t.Fatalf("after the refusals and a refill: %+v, want 300 left", c)
 	}
-	list, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
+	list, err = s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 10})
 	must(t, err)
 	if len(list) != 4 {
 		t.Fatalf("%d uploads stored, want the 4 accepted", len(list))
@@ -84,7 +84,7 @@ func testCapacity(e *env) {
 }
 
 func testCapacityTooLarge(e *env) {
-	_, c, err := e.s.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "f.csv", Body: make([]byte, 1201)}, policy)
+	_, c, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "f.csv", Body: make([]byte, 1201)}, policy)
 	wantCode(e.t, err, storelink.ETOOLARGE)
 	if c.BytesLeft != 1200 {
 		e.t.Fatalf("capacity after a refused upload = %+v", c)

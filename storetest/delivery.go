@@ -71,7 +71,7 @@ func testRecordAttempts(e *env) {
 	// parked, pending, and that try does not count.
 	gone := e.result(j, storelink.OutcomeGone, 410)
 	e.record(gone)
-	list, err := s.Endpoints(ctx, e.client.ID)
+	list, err := s.Webhooks.Endpoints(ctx, e.client.ID)
 	must(t, err)
 	if len(list) != 1 || list[0].Enabled || list[0].DisabledReason == "" {
 		t.Fatalf("endpoint after 410 = %+v, want disabled with a reason", list)
@@ -106,7 +106,7 @@ func testRecordAttempts(e *env) {
 	e.wantDelivery(retry.DeliveryID, storelink.DeliveryPending, before.NextAttemptAt, 1, 2, 3)
 	e.record(e.result(live, storelink.OutcomeFailed, 500))
 	e.wantDelivery(retry.DeliveryID, storelink.DeliveryFailed, nil, 1, 2, 3, 4)
-	must(t, s.RecordAttempts(ctx, nil))
+	must(t, s.Webhooks.RecordAttempts(ctx, nil))
 }
 
 // testGoneAfterEnable: a 410 disables the endpoint only if it came to an
@@ -128,7 +128,7 @@ func testGoneAfterEnable(e *env) {
 	first, second := e.result(jobs[0], storelink.OutcomeGone, 410), e.result(jobs[1], storelink.OutcomeGone, 410)
 	wantEnabled := func(what string, on bool) {
 		t.Helper()
-		list, err := e.s.Endpoints(e.ctx, e.client.ID)
+		list, err := e.s.Webhooks.Endpoints(e.ctx, e.client.ID)
 		must(t, err)
 		if len(list) != 1 || list[0].Enabled != on || (list[0].DisabledReason == "") != on {
 			t.Fatalf("endpoint %s = %+v, want enabled %v, a reason only when disabled", what, list, on)
@@ -171,7 +171,7 @@ func testRedeliver(e *env) {
 	e.claimNone("a failed delivery")
 
 	e.clock.Advance(time.Hour)
-	must(t, s.Redeliver(ctx, j.DeliveryID))
+	must(t, s.Webhooks.Redeliver(ctx, j.DeliveryID))
 	now := e.clock.Now()
 	d := e.wantDelivery(j.DeliveryID, storelink.DeliveryPending, &now, 1)
 	if d.Attempts[0].Error != "timeout" {
@@ -184,11 +184,11 @@ func testRedeliver(e *env) {
 	e.record(e.result(again, storelink.OutcomeSucceeded, 200))
 	e.wantDelivery(j.DeliveryID, storelink.DeliverySucceeded, nil, 1, 2)
 	// A succeeded delivery can be sent again too.
-	must(t, s.Redeliver(ctx, j.DeliveryID))
+	must(t, s.Webhooks.Redeliver(ctx, j.DeliveryID))
 	if third := e.claimOne("w"); third.Attempt != 3 || third.Try != 1 {
 		t.Fatalf("second redelivery = %s, want attempt 3, try 1", describe(third))
 	}
-	wantCode(t, s.Redeliver(ctx, "nope"), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.Redeliver(ctx, "nope"), storelink.ENOTFOUND)
 }
 
 // testRedeliverInOrder: an earlier event of an order made pending again
@@ -201,11 +201,11 @@ func testRedeliverInOrder(e *env) {
 	o := e.create(e.newOrder("R-1", eanA))
 	first := e.claimOne("w")
 	e.record(e.result(first, storelink.OutcomeFailed, 500))
-	_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	// The fulfilment's delivery is pending; the failed one is made pending
 	// again before it is claimed.
-	must(t, s.Redeliver(ctx, first.DeliveryID))
+	must(t, s.Webhooks.Redeliver(ctx, first.DeliveryID))
 	again := e.claim("w", 10, 10)
 	if len(again) != 1 || again[0].DeliveryID != first.DeliveryID {
 		t.Fatalf("claim after redelivering the first event:%s\nwant only it, the fulfilment waiting", describe(again...))
@@ -227,10 +227,10 @@ func testDeliveryOrder(e *env) {
 	a, _ := e.endpoint("https://a.test", "")
 	b, _ := e.endpoint("https://b.test", "")
 	o1 := e.create(e.newOrder("O-1", eanA))
-	_, err := s.FulfilOrder(ctx, o1.ID, storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, o1.ID, storelink.FulfilRequest{})
 	must(t, err)
 	o2 := e.create(e.newOrder("O-2", eanA))
-	_, err = s.CancelOrder(ctx, o2.ID, storelink.CancelRequest{})
+	_, err = s.Orders.CancelOrder(ctx, o2.ID, storelink.CancelRequest{})
 	must(t, err)
 	o1a, o1f := e.eventOf(o1.ID, storelink.StateAssigned).EventID, e.eventOf(o1.ID, storelink.StateFulfilled).EventID
 	o2a, o2c := e.eventOf(o2.ID, storelink.StateAssigned).EventID, e.eventOf(o2.ID, storelink.StateCancelled).EventID
@@ -290,7 +290,7 @@ func testDeliveryCap(e *env) {
 	for _, n := range []string{"P-1", "P-2", "P-3", "P-4", "P-5"} {
 		orders = append(orders, e.create(e.newOrder(n, eanA)))
 	}
-	_, err := s.FulfilOrder(ctx, orders[0].ID, storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, orders[0].ID, storelink.FulfilRequest{})
 	must(t, err)
 	count := func(jobs []storelink.DeliveryJob) map[string]int {
 		n := map[string]int{}

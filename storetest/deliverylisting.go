@@ -13,20 +13,20 @@ func testDeliveryListing(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	e.feed(row("S1", eanA, 10, 100))
 	e.endpoint("https://a.test", "")
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, other.ID, "S1", "")
+	_, _, err = s.Partners.PutStore(ctx, other.ID, "S1", "")
 	must(t, err)
-	_, err = s.CreateEndpoint(ctx, other.ID, storelink.NewEndpoint{URL: "https://other.test"}, newSecret())
+	_, err = s.Webhooks.CreateEndpoint(ctx, other.ID, storelink.NewEndpoint{URL: "https://other.test"}, newSecret())
 	must(t, err)
 	price := storelink.Money(100)
 
 	var ids []string // in the order the deliveries were made
 	add := func(o *storelink.Order) {
 		t.Helper()
-		list, err := s.Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
+		list, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
 		must(t, err)
 		if len(list) != 1 || list[0].OrderID != o.ID {
 			t.Fatalf("newest delivery = %+v, want order %s's", list, o.ID)
@@ -36,7 +36,7 @@ func testDeliveryListing(e *env) {
 	}
 	add(e.create(e.newOrder("L-1", eanA)))
 	add(e.create(e.newOrder("L-2", eanA)))
-	theirs, err := s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "X", ClientID: other.ID, StoreID: "S1",
+	theirs, err := s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "X", ClientID: other.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", ArticleNumber: "X", Price: &price}}})
 	must(t, err)
 	add(theirs)
@@ -77,7 +77,7 @@ func testDeliveryListing(e *env) {
 		{storelink.DeliveryFilter{ClientID: other.ID, State: storelink.DeliveryFailed, Limit: 10}, []string{}},
 		{storelink.DeliveryFilter{ClientID: other.ID, Limit: 10}, []string{dx}},
 	} {
-		list, err := s.Deliveries(ctx, c.f)
+		list, err := s.Webhooks.Deliveries(ctx, c.f)
 		must(t, err)
 		got := []string{}
 		for _, d := range list {
@@ -92,7 +92,7 @@ func testDeliveryListing(e *env) {
 	}
 	// A before that is no delivery is refused rather than read as the end.
 	for _, before := range []string{"garbage", "-1", storelink.NewID(time.Now())} {
-		_, err := s.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10, Before: before})
+		_, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{Limit: 10, Before: before})
 		wantCode(t, err, storelink.EINVALID)
 	}
 	e.wantDelivery(d4, storelink.DeliveryPending, e.delivery(d4).NextAttemptAt)
@@ -108,7 +108,7 @@ func testPendingDeliveries(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	want := func(n int, age time.Duration) {
 		t.Helper()
-		gotN, gotAge, err := s.PendingDeliveries(ctx)
+		gotN, gotAge, err := s.Webhooks.PendingDeliveries(ctx)
 		must(t, err)
 		if gotN != n || gotAge != age {
 			t.Fatalf("pending deliveries = %d, oldest %s; want %d, %s", gotN, gotAge, n, age)
@@ -135,7 +135,7 @@ func testPendingDeliveries(e *env) {
 	want(1, 5*time.Second)
 	failed := func() int {
 		t.Helper()
-		n, err := s.FailedDeliveries(ctx)
+		n, err := s.Webhooks.FailedDeliveries(ctx)
 		must(t, err)
 		return n
 	}
@@ -147,7 +147,7 @@ func testPendingDeliveries(e *env) {
 	if n := failed(); n != 1 {
 		t.Fatalf("failed deliveries = %d, want 1", n)
 	}
-	must(t, s.Redeliver(ctx, second.DeliveryID))
+	must(t, s.Webhooks.Redeliver(ctx, second.DeliveryID))
 	if n := failed(); n != 0 {
 		t.Fatalf("failed deliveries after a redelivery = %d, want 0", n)
 	}

@@ -13,9 +13,9 @@ import (
 // finds every one of them unchanged (their digests are the apply's).
 func testFillStock(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "DE", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	must(t, err)
 	var rs []storelink.StockRow
 	const n = 300
@@ -33,7 +33,7 @@ func testFillStock(e *env) {
 	if err != nil || filled != n {
 		t.Fatalf("FillStock = %d, %v; want %d rows", filled, err, n)
 	}
-	got, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 1000})
+	got, _, err := s.Uploads.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 1000})
 	if err != nil || len(got) != n {
 		t.Fatalf("stock of the filled client: %d rows, %v; want %d", len(got), err, n)
 	}
@@ -45,7 +45,7 @@ func testFillStock(e *env) {
 			t.Fatalf("row %d = %+v, want %+v", i, g, r)
 		}
 	}
-	if o, _, err := s.Stock(ctx, other.ID, storelink.StockFilter{Limit: 10}); err != nil || len(o) != 0 {
+	if o, _, err := s.Uploads.Stock(ctx, other.ID, storelink.StockFilter{Limit: 10}); err != nil || len(o) != 0 {
 		t.Fatalf("stock of the other client = %v, %v; want none", o, err)
 	}
 	if u := e.feedUpload(rs...); u.RowsUnchanged != n {

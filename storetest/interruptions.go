@@ -23,14 +23,14 @@ func testInterruptions(e *env) {
 	nothingUntil := func(wait time.Duration, what string) {
 		t.Helper()
 		e.clock.Advance(wait)
-		if c, err := s.Claim(ctx, "early", time.Minute); err != nil || c != nil {
+		if c, err := s.Uploads.Claim(ctx, "early", time.Minute); err != nil || c != nil {
 			t.Fatalf("%s: claimed %v, %v; want nothing yet (b.csv waits behind a.csv)", what, c, err)
 		}
 		e.clock.Advance(time.Millisecond)
 	}
 	const deaths = 5 // more than MaxFailures of the processor
 	for n := 1; n <= deaths+1; n++ {
-		c, err := s.Claim(ctx, "dying", time.Minute)
+		c, err := s.Uploads.Claim(ctx, "dying", time.Minute)
 		must(t, err)
 		if c == nil || c.ID != u.ID || c.Attempts != n || c.Failures != 0 || c.Interruptions() != n-1 {
 			t.Fatalf("claim %d = %+v, want a.csv at attempt %d with %d interruptions and no failure", n, c, n, n-1)
@@ -42,22 +42,22 @@ func testInterruptions(e *env) {
 		}
 		// The last claim fails because of the file: counted once, even
 		// when its give-back is sent twice.
-		must(t, s.Retry(ctx, c, 10*time.Second))
-		must(t, s.Retry(ctx, c, time.Hour))
+		must(t, s.Uploads.Retry(ctx, c, 10*time.Second))
+		must(t, s.Uploads.Retry(ctx, c, time.Hour))
 		e.wantStatus(e.client.ID, u, storelink.UploadProcessing)
 	}
 	nothingUntil(10*time.Second+backoff.Delay(deaths), "after a failure")
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	if c == nil || c.ID != u.ID || c.Attempts != deaths+2 || c.Failures != 1 || c.Interruptions() != deaths {
 		t.Fatalf("claim after a failure = %+v, want a.csv at attempt %d with 1 failure and %d interruptions", c, deaths+2, deaths)
 	}
-	got, err := s.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100)))
+	got, err := s.Uploads.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100)))
 	must(t, err)
 	if got.Status != storelink.UploadApplied {
 		t.Fatalf("a.csv after %d interruptions and a failure is %s, want applied", deaths, got.Status)
 	}
-	c, err = s.Claim(ctx, "w", time.Minute)
+	c, err = s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	if c == nil || c.ID != later.ID || c.Attempts != 1 || c.Failures != 0 {
 		t.Fatalf("claim after a.csv = %+v, want b.csv at its first attempt", c)

@@ -19,12 +19,12 @@ func testUploadListingFilters(e *env) {
 	}
 	// The first two are applied, the fourth is cancelled; the rest wait.
 	for range 2 {
-		c, err := s.Claim(ctx, "w", time.Minute)
+		c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 		must(t, err)
-		_, err = s.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100)))
+		_, err = s.Uploads.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100)))
 		must(t, err)
 	}
-	_, err := s.Cancel(ctx, id, ids[3], policy)
+	_, err := s.Uploads.Cancel(ctx, id, ids[3], policy)
 	must(t, err)
 
 	list := func(f storelink.UploadFilter) []string {
@@ -32,7 +32,7 @@ func testUploadListingFilters(e *env) {
 		var out []string
 		for pages := 0; ; pages++ {
 			f.Limit = 1
-			page, err := s.Uploads(ctx, id, f)
+			page, err := s.Uploads.Uploads(ctx, id, f)
 			must(t, err)
 			for _, u := range page {
 				if f.Status != "" && u.Status != f.Status {
@@ -67,7 +67,7 @@ func testUploadListingFilters(e *env) {
 func testStockListingByArticle(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	e.accept("a.csv", 1)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	var rs []storelink.StockRow
 	for _, store := range []string{"S1", "S2"} {
@@ -77,12 +77,12 @@ func testStockListingByArticle(e *env) {
 			rs = append(rs, r)
 		}
 	}
-	_, err = s.Apply(ctx, c, rows(rs...))
+	_, err = s.Uploads.Apply(ctx, c, rows(rs...))
 	must(t, err)
 	var got []string
 	after := ""
 	for pages := 0; ; pages++ {
-		page, next, err := s.Stock(ctx, id, storelink.StockFilter{ArticleNumber: "SKU-1", Limit: 1, After: after})
+		page, next, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{ArticleNumber: "SKU-1", Limit: 1, After: after})
 		must(t, err)
 		for _, st := range page {
 			if st.ArticleNumber != "SKU-1" {
@@ -99,12 +99,12 @@ func testStockListingByArticle(e *env) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("stock of SKU-1: %v, want %s", got, want)
 	}
-	one, _, err := s.Stock(ctx, id, storelink.StockFilter{StoreID: "S2", ArticleNumber: "SKU-0", Limit: 10})
+	one, _, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{StoreID: "S2", ArticleNumber: "SKU-0", Limit: 10})
 	must(t, err)
 	if len(one) != 2 || one[0].StoreID != "S2" || one[0].ArticleNumber != "SKU-0" {
 		t.Fatalf("stock of SKU-0 at S2: %+v", one)
 	}
-	none, _, err := s.Stock(ctx, id, storelink.StockFilter{ArticleNumber: "SKU-9", Limit: 10})
+	none, _, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{ArticleNumber: "SKU-9", Limit: 10})
 	must(t, err)
 	if none == nil || len(none) != 0 {
 		t.Fatalf("stock of an unknown article number: %+v, want an empty list", none)

@@ -9,7 +9,7 @@ import (
 // testOrderRouting: without a store id, the stock in force decides.
 func testOrderRouting(e *env) {
 	t := e.t
-	_, _, err := e.s.PutStore(e.ctx, e.client.ID, "S3", "Store S3")
+	_, _, err := e.s.Partners.PutStore(e.ctx, e.client.ID, "S3", "Store S3")
 	must(t, err)
 	e.feed(
 		row("S1", eanA, 3, 100), row("S1", eanB, 1, 100), row("S1", eanC, 1, 100), row("S1", eanD, 2, 100),
@@ -37,12 +37,12 @@ func testOrderRouting(e *env) {
 	}
 	// Two units of one article must both be at the store.
 	before := e.world()
-	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-two", eanB, eanB))
+	_, err = e.s.Orders.CreateOrder(e.ctx, e.newOrder("R-two", eanB, eanB))
 	e.refused(before, err, storelink.ECONFLICT, "an order no store covers")
-	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-none", eanE))
+	_, err = e.s.Orders.CreateOrder(e.ctx, e.newOrder("R-none", eanE))
 	e.refused(before, err, storelink.ECONFLICT, "an order for an article no store has")
 	// A store that has all but one article is not chosen, however much it has.
-	_, err = e.s.CreateOrder(e.ctx, e.newOrder("R-mixed", eanA, eanC, eanE))
+	_, err = e.s.Orders.CreateOrder(e.ctx, e.newOrder("R-mixed", eanA, eanC, eanE))
 	e.refused(before, err, storelink.ECONFLICT, "an order one article of which nobody has")
 }
 
@@ -63,10 +63,10 @@ func testOrderExplicitStore(e *env) {
 	// S2 has no row for A; another store's row does not count.
 	n = e.newOrder("E-2", eanA)
 	n.StoreID = "S2"
-	_, err := s.CreateOrder(ctx, n)
+	_, err := s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at a store without the article's data")
 	n.Items[0].ArticleNumber = "OWN-A"
-	_, err = s.CreateOrder(ctx, n)
+	_, err = s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at a store without a price for the article")
 	price := storelink.Money(1250)
 	n.Items[0].Price = &price
@@ -78,21 +78,21 @@ func testOrderExplicitStore(e *env) {
 	before = e.world()
 	n = e.newOrder("E-3", eanB)
 	n.StoreID = "S9"
-	_, err = s.CreateOrder(ctx, n)
+	_, err = s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at an unknown store")
 	// A store of another client is not a store of this one.
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, other.ID, "S7", "")
+	_, _, err = s.Partners.PutStore(ctx, other.ID, "S7", "")
 	must(t, err)
 	n.StoreID = "S7"
-	_, err = s.CreateOrder(ctx, n)
+	_, err = s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EUNPROCESSABLE, "an order at another client's store")
 	n = e.newOrder("E-4", eanB)
 	n.ClientID = "nope"
-	_, err = s.CreateOrder(ctx, n)
+	_, err = s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EUNPROCESSABLE, "an order of an unknown client")
 	if evs := e.clientEvents("nope"); len(evs) != 0 {
 		t.Fatalf("an unknown client has events: %+v", evs)
@@ -136,13 +136,13 @@ func testOrderArticleData(e *env) {
 		t.Fatalf("item at S2 = %+v, want S2's row", it)
 	}
 	// The currency is the client's.
-	p, err := s.CreatePartner(ctx, "Swiss")
+	p, err := s.Partners.CreatePartner(ctx, "Swiss")
 	must(t, err)
-	ch, err := s.CreateClient(ctx, p.ID, "CH", "CHF")
+	ch, err := s.Partners.CreateClient(ctx, p.ID, "CH", "CHF")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, ch.ID, "Z1", "")
+	_, _, err = s.Partners.PutStore(ctx, ch.ID, "Z1", "")
 	must(t, err)
-	o, err = s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "D-4", ClientID: ch.ID, StoreID: "Z1",
+	o, err = s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "D-4", ClientID: ch.ID, StoreID: "Z1",
 		Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", Price: &price, ArticleNumber: "X"}}})
 	must(t, err)
 	if o.Items[0].Currency != "CHF" || o.ClientID != ch.ID {
@@ -165,10 +165,10 @@ func testOrderReservations(e *env) {
 	}
 	e.wantStock("S2", eanA, 1, 1, 0)
 	before := e.world()
-	_, err := s.CreateOrder(ctx, e.newOrder("V-3", eanA))
+	_, err := s.Orders.CreateOrder(ctx, e.newOrder("V-3", eanA))
 	e.refused(before, err, storelink.ECONFLICT, "an order when every unit is reserved")
 
-	cancelled, err := s.CancelOrder(ctx, first.ID, storelink.CancelRequest{})
+	cancelled, err := s.Orders.CancelOrder(ctx, first.ID, storelink.CancelRequest{})
 	must(t, err)
 	e.sameAsStored(cancelled)
 	e.wantStock("S1", eanA, 2, 0, 2)
@@ -191,7 +191,7 @@ func testOrderFulfilledReservation(e *env) {
 	e.feed(row("S1", eanA, 3, 100))
 	e.wantStock("S1", eanA, 3, 3, 0)
 	ids := itemIDs(o)
-	f, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2],
+	f, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2],
 		CancelledItems: []storelink.ItemReason{{ItemID: ids[2], CancellationReason: storelink.ReasonItemBroken}}})
 	must(t, err)
 	e.sameAsStored(f)
@@ -204,7 +204,7 @@ func testOrderFulfilledReservation(e *env) {
 	e.feed(row("S1", eanA, 1, 100))
 	e.wantStock("S1", eanA, 1, 0, 1)
 	// Returned later, the units stay released.
-	_, err = s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: ids[0], ReturnLocation: storelink.ReturnToStore}}})
+	_, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: ids[0], ReturnLocation: storelink.ReturnToStore}}})
 	must(t, err)
 	e.wantStock("S1", eanA, 1, 0, 1)
 }

@@ -23,7 +23,7 @@ func testOrderCancelReassign(e *env) {
 		t.Fatalf("order at %s, want S1", o.StoreID)
 	}
 	ids := itemIDs(o)
-	got, err := s.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true, Items: []storelink.ItemReason{
+	got, err := s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true, Items: []storelink.ItemReason{
 		{ItemID: ids[0], CancellationReason: storelink.ReasonOutOfStock},
 		{ItemID: ids[2], CancellationReason: storelink.ReasonItemBroken},
 	}})
@@ -39,7 +39,7 @@ func testOrderCancelReassign(e *env) {
 	}
 	// The new order: S1 could not serve them, so S2, though S1 has more of
 	// both articles in force.
-	n, err := s.Order(ctx, got.ReassignedOrderID)
+	n, err := s.Orders.Order(ctx, got.ReassignedOrderID)
 	must(t, err)
 	if n.OrderNumber != o.OrderNumber || n.ClientID != o.ClientID || n.ReassignedFrom != o.ID || n.StoreID != "S2" ||
 		n.State != storelink.StateAssigned || len(n.Items) != 2 {
@@ -72,7 +72,7 @@ func testOrderCancelReassign(e *env) {
 	e.wantStock("S1", eanB, 1, 0, 1)
 	e.wantStock("S2", eanA, 1, 1, 0)
 	e.wantStock("S2", eanC, 1, 1, 0)
-	list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: "C-1", Limit: 10})
+	list, err := s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: "C-1", Limit: 10})
 	must(t, err)
 	if len(list) != 2 || list[0].ID != n.ID || list[1].ID != o.ID {
 		t.Fatalf("orders numbered C-1 = %+v, want the new then the old", list)
@@ -80,7 +80,7 @@ func testOrderCancelReassign(e *env) {
 
 	// No other store has B: the cancel still succeeds, without a new order.
 	o = e.create(e.newOrder("C-2", eanB))
-	got, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true,
+	got, err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true,
 		Items: []storelink.ItemReason{{ItemID: o.Items[0].ItemID, CancellationReason: storelink.ReasonOutOfStock}}})
 	must(t, err)
 	if got.State != storelink.StateCancelled || got.ReassignedOrderID != "" {
@@ -99,14 +99,14 @@ func testOrderCancelReassign(e *env) {
 	} {
 		o = e.create(e.newOrder("C-3", eanA))
 		r.Items = setItemIDs(r.Items, o)
-		got, err = s.CancelOrder(ctx, o.ID, r)
+		got, err = s.Orders.CancelOrder(ctx, o.ID, r)
 		must(t, err)
 		if got.ReassignedOrderID != "" {
 			t.Fatalf("cancel %+v reassigned to %s", r, got.ReassignedOrderID)
 		}
 		e.wantStates(o.ID, storelink.StateAssigned, storelink.StateCancelled)
 	}
-	list, err = s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: "C-3", Limit: 10})
+	list, err = s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: "C-3", Limit: 10})
 	must(t, err)
 	if len(list) != 3 {
 		t.Fatalf("%d orders numbered C-3, want the 3 made: none reassigned", len(list))
@@ -114,11 +114,11 @@ func testOrderCancelReassign(e *env) {
 	// Unknown items and reasons are refused.
 	o = e.create(e.newOrder("C-4", eanA))
 	before := e.world()
-	_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{Items: []storelink.ItemReason{{ItemID: "nope"}}})
+	_, err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{Items: []storelink.ItemReason{{ItemID: "nope"}}})
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a cancel naming an unknown item")
-	_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{Items: []storelink.ItemReason{{ItemID: o.Items[0].ItemID, CancellationReason: "LOST"}}})
+	_, err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{Items: []storelink.ItemReason{{ItemID: o.Items[0].ItemID, CancellationReason: "LOST"}}})
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a cancel with an unknown reason")
-	_, err = s.CancelOrder(ctx, "nope", storelink.CancelRequest{})
+	_, err = s.Orders.CancelOrder(ctx, "nope", storelink.CancelRequest{})
 	e.refused(before, err, storelink.ENOTFOUND, "a cancel of an unknown order")
 }
 
@@ -151,14 +151,14 @@ func testOrderFulfil(e *env) {
 		{"an item picked and cancelled", storelink.FulfilRequest{PickedItemIDs: ids[:1], CancelledItems: []storelink.ItemReason{{ItemID: ids[0]}}}, storelink.EUNPROCESSABLE},
 		{"an item picked twice", storelink.FulfilRequest{PickedItemIDs: []string{ids[0], ids[0]}}, storelink.EUNPROCESSABLE},
 	} {
-		_, err := s.FulfilOrder(ctx, o.ID, c.r)
+		_, err := s.Orders.FulfilOrder(ctx, o.ID, c.r)
 		e.refused(before, err, c.code, "a fulfil with "+c.name)
 	}
-	_, err := s.FulfilOrder(ctx, "nope", storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, "nope", storelink.FulfilRequest{})
 	e.refused(before, err, storelink.ENOTFOUND, "a fulfil of an unknown order")
 
 	// Picked: the two A; the B is cancelled with its reason.
-	got, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2],
+	got, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2],
 		CancelledItems:  []storelink.ItemReason{{ItemID: ids[2], CancellationReason: storelink.ReasonItemMissing}},
 		DeliveryDetails: &storelink.DeliveryDetails{DeliveryTrackingNumber: "T-1"}})
 	must(t, err)
@@ -181,14 +181,14 @@ func testOrderFulfil(e *env) {
 	// By default every item is picked; items neither picked nor cancelled
 	// are cancelled for an unknown reason.
 	o = e.create(e.newOrder("P-2", eanA, eanB))
-	got, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	got, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	if ev := e.lastEvent(o.ID); len(ev.Items) != 2 || ev.CancelledItems != nil || got.Items[1].Status != storelink.ItemFulfilled {
 		t.Fatalf("fulfil with the defaults: %+v, event %+v", got, ev)
 	}
 	o = e.create(e.newOrder("P-3", eanA, eanB, eanB))
 	ids = itemIDs(o)
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[1:2]})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[1:2]})
 	must(t, err)
 	if ev := e.lastEvent(o.ID); !reflect.DeepEqual(eventItemIDs(ev.Items), ids[1:2]) ||
 		!reflect.DeepEqual(eventItemIDs(ev.CancelledItems), []string{ids[0], ids[2]}) ||
@@ -197,7 +197,7 @@ func testOrderFulfil(e *env) {
 	}
 	o = e.create(e.newOrder("P-4", eanA, eanB))
 	ids = itemIDs(o)
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{CancelledItems: []storelink.ItemReason{{ItemID: ids[0], CancellationReason: storelink.ReasonOutOfStock}}})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{CancelledItems: []storelink.ItemReason{{ItemID: ids[0], CancellationReason: storelink.ReasonOutOfStock}}})
 	must(t, err)
 	if ev := e.lastEvent(o.ID); !reflect.DeepEqual(eventItemIDs(ev.Items), ids[1:]) || len(ev.CancelledItems) != 1 {
 		t.Fatalf("fulfil with one item cancelled and none listed as picked: event %+v", ev)
@@ -213,7 +213,7 @@ func testOrderReturns(e *env) {
 	e.feed(row("S1", eanA, 10, 100))
 	o := e.create(e.newOrder("T-1", eanA, eanA, eanA))
 	ids := itemIDs(o)
-	_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2]})
+	_, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: ids[:2]})
 	must(t, err)
 	ret := func(id string, loc storelink.ReturnLocation) storelink.ReturnRequest {
 		return storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: id, ReturnLocation: loc}}}
@@ -233,12 +233,12 @@ func testOrderReturns(e *env) {
 		{"items to the marketplace and to another store at once", storelink.ReturnRequest{StoreID: "S2", Items: []storelink.ReturnItem{
 			{ItemID: ids[0], ReturnLocation: storelink.ReturnToMarketplace}, {ItemID: ids[1], ReturnLocation: storelink.ReturnToStore}}}},
 	} {
-		_, err := s.ReturnItems(ctx, o.ID, c.r)
+		_, err := s.Orders.ReturnItems(ctx, o.ID, c.r)
 		e.refused(before, err, storelink.EUNPROCESSABLE, "a return of "+c.name)
 	}
 
 	// To the fulfilling store by default.
-	got, err := s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: ids[0], ReturnLocation: storelink.ReturnToStore, ReturnReasonCode: code(2)}},
+	got, err := s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: ids[0], ReturnLocation: storelink.ReturnToStore, ReturnReasonCode: code(2)}},
 		DeliveryDetails: &storelink.DeliveryDetails{ReturnTrackingNumber: "R-1"}})
 	must(t, err)
 	e.sameAsStored(got)
@@ -253,11 +253,11 @@ func testOrderReturns(e *env) {
 		t.Fatalf("returned event = %+v", ev)
 	}
 	before = e.world()
-	_, err = s.ReturnItems(ctx, o.ID, ret(ids[0], storelink.ReturnToStore))
+	_, err = s.Orders.ReturnItems(ctx, o.ID, ret(ids[0], storelink.ReturnToStore))
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a second return of an item")
 
 	// Returned → returned; to the marketplace the store is the fulfilling one.
-	got, err = s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(ids[1], storelink.ReturnToMarketplace).Items})
+	got, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(ids[1], storelink.ReturnToMarketplace).Items})
 	must(t, err)
 	if got.State != storelink.StateReturned || got.Items[1].ReturnStoreID != "S1" {
 		t.Fatalf("order after a return to the marketplace = %+v", got)
@@ -268,14 +268,14 @@ func testOrderReturns(e *env) {
 	}
 	e.wantStates(o.ID, storelink.StateAssigned, storelink.StateFulfilled, storelink.StateReturned, storelink.StateReturned)
 	before = e.world()
-	_, err = s.ReturnItems(ctx, o.ID, ret(ids[1], storelink.ReturnToStore))
+	_, err = s.Orders.ReturnItems(ctx, o.ID, ret(ids[1], storelink.ReturnToStore))
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a return of an item returned to the marketplace")
 
 	// To another store: the event carries that store.
 	o = e.create(e.newOrder("T-2", eanA))
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
-	got, err = s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(o.Items[0].ItemID, storelink.ReturnToStore).Items})
+	got, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(o.Items[0].ItemID, storelink.ReturnToStore).Items})
 	must(t, err)
 	if got.Items[0].ReturnStoreID != "S2" || got.StoreID != "S1" {
 		t.Fatalf("order after a return to S2 = %+v", got)
@@ -294,7 +294,7 @@ func testWarehouseOrders(e *env) {
 	price := storelink.Money(500)
 	n.Items[1].ArticleNumber, n.Items[1].Price = "OWN-B", &price
 	n.CustomerBillingAddress = &storelink.Address{FirstName: "Ada", LastName: "L", AddressLine1: "Main 1", ZipCode: "10115", City: "Berlin", CountryCode: "DE"}
-	o, err := s.CreateWarehouseOrder(ctx, n)
+	o, err := s.Orders.CreateWarehouseOrder(ctx, n)
 	must(t, err)
 	e.sameAsStored(o)
 	if o.State != storelink.StateWarehouseFulfilled || o.StoreID != "" || len(o.Items) != 2 ||
@@ -305,7 +305,7 @@ func testWarehouseOrders(e *env) {
 	e.wantStock("S2", eanA, 0, 0, 0)
 	wantNoStore := func(state storelink.OrderState) storelink.Event {
 		t.Helper()
-		recs, err := s.OrderEvents(ctx, o.ID)
+		recs, err := s.Orders.OrderEvents(ctx, o.ID)
 		must(t, err)
 		r := recs[len(recs)-1]
 		var raw map[string]json.RawMessage
@@ -331,12 +331,12 @@ func testWarehouseOrders(e *env) {
 	} {
 		n := e.newOrder("W-2", eanA)
 		c.edit(&n)
-		_, err := s.CreateWarehouseOrder(ctx, n)
+		_, err := s.Orders.CreateWarehouseOrder(ctx, n)
 		e.refused(before, err, storelink.EUNPROCESSABLE, "a warehouse order with "+c.name)
 	}
 
 	ids := itemIDs(o)
-	got, err := s.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[0], ReturnReasonCode: code(-1)}}})
+	got, err := s.Orders.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[0], ReturnReasonCode: code(-1)}}})
 	must(t, err)
 	e.sameAsStored(got)
 	if got.State != storelink.StateWarehouseReturned || got.Items[0].Status != storelink.ItemReturned || got.Items[1].Status != storelink.ItemFulfilled {
@@ -347,11 +347,11 @@ func testWarehouseOrders(e *env) {
 		t.Fatalf("warehouse return event = %+v", ev)
 	}
 	before = e.world()
-	_, err = s.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[0]}}})
+	_, err = s.Orders.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[0]}}})
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a second warehouse return of an item")
-	_, err = s.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[1], ReturnReasonCode: code(0)}}})
+	_, err = s.Orders.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[1], ReturnReasonCode: code(0)}}})
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a warehouse return with an unknown reason code")
-	_, err = s.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[1]}}})
+	_, err = s.Orders.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: ids[1]}}})
 	must(t, err)
 	wantNoStore(storelink.StateWarehouseReturned)
 	e.wantStates(o.ID, storelink.StateWarehouseFulfilled, storelink.StateWarehouseReturned, storelink.StateWarehouseReturned)

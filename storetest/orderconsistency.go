@@ -22,23 +22,23 @@ func testOrderAtomicity(e *env) {
 
 	before := e.world()
 	heal := e.failEvents(t, "")
-	_, err := s.CreateOrder(ctx, e.newOrder("A-1", eanA, eanA))
+	_, err := s.Orders.CreateOrder(ctx, e.newOrder("A-1", eanA, eanA))
 	failed(before, err, "a create")
-	_, err = s.CreateWarehouseOrder(ctx, e.newOrder("A-1", eanA))
+	_, err = s.Orders.CreateWarehouseOrder(ctx, e.newOrder("A-1", eanA))
 	failed(before, err, "a warehouse order")
 	heal()
 
 	o := e.create(e.newOrder("A-1", eanA, eanA))
 	e.wantStock(o.StoreID, eanA, 5, 2, 3)
-	w, err := s.CreateWarehouseOrder(ctx, e.newOrder("A-2", eanA))
+	w, err := s.Orders.CreateWarehouseOrder(ctx, e.newOrder("A-2", eanA))
 	must(t, err)
 	before = e.world()
 	heal = e.failEvents(t, "")
-	_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
+	_, err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
 	failed(before, err, "a cancel")
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: itemIDs(o)[:1]})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: itemIDs(o)[:1]})
 	failed(before, err, "a fulfil")
-	_, err = s.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
+	_, err = s.Orders.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
 	failed(before, err, "a warehouse return")
 	heal()
 
@@ -49,27 +49,27 @@ func testOrderAtomicity(e *env) {
 		{ItemID: o.Items[0].ItemID, CancellationReason: storelink.ReasonOutOfStock},
 		{ItemID: o.Items[1].ItemID, CancellationReason: storelink.ReasonOutOfStock},
 	}}
-	_, err = s.CancelOrder(ctx, o.ID, reassign)
+	_, err = s.Orders.CancelOrder(ctx, o.ID, reassign)
 	failed(before, err, "a cancel with reassign")
 	heal()
-	got, err := s.CancelOrder(ctx, o.ID, reassign)
+	got, err := s.Orders.CancelOrder(ctx, o.ID, reassign)
 	must(t, err)
 	if got.ReassignedOrderID == "" {
 		t.Fatalf("cancel with reassign after healing = %+v, want a new order", got)
 	}
-	n, err := s.Order(ctx, got.ReassignedOrderID)
+	n, err := s.Orders.Order(ctx, got.ReassignedOrderID)
 	must(t, err)
 
-	_, err = s.FulfilOrder(ctx, n.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, n.ID, storelink.FulfilRequest{})
 	must(t, err)
 	before = e.world()
 	heal = e.failEvents(t, storelink.StateReturned)
-	_, err = s.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
+	_, err = s.Orders.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
 	failed(before, err, "a return")
 	heal()
-	_, err = s.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
+	_, err = s.Orders.ReturnItems(ctx, n.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: n.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}})
 	must(t, err)
-	_, err = s.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
+	_, err = s.Orders.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}})
 	must(t, err)
 	e.wantStates(o.ID, storelink.StateAssigned, storelink.StateCancelled)
 	e.wantStates(n.ID, storelink.StateAssigned, storelink.StateFulfilled, storelink.StateReturned)
@@ -97,14 +97,14 @@ func testOrderConcurrency(e *env) {
 	}
 	// One unit in force: one order gets it.
 	won, codes := race(func(int) error {
-		_, err := s.CreateOrder(ctx, e.newOrder("Q-1", eanA))
+		_, err := s.Orders.CreateOrder(ctx, e.newOrder("Q-1", eanA))
 		return err
 	})
 	if won != 1 || codes[storelink.ECONFLICT] != racers-1 {
 		t.Fatalf("%d orders for the one unit succeeded, refusals %v; want 1 and %d conflicts", won, codes, racers-1)
 	}
 	e.wantStock("S1", eanA, 1, 1, 0)
-	list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
+	list, err := s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
 	must(t, err)
 	if len(list) != 1 || len(e.clientEvents(e.client.ID)) != 1 {
 		t.Fatalf("%d orders after the race, want 1 with 1 event", len(list))
@@ -114,9 +114,9 @@ func testOrderConcurrency(e *env) {
 	won, codes = race(func(i int) error {
 		var err error
 		if i%2 == 0 {
-			_, err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
+			_, err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
 		} else {
-			_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+			_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 		}
 		return err
 	})
@@ -143,7 +143,7 @@ func testRoutingOverlap(e *env) {
 		// Pairs in a ring (A B, B C, C A), so that the racers' needs
 		// overlap in every order.
 		pair := []string{eans[i%3], eans[(i+1)%3]}
-		if _, errs[i] = s.CreateOrder(ctx, e.newOrder(fmt.Sprintf("R-%d", i), pair...)); errs[i] == nil {
+		if _, errs[i] = s.Orders.CreateOrder(ctx, e.newOrder(fmt.Sprintf("R-%d", i), pair...)); errs[i] == nil {
 			won[i] = pair
 		}
 	})
@@ -176,7 +176,7 @@ func testRoutingOverlap(e *env) {
 			t.Fatalf("order %d of %v was refused (%v) while both had units free at the end", i, pair, err)
 		}
 	}
-	list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
+	list, err := s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 100})
 	must(t, err)
 	if len(list) != orders || len(e.clientEvents(e.client.ID)) != orders {
 		t.Fatalf("%d orders and %d events after the race, want %d of each", len(list), len(e.clientEvents(e.client.ID)), orders)

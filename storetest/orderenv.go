@@ -24,12 +24,12 @@ const (
 func (e *env) feed(rs ...storelink.StockRow) {
 	e.t.Helper()
 	e.accept("feed.csv", 1)
-	c, err := e.s.Claim(e.ctx, "w", time.Minute)
+	c, err := e.s.Uploads.Claim(e.ctx, "w", time.Minute)
 	must(e.t, err)
 	if c == nil {
 		e.t.Fatal("no upload to claim for the feed")
 	}
-	u, err := e.s.Apply(e.ctx, c, rows(rs...))
+	u, err := e.s.Uploads.Apply(e.ctx, c, rows(rs...))
 	must(e.t, err)
 	if u.Status != storelink.UploadApplied {
 		e.t.Fatalf("feed upload = %+v, want applied", u)
@@ -49,7 +49,7 @@ func (e *env) newOrder(number string, eans ...string) storelink.NewOrder {
 // it now stands.
 func (e *env) create(n storelink.NewOrder) *storelink.Order {
 	e.t.Helper()
-	o, err := e.s.CreateOrder(e.ctx, n)
+	o, err := e.s.Orders.CreateOrder(e.ctx, n)
 	must(e.t, err)
 	if o.ID == "" || o.State != storelink.StateAssigned || o.OrderNumber != n.OrderNumber || o.ClientID != n.ClientID ||
 		len(o.Items) != len(n.Items) {
@@ -62,7 +62,7 @@ func (e *env) create(n storelink.NewOrder) *storelink.Order {
 // sameAsStored fails unless an answer equals the order read back.
 func (e *env) sameAsStored(o *storelink.Order) {
 	e.t.Helper()
-	got, err := e.s.Order(e.ctx, o.ID)
+	got, err := e.s.Orders.Order(e.ctx, o.ID)
 	must(e.t, err)
 	a, _ := json.Marshal(o)
 	b, _ := json.Marshal(got)
@@ -83,7 +83,7 @@ func itemIDs(o *storelink.Order) []string {
 // stockOf returns the stock row of a store and EAN.
 func (e *env) stockOf(store, ean string) storelink.Stock {
 	e.t.Helper()
-	st, _, err := e.s.Stock(e.ctx, e.client.ID, storelink.StockFilter{StoreID: store, EAN: ean, Limit: 10})
+	st, _, err := e.s.Uploads.Stock(e.ctx, e.client.ID, storelink.StockFilter{StoreID: store, EAN: ean, Limit: 10})
 	must(e.t, err)
 	if len(st) != 1 {
 		e.t.Fatalf("stock of %s %s = %+v, want one row", store, ean, st)
@@ -107,7 +107,7 @@ func (e *env) clientEvents(clientID string) []storelink.EventRecord {
 	var all []storelink.EventRecord
 	after := ""
 	for range 1000 {
-		page, next, err := e.s.Events(e.ctx, clientID, after, 50)
+		page, next, err := e.s.Orders.Events(e.ctx, clientID, after, 50)
 		must(e.t, err)
 		if len(page) == 0 {
 			if next != after {
@@ -142,7 +142,7 @@ func (e *env) decodeEvent(r storelink.EventRecord) storelink.Event {
 // orderEvents returns an order's events, oldest first, decoded.
 func (e *env) orderEvents(orderID string) []storelink.Event {
 	e.t.Helper()
-	recs, err := e.s.OrderEvents(e.ctx, orderID)
+	recs, err := e.s.Orders.OrderEvents(e.ctx, orderID)
 	must(e.t, err)
 	out := make([]storelink.Event, len(recs))
 	for i, r := range recs {
@@ -198,9 +198,9 @@ type world struct {
 
 func (e *env) world() world {
 	e.t.Helper()
-	orders, err := e.s.Orders(e.ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 1000})
+	orders, err := e.s.Orders.Orders(e.ctx, storelink.OrderFilter{ClientID: e.client.ID, Limit: 1000})
 	must(e.t, err)
-	stock, _, err := e.s.Stock(e.ctx, e.client.ID, storelink.StockFilter{Limit: 1000})
+	stock, _, err := e.s.Uploads.Stock(e.ctx, e.client.ID, storelink.StockFilter{Limit: 1000})
 	must(e.t, err)
 	return world{orders: orders, events: e.clientEvents(e.client.ID), stock: stock}
 }

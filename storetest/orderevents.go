@@ -13,23 +13,23 @@ import (
 // its own events in the order they happened.
 func testOrderEvents(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
-	list, next, err := s.Events(ctx, id, "", 10)
+	list, next, err := s.Orders.Events(ctx, id, "", 10)
 	must(t, err)
 	if len(list) != 0 || next != "" {
 		t.Fatalf("events of a new client = %+v, %q; want none and the same cursor", list, next)
 	}
 	e.feed(row("S1", eanA, 10, 1999), row("S2", eanB, 10, 100))
 	// Another client's events are never listed with this client's.
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, other.ID, "S1", "")
+	_, _, err = s.Partners.PutStore(ctx, other.ID, "S1", "")
 	must(t, err)
 	price := storelink.Money(100)
 	foreign := func() *storelink.Order {
 		t.Helper()
-		o, err := s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "X", ClientID: other.ID, StoreID: "S1",
+		o, err := s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "X", ClientID: other.ID, StoreID: "S1",
 			Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", ArticleNumber: "X", Price: &price}}})
 		must(t, err)
 		return o
@@ -58,20 +58,20 @@ func testOrderEvents(e *env) {
 	n := e.newOrder("EV-1", eanA)
 	n.CustomerBillingAddress = &storelink.Address{FirstName: "Ada", LastName: "L", AddressLine1: "Main 1", ZipCode: "10115", City: "Berlin", CountryCode: "DE"}
 	n.DeliveryDetails = &storelink.DeliveryDetails{DeliveryCarrierName: "DHL"}
-	o1 := did(storelink.StateAssigned, "S1")(s.CreateOrder(ctx, n))
+	o1 := did(storelink.StateAssigned, "S1")(s.Orders.CreateOrder(ctx, n))
 	foreign()
-	o2 := did(storelink.StateAssigned, "S2")(s.CreateOrder(ctx, e.newOrder("EV-2", eanB)))
-	did(storelink.StateFulfilled, "S1")(s.FulfilOrder(ctx, o1.ID, storelink.FulfilRequest{}))
-	did(storelink.StateCancelled, "S2")(s.CancelOrder(ctx, o2.ID, storelink.CancelRequest{}))
+	o2 := did(storelink.StateAssigned, "S2")(s.Orders.CreateOrder(ctx, e.newOrder("EV-2", eanB)))
+	did(storelink.StateFulfilled, "S1")(s.Orders.FulfilOrder(ctx, o1.ID, storelink.FulfilRequest{}))
+	did(storelink.StateCancelled, "S2")(s.Orders.CancelOrder(ctx, o2.ID, storelink.CancelRequest{}))
 	foreign()
-	did(storelink.StateReturned, "S1")(s.ReturnItems(ctx, o1.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o1.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}}))
-	w := did(storelink.StateWarehouseFulfilled, "")(s.CreateWarehouseOrder(ctx, e.newOrder("EV-3", eanA)))
+	did(storelink.StateReturned, "S1")(s.Orders.ReturnItems(ctx, o1.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o1.Items[0].ItemID, ReturnLocation: storelink.ReturnToStore}}}))
+	w := did(storelink.StateWarehouseFulfilled, "")(s.Orders.CreateWarehouseOrder(ctx, e.newOrder("EV-3", eanA)))
 
 	// Paging two at a time gives every event once, in order.
 	var paged []storelink.EventRecord
 	after := ""
 	for range len(steps) {
-		page, next, err := s.Events(ctx, id, after, 2)
+		page, next, err := s.Orders.Events(ctx, id, after, 2)
 		must(t, err)
 		if len(page) == 0 || len(page) > 2 || next == after {
 			t.Fatalf("page after %q = %d events, next %q", after, len(page), next)
@@ -98,14 +98,14 @@ func testOrderEvents(e *env) {
 		t.Fatal("reading the events again gave other events")
 	}
 	// Nothing new: no events, the same cursor.
-	page, next, err := s.Events(ctx, id, after, 2)
+	page, next, err := s.Orders.Events(ctx, id, after, 2)
 	must(t, err)
 	if len(page) != 0 || next != after {
 		t.Fatalf("after the last event: %d events, next %q; want none and %q", len(page), next, after)
 	}
 	// A new event shows up after the cursor.
-	did(storelink.StateWarehouseReturned, "")(s.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}}))
-	page, next, err = s.Events(ctx, id, after, 2)
+	did(storelink.StateWarehouseReturned, "")(s.Orders.WarehouseReturn(ctx, w.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: w.Items[0].ItemID}}}))
+	page, next, err = s.Orders.Events(ctx, id, after, 2)
 	must(t, err)
 	if len(page) != 1 || page[0].OrderID != w.ID || page[0].State != storelink.StateWarehouseReturned || next != page[0].Cursor {
 		t.Fatalf("events after the cursor = %+v, next %q", page, next)
@@ -120,7 +120,7 @@ func testOrderEvents(e *env) {
 		}
 	}
 	for _, bad := range []string{"x", "-1", "1.5"} {
-		_, _, err = s.Events(ctx, id, bad, 2)
+		_, _, err = s.Orders.Events(ctx, id, bad, 2)
 		wantCode(t, err, storelink.EINVALID)
 	}
 
@@ -138,7 +138,7 @@ func testOrderEvents(e *env) {
 	if evs[0].EventID == evs[1].EventID || evs[1].EventID == evs[2].EventID {
 		t.Fatal("events share an id")
 	}
-	_, err = s.OrderEvents(ctx, "nope")
+	_, err = s.Orders.OrderEvents(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
@@ -151,16 +151,16 @@ func testOrderListing(e *env) {
 		ids = append(ids, e.create(e.newOrder(number, eanA, eanA)).ID)
 		e.clock.Advance(time.Millisecond)
 	}
-	_, err := s.CancelOrder(ctx, ids[1], storelink.CancelRequest{})
+	_, err := s.Orders.CancelOrder(ctx, ids[1], storelink.CancelRequest{})
 	must(t, err)
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, other.ID, "S1", "")
+	_, _, err = s.Partners.PutStore(ctx, other.ID, "S1", "")
 	must(t, err)
 	price := storelink.Money(100)
-	theirs, err := s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "L-1", ClientID: other.ID, StoreID: "S1",
+	theirs, err := s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "L-1", ClientID: other.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", ArticleNumber: "X", Price: &price}}})
 	must(t, err)
 
@@ -180,7 +180,7 @@ func testOrderListing(e *env) {
 		{storelink.OrderFilter{ClientID: other.ID, Limit: 10}, []string{theirs.ID}},
 		{storelink.OrderFilter{OrderNumber: "L-1", Limit: 10}, []string{theirs.ID, ids[2], ids[0]}},
 	} {
-		list, err := s.Orders(ctx, c.f)
+		list, err := s.Orders.Orders(ctx, c.f)
 		must(t, err)
 		got := []string{}
 		for _, o := range list {
@@ -196,10 +196,10 @@ func testOrderListing(e *env) {
 	}
 	// A before that is no order is refused rather than read as the end.
 	for _, before := range []string{"garbage", "0", storelink.NewID(time.Now())} {
-		_, err = s.Orders(ctx, storelink.OrderFilter{ClientID: id, Limit: 10, Before: before})
+		_, err = s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: id, Limit: 10, Before: before})
 		wantCode(t, err, storelink.EINVALID)
 	}
-	_, err = s.Order(ctx, "nope")
+	_, err = s.Orders.Order(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
@@ -215,22 +215,22 @@ func testOrderTransitions(e *env) {
 	o := e.create(two)
 	orders[storelink.StateAssigned] = o
 	o = e.create(two)
-	orders[storelink.StateCancelled], err = s.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
+	orders[storelink.StateCancelled], err = s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{})
 	must(t, err)
 	o = e.create(two)
-	orders[storelink.StateFulfilled], err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	orders[storelink.StateFulfilled], err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	o = e.create(two)
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	retFirst.Items[0].ItemID = o.Items[0].ItemID
-	orders[storelink.StateReturned], err = s.ReturnItems(ctx, o.ID, retFirst)
+	orders[storelink.StateReturned], err = s.Orders.ReturnItems(ctx, o.ID, retFirst)
 	must(t, err)
-	orders[storelink.StateWarehouseFulfilled], err = s.CreateWarehouseOrder(ctx, two)
+	orders[storelink.StateWarehouseFulfilled], err = s.Orders.CreateWarehouseOrder(ctx, two)
 	must(t, err)
-	o, err = s.CreateWarehouseOrder(ctx, two)
+	o, err = s.Orders.CreateWarehouseOrder(ctx, two)
 	must(t, err)
-	orders[storelink.StateWarehouseReturned], err = s.WarehouseReturn(ctx, o.ID,
+	orders[storelink.StateWarehouseReturned], err = s.Orders.WarehouseReturn(ctx, o.ID,
 		storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: o.Items[0].ItemID}}})
 	must(t, err)
 
@@ -242,20 +242,20 @@ func testOrderTransitions(e *env) {
 		do   func(o *storelink.Order) error
 	}{
 		{"cancel", storelink.StateCancelled, func(o *storelink.Order) error {
-			_, err := s.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true,
+			_, err := s.Orders.CancelOrder(ctx, o.ID, storelink.CancelRequest{Reassign: true,
 				Items: []storelink.ItemReason{{ItemID: o.Items[1].ItemID, CancellationReason: storelink.ReasonOutOfStock}}})
 			return err
 		}},
 		{"fulfil", storelink.StateFulfilled, func(o *storelink.Order) error {
-			_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: []string{o.Items[1].ItemID}})
+			_, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{PickedItemIDs: []string{o.Items[1].ItemID}})
 			return err
 		}},
 		{"return", storelink.StateReturned, func(o *storelink.Order) error {
-			_, err := s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o.Items[1].ItemID, ReturnLocation: storelink.ReturnToStore}}})
+			_, err := s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o.Items[1].ItemID, ReturnLocation: storelink.ReturnToStore}}})
 			return err
 		}},
 		{"warehouse return", storelink.StateWarehouseReturned, func(o *storelink.Order) error {
-			_, err := s.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: o.Items[1].ItemID}}})
+			_, err := s.Orders.WarehouseReturn(ctx, o.ID, storelink.WarehouseReturnRequest{Items: []storelink.WarehouseReturnItem{{ItemID: o.Items[1].ItemID}}})
 			return err
 		}},
 	}

@@ -32,7 +32,7 @@ func testOrderKeyReplay(e *env) {
 	e.feed(row("S1", eanA, 5, 100))
 	e.endpoint("https://all.test", "")
 	n := keyed(e.newOrder("K-1", eanA, eanA), "key-1")
-	first, err := s.CreateOrder(ctx, n)
+	first, err := s.Orders.CreateOrder(ctx, n)
 	must(t, err)
 	if first.Replayed {
 		t.Fatalf("the first call with a key is marked replayed: %+v", first)
@@ -42,7 +42,7 @@ func testOrderKeyReplay(e *env) {
 	deliveries := len(e.deliveries())
 	e.clock.Advance(time.Hour)
 	// The same request, built again.
-	again, err := s.CreateOrder(ctx, keyed(e.newOrder("K-1", eanA, eanA), "key-1"))
+	again, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("K-1", eanA, eanA), "key-1"))
 	e.wantReplay(again, err, first)
 	e.unchanged(before, "a retry")
 	if got := len(e.deliveries()); got != deliveries {
@@ -51,9 +51,9 @@ func testOrderKeyReplay(e *env) {
 	e.wantStock("S1", eanA, 5, 2, 3)
 
 	// The answer is the order as it now stands.
-	_, err = s.FulfilOrder(ctx, first.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, first.ID, storelink.FulfilRequest{})
 	must(t, err)
-	again, err = s.CreateOrder(ctx, n)
+	again, err = s.Orders.CreateOrder(ctx, n)
 	e.wantReplay(again, err, first)
 	if again.State != storelink.StateFulfilled {
 		t.Fatalf("retry after fulfilment answered state %s, want fulfilled", again.State)
@@ -61,10 +61,10 @@ func testOrderKeyReplay(e *env) {
 
 	// Warehouse orders the same way; the key is another one.
 	w := keyed(e.newOrder("K-2", eanA), "key-2")
-	wFirst, err := s.CreateWarehouseOrder(ctx, w)
+	wFirst, err := s.Orders.CreateWarehouseOrder(ctx, w)
 	must(t, err)
 	before = e.world()
-	again, err = s.CreateWarehouseOrder(ctx, w)
+	again, err = s.Orders.CreateWarehouseOrder(ctx, w)
 	e.wantReplay(again, err, wFirst)
 	e.unchanged(before, "a warehouse retry")
 
@@ -82,26 +82,26 @@ func testOrderKeyReplay(e *env) {
 func testOrderKeyMismatch(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	e.feed(row("S1", eanA, 5, 100), row("S2", eanB, 5, 100))
-	first, err := s.CreateOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
+	first, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
 	must(t, err)
 	before := e.world()
 	for what, call := range map[string]func() error{
 		"another item": func() error {
-			_, err := s.CreateOrder(ctx, keyed(e.newOrder("M-1", eanB), "key-1"))
+			_, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-1", eanB), "key-1"))
 			return err
 		},
 		"another order number": func() error {
-			_, err := s.CreateOrder(ctx, keyed(e.newOrder("M-2", eanA), "key-1"))
+			_, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-2", eanA), "key-1"))
 			return err
 		},
 		"a store given": func() error {
 			n := keyed(e.newOrder("M-1", eanA), "key-1")
 			n.StoreID = "S1"
-			_, err := s.CreateOrder(ctx, n)
+			_, err := s.Orders.CreateOrder(ctx, n)
 			return err
 		},
 		"the warehouse call": func() error {
-			_, err := s.CreateWarehouseOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
+			_, err := s.Orders.CreateWarehouseOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
 			return err
 		},
 	} {
@@ -112,17 +112,17 @@ func testOrderKeyMismatch(e *env) {
 		}
 	}
 	// The key still answers its own request.
-	again, err := s.CreateOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
+	again, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-1", eanA), "key-1"))
 	e.wantReplay(again, err, first)
 
 	for _, bad := range []string{string(make([]byte, storelink.MaxIdempotencyKey+1)), "tab\there", "ümlaut", "nul\x00"} {
-		_, err := s.CreateOrder(ctx, keyed(e.newOrder("M-3", eanA), bad))
+		_, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-3", eanA), bad))
 		e.refused(before, err, storelink.EINVALID, "a malformed key")
 	}
 	// The longest key, and one with a space and a tilde, are fine.
-	_, err = s.CreateOrder(ctx, keyed(e.newOrder("M-3", eanA), strings.Repeat("k", storelink.MaxIdempotencyKey)))
+	_, err = s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-3", eanA), strings.Repeat("k", storelink.MaxIdempotencyKey)))
 	must(t, err)
-	_, err = s.CreateOrder(ctx, keyed(e.newOrder("M-4", eanA), "a key ~1"))
+	_, err = s.Orders.CreateOrder(ctx, keyed(e.newOrder("M-4", eanA), "a key ~1"))
 	must(t, err)
 }
 
@@ -131,16 +131,16 @@ func testOrderKeyMismatch(e *env) {
 func testOrderKeyScope(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	e.feed(row("S1", eanA, 5, 100))
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, _, err = s.PutStore(ctx, other.ID, "S1", "")
+	_, _, err = s.Partners.PutStore(ctx, other.ID, "S1", "")
 	must(t, err)
 	price := storelink.Money(100)
-	mine, err := s.CreateOrder(ctx, keyed(e.newOrder("C-1", eanA), "shared"))
+	mine, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("C-1", eanA), "shared"))
 	must(t, err)
-	theirs, err := s.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "C-1", ClientID: other.ID, StoreID: "S1", IdempotencyKey: "shared",
+	theirs, err := s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "C-1", ClientID: other.ID, StoreID: "S1", IdempotencyKey: "shared",
 		Items: []storelink.NewItem{{EAN: eanA, MarketplaceArticleNumber: "M", ArticleNumber: "X", Price: &price}}})
 	must(t, err)
 	if theirs.ID == mine.ID || theirs.Replayed || theirs.ClientID != other.ID {
@@ -149,7 +149,7 @@ func testOrderKeyScope(e *env) {
 	if n := len(e.clientEvents(other.ID)); n != 1 {
 		t.Fatalf("the other client has %d events, want 1", n)
 	}
-	again, err := s.CreateOrder(ctx, keyed(e.newOrder("C-1", eanA), "shared"))
+	again, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("C-1", eanA), "shared"))
 	e.wantReplay(again, err, mine)
 }
 
@@ -163,8 +163,8 @@ func testOrderKeyRace(e *env) {
 		name   string
 		create func(storelink.NewOrder) (*storelink.Order, error)
 	}{
-		{"orders", func(n storelink.NewOrder) (*storelink.Order, error) { return s.CreateOrder(ctx, n) }},
-		{"warehouse orders", func(n storelink.NewOrder) (*storelink.Order, error) { return s.CreateWarehouseOrder(ctx, n) }},
+		{"orders", func(n storelink.NewOrder) (*storelink.Order, error) { return s.Orders.CreateOrder(ctx, n) }},
+		{"warehouse orders", func(n storelink.NewOrder) (*storelink.Order, error) { return s.Orders.CreateWarehouseOrder(ctx, n) }},
 	} {
 		n := keyed(e.newOrder("R-"+c.name, eanA), "race "+c.name)
 		answers := make([]*storelink.Order, racers)
@@ -183,7 +183,7 @@ func testOrderKeyRace(e *env) {
 		if made != 1 {
 			t.Fatalf("%s: %d of %d racing calls say they made the order, want 1", c.name, made, racers)
 		}
-		list, err := s.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: n.OrderNumber, Limit: 100})
+		list, err := s.Orders.Orders(ctx, storelink.OrderFilter{ClientID: e.client.ID, OrderNumber: n.OrderNumber, Limit: 100})
 		must(t, err)
 		if len(list) != 1 || len(e.orderEvents(list[0].ID)) != 1 {
 			t.Fatalf("%s: %d orders after the race, want 1 with 1 event", c.name, len(list))
@@ -199,30 +199,30 @@ func testOrderKeyExpiry(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	e.feed(row("S1", eanA, 10, 100), row("S1", eanB, 10, 100))
 	n := keyed(e.newOrder("E-1", eanA), "key-1")
-	first, err := s.CreateOrder(ctx, n)
+	first, err := s.Orders.CreateOrder(ctx, n)
 	must(t, err)
 	// Other keys, expiring a little later, for the sweep to find.
 	for _, k := range []string{"old-1", "old-2", "old-3", "old-4", "old-5", "old-6"} {
 		e.clock.Advance(time.Millisecond)
-		_, err := s.CreateWarehouseOrder(ctx, keyed(e.newOrder("E-"+k, eanA), k))
+		_, err := s.Orders.CreateWarehouseOrder(ctx, keyed(e.newOrder("E-"+k, eanA), k))
 		must(t, err)
 	}
 	e.clock.Advance(storelink.IdempotencyKeyTTL - 7*time.Millisecond)
-	again, err := s.CreateOrder(ctx, n)
+	again, err := s.Orders.CreateOrder(ctx, n)
 	e.wantReplay(again, err, first)
 
 	e.clock.Advance(time.Millisecond) // exactly IdempotencyKeyTTL after the first call
-	second, err := s.CreateOrder(ctx, n)
+	second, err := s.Orders.CreateOrder(ctx, n)
 	must(t, err)
 	if second.ID == first.ID || second.Replayed {
 		t.Fatalf("the key after %s answered %s (replayed %v), want a new order", storelink.IdempotencyKeyTTL, second.ID, second.Replayed)
 	}
-	again, err = s.CreateOrder(ctx, n)
+	again, err = s.Orders.CreateOrder(ctx, n)
 	e.wantReplay(again, err, second)
 	// An expired key may come with any request; a swept one too.
 	e.clock.Advance(time.Hour)
 	for _, k := range []string{"old-1", "old-6"} {
-		o, err := s.CreateOrder(ctx, keyed(e.newOrder("E-new-"+k, eanB), k))
+		o, err := s.Orders.CreateOrder(ctx, keyed(e.newOrder("E-new-"+k, eanB), k))
 		must(t, err)
 		if o.Replayed {
 			t.Fatalf("expired key %s was replayed", k)
@@ -237,22 +237,22 @@ func testOrderKeyFailures(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	n := keyed(e.newOrder("F-1", eanA), "key-1")
 	before := e.world()
-	_, err := s.CreateOrder(ctx, n)
+	_, err := s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.ECONFLICT, "an order no store can take")
 	e.feed(row("S1", eanA, 5, 100))
 
 	heal := e.failEvents(t, "")
 	before = e.world()
-	_, err = s.CreateOrder(ctx, n)
+	_, err = s.Orders.CreateOrder(ctx, n)
 	e.refused(before, err, storelink.EINTERNAL, "an order whose event could not be written")
 	heal()
 
-	o, err := s.CreateOrder(ctx, n)
+	o, err := s.Orders.CreateOrder(ctx, n)
 	must(t, err)
 	if o.Replayed {
 		t.Fatalf("after failed calls the key answered a replay: %+v", o)
 	}
-	again, err := s.CreateOrder(ctx, n)
+	again, err := s.Orders.CreateOrder(ctx, n)
 	e.wantReplay(again, err, o)
 	if got := len(e.clientEvents(e.client.ID)); got != 1 {
 		t.Fatalf("%d events after failed calls and a retry, want 1", got)

@@ -13,9 +13,9 @@ import (
 // ListClients's.
 func testClientSummaries(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
-	other, err := s.CreatePartner(ctx, "Zeta Shoes")
+	other, err := s.Partners.CreatePartner(ctx, "Zeta Shoes")
 	must(t, err)
-	oc, err := s.CreateClient(ctx, other.ID, "AT", "EUR")
+	oc, err := s.Partners.CreateClient(ctx, other.ID, "AT", "EUR")
 	must(t, err)
 
 	// Stock for an order, whose delivery fails for good.
@@ -26,11 +26,11 @@ func testClientSummaries(e *env) {
 
 	// 1150 of 1200 bytes sent; a file no store of the client knows is
 	// rejected.
-	_, _, err = s.Accept(ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "big.csv", Body: make([]byte, 1150), SHA256: "00"}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "big.csv", Body: make([]byte, 1150), SHA256: "00"}, policy)
 	must(t, err)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	rejected, err := s.Apply(ctx, c, rows(row("S9", "4006381333931", 1, 100)))
+	rejected, err := s.Uploads.Apply(ctx, c, rows(row("S9", "4006381333931", 1, 100)))
 	must(t, err)
 	if rejected.Status != storelink.UploadRejected {
 		t.Fatalf("upload = %+v, want rejected", rejected)
@@ -38,7 +38,7 @@ func testClientSummaries(e *env) {
 
 	summaries := func(q string) []storelink.ClientSummary {
 		t.Helper()
-		list, err := s.ClientSummaries(ctx, q, policy)
+		list, err := s.Partners.ClientSummaries(ctx, q, policy)
 		must(t, err)
 		return list
 	}
@@ -73,7 +73,7 @@ func testClientSummaries(e *env) {
 		t.Fatalf("capacity half an hour later = %+v, want 650 left, not exhausted", a.Capacity)
 	}
 	e.clock.Advance(24 * time.Hour)
-	must(t, s.DeleteEndpoint(ctx, ep.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, ep.ID))
 	if a := summaries("acme")[0]; a.RejectedUploads != 0 || a.FailedDeliveries != 0 || a.Endpoints != 0 || a.LastUpload == nil {
 		t.Fatalf("a day later, the endpoint deleted = %+v, want no rejection, no failed delivery, no endpoint, the last upload kept", a)
 	}

@@ -94,13 +94,13 @@ func testSecretKeyCheck(e *env) {
 	e.useSealer(a)
 	e1, _ := e.endpoint("https://one.test", "key-one")
 	s1 := newSecret()
-	_, err := e.s.RotateSecret(ctx, e1.ID, s1, time.Hour)
+	_, err := e.s.Webhooks.RotateSecret(ctx, e1.ID, s1, time.Hour)
 	must(t, err)
 	e2, s2 := e.endpoint("https://two.test", "")
 
 	checkIs := func(want string) {
 		t.Helper()
-		got, err := e.s.SecretKeyCheck(ctx)
+		got, err := e.s.SecretKeys.SecretKeyCheck(ctx)
 		must(t, err)
 		if got != want {
 			t.Fatalf("recorded check value %q, want %q", got, want)
@@ -121,31 +121,31 @@ func testSecretKeyCheck(e *env) {
 	// Before any is recorded: a key that opens none is refused, and
 	// nothing recorded; the key that sealed them is recorded.
 	checkIs("")
-	_, err = storelink.VerifySecretKey(ctx, e.s, b)
+	_, err = storelink.VerifySecretKey(ctx, e.s.SecretKeys, b)
 	mismatch(err, b, nil)
 	checkIs("")
-	closed, err := storelink.VerifySecretKey(ctx, e.s, a)
+	closed, err := storelink.VerifySecretKey(ctx, e.s.SecretKeys, a)
 	must(t, err)
 	if len(closed) != 0 {
 		t.Fatalf("the sealing key cannot open %+v", closed)
 	}
 	checkIs(a.Check())
-	_, err = storelink.VerifySecretKey(ctx, e.s, b)
+	_, err = storelink.VerifySecretKey(ctx, e.s.SecretKeys, b)
 	mismatch(err, b, a)
-	if got, err := e.s.RecordSecretKeyCheck(ctx, b.Check()); err != nil || got != a.Check() {
+	if got, err := e.s.SecretKeys.RecordSecretKeyCheck(ctx, b.Check()); err != nil || got != a.Check() {
 		t.Fatalf("recording another check value = %q, %v; want the first kept", got, err)
 	}
-	_, err = storelink.RotateSecretKey(ctx, e.s, b, c)
+	_, err = storelink.RotateSecretKey(ctx, e.s.SecretKeys, b, c)
 	mismatch(err, b, a)
 
 	// Rotated: the new key opens everything, with the same plain values.
-	n, err := storelink.RotateSecretKey(ctx, e.s, a, c)
+	n, err := storelink.RotateSecretKey(ctx, e.s.SecretKeys, a, c)
 	must(t, err)
 	if n != 4 { // e1's key, secret and previous secret; e2's secret
 		t.Fatalf("rotation sealed %d values again, want 4", n)
 	}
 	checkIs(c.Check())
-	if _, err := e.s.ResealSecrets(ctx, a.Check(), b.Check(), func(v storelink.SealedValue) (string, error) { return v.Value, nil }); storelink.ErrorCode(err) != storelink.ECONFLICT {
+	if _, err := e.s.SecretKeys.ResealSecrets(ctx, a.Check(), b.Check(), func(v storelink.SealedValue) (string, error) { return v.Value, nil }); storelink.ErrorCode(err) != storelink.ECONFLICT {
 		t.Fatalf("a second rotation from the old key = %v, want a conflict", err)
 	}
 	e.useSealer(c)
@@ -162,7 +162,7 @@ func testSecretKeyCheck(e *env) {
 	// One secret in use that the key cannot open: nothing changes, and the
 	// error names it.
 	e.sealWithOtherKey(e2.ID, "secret")
-	_, err = storelink.RotateSecretKey(ctx, e.s, c, b)
+	_, err = storelink.RotateSecretKey(ctx, e.s.SecretKeys, c, b)
 	if storelink.ErrorCode(err) != storelink.EUNPROCESSABLE || !strings.Contains(err.Error(), e2.ID) {
 		t.Fatalf("rotation with endpoint %s's secret unopenable = %v, want an error naming it", e2.ID, err)
 	}
@@ -171,7 +171,7 @@ func testSecretKeyCheck(e *env) {
 	// A database without a check value whose key opens some of its
 	// secrets takes the key, and names those it cannot open.
 	must(t, e.fixture.Exec(ctx, `DELETE FROM settings`))
-	closed, err = storelink.VerifySecretKey(ctx, e.s, c)
+	closed, err = storelink.VerifySecretKey(ctx, e.s.SecretKeys, c)
 	must(t, err)
 	if len(closed) != 1 || closed[0].EndpointID != e2.ID || closed[0].Field != storelink.SealedSecret {
 		t.Fatalf("secrets the key cannot open: %+v, want endpoint %s's secret", closed, e2.ID)
@@ -181,18 +181,18 @@ func testSecretKeyCheck(e *env) {
 	// The operator's way out: a new secret for the endpoint; once the
 	// overlap is over, its old one is no longer in the way, and the
 	// rotation drops it.
-	_, err = e.s.RotateSecret(ctx, e2.ID, newSecret(), time.Hour)
+	_, err = e.s.Webhooks.RotateSecret(ctx, e2.ID, newSecret(), time.Hour)
 	must(t, err)
-	if _, err = storelink.RotateSecretKey(ctx, e.s, c, b); storelink.ErrorCode(err) != storelink.EUNPROCESSABLE {
+	if _, err = storelink.RotateSecretKey(ctx, e.s.SecretKeys, c, b); storelink.ErrorCode(err) != storelink.EUNPROCESSABLE {
 		t.Fatalf("rotation while the unopenable secret still signs = %v, want refused", err)
 	}
 	e.clock.Advance(time.Hour + time.Second)
-	n, err = storelink.RotateSecretKey(ctx, e.s, c, b)
+	n, err = storelink.RotateSecretKey(ctx, e.s.SecretKeys, c, b)
 	must(t, err)
 	if n != 3 { // e1's key and secret, e2's new secret
 		t.Fatalf("rotation sealed %d values again, want 3", n)
 	}
-	values, err := e.s.SealedValues(ctx)
+	values, err := e.s.SecretKeys.SealedValues(ctx)
 	must(t, err)
 	for _, v := range values {
 		if _, err := b.Open(v.Value); err != nil {

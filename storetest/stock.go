@@ -10,7 +10,7 @@ import (
 func testStockListing(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	e.accept("a.csv", 1)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	var rs []storelink.StockRow
 	for _, store := range []string{"S2", "S1"} {
@@ -18,12 +18,12 @@ func testStockListing(e *env) {
 			rs = append(rs, row(store, fmt.Sprintf("400638133393%d", i), i, 100))
 		}
 	}
-	_, err = s.Apply(ctx, c, rows(rs...))
+	_, err = s.Uploads.Apply(ctx, c, rows(rs...))
 	must(t, err)
 	var all []storelink.Stock
 	after := ""
 	for pages := 0; ; pages++ {
-		page, next, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: after})
+		page, next, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: after})
 		must(t, err)
 		all = append(all, page...)
 		if next == "" {
@@ -37,26 +37,26 @@ func testStockListing(e *env) {
 	if len(all) != 10 || all[0].StoreID != "S1" || all[4].EAN != "4006381333934" || all[5].StoreID != "S2" {
 		t.Fatalf("paged stock in wrong order or incomplete: %d rows", len(all))
 	}
-	one, _, err := s.Stock(ctx, id, storelink.StockFilter{StoreID: "S2", EAN: "4006381333932", Limit: 10})
+	one, _, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{StoreID: "S2", EAN: "4006381333932", Limit: 10})
 	must(t, err)
 	if len(one) != 1 || one[0].Quantity != 2 {
 		t.Fatalf("filtered stock = %+v", one)
 	}
-	_, _, err = s.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: "!!"})
+	_, _, err = s.Uploads.Stock(ctx, id, storelink.StockFilter{Limit: 3, After: "!!"})
 	wantCode(t, err, storelink.EINVALID)
-	_, _, err = s.Stock(ctx, "nope", storelink.StockFilter{Limit: 3})
+	_, _, err = s.Uploads.Stock(ctx, "nope", storelink.StockFilter{Limit: 3})
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
 func testDeleteStoreStock(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	e.accept("a.csv", 1)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	_, err = s.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100), row("S2", "4006381333931", 2, 100)))
+	_, err = s.Uploads.Apply(ctx, c, rows(row("S1", "4006381333931", 1, 100), row("S2", "4006381333931", 2, 100)))
 	must(t, err)
-	must(t, s.DeleteStore(ctx, id, "S1"))
-	st, _, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 10})
+	must(t, s.Partners.DeleteStore(ctx, id, "S1"))
+	st, _, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{Limit: 10})
 	must(t, err)
 	if len(st) != 1 || st[0].StoreID != "S2" {
 		t.Fatalf("stock after deleting S1 = %+v", st)
@@ -70,7 +70,7 @@ func testDeleteStoreStock(e *env) {
 func testStockListingByEAN(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	for _, st := range []string{"S3", "S4"} {
-		_, _, err := s.PutStore(ctx, id, st, "Store "+st)
+		_, _, err := s.Partners.PutStore(ctx, id, st, "Store "+st)
 		must(t, err)
 	}
 	const before, x, after = "4006381333910", "4006381333931", "4006381333999"
@@ -78,7 +78,7 @@ func testStockListingByEAN(e *env) {
 		row("S3", after, 9, 100), row("S4", x, 4, 100))
 	list := func(cursor string) (stores []string) {
 		for pages := 0; ; pages++ {
-			page, next, err := s.Stock(ctx, id, storelink.StockFilter{EAN: x, Limit: 1, After: cursor})
+			page, next, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{EAN: x, Limit: 1, After: cursor})
 			must(t, err)
 			for _, r := range page {
 				if r.EAN != x {
@@ -110,7 +110,7 @@ func testStockListingByEAN(e *env) {
 	if got := list(cursor("S2", x)); fmt.Sprint(got) != "[S4]" {
 		t.Fatalf("EAN %s after (S2, %s): %v; want [S4]", x, x, got)
 	}
-	must(t, s.DeleteStore(ctx, id, "S2"))
+	must(t, s.Partners.DeleteStore(ctx, id, "S2"))
 	if got := list(""); fmt.Sprint(got) != "[S1 S4]" {
 		t.Fatalf("EAN %s once S2 is deleted: %v; want [S1 S4]", x, got)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 // Opener opens a new, empty database whose clock is now, for one case.
@@ -23,7 +24,7 @@ type Fixture struct {
 	// Services returns the services over the database that seal webhook
 	// secrets with sealer, as serve makes them once the key is checked.
 	// The suite calls it again to move to another key.
-	Services func(sealer *storelink.Sealer) storelink.Database
+	Services func(sealer *storelink.Sealer) *service.Services
 	// FailEvents is the database's way to make its event writes fail.
 	FailEvents FailEvents
 	// Exec runs a statement on the database: the suite writes with it what
@@ -68,7 +69,7 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	clock  *Clock
-	s      storelink.Database
+	s      *service.Services
 	client *storelink.NewClient
 	// fixture is the database s runs over.
 	fixture Fixture
@@ -167,12 +168,12 @@ func Exercise(t *testing.T, open Opener) {
 			f := open(t, clock.Now)
 			e := &env{t: t, ctx: context.Background(), clock: clock, fixture: f}
 			e.useSealer(newSealer(e))
-			p, err := e.s.CreatePartner(e.ctx, "Acme")
+			p, err := e.s.Partners.CreatePartner(e.ctx, "Acme")
 			must(t, err)
-			e.client, err = e.s.CreateClient(e.ctx, p.ID, "DE", "EUR")
+			e.client, err = e.s.Partners.CreateClient(e.ctx, p.ID, "DE", "EUR")
 			must(t, err)
 			for _, id := range []string{"S1", "S2"} {
-				_, _, err := e.s.PutStore(e.ctx, e.client.ID, id, "Store "+id)
+				_, _, err := e.s.Partners.PutStore(e.ctx, e.client.ID, id, "Store "+id)
 				must(t, err)
 			}
 			c.fn(e)

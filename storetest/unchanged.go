@@ -10,12 +10,12 @@ import (
 func (e *env) feedUpload(rs ...storelink.StockRow) *storelink.Upload {
 	e.t.Helper()
 	e.accept("feed.csv", 1)
-	c, err := e.s.Claim(e.ctx, "w", time.Minute)
+	c, err := e.s.Uploads.Claim(e.ctx, "w", time.Minute)
 	must(e.t, err)
 	if c == nil {
 		e.t.Fatal("no upload to claim for the feed")
 	}
-	u, err := e.s.Apply(e.ctx, c, rows(rs...))
+	u, err := e.s.Uploads.Apply(e.ctx, c, rows(rs...))
 	must(e.t, err)
 	if u.Status != storelink.UploadApplied {
 		e.t.Fatalf("feed upload = %+v, want applied", u)
@@ -97,7 +97,7 @@ func testApplyUnchanged(e *env) {
 	if o.StoreID != "S1" {
 		t.Fatalf("order routed to %s, want S1, the only store with %s", o.StoreID, eanE)
 	}
-	_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	e.wantStock("S1", eanE, 2, 1, 1)
 	u = e.feedUpload(row("S1", eanE, 2, 100))
@@ -108,9 +108,9 @@ func testApplyUnchanged(e *env) {
 
 	// A file rejected for a file-level problem counts nothing unchanged.
 	e.accept("bad.csv", 1)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	r, err := s.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	r, err := s.Uploads.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		must(t, put(full))
 		return storelink.FeedReport{RowsTotal: 2, RowsValid: 1, RowsApplied: 1, FileError: true,
 			Errors: []storelink.Problem{{Type: storelink.ProblemFile, Message: "bad", Count: 1, LineNumbers: []storelink.LineRef{{LineNumber: 3}}}}}, nil
@@ -119,7 +119,7 @@ func testApplyUnchanged(e *env) {
 	if r.Status != storelink.UploadRejected || r.RowsApplied != 0 || r.RowsUnchanged != 0 {
 		t.Fatalf("rejected upload = %s, %d applied, %d unchanged; want rejected, 0, 0", r.Status, r.RowsApplied, r.RowsUnchanged)
 	}
-	listed, err := s.Uploads(ctx, id, storelink.UploadFilter{Limit: 3})
+	listed, err := s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 3})
 	must(t, err)
 	if len(listed) < 2 || listed[1].ID != u.ID || listed[1].RowsUnchanged != 1 {
 		t.Fatalf("upload listing = %+v, want the sold pair's upload second with 1 unchanged", listed)

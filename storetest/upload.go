@@ -13,7 +13,7 @@ var policy = storelink.CapacityPolicy{Base: 1000, PerStore: 100, Window: time.Ho
 // accept stores an upload of n bytes for the env's client.
 func (e *env) accept(name string, n int) *storelink.Upload {
 	e.t.Helper()
-	u, _, err := e.s.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: name, Body: make([]byte, n), SHA256: "00"}, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
+	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: name, Body: make([]byte, n), SHA256: "00"}, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
 	return u
 }
@@ -47,39 +47,39 @@ func row(store, ean string, qty int, price storelink.Money) storelink.StockRow {
 
 func testClaimOrder(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
 	a1 := e.accept("a1.csv", 10)
 	a2 := e.accept("a2.csv", 10)
-	b1, _, err := s.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "b1.csv", Body: []byte("x")}, policy)
+	b1, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "b1.csv", Body: []byte("x")}, policy)
 	must(t, err)
-	depth, err := s.QueueDepth(ctx)
+	depth, err := s.Uploads.QueueDepth(ctx)
 	must(t, err)
 	if depth != 3 {
 		t.Fatalf("queue depth = %d, want 3", depth)
 	}
 
-	c1, err := s.Claim(ctx, "w1", time.Minute)
+	c1, err := s.Uploads.Claim(ctx, "w1", time.Minute)
 	must(t, err)
 	if c1 == nil || c1.ID != a1.ID || c1.Attempts != 1 || len(c1.Body) != 10 {
 		t.Fatalf("first claim = %+v, want a1 with its body", c1)
 	}
 	// a2 waits for a1; the other client's upload does not.
-	c2, err := s.Claim(ctx, "w2", time.Minute)
+	c2, err := s.Uploads.Claim(ctx, "w2", time.Minute)
 	must(t, err)
 	if c2 == nil || c2.ID != b1.ID {
 		t.Fatalf("second claim = %v, want b1", c2)
 	}
-	c3, err := s.Claim(ctx, "w3", time.Minute)
+	c3, err := s.Uploads.Claim(ctx, "w3", time.Minute)
 	must(t, err)
 	if c3 != nil {
 		t.Fatalf("third claim = %s, want none while a1 is processing", c3.ID)
 	}
-	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	_, err = s.Uploads.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
 	must(t, err)
-	c3, err = s.Claim(ctx, "w3", time.Minute)
+	c3, err = s.Uploads.Claim(ctx, "w3", time.Minute)
 	must(t, err)
 	if c3 == nil || c3.ID != a2.ID {
 		t.Fatalf("claim after a1 = %v, want a2", c3)
@@ -89,39 +89,39 @@ func testClaimOrder(e *env) {
 func testLeaseExpiry(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	u := e.accept("a.csv", 3)
-	c1, err := s.Claim(ctx, "dead", time.Minute)
+	c1, err := s.Uploads.Claim(ctx, "dead", time.Minute)
 	must(t, err)
 	e.clock.Advance(59 * time.Second)
-	if c, _ := s.Claim(ctx, "w2", time.Minute); c != nil {
+	if c, _ := s.Uploads.Claim(ctx, "w2", time.Minute); c != nil {
 		t.Fatal("claimed while the lease still holds")
 	}
 	e.clock.Advance(2 * time.Second)
-	c2, err := s.Claim(ctx, "w2", time.Minute)
+	c2, err := s.Uploads.Claim(ctx, "w2", time.Minute)
 	must(t, err)
 	if c2 == nil || c2.ID != u.ID || c2.Attempts != 2 {
 		t.Fatalf("claim after the lease = %+v, want the same upload, attempt 2", c2)
 	}
 	// The first holder lost its lease: its apply must not commit.
-	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	_, err = s.Uploads.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
 	wantCode(t, err, storelink.ECONFLICT)
-	got, err := s.Apply(ctx, c2, rows(row("S1", "4006381333931", 2, 100)))
+	got, err := s.Uploads.Apply(ctx, c2, rows(row("S1", "4006381333931", 2, 100)))
 	must(t, err)
 	if got.Status != storelink.UploadApplied || got.RowsApplied != 1 {
 		t.Fatalf("applied = %+v", got)
 	}
-	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	st, _, err := s.Uploads.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
 	must(t, err)
 	if len(st) != 1 || st[0].Quantity != 2 {
 		t.Fatalf("stock = %+v, want quantity 2 from the live holder", st)
 	}
-	_, err = s.Apply(ctx, c2, rows())
+	_, err = s.Uploads.Apply(ctx, c2, rows())
 	wantCode(t, err, storelink.ECONFLICT) // an upload is applied once
 }
 
 func testApply(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	u := e.accept("a.csv", 3)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	retail := storelink.Money(2999)
 	full := storelink.StockRow{StoreID: "S1", EAN: "4006381333931", ArticleNumber: "SKU-123", Quantity: 5, Price: 1999,
@@ -142,19 +142,19 @@ func testApply(e *env) {
 				LineNumbers: []storelink.LineRef{{LineNumber: 2, StoreID: "S1", EAN: "4006381333931"}}}},
 		}, nil
 	}
-	got, err := s.Apply(ctx, c, report)
+	got, err := s.Uploads.Apply(ctx, c, report)
 	must(t, err)
 	if got.Status != storelink.UploadApplied || got.RowsTotal != 4 || got.RowsApplied != 2 || got.RowsRejected != 1 ||
 		got.FinishedAt == nil || got.StartedAt == nil {
 		t.Fatalf("upload after apply = %+v", got)
 	}
-	again, err := s.Upload(ctx, id, u.ID)
+	again, err := s.Uploads.Upload(ctx, id, u.ID)
 	must(t, err)
 	if len(again.Errors) != 1 || again.Errors[0].LineNumbers[0].LineNumber != 4 ||
 		len(again.Warnings) != 1 || again.Warnings[0].Type != storelink.ProblemDuplicated {
 		t.Fatalf("stored report = %+v / %+v", again.Errors, again.Warnings)
 	}
-	st, _, err := s.Stock(ctx, id, storelink.StockFilter{Limit: 10})
+	st, _, err := s.Uploads.Stock(ctx, id, storelink.StockFilter{Limit: 10})
 	must(t, err)
 	if len(st) != 2 {
 		t.Fatalf("stock = %+v", st)
@@ -167,16 +167,16 @@ func testApply(e *env) {
 	if st[1].StoreID != "S2" || st[1].Quantity != 0 || st[1].RetailPrice != nil {
 		t.Fatalf("second stock row = %+v", st[1])
 	}
-	if d, _ := s.QueueDepth(ctx); d != 0 {
+	if d, _ := s.Uploads.QueueDepth(ctx); d != 0 {
 		t.Fatalf("queue depth = %d after the apply", d)
 	}
 	// A later feed sets the row anew: quantity absolute, optional fields as given.
 	e.accept("b.csv", 3)
-	c, err = s.Claim(ctx, "w", time.Minute)
+	c, err = s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	_, err = s.Apply(ctx, c, rows(row("S1", "4006381333931", 9, 1500)))
+	_, err = s.Uploads.Apply(ctx, c, rows(row("S1", "4006381333931", 9, 1500)))
 	must(t, err)
-	st, _, err = s.Stock(ctx, id, storelink.StockFilter{StoreID: "S1", Limit: 10})
+	st, _, err = s.Uploads.Stock(ctx, id, storelink.StockFilter{StoreID: "S1", Limit: 10})
 	must(t, err)
 	if len(st) != 1 || st[0].Quantity != 9 || st[0].Price != 1500 || st[0].RetailPrice != nil || st[0].ArticleLocation != "" {
 		t.Fatalf("stock after the second feed = %+v", st)
@@ -186,9 +186,9 @@ func testApply(e *env) {
 func testApplyFileError(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	u := e.accept("a.csv", 3)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	got, err := s.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	got, err := s.Uploads.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		must(t, put(row("S1", "4006381333931", 1, 100))) // put before the problem was found
 		return storelink.FeedReport{RowsTotal: 1, RowsValid: 1, RowsApplied: 1, FileError: true,
 			Errors: []storelink.Problem{{Type: storelink.ProblemEncoding, Message: "bad byte", Count: 1,
@@ -198,16 +198,16 @@ func testApplyFileError(e *env) {
 	if got.ID != u.ID || got.Status != storelink.UploadRejected || got.RowsApplied != 0 || len(got.Errors) != 1 {
 		t.Fatalf("upload = %+v, want rejected with the problem", got)
 	}
-	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	st, _, err := s.Uploads.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
 	must(t, err)
 	if len(st) != 0 {
 		t.Fatalf("a rejected file wrote %d stock rows", len(st))
 	}
 	// A file in which no row is valid is rejected too.
 	e.accept("b.csv", 3)
-	c, err = s.Claim(ctx, "w", time.Minute)
+	c, err = s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	got, err = s.Apply(ctx, c, rows(row("S9", "4006381333931", 1, 100)))
+	got, err = s.Uploads.Apply(ctx, c, rows(row("S9", "4006381333931", 1, 100)))
 	must(t, err)
 	if got.Status != storelink.UploadRejected || got.RowsRejected != 1 {
 		t.Fatalf("upload without a valid row = %+v, want rejected", got)
@@ -217,10 +217,10 @@ func testApplyFileError(e *env) {
 func testApplyCallbackError(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	u := e.accept("a.csv", 3)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	boom := errors.New("reader failed")
-	_, err = s.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	_, err = s.Uploads.Apply(ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		for i := range 500 { // more than one batch
 			must(t, put(row("S1", fmt.Sprintf("%013d", i), 1, 100)))
 		}
@@ -229,9 +229,9 @@ func testApplyCallbackError(e *env) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("Apply = %v, want the callback's error", err)
 	}
-	st, _, err := s.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
+	st, _, err := s.Uploads.Stock(ctx, e.client.ID, storelink.StockFilter{Limit: 10})
 	must(t, err)
-	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	got, err := s.Uploads.Upload(ctx, e.client.ID, u.ID)
 	must(t, err)
 	if len(st) != 0 || got.Status != storelink.UploadProcessing {
 		t.Fatalf("after a failed apply: %d stock rows, status %s; want none, still processing", len(st), got.Status)
@@ -242,15 +242,15 @@ func testFail(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	u := e.accept("a.csv", 3)
 	next := e.accept("b.csv", 3)
-	c, err := s.Claim(ctx, "w", time.Minute)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	must(t, s.Fail(ctx, c, storelink.Problem{Type: "Processing failed", Message: "gave up", LineNumbers: []storelink.LineRef{}}))
-	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	must(t, s.Uploads.Fail(ctx, c, storelink.Problem{Type: "Processing failed", Message: "gave up", LineNumbers: []storelink.LineRef{}}))
+	got, err := s.Uploads.Upload(ctx, e.client.ID, u.ID)
 	must(t, err)
 	if got.Status != storelink.UploadRejected || len(got.Errors) != 1 || got.Errors[0].Type != "Processing failed" {
 		t.Fatalf("failed upload = %+v", got)
 	}
-	c, err = s.Claim(ctx, "w", time.Minute)
+	c, err = s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
 	if c == nil || c.ID != next.ID {
 		t.Fatalf("claim after a failed upload = %v, want the next one", c)
@@ -265,41 +265,41 @@ func testRelease(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	u := e.accept("a.csv", 3)
 	e.accept("b.csv", 3)
-	c1, err := s.Claim(ctx, "w1", time.Minute)
+	c1, err := s.Uploads.Claim(ctx, "w1", time.Minute)
 	must(t, err)
 	if c1 == nil || c1.ID != u.ID || c1.Attempts != 1 {
 		t.Fatalf("claim = %+v, want a.csv, attempt 1", c1)
 	}
-	must(t, s.Release(ctx, c1, 30*time.Second))
-	must(t, s.Release(ctx, c1, 30*time.Second)) // sent again: changes nothing
-	got, err := s.Upload(ctx, e.client.ID, u.ID)
+	must(t, s.Uploads.Release(ctx, c1, 30*time.Second))
+	must(t, s.Uploads.Release(ctx, c1, 30*time.Second)) // sent again: changes nothing
+	got, err := s.Uploads.Upload(ctx, e.client.ID, u.ID)
 	must(t, err)
 	if got.Status != storelink.UploadProcessing {
 		t.Fatalf("released upload is %s, want processing", got.Status)
 	}
 	e.clock.Advance(29 * time.Second)
-	if c, err := s.Claim(ctx, "w2", time.Minute); err != nil || c != nil {
+	if c, err := s.Uploads.Claim(ctx, "w2", time.Minute); err != nil || c != nil {
 		t.Fatalf("claim during the back-off = %v, %v; want none (b.csv waits behind a.csv)", c, err)
 	}
 	e.clock.Advance(2 * time.Second)
-	c2, err := s.Claim(ctx, "w2", time.Minute)
+	c2, err := s.Uploads.Claim(ctx, "w2", time.Minute)
 	must(t, err)
 	if c2 == nil || c2.ID != u.ID || c2.Attempts != 1 {
 		t.Fatalf("claim after the back-off = %+v, want a.csv, still attempt 1", c2)
 	}
-	_, err = s.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
+	_, err = s.Uploads.Apply(ctx, c1, rows(row("S1", "4006381333931", 1, 100)))
 	wantCode(t, err, storelink.ECONFLICT)
-	must(t, s.Release(ctx, c1, 0))
-	if c, err := s.Claim(ctx, "w3", time.Minute); err != nil || c != nil {
+	must(t, s.Uploads.Release(ctx, c1, 0))
+	if c, err := s.Uploads.Claim(ctx, "w3", time.Minute); err != nil || c != nil {
 		t.Fatalf("claim while w2 holds the lease = %v, %v; want none", c, err)
 	}
 	e.clock.Advance(61 * time.Second)
-	c3, err := s.Claim(ctx, "w3", time.Minute)
+	c3, err := s.Uploads.Claim(ctx, "w3", time.Minute)
 	must(t, err)
 	if c3 == nil || c3.ID != u.ID || c3.Attempts != 2 {
 		t.Fatalf("claim after w2's lease ran out = %+v, want a.csv, attempt 2", c3)
 	}
-	got, err = s.Apply(ctx, c3, rows(row("S1", "4006381333931", 2, 100)))
+	got, err = s.Uploads.Apply(ctx, c3, rows(row("S1", "4006381333931", 2, 100)))
 	must(t, err)
 	if got.Status != storelink.UploadApplied {
 		t.Fatalf("apply after a release = %+v, want applied", got)
@@ -307,17 +307,17 @@ func testRelease(e *env) {
 
 	// A release is of one claim: an older claim's leaves a later claim of
 	// the same owner alone.
-	c4, err := s.Claim(ctx, "w4", time.Minute) // b.csv
+	c4, err := s.Uploads.Claim(ctx, "w4", time.Minute) // b.csv
 	must(t, err)
-	must(t, s.Release(ctx, c4, 0))
+	must(t, s.Uploads.Release(ctx, c4, 0))
 	e.clock.Advance(time.Second)
-	c5, err := s.Claim(ctx, "w4", time.Minute)
+	c5, err := s.Uploads.Claim(ctx, "w4", time.Minute)
 	must(t, err)
 	if c5 == nil || c5.ID != c4.ID || c5.Attempts != 1 {
 		t.Fatalf("claim after the release = %+v, want b.csv, attempt 1", c5)
 	}
-	must(t, s.Release(ctx, c4, 0))
-	got, err = s.Apply(ctx, c5, rows(row("S1", "4006381333931", 3, 100)))
+	must(t, s.Uploads.Release(ctx, c4, 0))
+	got, err = s.Uploads.Apply(ctx, c5, rows(row("S1", "4006381333931", 3, 100)))
 	must(t, err)
 	if got.Status != storelink.UploadApplied {
 		t.Fatalf("apply of a later claim after an older one was released again = %+v, want applied", got)
@@ -331,12 +331,12 @@ func testUploadListing(e *env) {
 		ids = append(ids, e.accept(fmt.Sprintf("f%d.csv", i), 1).ID)
 		e.clock.Advance(time.Millisecond)
 	}
-	page, err := s.Uploads(ctx, id, storelink.UploadFilter{Limit: 2})
+	page, err := s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 2})
 	must(t, err)
 	if len(page) != 2 || page[0].ID != ids[4] || page[1].ID != ids[3] {
 		t.Fatalf("first page = %v, want the newest two", page)
 	}
-	page, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[3]})
+	page, err = s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[3]})
 	must(t, err)
 	if len(page) != 3 || page[0].ID != ids[2] || page[2].ID != ids[0] {
 		t.Fatalf("second page = %v", page)
@@ -346,23 +346,23 @@ func testUploadListing(e *env) {
 	}
 	// The last page ends the list; a cursor that is no upload of the
 	// client is refused rather than taken for the end.
-	page, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[0]})
+	page, err = s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: ids[0]})
 	must(t, err)
 	if len(page) != 0 {
 		t.Fatalf("page before the oldest = %v, want none", page)
 	}
 	for _, before := range []string{"garbage", "a\x00b", "\xff"} {
-		_, err = s.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: before})
+		_, err = s.Uploads.Uploads(ctx, id, storelink.UploadFilter{Limit: 10, Before: before})
 		wantCode(t, err, storelink.EINVALID)
 	}
-	_, err = s.Upload(ctx, id, "nope")
+	_, err = s.Uploads.Upload(ctx, id, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
 	// Another client cannot read this client's upload by id.
-	p, _ := s.CreatePartner(ctx, "Other")
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	p, _ := s.Partners.CreatePartner(ctx, "Other")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, err = s.Upload(ctx, other.ID, ids[0])
+	_, err = s.Uploads.Upload(ctx, other.ID, ids[0])
 	wantCode(t, err, storelink.ENOTFOUND)
-	_, err = s.Uploads(ctx, other.ID, storelink.UploadFilter{Limit: 10, Before: ids[0]})
+	_, err = s.Uploads.Uploads(ctx, other.ID, storelink.UploadFilter{Limit: 10, Before: ids[0]})
 	wantCode(t, err, storelink.EINVALID)
 }

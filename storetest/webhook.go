@@ -13,9 +13,9 @@ import (
 // is checked; a rotated secret keeps signing until its overlap ends.
 func testEndpoints(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
-	_, err := s.CreateEndpoint(ctx, id, storelink.NewEndpoint{URL: "https://x.test", States: []storelink.OrderState{"shipped"}}, newSecret())
+	_, err := s.Webhooks.CreateEndpoint(ctx, id, storelink.NewEndpoint{URL: "https://x.test", States: []storelink.OrderState{"shipped"}}, newSecret())
 	wantCode(t, err, storelink.EUNPROCESSABLE)
-	_, err = s.CreateEndpoint(ctx, "nope", storelink.NewEndpoint{URL: "https://x.test"}, newSecret())
+	_, err = s.Webhooks.CreateEndpoint(ctx, "nope", storelink.NewEndpoint{URL: "https://x.test"}, newSecret())
 	wantCode(t, err, storelink.ENOTFOUND)
 
 	created := e.clock.Now()
@@ -28,54 +28,54 @@ func testEndpoints(e *env) {
 	if fulfilled.HasAPIKey || !reflect.DeepEqual(fulfilled.States, []storelink.OrderState{storelink.StateFulfilled}) || all.ID == fulfilled.ID {
 		t.Fatalf("new endpoint with a state filter = %+v", fulfilled)
 	}
-	list, err := s.Endpoints(ctx, id)
+	list, err := s.Webhooks.Endpoints(ctx, id)
 	must(t, err)
 	if !reflect.DeepEqual(list, []storelink.Endpoint{*all, *fulfilled}) {
 		t.Fatalf("endpoints = %+v, want %+v and %+v", list, all, fulfilled)
 	}
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	if list, err := s.Endpoints(ctx, other.ID); err != nil || len(list) != 0 {
+	if list, err := s.Webhooks.Endpoints(ctx, other.ID); err != nil || len(list) != 0 {
 		t.Fatalf("endpoints of another client = %+v, %v; want none", list, err)
 	}
 
 	// Changes: each field alone; the others stay.
 	e.clock.Advance(time.Second)
 	url, key, states := "https://b.test/v2", "key-b", []storelink.OrderState{storelink.StateAssigned, storelink.StateCancelled}
-	got, err := s.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{URL: &url})
+	got, err := s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{URL: &url})
 	must(t, err)
 	if got.URL != url || !reflect.DeepEqual(got.States, fulfilled.States) || got.HasAPIKey || !got.Enabled ||
 		!got.UpdatedAt.Equal(e.clock.Now()) || !got.CreatedAt.Equal(fulfilled.CreatedAt) {
 		t.Fatalf("endpoint after a new URL = %+v", got)
 	}
-	got, err = s.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &states, APIKey: &key})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &states, APIKey: &key})
 	must(t, err)
 	if got.URL != url || !reflect.DeepEqual(got.States, states) || !got.HasAPIKey {
 		t.Fatalf("endpoint after new states and key = %+v", got)
 	}
 	none := []storelink.OrderState{}
-	got, err = s.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &none})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &none})
 	must(t, err)
 	if len(got.States) != 0 {
 		t.Fatalf("endpoint after clearing its states = %+v, want every state", got)
 	}
 	bad := []storelink.OrderState{storelink.StateAssigned, "ASSIGNED"}
-	_, err = s.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &bad})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &bad})
 	wantCode(t, err, storelink.EUNPROCESSABLE)
 	if got := e.setEnabled(fulfilled.ID, false); got.DisabledReason != "" {
 		t.Fatalf("endpoint disabled by the operator = %+v, want no reason", got)
 	}
 	noKey := ""
-	got, err = s.UpdateEndpoint(ctx, all.ID, storelink.EndpointPatch{APIKey: &noKey})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, all.ID, storelink.EndpointPatch{APIKey: &noKey})
 	must(t, err)
 	if got.HasAPIKey || got.URL != all.URL {
 		t.Fatalf("endpoint after removing its key = %+v", got)
 	}
-	_, err = s.UpdateEndpoint(ctx, "nope", storelink.EndpointPatch{URL: &url})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, "nope", storelink.EndpointPatch{URL: &url})
 	wantCode(t, err, storelink.ENOTFOUND)
-	list, err = s.Endpoints(ctx, id)
+	list, err = s.Webhooks.Endpoints(ctx, id)
 	must(t, err)
 	if len(list) != 2 || list[0].HasAPIKey || list[1].Enabled || list[1].URL != url || !list[1].HasAPIKey || len(list[1].States) != 0 {
 		t.Fatalf("endpoints after the changes = %+v", list)
@@ -83,14 +83,14 @@ func testEndpoints(e *env) {
 
 	// A rotation: the claimed job signs with the new and the old secret
 	// until the overlap ends, then with the new one only.
-	_, err = s.RotateSecret(ctx, "nope", newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "nope", newSecret(), time.Hour)
 	wantCode(t, err, storelink.ENOTFOUND)
 	e.setEnabled(all.ID, false)
 	ep, old := e.endpoint("https://c.test", "key-c")
 	e.feed(row("S1", eanA, 10, 100))
 	o := e.create(e.newOrder("R-1", eanA))
 	fresh := newSecret()
-	rotated, err := s.RotateSecret(ctx, ep.ID, fresh, time.Hour)
+	rotated, err := s.Webhooks.RotateSecret(ctx, ep.ID, fresh, time.Hour)
 	must(t, err)
 	until := e.clock.Now().Add(time.Hour)
 	if rotated.PreviousSecretUntil == nil || !rotated.PreviousSecretUntil.Equal(until) || rotated.ID != ep.ID || !rotated.Enabled {
@@ -129,17 +129,17 @@ func testDeliveriesWithEvents(e *env) {
 	off, _ := e.endpoint("https://off.test", "")
 	e.setEnabled(off.ID, false)
 	// Another client's endpoint never gets this client's events.
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
-	_, err = s.CreateEndpoint(ctx, other.ID, storelink.NewEndpoint{URL: "https://other.test"}, newSecret())
+	_, err = s.Webhooks.CreateEndpoint(ctx, other.ID, storelink.NewEndpoint{URL: "https://other.test"}, newSecret())
 	must(t, err)
 
 	o := e.create(e.newOrder("D-1", eanA))
 	assigned := e.eventOf(o.ID, storelink.StateAssigned)
 	e.clock.Advance(time.Second)
-	_, err = s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	done := e.eventOf(o.ID, storelink.StateFulfilled)
 	type queued struct {
@@ -163,7 +163,7 @@ func testDeliveriesWithEvents(e *env) {
 			t.Fatalf("delivery %d = %+v, want the %s event %s to %s, pending, due at %s", i, d, w.event.State, w.event.EventID, w.endpoint, w.event.CreatedAt)
 		}
 	}
-	theirs, err := s.Deliveries(ctx, storelink.DeliveryFilter{ClientID: other.ID, Limit: 10})
+	theirs, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: other.ID, Limit: 10})
 	must(t, err)
 	if len(theirs) != 0 {
 		t.Fatalf("the other client has deliveries %+v, want none", theirs)
@@ -171,18 +171,18 @@ func testDeliveriesWithEvents(e *env) {
 
 	// A change whose event cannot be written queues nothing.
 	heal := e.failEvents(t, "")
-	_, err = s.CreateOrder(ctx, e.newOrder("D-2", eanA))
+	_, err = s.Orders.CreateOrder(ctx, e.newOrder("D-2", eanA))
 	wantCode(t, err, storelink.EINTERNAL)
 	heal()
 	o2 := e.create(e.newOrder("D-2", eanA))
 	heal = e.failEvents(t, "")
-	_, err = s.FulfilOrder(ctx, o2.ID, storelink.FulfilRequest{})
+	_, err = s.Orders.FulfilOrder(ctx, o2.ID, storelink.FulfilRequest{})
 	wantCode(t, err, storelink.EINTERNAL)
 	heal()
 	// The cancelled event and its delivery are written, then the reassigned
 	// order's event fails: both go with the transaction.
 	heal = e.failEvents(t, storelink.StateAssigned)
-	_, err = s.CancelOrder(ctx, o2.ID, storelink.CancelRequest{Reassign: true,
+	_, err = s.Orders.CancelOrder(ctx, o2.ID, storelink.CancelRequest{Reassign: true,
 		Items: []storelink.ItemReason{{ItemID: o2.Items[0].ItemID, CancellationReason: storelink.ReasonOutOfStock}}})
 	wantCode(t, err, storelink.EINTERNAL)
 	heal()
@@ -197,7 +197,7 @@ func testDeliveriesWithEvents(e *env) {
 	}
 	// Enabled again, it gets the events from then on, not the earlier ones.
 	e.setEnabled(off.ID, true)
-	_, err = s.CancelOrder(ctx, o2.ID, storelink.CancelRequest{})
+	_, err = s.Orders.CancelOrder(ctx, o2.ID, storelink.CancelRequest{})
 	must(t, err)
 	list = e.deliveries()
 	var to []string
@@ -222,7 +222,7 @@ func testClaimDeliveries(e *env) {
 	o := e.create(e.newOrder("C-1", eanA))
 	ev := e.eventOf(o.ID, storelink.StateAssigned)
 	d := e.deliveries()[0]
-	jobs, err := s.ClaimDeliveries(ctx, "w1", lease, 0, 10)
+	jobs, err := s.Webhooks.ClaimDeliveries(ctx, "w1", lease, 0, 10)
 	must(t, err)
 	if len(jobs) != 0 {
 		t.Fatalf("a claim of at most 0 gave %s", describe(jobs...))

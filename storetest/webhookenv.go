@@ -28,7 +28,7 @@ func newSecret() string {
 func (e *env) endpoint(url, apiKey string, states ...storelink.OrderState) (*storelink.Endpoint, string) {
 	e.t.Helper()
 	secret := newSecret()
-	ep, err := e.s.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: url, APIKey: apiKey, States: states}, secret)
+	ep, err := e.s.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: url, APIKey: apiKey, States: states}, secret)
 	must(e.t, err)
 	e.clock.Advance(time.Millisecond)
 	return ep, secret
@@ -37,7 +37,7 @@ func (e *env) endpoint(url, apiKey string, states ...storelink.OrderState) (*sto
 // setEnabled enables or disables an endpoint.
 func (e *env) setEnabled(id string, on bool) *storelink.Endpoint {
 	e.t.Helper()
-	ep, err := e.s.UpdateEndpoint(e.ctx, id, storelink.EndpointPatch{Enabled: &on})
+	ep, err := e.s.Webhooks.UpdateEndpoint(e.ctx, id, storelink.EndpointPatch{Enabled: &on})
 	must(e.t, err)
 	if ep.Enabled != on {
 		e.t.Fatalf("endpoint after setting enabled to %v = %+v", on, ep)
@@ -48,7 +48,7 @@ func (e *env) setEnabled(id string, on bool) *storelink.Endpoint {
 // claim leases due deliveries for owner.
 func (e *env) claim(owner string, limit, perEndpoint int) []storelink.DeliveryJob {
 	e.t.Helper()
-	jobs, err := e.s.ClaimDeliveries(e.ctx, owner, lease, limit, perEndpoint)
+	jobs, err := e.s.Webhooks.ClaimDeliveries(e.ctx, owner, lease, limit, perEndpoint)
 	must(e.t, err)
 	for _, j := range jobs {
 		if j.Owner != owner || j.DeliveryID == "" || j.EventID == "" || j.EndpointID == "" || j.Attempt < 1 || j.Try < 1 || j.Try > j.Attempt {
@@ -94,13 +94,13 @@ func (e *env) result(j storelink.DeliveryJob, o storelink.Outcome, status int) s
 // record records results in one call.
 func (e *env) record(rs ...storelink.AttemptResult) {
 	e.t.Helper()
-	must(e.t, e.s.RecordAttempts(e.ctx, rs))
+	must(e.t, e.s.Webhooks.RecordAttempts(e.ctx, rs))
 }
 
 // deliveries lists deliveries of the env's client, newest first.
 func (e *env) deliveries() []storelink.Delivery {
 	e.t.Helper()
-	list, err := e.s.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 1000})
+	list, err := e.s.Webhooks.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 1000})
 	must(e.t, err)
 	return list
 }
@@ -136,7 +136,7 @@ func (e *env) wantDelivery(id string, state storelink.DeliveryState, next *time.
 // eventOf returns the stored event of an order in a state.
 func (e *env) eventOf(orderID string, state storelink.OrderState) storelink.EventRecord {
 	e.t.Helper()
-	recs, err := e.s.OrderEvents(e.ctx, orderID)
+	recs, err := e.s.Orders.OrderEvents(e.ctx, orderID)
 	must(e.t, err)
 	for _, r := range recs {
 		if r.State == state {

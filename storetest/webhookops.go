@@ -22,7 +22,7 @@ func testEndpointStats(e *env) {
 	a, _ := e.endpoint("https://a.test/${eventId}", "")
 	b, _ := e.endpoint("https://b.test/", "")
 
-	fresh, err := s.Endpoint(ctx, "", a.ID)
+	fresh, err := s.Webhooks.Endpoint(ctx, "", a.ID)
 	must(t, err)
 	if st := fresh.Stats; st.Attempts != 0 || st.SuccessRate != nil || st.LatencyP50MS != nil || st.LastSuccessAt != nil ||
 		st.LastFailureAt != nil || st.Pending != 0 || st.FailedDeliveries != 0 || !st.Since.Equal(e.clock.Now().Add(-24*time.Hour)) {
@@ -63,7 +63,7 @@ func testEndpointStats(e *env) {
 	e.record(failed)
 	e.create(e.newOrder("S-3", eanA))
 
-	d, err := s.Endpoint(ctx, "", a.ID)
+	d, err := s.Webhooks.Endpoint(ctx, "", a.ID)
 	must(t, err)
 	st := d.Stats
 	if st.Attempts != 21 || st.Succeeded != 1 || st.Failed != 20 || st.SuccessRate == nil || *st.SuccessRate != 0.0476 {
@@ -83,20 +83,20 @@ func testEndpointStats(e *env) {
 		t.Fatalf("endpoint = %+v, want %s", d.Endpoint, a.ID)
 	}
 
-	other, err := s.Endpoint(ctx, e.client.ID, b.ID)
+	other, err := s.Webhooks.Endpoint(ctx, e.client.ID, b.ID)
 	must(t, err)
 	if st := other.Stats; st.Attempts != 0 || st.LastSuccessAt == nil || !st.LastSuccessAt.Equal(old) || st.LastFailureAt != nil ||
 		st.Pending != 0 {
 		t.Fatalf("stats of b = %+v, want no attempt in the window and its success 25h ago", st)
 	}
-	list, err := s.EndpointDetails(ctx, e.client.ID)
+	list, err := s.Webhooks.EndpointDetails(ctx, e.client.ID)
 	must(t, err)
 	if len(list) != 2 || list[0].ID != a.ID || list[0].Stats.Attempts != 21 || list[1].ID != b.ID {
 		t.Fatalf("EndpointDetails = %+v, want a with its stats, then b", list)
 	}
 
 	// Each attempt lists the URL it went to.
-	ds, err := s.Deliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, EndpointID: a.ID, Limit: 10})
+	ds, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, EndpointID: a.ID, Limit: 10})
 	must(t, err)
 	first := ds[len(ds)-1]
 	if len(ds) != 3 || len(first.Attempts) != 21 || first.Attempts[0].URL != "https://a.test/then" ||
@@ -127,20 +127,20 @@ func testDeleteEndpoint(e *env) {
 
 	e.clock.Advance(time.Minute)
 	deletedAt := e.clock.Now()
-	must(t, s.DeleteEndpoint(ctx, a.ID))
-	d, err := s.Endpoint(ctx, "", a.ID)
+	must(t, s.Webhooks.DeleteEndpoint(ctx, a.ID))
+	d, err := s.Webhooks.Endpoint(ctx, "", a.ID)
 	must(t, err)
 	if d.DeletedAt == nil || !d.DeletedAt.Equal(deletedAt) || d.Enabled {
 		t.Fatalf("deleted endpoint = %+v, want deleted at %s and disabled", d.Endpoint, deletedAt)
 	}
-	eps, err := s.Endpoints(ctx, e.client.ID)
+	eps, err := s.Webhooks.Endpoints(ctx, e.client.ID)
 	must(t, err)
 	if len(eps) != 1 || eps[0].ID != b.ID {
 		t.Fatalf("endpoints after deleting a = %+v, want only b", eps)
 	}
 	toA := func() []storelink.Delivery {
 		t.Helper()
-		ds, err := s.Deliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
+		ds, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
 		must(t, err)
 		return ds
 	}
@@ -176,7 +176,7 @@ func testDeleteEndpoint(e *env) {
 	if n := len(toA()); n != 2 {
 		t.Fatalf("%d deliveries to a after a new event, want still 2", n)
 	}
-	cancelled, err := s.Deliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, State: storelink.DeliveryCancelled, Limit: 10})
+	cancelled, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, State: storelink.DeliveryCancelled, Limit: 10})
 	must(t, err)
 	if len(cancelled) != 2 {
 		t.Fatalf("cancelled deliveries = %+v, want a's 2", cancelled)
@@ -186,20 +186,20 @@ func testDeleteEndpoint(e *env) {
 	}
 
 	on := true
-	_, err = s.UpdateEndpoint(ctx, a.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, a.ID, storelink.EndpointPatch{Enabled: &on})
 	wantCode(t, err, storelink.ECONFLICT)
-	_, err = s.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
 	wantCode(t, err, storelink.ECONFLICT)
-	wantCode(t, s.Redeliver(ctx, cancelled[0].ID), storelink.ECONFLICT)
-	_, err = s.RecoverDeliveries(ctx, a.ID, deletedAt.Add(-time.Hour))
+	wantCode(t, s.Webhooks.Redeliver(ctx, cancelled[0].ID), storelink.ECONFLICT)
+	_, err = s.Webhooks.RecoverDeliveries(ctx, a.ID, deletedAt.Add(-time.Hour))
 	wantCode(t, err, storelink.ECONFLICT)
-	_, err = s.TestDelivery(ctx, "", a.ID, "")
+	_, err = s.Webhooks.TestDelivery(ctx, "", a.ID, "")
 	wantCode(t, err, storelink.ECONFLICT)
-	must(t, s.DeleteEndpoint(ctx, a.ID))
-	if again, err := s.Endpoint(ctx, "", a.ID); err != nil || !again.DeletedAt.Equal(deletedAt) {
+	must(t, s.Webhooks.DeleteEndpoint(ctx, a.ID))
+	if again, err := s.Webhooks.Endpoint(ctx, "", a.ID); err != nil || !again.DeletedAt.Equal(deletedAt) {
 		t.Fatalf("after deleting again: %+v, %v; want deleted at %s still", again, err, deletedAt)
 	}
-	wantCode(t, s.DeleteEndpoint(ctx, "nope"), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, "nope"), storelink.ENOTFOUND)
 	e.wantStates(o1.ID, storelink.StateAssigned)
 }
 
@@ -224,16 +224,16 @@ func testRecoverDeliveries(e *env) {
 	since := e.clock.Now()
 	o := e.create(e.newOrder("R-1", eanA))
 	assigned := failOne()
-	_, err := s.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
+	_, err := s.Orders.FulfilOrder(ctx, o.ID, storelink.FulfilRequest{})
 	must(t, err)
 	fulfilled := failOne()
-	_, err = s.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o.Items[0].ItemID,
+	_, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{Items: []storelink.ReturnItem{{ItemID: o.Items[0].ItemID,
 		ReturnLocation: storelink.ReturnToStore}}})
 	must(t, err)
 	returned := e.eventOf(o.ID, storelink.StateReturned).EventID // pending, not claimed
 
 	e.clock.Advance(time.Minute)
-	n, err := s.RecoverDeliveries(ctx, a.ID, since)
+	n, err := s.Webhooks.RecoverDeliveries(ctx, a.ID, since)
 	must(t, err)
 	if n != 2 {
 		t.Fatalf("recovered %d deliveries, want R-1's assigned and fulfilled", n)
@@ -255,10 +255,10 @@ func testRecoverDeliveries(e *env) {
 		e.claimNone("while the order's earlier event is in flight")
 		e.record(e.result(jobs[0], storelink.OutcomeSucceeded, 204))
 	}
-	if n, err := s.RecoverDeliveries(ctx, a.ID, since); err != nil || n != 0 {
+	if n, err := s.Webhooks.RecoverDeliveries(ctx, a.ID, since); err != nil || n != 0 {
 		t.Fatalf("recovering again = %d, %v; want nothing left to recover", n, err)
 	}
-	_, err = s.RecoverDeliveries(ctx, "nope", since)
+	_, err = s.Webhooks.RecoverDeliveries(ctx, "nope", since)
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
@@ -281,7 +281,7 @@ func testTestDelivery(e *env) {
 		{storelink.StateReturned, storelink.StateReturned, "S1", false},
 		{storelink.StateWarehouseReturned, storelink.StateWarehouseReturned, "", false},
 	} {
-		j, err := s.TestDelivery(ctx, e.client.ID, a.ID, c.state)
+		j, err := s.Webhooks.TestDelivery(ctx, e.client.ID, a.ID, c.state)
 		must(t, err)
 		var ev storelink.Event
 		must(t, json.Unmarshal(j.Body, &ev))
@@ -293,7 +293,7 @@ func testTestDelivery(e *env) {
 			t.Fatalf("test job = %s, url %s, key %q; want the endpoint's url, key and secret", describe(*j), j.URL, j.APIKey)
 		}
 	}
-	_, err := s.TestDelivery(ctx, "", a.ID, "open")
+	_, err := s.Webhooks.TestDelivery(ctx, "", a.ID, "open")
 	wantCode(t, err, storelink.EUNPROCESSABLE)
 	if n := len(e.clientEvents(e.client.ID)); n != events {
 		t.Fatalf("%d events after test sends, want %d: a test event is not stored", n, events)
@@ -302,9 +302,9 @@ func testTestDelivery(e *env) {
 		t.Fatalf("deliveries after test sends = %+v, want none", ds)
 	}
 	// During a rotation's overlap both secrets sign.
-	_, err = s.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
 	must(t, err)
-	j, err := s.TestDelivery(ctx, "", a.ID, storelink.StateCancelled)
+	j, err := s.Webhooks.TestDelivery(ctx, "", a.ID, storelink.StateCancelled)
 	must(t, err)
 	if len(j.Secrets) != 2 || j.Secrets[1] != secret {
 		t.Fatalf("test job after a rotation has %d secrets, want the new one and the old", len(j.Secrets))
@@ -322,30 +322,30 @@ func testPartnerScope(e *env) {
 	e.create(e.newOrder("P-1", eanA))
 	j := e.claimOne("w")
 	e.record(e.result(j, storelink.OutcomeFailed, 500))
-	p, err := s.CreatePartner(ctx, "Other")
+	p, err := s.Partners.CreatePartner(ctx, "Other")
 	must(t, err)
-	other, err := s.CreateClient(ctx, p.ID, "FR", "EUR")
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
 
-	_, err = s.Endpoint(ctx, other.ID, a.ID)
+	_, err = s.Webhooks.Endpoint(ctx, other.ID, a.ID)
 	wantCode(t, err, storelink.ENOTFOUND)
-	_, err = s.TestDelivery(ctx, other.ID, a.ID, "")
+	_, err = s.Webhooks.TestDelivery(ctx, other.ID, a.ID, "")
 	wantCode(t, err, storelink.ENOTFOUND)
-	wantCode(t, s.RedeliverFor(ctx, other.ID, j.DeliveryID), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.RedeliverFor(ctx, other.ID, j.DeliveryID), storelink.ENOTFOUND)
 	e.wantDelivery(j.DeliveryID, storelink.DeliveryFailed, nil, 1)
-	_, err = s.Deliveries(ctx, storelink.DeliveryFilter{ClientID: other.ID, Before: j.DeliveryID, Limit: 10})
+	_, err = s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: other.ID, Before: j.DeliveryID, Limit: 10})
 	wantCode(t, err, storelink.EINVALID)
-	if list, err := s.EndpointDetails(ctx, other.ID); err != nil || len(list) != 0 {
+	if list, err := s.Webhooks.EndpointDetails(ctx, other.ID); err != nil || len(list) != 0 {
 		t.Fatalf("endpoints of the other client = %+v, %v; want none", list, err)
 	}
 
-	must(t, s.RedeliverFor(ctx, e.client.ID, j.DeliveryID))
+	must(t, s.Webhooks.RedeliverFor(ctx, e.client.ID, j.DeliveryID))
 	now := e.clock.Now()
 	e.wantDelivery(j.DeliveryID, storelink.DeliveryPending, &now, 1)
-	if d, err := s.Endpoint(ctx, e.client.ID, a.ID); err != nil || d.ID != a.ID {
+	if d, err := s.Webhooks.Endpoint(ctx, e.client.ID, a.ID); err != nil || d.ID != a.ID {
 		t.Fatalf("the client's own endpoint = %+v, %v", d, err)
 	}
-	wantCode(t, s.RedeliverFor(ctx, e.client.ID, "nope"), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.RedeliverFor(ctx, e.client.ID, "nope"), storelink.ENOTFOUND)
 }
 
 // testPartnerAndClientPages: the operator's lists page by their sort keys
@@ -356,14 +356,14 @@ func testPartnerAndClientPages(e *env) {
 	// The env made partner "Acme" with its client in DE.
 	var ps []*storelink.Partner
 	for _, name := range []string{"beta", "Zed", "ÄRZTE Bedarf", "Beta"} {
-		p, err := s.CreatePartner(ctx, name)
+		p, err := s.Partners.CreatePartner(ctx, name)
 		must(t, err)
 		ps = append(ps, p)
 	}
 	var names []string
 	after := ""
 	for range 10 {
-		page, err := s.ListPartners(ctx, storelink.PartnerFilter{Limit: 2, After: after})
+		page, err := s.Partners.ListPartners(ctx, storelink.PartnerFilter{Limit: 2, After: after})
 		must(t, err)
 		for _, p := range page.Partners {
 			names = append(names, p.Name)
@@ -378,7 +378,7 @@ func testPartnerAndClientPages(e *env) {
 	}
 	search := func(q string) []string {
 		t.Helper()
-		page, err := s.ListPartners(ctx, storelink.PartnerFilter{Q: q, Limit: 10})
+		page, err := s.Partners.ListPartners(ctx, storelink.PartnerFilter{Q: q, Limit: 10})
 		must(t, err)
 		var out []string
 		for _, p := range page.Partners {
@@ -399,21 +399,21 @@ func testPartnerAndClientPages(e *env) {
 		t.Fatalf("search by id = %q, want Zed", got)
 	}
 	for _, bad := range []string{"garbage!", "Zm9v", "QUFB"} {
-		_, err := s.ListPartners(ctx, storelink.PartnerFilter{Limit: 2, After: bad})
+		_, err := s.Partners.ListPartners(ctx, storelink.PartnerFilter{Limit: 2, After: bad})
 		wantCode(t, err, storelink.EINVALID)
-		_, err = s.ListClients(ctx, storelink.ClientFilter{Limit: 2, After: bad})
+		_, err = s.Partners.ListClients(ctx, storelink.ClientFilter{Limit: 2, After: bad})
 		wantCode(t, err, storelink.EINVALID)
 	}
 
 	zed := ps[1]
 	for _, country := range []string{"FR", "AT", "NL"} {
-		_, err := s.CreateClient(ctx, zed.ID, country, "EUR")
+		_, err := s.Partners.CreateClient(ctx, zed.ID, country, "EUR")
 		must(t, err)
 	}
 	var got []string
 	after = ""
 	for range 10 {
-		page, err := s.ListClients(ctx, storelink.ClientFilter{PartnerID: zed.ID, Limit: 2, After: after})
+		page, err := s.Partners.ListClients(ctx, storelink.ClientFilter{PartnerID: zed.ID, Limit: 2, After: after})
 		must(t, err)
 		for _, c := range page.Clients {
 			if c.PartnerName != "Zed" || c.PartnerID != zed.ID || c.Currency != "EUR" || c.CreatedAt.IsZero() {
@@ -429,7 +429,7 @@ func testPartnerAndClientPages(e *env) {
 	if !slices.Equal(got, []string{"AT", "FR", "NL"}) {
 		t.Fatalf("Zed's clients paged by 2 = %q, want AT, FR, NL", got)
 	}
-	all, err := s.ListClients(ctx, storelink.ClientFilter{Limit: 10})
+	all, err := s.Partners.ListClients(ctx, storelink.ClientFilter{Limit: 10})
 	must(t, err)
 	if len(all.Clients) != 4 || all.NextCursor != "" {
 		t.Fatalf("all clients = %+v, want 4 on one page", all)
@@ -438,13 +438,13 @@ func testPartnerAndClientPages(e *env) {
 		q    string
 		want int
 	}{{"zed", 3}, {"fr", 1}, {"acme", 1}, {e.client.ID, 1}, {"nobody", 0}} {
-		page, err := s.ListClients(ctx, storelink.ClientFilter{Q: c.q, Limit: 10})
+		page, err := s.Partners.ListClients(ctx, storelink.ClientFilter{Q: c.q, Limit: 10})
 		must(t, err)
 		if len(page.Clients) != c.want {
 			t.Fatalf("clients matching %q = %+v, want %d", c.q, page.Clients, c.want)
 		}
 	}
-	if page, err := s.ListClients(ctx, storelink.ClientFilter{PartnerID: "nope", Limit: 10}); err != nil || len(page.Clients) != 0 {
+	if page, err := s.Partners.ListClients(ctx, storelink.ClientFilter{PartnerID: "nope", Limit: 10}); err != nil || len(page.Clients) != 0 {
 		t.Fatalf("clients of no partner = %+v, %v", page, err)
 	}
 }

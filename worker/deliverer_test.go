@@ -71,7 +71,7 @@ func TestRetryPolicyNext(t *testing.T) {
 type fixture struct {
 	t        *testing.T
 	db       *sqlite.DB
-	service  *service.Service
+	service  *service.Services
 	clientID string
 	orders   atomic.Int64
 }
@@ -91,11 +91,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
-	p, err := svc.CreatePartner(ctx, "Acme")
+	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) endpoint(url string) *storelink.Endpoint {
 	f.t.Helper()
-	e, err := f.service.CreateEndpoint(context.Background(), f.clientID, storelink.NewEndpoint{URL: url}, webhook.NewSecret())
+	e, err := f.service.Webhooks.CreateEndpoint(context.Background(), f.clientID, storelink.NewEndpoint{URL: url}, webhook.NewSecret())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -116,14 +116,14 @@ func (f *fixture) event() string {
 	f.t.Helper()
 	ctx := context.Background()
 	price := storelink.Money(1999)
-	o, err := f.service.CreateWarehouseOrder(ctx, storelink.NewOrder{
+	o, err := f.service.Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{
 		OrderNumber: fmt.Sprintf("W-%d", f.orders.Add(1)), ClientID: f.clientID,
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}},
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	evs, err := f.service.OrderEvents(ctx, o.ID)
+	evs, err := f.service.Orders.OrderEvents(ctx, o.ID)
 	if err != nil || len(evs) != 1 {
 		f.t.Fatalf("events of %s: %v %v", o.ID, evs, err)
 	}
@@ -132,7 +132,7 @@ func (f *fixture) event() string {
 
 // deliverer returns a deliverer with a short schedule that polls often.
 func (f *fixture) deliverer(owner string, timeout time.Duration) *Deliverer {
-	d := NewDeliverer(f.service, webhook.NewClient(timeout, true),
+	d := NewDeliverer(f.service.Webhooks, webhook.NewClient(timeout, true),
 		storelink.RetryPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, Jitter: 0.2},
 		timeout, nil, owner, prometheus.NewRegistry())
 	d.Interval = 10 * time.Millisecond
@@ -152,7 +152,7 @@ func run(t *testing.T, d *Deliverer) (stop func()) {
 
 func (f *fixture) delivery(eventID, endpointID string) storelink.Delivery {
 	f.t.Helper()
-	list, err := f.service.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: f.clientID, Limit: 1000})
+	list, err := f.service.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: f.clientID, Limit: 1000})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
 	claimed := time.Now()
-	jobs, err := f.service.ClaimDeliveries(ctx, "crashed", lease, 10, 10)
+	jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, "crashed", lease, 10, 10)
 	if err != nil || len(jobs) != 1 || jobs[0].EventID != id {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
@@ -251,7 +251,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 	// attempt, and the delivery stays succeeded.
 	late := storelink.AttemptResult{Job: &jobs[0], Outcome: storelink.OutcomeFailed,
 		Attempt: storelink.Attempt{Number: jobs[0].Attempt, At: claimed.UTC(), Error: "timeout after 10s"}}
-	if err := f.service.RecordAttempts(ctx, []storelink.AttemptResult{late}); err != nil {
+	if err := f.service.Webhooks.RecordAttempts(ctx, []storelink.AttemptResult{late}); err != nil {
 		t.Fatal(err)
 	}
 	d := f.delivery(id, ep.ID)
@@ -273,7 +273,7 @@ func TestDelivererReleaseLeasesAtStart(t *testing.T) {
 	ep := f.endpoint(rec.URL)
 	id := f.event()
 	ctx := context.Background()
-	if jobs, err := f.service.ClaimDeliveries(ctx, "killed", time.Hour, 10, 10); err != nil || len(jobs) != 1 {
+	if jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, "killed", time.Hour, 10, 10); err != nil || len(jobs) != 1 {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
 	if err := f.db.ReleaseLeases(ctx); err != nil {

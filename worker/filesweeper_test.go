@@ -27,26 +27,26 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 	}
 	defer db.Close()
 	svc := service.New(sqlite.NewDriver(db), service.WithClock(clock))
-	p, err := svc.CreatePartner(ctx, "Acme")
+	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+	c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		t.Fatal(err)
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	accept := func() *storelink.Upload {
-		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Finished: set aside, as an upload that could not be processed.
-		claim, err := svc.Claim(ctx, "w", time.Minute)
+		claim, err := svc.Uploads.Claim(ctx, "w", time.Minute)
 		if err != nil || claim == nil || claim.ID != u.ID {
 			t.Fatalf("claim = %+v, %v; want upload %s", claim, err, u.ID)
 		}
-		if err := svc.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
+		if err := svc.Uploads.Fail(ctx, claim, storelink.Problem{Type: "Processing failed", Message: "x", LineNumbers: []storelink.LineRef{}}); err != nil {
 			t.Fatal(err)
 		}
 		return u
@@ -60,7 +60,7 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 	now = now.Add(24*time.Hour + time.Second) // old is 7 days and a second old
 	mu.Unlock()
 
-	sweeper := &worker.FileSweeper{Uploads: svc, Retention: worker.DefaultUploadRetention, Interval: 10 * time.Millisecond}
+	sweeper := &worker.FileSweeper{Uploads: svc.Uploads, Retention: worker.DefaultUploadRetention, Interval: 10 * time.Millisecond}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- sweeper.Run(runCtx) }()
@@ -71,7 +71,7 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 		}
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		_, err := svc.UploadFile(ctx, c.ID, old.ID)
+		_, err := svc.Uploads.UploadFile(ctx, c.ID, old.ID)
 		var e *storelink.Error
 		if errors.As(err, &e) && e.Code == storelink.EGONE {
 			break
@@ -80,7 +80,7 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 			t.Fatalf("the file of an upload 7 days old is still there after 5 s: %v", err)
 		}
 	}
-	if _, err := svc.UploadFile(ctx, c.ID, recent.ID); err != nil {
+	if _, err := svc.Uploads.UploadFile(ctx, c.ID, recent.ID); err != nil {
 		t.Fatalf("the file of an upload a day old: %v, want it kept", err)
 	}
 }

@@ -286,7 +286,7 @@ func TestDelivererSlowShare(t *testing.T) {
 		// holds, and counts a request until it sees it given up.
 		schedule[i] = 100 * time.Millisecond
 	}
-	d := NewDeliverer(f.service, webhook.NewClient(timeout, true), storelink.RetryPolicy{Schedule: schedule},
+	d := NewDeliverer(f.service.Webhooks, webhook.NewClient(timeout, true), storelink.RetryPolicy{Schedule: schedule},
 		timeout, nil, "test", prometheus.NewRegistry())
 	d.Workers, d.PerEndpoint, d.Interval = slowShare, 4, 10*time.Millisecond // a slow share of one attempt
 	run(t, d)

@@ -23,7 +23,7 @@ func TestDelivererRoundsWithoutPolling(t *testing.T) {
 	for range 60 {
 		ids = append(ids, f.event())
 	}
-	d := NewDeliverer(f.service, webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
+	d := NewDeliverer(f.service.Webhooks, webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
 		5*time.Second, nil, "test", prometheus.NewRegistry())
 	d.Workers, d.PerEndpoint, d.Interval = 4, 2, time.Hour
 	run(t, d)
@@ -60,7 +60,7 @@ func TestDelivererStopClaimedAhead(t *testing.T) {
 	for range 8 {
 		ids = append(ids, f.event())
 	}
-	d := NewDeliverer(f.service, webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
+	d := NewDeliverer(f.service.Webhooks, webhook.NewClient(5*time.Second, true), storelink.RetryPolicy{Schedule: []time.Duration{time.Hour}},
 		5*time.Second, nil, "test", prometheus.NewRegistry())
 	d.Workers, d.PerEndpoint = 4, 1
 	stop := run(t, d)
@@ -89,7 +89,7 @@ func TestDelivererStopClaimedAhead(t *testing.T) {
 	}
 	// Nothing is left leased: the rest goes out at once on the next
 	// run, as its first attempt.
-	jobs, err := f.service.ClaimDeliveries(context.Background(), "next", time.Minute, 100, 100)
+	jobs, err := f.service.Webhooks.ClaimDeliveries(context.Background(), "next", time.Minute, 100, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,11 @@ func TestProcessorBatches(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, _, err := f.service.PutStore(ctx, f.clientID, "S1", "Store"); err != nil {
+	if _, _, err := f.service.Partners.PutStore(ctx, f.clientID, "S1", "Store"); err != nil {
 		t.Fatal(err)
 	}
 	accept := func(body string) *storelink.Upload {
-		u, _, err := f.service.Accept(ctx, storelink.NewUpload{ClientID: f.clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
+		u, _, err := f.service.Uploads.Accept(ctx, storelink.NewUpload{ClientID: f.clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
 			storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func TestProcessorBatches(t *testing.T) {
 	large := accept(header + strings.Repeat("S1;4006381333931;A;4;1.00\n", 60))
 
 	reg := prometheus.NewRegistry()
-	p := NewProcessor(f.service, nil, "test", reg)
+	p := NewProcessor(f.service.Uploads, nil, "test", reg)
 	p.Batch = storelink.BatchLimit{Uploads: 10, Bytes: 1 << 10}
 	processed := func(status storelink.UploadStatus) float64 {
 		t.Helper()
@@ -64,7 +64,7 @@ func TestProcessorBatches(t *testing.T) {
 	}
 	status := func(u *storelink.Upload) *storelink.Upload {
 		t.Helper()
-		got, err := f.service.Upload(ctx, f.clientID, u.ID)
+		got, err := f.service.Uploads.Upload(ctx, f.clientID, u.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestProcessorBatches(t *testing.T) {
 	if u := status(partly); u.Status != storelink.UploadApplied || u.RowsApplied != 1 || u.RowsRejected != 1 {
 		t.Fatalf("file with a row of an unknown store: %+v", u)
 	}
-	errs, err := f.service.UploadErrorFile(ctx, f.clientID, partly.ID)
+	errs, err := f.service.Uploads.UploadErrorFile(ctx, f.clientID, partly.ID)
 	if err != nil || !strings.Contains(string(errs), "S9;96385074;B;2;2.00;3;Store does not exist") {
 		t.Fatalf("error file of the partly applied file = %q, %v; want its dropped row", errs, err)
 	}
@@ -90,7 +90,7 @@ func TestProcessorBatches(t *testing.T) {
 	if !worked || err != nil || status(large).Status != storelink.UploadApplied {
 		t.Fatalf("RunOnce = %v, %v; the large file %+v, want applied", worked, err, status(large))
 	}
-	st, _, err := f.service.Stock(ctx, f.clientID, storelink.StockFilter{Limit: 10})
+	st, _, err := f.service.Uploads.Stock(ctx, f.clientID, storelink.StockFilter{Limit: 10})
 	if err != nil || len(st) != 2 || st[0].Quantity != 4 || st[1].Quantity != 2 {
 		t.Fatalf("stock = %+v, %v; want 4006381333931 at 4 (the large file, last), 96385074 at 2 (the good one)", st, err)
 	}

@@ -42,7 +42,7 @@ func (s *syncBuffer) String() string {
 // accept stores a valid feed for client, which has store S1.
 func (f *fixture) accept(clientID, body string) *storelink.Upload {
 	f.t.Helper()
-	u, _, err := f.service.Accept(context.Background(), storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
+	u, _, err := f.service.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	if err != nil {
 		f.t.Fatal(err)
@@ -56,7 +56,7 @@ func (f *fixture) waitFinal(clientID string, u *storelink.Upload, limit time.Dur
 	var got *storelink.Upload
 	waitFor(f.t, limit, "upload "+u.ID+" applied or rejected", func() bool {
 		var err error
-		if got, err = f.service.Upload(context.Background(), clientID, u.ID); err != nil {
+		if got, err = f.service.Uploads.Upload(context.Background(), clientID, u.ID); err != nil {
 			f.t.Fatal(err)
 		}
 		return got.Status.Final()
@@ -83,16 +83,16 @@ func TestProcessorFileFailures(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			ctx := context.Background()
-			p2, err := f.service.CreatePartner(ctx, "Other")
+			p2, err := f.service.Partners.CreatePartner(ctx, "Other")
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := f.service.CreateClient(ctx, p2.ID, "FR", "EUR")
+			other, err := f.service.Partners.CreateClient(ctx, p2.ID, "FR", "EUR")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range []string{f.clientID, other.ID} {
-				if _, _, err := f.service.PutStore(ctx, c, "S1", "Store"); err != nil {
+				if _, _, err := f.service.Partners.PutStore(ctx, c, "S1", "Store"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -101,7 +101,7 @@ func TestProcessorFileFailures(t *testing.T) {
 			beside := f.accept(other.ID, failureFeed)
 
 			var logs syncBuffer
-			p := NewProcessor(f.service, slog.New(slog.NewTextHandler(&logs, nil)), "test", prometheus.NewRegistry())
+			p := NewProcessor(f.service.Uploads, slog.New(slog.NewTextHandler(&logs, nil)), "test", prometheus.NewRegistry())
 			p.Interval, p.FailureDelay = 10*time.Millisecond, 10*time.Millisecond
 			var tries atomic.Int32
 			p.putHook = func(c *storelink.Claim, put func(storelink.StockRow) error) func(storelink.StockRow) error {
@@ -173,29 +173,29 @@ func TestProcessorInterruptions(t *testing.T) {
 			now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
 			advance := func(d time.Duration) { clock.Lock(); clock.t = clock.t.Add(d); clock.Unlock() }
 			svc := service.New(sqlite.NewDriver(db), service.WithClock(now))
-			p, err := svc.CreatePartner(ctx, "Acme")
+			p, err := svc.Partners.CreatePartner(ctx, "Acme")
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := svc.CreateClient(ctx, p.ID, "DE", "EUR")
+			c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := svc.PutStore(ctx, c.ID, "S1", "Store"); err != nil {
+			if _, _, err := svc.Partners.PutStore(ctx, c.ID, "S1", "Store"); err != nil {
 				t.Fatal(err)
 			}
 			f := &fixture{t: t, db: db, service: svc, clientID: c.ID}
 			u := f.accept(c.ID, failureFeed)
 			later := f.accept(c.ID, failureFeed)
 			for n := 1; n <= tc.deaths; n++ {
-				cl, err := svc.Claim(ctx, "dying", time.Minute)
+				cl, err := svc.Uploads.Claim(ctx, "dying", time.Minute)
 				if err != nil || cl == nil || cl.ID != u.ID {
 					t.Fatalf("claim %d = %+v, %v; want the first upload", n, cl, err)
 				}
 				advance(time.Minute + storelink.InterruptedBackoff.Delay(n) + time.Millisecond)
 			}
 
-			proc := NewProcessor(svc, nil, "test", prometheus.NewRegistry())
+			proc := NewProcessor(svc.Uploads, nil, "test", prometheus.NewRegistry())
 			for range 3 {
 				if _, err := proc.RunOnce(ctx); err != nil {
 					t.Fatal(err)

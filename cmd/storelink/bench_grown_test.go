@@ -656,19 +656,19 @@ func pgTemplate(b *testing.B, rows int) (string, grownStat) {
 
 // grownOtherClient makes other client k with its 50 stores through the
 // services, and returns its id.
-func grownOtherClient(b *testing.B, svc *service.Service, k int) string {
+func grownOtherClient(b *testing.B, svc *service.Services, k int) string {
 	b.Helper()
 	ctx := context.Background()
-	partner, err := svc.CreatePartner(ctx, fmt.Sprintf("Other partner %d", k))
+	partner, err := svc.Partners.CreatePartner(ctx, fmt.Sprintf("Other partner %d", k))
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := svc.CreateClient(ctx, partner.ID, "DE", "EUR")
+	client, err := svc.Partners.CreateClient(ctx, partner.ID, "DE", "EUR")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for s := range grownStores {
-		if _, _, err := svc.PutStore(ctx, client.ID, grownStoreID(s), "Other store"); err != nil {
+		if _, _, err := svc.Partners.PutStore(ctx, client.ID, grownStoreID(s), "Other store"); err != nil {
 			b.Fatal(err)
 		}
 	}

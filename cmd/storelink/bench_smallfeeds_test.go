@@ -373,31 +373,31 @@ func BenchmarkSmallBatchApply(b *testing.B) {
 	})
 }
 
-func benchSmallBatchApply(b *testing.B, svc *service.Service) {
+func benchSmallBatchApply(b *testing.B, svc *service.Services) {
 	ctx := context.Background()
 	var clients []string
 	for i := range smallClients {
-		partner, err := svc.CreatePartner(ctx, fmt.Sprintf("Small %d", i))
+		partner, err := svc.Partners.CreatePartner(ctx, fmt.Sprintf("Small %d", i))
 		if err != nil {
 			b.Fatal(err)
 		}
-		client, err := svc.CreateClient(ctx, partner.ID, "DE", "EUR")
+		client, err := svc.Partners.CreateClient(ctx, partner.ID, "DE", "EUR")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := svc.PutStore(ctx, client.ID, "S01", "Store"); err != nil {
+		if _, _, err := svc.Partners.PutStore(ctx, client.ID, "S01", "Store"); err != nil {
 			b.Fatal(err)
 		}
 		clients = append(clients, client.ID)
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 40, Window: time.Hour}
-	p := worker.NewProcessor(svc, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
+	p := worker.NewProcessor(svc.Uploads, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
 	n := 0
 	var busy time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		for u := range smallUploaders {
-			if _, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: clients[u%len(clients)], FileName: "f.csv", Body: smallFeed(u, n)}, policy); err != nil {
+			if _, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clients[u%len(clients)], FileName: "f.csv", Body: smallFeed(u, n)}, policy); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -735,35 +735,35 @@ func BenchmarkStockApply(b *testing.B) {
 	}
 	b.Cleanup(func() { db.Close() })
 	admin := service.New(sqlite.NewDriver(db))
-	partner, err := admin.CreatePartner(ctx, "Bench")
+	partner, err := admin.Partners.CreatePartner(ctx, "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := admin.CreateClient(ctx, partner.ID, "DE", "EUR")
+	client, err := admin.Partners.CreateClient(ctx, partner.ID, "DE", "EUR")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 1; i <= benchStores; i++ {
-		if _, _, err := admin.PutStore(ctx, client.ID, fmt.Sprintf("S%02d", i), "Bench store"); err != nil {
+		if _, _, err := admin.Partners.PutStore(ctx, client.ID, fmt.Sprintf("S%02d", i), "Bench store"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 40, PerStore: 0, Window: time.Hour}
 	svc := service.New(sqlite.NewDriver(db))
-	p := worker.NewProcessor(svc, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
+	p := worker.NewProcessor(svc.Uploads, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
 	feeds := [3]benchFeedData{}
 	for v := range feeds {
 		feeds[v] = benchFeed(benchFeedBytes, -1, uint64(v))
 	}
 	apply := func(f benchFeedData) {
-		u, _, err := svc.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: f.csv}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: f.csv}, policy)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if worked, err := p.RunOnce(ctx); !worked || err != nil {
 			b.Fatalf("process: %v %v", worked, err)
 		}
-		got, err := svc.Upload(ctx, client.ID, u.ID)
+		got, err := svc.Uploads.Upload(ctx, client.ID, u.ID)
 		if err != nil || got.Status != storelink.UploadApplied || got.RowsApplied != len(f.rows) {
 			b.Fatalf("upload: %v %+v", err, got)
 		}

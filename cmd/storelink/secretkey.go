@@ -84,14 +84,14 @@ func parseSecretKey(hexKey, from string) (*storelink.Sealer, error) {
 // the one the database's secrets are sealed with is refused (exit 2) before
 // anything is served: several processes on one PostgreSQL database must
 // share one key.
-func useSecretKey(ctx context.Context, c *config, db *service.Service, stdout io.Writer) (*service.Service, error) {
+func useSecretKey(ctx context.Context, c *config, db *service.Services, stdout io.Writer) (*service.Services, error) {
 	hexKey, from, err := findSecretKey(c)
 	if err != nil {
 		return nil, err
 	}
 	generated := ""
 	if hexKey == "" {
-		recorded, err := db.SecretKeyCheck(ctx)
+		recorded, err := db.SecretKeys.SecretKeyCheck(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("read the secret key's check value: %w", err)
 		}
@@ -109,7 +109,7 @@ func useSecretKey(ctx context.Context, c *config, db *service.Service, stdout io
 	if err != nil {
 		return nil, err
 	}
-	closed, err := storelink.VerifySecretKey(ctx, db, sealer)
+	closed, err := storelink.VerifySecretKey(ctx, db.SecretKeys, sealer)
 	if err != nil {
 		if generated != "" {
 			// A key that sealed nothing is not left to be found next time.
@@ -216,9 +216,9 @@ func secretKeyCommand(ctx context.Context, args []string, getenv func(string) st
 		return err
 	}
 	if args[0] == "check" {
-		return checkKey(ctx, db, current, from, c, stdout)
+		return checkKey(ctx, db.SecretKeys, current, from, c, stdout)
 	}
-	return rotateKey(ctx, db, current, from, newKey, c, stdout)
+	return rotateKey(ctx, db.SecretKeys, current, from, newKey, c, stdout)
 }
 
 // parseKeyConfig reads the flags of secret-key rotate and check: where the

@@ -29,7 +29,7 @@ func (w *commitWatch) ResealSecrets(ctx context.Context, oldCheck, newCheck stri
 
 // keyDB opens a SQLite database in dir whose secrets are recorded as
 // sealed with a new key, and returns it with that key.
-func keyDB(t *testing.T, dir string) (*service.Service, *storelink.Sealer, string) {
+func keyDB(t *testing.T, dir string) (*service.Services, *storelink.Sealer, string) {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "storelink.db"))
 	if err != nil {
@@ -42,7 +42,7 @@ func keyDB(t *testing.T, dir string) (*service.Service, *storelink.Sealer, strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.RecordSecretKeyCheck(context.Background(), current.Check()); err != nil {
+	if _, err := svc.SecretKeys.RecordSecretKeyCheck(context.Background(), current.Check()); err != nil {
 		t.Fatal(err)
 	}
 	return svc, current, hexKey
@@ -61,7 +61,7 @@ func TestSecretKeyRotateWritesTheKeyFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var staged string
-	w := &commitWatch{SecretKeyStore: svc, before: func() {
+	w := &commitWatch{SecretKeyStore: svc.SecretKeys, before: func() {
 		fi, err := os.Stat(path + ".new")
 		if err != nil {
 			t.Fatalf("no staged key when the database commits: %v", err)
@@ -89,7 +89,7 @@ func TestSecretKeyRotateWritesTheKeyFirst(t *testing.T) {
 	if err != nil || readKeyFile(t, path) != staged {
 		t.Fatalf("the key file does not hold the staged key after the rotation (%v)", err)
 	}
-	if check, _ := svc.SecretKeyCheck(ctx); check != next.Check() {
+	if check, _ := svc.SecretKeys.SecretKeyCheck(ctx); check != next.Check() {
 		t.Error("the database is not on the key in the file")
 	}
 	if old := readKeyFile(t, path+"."+current.Fingerprint()+".old"); old != currentHex {
@@ -113,13 +113,13 @@ func TestSecretKeyRotateFileFailure(t *testing.T) {
 		if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		w := &commitWatch{SecretKeyStore: svc, before: func() {}}
+		w := &commitWatch{SecretKeyStore: svc.SecretKeys, before: func() {}}
 		c := &config{Data: filepath.Join(blocker, "data"), SecretKey: currentHex}
 		err := rotateKey(ctx, w, current, "--secret-key", "", c, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "write the new key") {
 			t.Fatalf("rotate = %v, want the key file's failure", err)
 		}
-		if check, _ := svc.SecretKeyCheck(ctx); w.called || check != current.Check() {
+		if check, _ := svc.SecretKeys.SecretKeyCheck(ctx); w.called || check != current.Check() {
 			t.Errorf("the database was asked to commit (%v), or is not on its old key", w.called)
 		}
 	})
@@ -134,12 +134,12 @@ func TestSecretKeyRotateFileFailure(t *testing.T) {
 		if err := writeSecretFile(data, path+".new", leftover); err != nil {
 			t.Fatal(err)
 		}
-		w := &commitWatch{SecretKeyStore: svc, before: func() {}}
+		w := &commitWatch{SecretKeyStore: svc.SecretKeys, before: func() {}}
 		err := rotateKey(ctx, w, current, "the file "+path, "", &config{Data: data}, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "a rotation may have stopped half way") {
 			t.Fatalf("rotate = %v, want the staged file named", err)
 		}
-		if check, _ := svc.SecretKeyCheck(ctx); w.called || check != current.Check() {
+		if check, _ := svc.SecretKeys.SecretKeyCheck(ctx); w.called || check != current.Check() {
 			t.Errorf("the database was asked to commit (%v), or is not on its old key", w.called)
 		}
 		if readKeyFile(t, path+".new") != leftover || readKeyFile(t, path) != currentHex {

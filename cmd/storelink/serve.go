@@ -21,10 +21,10 @@ import (
 )
 
 // openDB opens the configured database, applies the migrations, and
-// returns the services over it, a storelink.Database whichever the
+// returns the services over it, a *service.Services whichever the
 // database. They seal no secret: useSecretKey makes them again with the
 // sealer once the key is checked against the database.
-func openDB(ctx context.Context, c *config) (*service.Service, error) {
+func openDB(ctx context.Context, c *config) (*service.Services, error) {
 	switch {
 	case strings.HasPrefix(c.Database, "sqlite:"):
 		path := strings.TrimPrefix(c.Database, "sqlite:")
@@ -178,29 +178,29 @@ const demoWebhookURL = "http://127.0.0.1:8090/webhooks"
 
 // demo fills an empty database with a partner, a client and three stores so
 // that a new user can upload at once, and prints what they need.
-func demo(ctx context.Context, db storelink.Database, stdout io.Writer) error {
-	n, err := db.PartnerCount(ctx)
+func demo(ctx context.Context, db *service.Services, stdout io.Writer) error {
+	n, err := db.Partners.PartnerCount(ctx)
 	if err != nil || n > 0 {
 		if n > 0 {
 			fmt.Fprintln(stdout, "storelink: --demo: the database already has partners; nothing created")
 		}
 		return err
 	}
-	p, err := db.CreatePartner(ctx, "Demo Partner")
+	p, err := db.Partners.CreatePartner(ctx, "Demo Partner")
 	if err != nil {
 		return err
 	}
-	cl, err := db.CreateClient(ctx, p.ID, "DE", "EUR")
+	cl, err := db.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
 	if err != nil {
 		return err
 	}
 	for _, s := range []struct{ id, name string }{{"S1", "Demo Store Berlin"}, {"S2", "Demo Store Hamburg"}, {"S3", "Demo Store Munich"}} {
-		if _, _, err := db.PutStore(ctx, cl.ID, s.id, s.name); err != nil {
+		if _, _, err := db.Partners.PutStore(ctx, cl.ID, s.id, s.name); err != nil {
 			return err
 		}
 	}
 	secret := webhook.NewSecret()
-	if _, err := db.CreateEndpoint(ctx, cl.ID, storelink.NewEndpoint{URL: demoWebhookURL}, secret); err != nil {
+	if _, err := db.Webhooks.CreateEndpoint(ctx, cl.ID, storelink.NewEndpoint{URL: demoWebhookURL}, secret); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, `storelink: demo partner created (shown once; keep them):

@@ -46,7 +46,7 @@ type server struct {
 	gc     *gcmode.Governor
 
 	// Set by Run, in this order.
-	db        *service.Service
+	db        *service.Services
 	owner     string // this process's name on the leases it takes
 	reg       *prometheus.Registry
 	proc      *worker.Processor
@@ -124,12 +124,12 @@ func (s *server) newWorkers() {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
-	s.proc = worker.NewProcessor(db, s.logger, s.owner, s.reg)
+	s.proc = worker.NewProcessor(db.Uploads, s.logger, s.owner, s.reg)
 	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, db.Fault, s.gc
-	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
+	s.deliverer = worker.NewDeliverer(db.Webhooks, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
-	s.sweeper = &worker.FileSweeper{Uploads: db, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
+	s.sweeper = &worker.FileSweeper{Uploads: db.Uploads, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
 }
 
 // newAPI is the HTTP API with the dashboard, over the database and the
@@ -149,10 +149,10 @@ func (s *server) newAPI(token string) *httpapi.Server {
 	downloads := httpapi.NewDownloads(c.MaxDownloads, c.DownloadsShare, 0)
 	testSends := httpapi.NewTestSends(c.WebhookTimeout)
 	return httpapi.NewServer(httpapi.Deps{
-		Admin: db, Auth: db, Uploads: db, Stock: db, Orders: db, Events: db, Webhooks: db, Ping: db.Ping,
+		Admin: db.Partners, Auth: db.Partners, Uploads: db.Uploads, Stock: db.Uploads, Orders: db.Orders, Events: db.Orders, Webhooks: db.Webhooks, Ping: db.Ping,
 		// On PostgreSQL the key can be rotated while this process runs; it
 		// is then not ready until restarted with the new key.
-		Ready: db.SecretKeyCurrent,
+		Ready: db.SecretKeys.SecretKeyCurrent,
 		Fault: db.Fault, ProbeWrite: db.ProbeWrite, UploadRate: s.proc.Rate,
 		AdminToken:           token,
 		AuthLimit:            authLimit,
@@ -176,7 +176,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Logger:               s.logger,
 		Registry:             s.reg,
 		Dashboard: dashboard.New(dashboard.Deps{
-			Admin: db, Uploads: db, Stock: db, Orders: db, Webhooks: db, Auth: db, Sessions: db, LoginLimit: authLimit,
+			Admin: db.Partners, Uploads: db.Uploads, Stock: db.Uploads, Orders: db.Orders, Webhooks: db.Webhooks, Auth: db.Partners, Sessions: db.Partners, LoginLimit: authLimit,
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
 			TestSend:   testSends.Take,
 			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
@@ -264,7 +264,7 @@ func (s *server) releaseLeases() {
 	defer cancel()
 	// Both stores hand back only this process's own leases, which is safe
 	// beside other processes on PostgreSQL too.
-	if err := s.db.ReleaseOwnLeases(ctx, s.owner); err != nil {
+	if err := s.db.Uploads.ReleaseOwnLeases(ctx, s.owner); err != nil {
 		// Not fatal: the lease runs out (PostgreSQL) or the next start
 		// releases it (SQLite), only with the interrupted attempt counted.
 		s.logger.Warn("release leases at stop", "error", err)
@@ -276,7 +276,7 @@ func (s *server) releaseLeases() {
 // each. A lost connection is made again after a pause; meanwhile the
 // workers' polling finds the work, only later. Where no other process can
 // add work (SQLite) it returns at once.
-func listenForWork(ctx context.Context, db storelink.Database, logger *slog.Logger, uploads, deliveries func()) {
+func listenForWork(ctx context.Context, db *service.Services, logger *slog.Logger, uploads, deliveries func()) {
 	for ctx.Err() == nil {
 		err := db.Listen(ctx, uploads, deliveries)
 		if err == nil || ctx.Err() != nil {

@@ -33,9 +33,9 @@ func startServer(t *testing.T) string {
 	}
 	svc := service.New(sqlite.NewDriver(db))
 	reg := prometheus.NewRegistry()
-	proc := worker.NewProcessor(svc, nil, "test", reg)
+	proc := worker.NewProcessor(svc.Uploads, nil, "test", reg)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Admin: svc, Auth: svc, Uploads: svc, Stock: svc, Orders: svc, Events: svc, Ping: db.Ping, AdminToken: adminToken,
+		Admin: svc.Partners, Auth: svc.Partners, Uploads: svc.Uploads, Stock: svc.Uploads, Orders: svc.Orders, Events: svc.Orders, Ping: db.Ping, AdminToken: adminToken,
 		Capacity:    storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour},
 		MaxFileSize: 10 << 20, Accepted: proc.Wake, Registry: reg,
 	}))

@@ -65,11 +65,11 @@ func testPartnerAndClientRows(e *env) {
 }
 
 func testKeyRows(e *env) {
-	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	p, err := e.seed.Partners.CreatePartner(e.ctx, "Other")
 	must(e.t, err)
-	stranger, err := e.seed.CreateClient(e.ctx, p.ID, "DE", "EUR")
+	stranger, err := e.seed.Partners.CreateClient(e.ctx, p.ID, "DE", "EUR")
 	must(e.t, err)
-	sibling, err := e.seed.CreateClient(e.ctx, e.client.PartnerID, "AT", "EUR")
+	sibling, err := e.seed.Partners.CreateClient(e.ctx, e.client.PartnerID, "AT", "EUR")
 	must(e.t, err)
 	at := e.tick()
 	key := func(id, clientID, hash string) storelink.APIKey {
@@ -151,7 +151,7 @@ func testStoreRows(e *env) {
 
 func testSessionRows(e *env) {
 	idA, idB, idC, idD := []byte("session a"), []byte("session b"), []byte("session c"), []byte("session d")
-	key, err := e.seed.CreateAPIKey(e.ctx, e.client.ID)
+	key, err := e.seed.Partners.CreateAPIKey(e.ctx, e.client.ID)
 	must(e.t, err)
 	t0 := e.tick()
 	e.inTx(func(tx service.Tx) {
@@ -205,11 +205,11 @@ func testSessionRows(e *env) {
 
 func testSealedRows(e *env) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, secret)
+	ep, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, secret)
 	must(e.t, err)
-	_, err = e.seed.RotateSecret(e.ctx, ep.ID, "whsec_"+"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", time.Hour)
+	_, err = e.seed.Webhooks.RotateSecret(e.ctx, ep.ID, "whsec_"+"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", time.Hour)
 	must(e.t, err)
-	bare, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
+	bare, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
 	must(e.t, err)
 	// The seeder seals only while no other key's check value is recorded.
 	check, err := e.d.SecretKeyCheck(e.ctx)

@@ -27,12 +27,12 @@ func (e *env) acceptFor(clientID, body string) *storelink.Upload {
 // otherClient makes a second client, with stores S1 and S2.
 func (e *env) otherClient() string {
 	e.t.Helper()
-	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	p, err := e.seed.Partners.CreatePartner(e.ctx, "Other")
 	must(e.t, err)
-	c, err := e.seed.CreateClient(e.ctx, p.ID, "FR", "EUR")
+	c, err := e.seed.Partners.CreateClient(e.ctx, p.ID, "FR", "EUR")
 	must(e.t, err)
 	for _, id := range []string{"S1", "S2"} {
-		_, _, err = e.seed.PutStore(e.ctx, c.ID, id, "Store "+id)
+		_, _, err = e.seed.Partners.PutStore(e.ctx, c.ID, id, "Store "+id)
 		must(e.t, err)
 	}
 	return c.ID

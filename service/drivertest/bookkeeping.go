@@ -71,7 +71,7 @@ func events(claimed []service.Claimed) string {
 func testBookkeeping(e *env) {
 	t := e.t
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key-a"}, secret)
+	ep, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key-a"}, secret)
 	must(t, err)
 	o1, o2 := e.order("S1", eanA), e.order("S1", eanA)
 	e.insert(o1)
@@ -127,7 +127,7 @@ func testBookkeeping(e *env) {
 		t.Fatalf("the round's claim gave %s, want the order's second event %s", events(next), second.EventID)
 	}
 	byEvent := map[string]storelink.Delivery{}
-	list, err := e.seed.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
+	list, err := e.seed.Webhooks.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
 	must(t, err)
 	for _, d := range list {
 		byEvent[d.EventID] = d
@@ -159,7 +159,7 @@ func testBookkeeping(e *env) {
 	if events(again) != second.EventID || again[0].Job.Attempt != 2 || again[0].Job.Try != 1 {
 		t.Fatalf("claimed %s after a park older than the endpoint's change, want %s as attempt 2, try 1", events(again), second.EventID)
 	}
-	eps, err := e.seed.Endpoints(e.ctx, e.client.ID)
+	eps, err := e.seed.Webhooks.Endpoints(e.ctx, e.client.ID)
 	must(t, err)
 	if len(eps) != 1 || !eps[0].Enabled || eps[0].DisabledReason != "" {
 		t.Fatalf("endpoints after a park older than their change = %+v, want enabled, no reason", eps)
@@ -175,12 +175,12 @@ func testBookkeeping(e *env) {
 			t.Fatalf("claimed %s from a disabled endpoint", events(got))
 		}
 	})
-	eps, err = e.seed.Endpoints(e.ctx, e.client.ID)
+	eps, err = e.seed.Webhooks.Endpoints(e.ctx, e.client.ID)
 	must(t, err)
 	if len(eps) != 1 || eps[0].Enabled || eps[0].DisabledReason != "gone for the test" {
 		t.Fatalf("endpoints after a park = %+v, want disabled for the reason given", eps)
 	}
-	_, err = e.seed.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
 
 	// A process whose secret key is no longer the database's claims
@@ -217,7 +217,7 @@ func testClaimCaps(e *env) {
 	t := e.t
 	var eps [3]*storelink.Endpoint
 	for i := range eps {
-		ep, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://%c.test/", 'a'+i)},
+		ep, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://%c.test/", 'a'+i)},
 			"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 		must(t, err)
 		eps[i] = ep

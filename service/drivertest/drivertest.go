@@ -17,25 +17,18 @@ import (
 	"storelink/service"
 )
 
-// Seeder makes the rows that the order rows refer to (partners, clients,
-// stores, stock, endpoints) and shows the deliveries queued, through the
-// services of the store the driver drives.
-type Seeder interface {
-	storelink.AdminService
-	storelink.UploadService
-	storelink.WebhookService
-}
-
-// Opener opens a new, empty database and returns its driver and the store
-// it drives. The store can seal webhook secrets.
-type Opener func(t *testing.T) (service.Driver, Seeder)
+// Opener opens a new, empty database and returns its driver and the
+// services over it, which make the rows that the order rows refer to
+// (partners, clients, stores, stock, endpoints) and show the deliveries
+// queued. The services can seal webhook secrets.
+type Opener func(t *testing.T) (service.Driver, *service.Services)
 
 // env is one case's driver, seeder and a client with stores S1 and S2.
 type env struct {
 	t      *testing.T
 	ctx    context.Context
 	d      service.Driver
-	seed   Seeder
+	seed   *service.Services
 	client *storelink.NewClient
 	at     time.Time
 	n      int
@@ -83,12 +76,12 @@ func Exercise(t *testing.T, open Opener) {
 			t.Parallel()
 			d, seed := open(t)
 			e := &env{t: t, ctx: context.Background(), d: d, seed: seed, at: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
-			p, err := seed.CreatePartner(e.ctx, "Acme")
+			p, err := seed.Partners.CreatePartner(e.ctx, "Acme")
 			must(t, err)
-			e.client, err = seed.CreateClient(e.ctx, p.ID, "DE", "EUR")
+			e.client, err = seed.Partners.CreateClient(e.ctx, p.ID, "DE", "EUR")
 			must(t, err)
 			for _, id := range []string{"S1", "S2"} {
-				_, _, err := seed.PutStore(e.ctx, e.client.ID, id, "Store "+id)
+				_, _, err := seed.Partners.PutStore(e.ctx, e.client.ID, id, "Store "+id)
 				must(t, err)
 			}
 			c.fn(e)
@@ -182,15 +175,15 @@ func wantNotFound(t *testing.T, what string, err error) {
 // applies one.
 func (e *env) feed(rows ...storelink.StockRow) {
 	e.t.Helper()
-	_, _, err := e.seed.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},
+	_, _, err := e.seed.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
-	c, err := e.seed.Claim(e.ctx, "drivertest", time.Minute)
+	c, err := e.seed.Uploads.Claim(e.ctx, "drivertest", time.Minute)
 	must(e.t, err)
 	if c == nil {
 		e.t.Fatal("no upload to claim for the feed")
 	}
-	u, err := e.seed.Apply(e.ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+	u, err := e.seed.Uploads.Apply(e.ctx, c, func(_ map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		for _, r := range rows {
 			if err := put(r); err != nil {
 				return storelink.FeedReport{}, err

@@ -18,9 +18,9 @@ import (
 func testEndpointOpRows(e *env) {
 	t, ctx := e.t, e.ctx
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	a, err := e.seed.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key-a"}, secret)
+	a, err := e.seed.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key-a"}, secret)
 	must(t, err)
-	b, err := e.seed.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
+	b, err := e.seed.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
 	must(t, err)
 	got, err := e.d.GetEndpoint(ctx, a.ID)
 	must(t, err)

@@ -104,7 +104,7 @@ func testEndpointRows(e *env) {
 // ErrNotFound.
 func testDeliveryListing(e *env) {
 	t, ctx := e.t, e.ctx
-	ep, err := e.seed.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://all.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	ep, err := e.seed.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://all.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	var queued []time.Time
 	for range 3 {
@@ -152,7 +152,7 @@ func testDeliveryListing(e *env) {
 	}
 
 	// One attempt fails for good, one succeeds, one stays in flight.
-	jobs, err := e.seed.ClaimDeliveries(ctx, "drivertest", time.Hour, 10, 10)
+	jobs, err := e.seed.Webhooks.ClaimDeliveries(ctx, "drivertest", time.Hour, 10, 10)
 	must(t, err)
 	if len(jobs) != 3 {
 		t.Fatalf("claimed %d deliveries, want 3", len(jobs))
@@ -163,7 +163,7 @@ func testDeliveryListing(e *env) {
 	}
 	failed, succeeded, flying := all[2].ID, all[1].ID, all[0].ID
 	at := e.tick()
-	must(t, e.seed.RecordAttempts(ctx, []storelink.AttemptResult{
+	must(t, e.seed.Webhooks.RecordAttempts(ctx, []storelink.AttemptResult{
 		{Job: byID[failed], Outcome: storelink.OutcomeFailed, Attempt: storelink.Attempt{Number: 1, At: at, DurationMS: 12, StatusCode: 500,
 			Error: "HTTP 500", Response: "boom"}},
 		{Job: byID[succeeded], Outcome: storelink.OutcomeSucceeded, Attempt: storelink.Attempt{Number: 1, At: at, DurationMS: 3, StatusCode: 204}},

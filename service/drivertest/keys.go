@@ -14,15 +14,15 @@ import (
 
 func testDeliveries(e *env) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	all, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://all.test/"}, secret)
+	all, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://all.test/"}, secret)
 	must(e.t, err)
-	some, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://some.test/",
+	some, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://some.test/",
 		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}}, secret)
 	must(e.t, err)
-	off, err := e.seed.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://off.test/"}, secret)
+	off, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://off.test/"}, secret)
 	must(e.t, err)
 	disabled := false
-	_, err = e.seed.UpdateEndpoint(e.ctx, off.ID, storelink.EndpointPatch{Enabled: &disabled})
+	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, off.ID, storelink.EndpointPatch{Enabled: &disabled})
 	must(e.t, err)
 
 	o := e.order("S1", eanA)
@@ -47,7 +47,7 @@ func testDeliveries(e *env) {
 		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at))
 		must(e.t, tx.InsertDeliveries(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}))
 	})
-	list, err := e.seed.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
+	list, err := e.seed.Webhooks.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
 	if len(list) != 1 {
 		e.t.Fatalf("deliveries = %+v, want the one queued", list)

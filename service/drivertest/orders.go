@@ -140,11 +140,11 @@ func testListOrders(e *env) {
 }
 
 func testClientsAndStores(e *env) {
-	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	p, err := e.seed.Partners.CreatePartner(e.ctx, "Other")
 	must(e.t, err)
-	other, err := e.seed.CreateClient(e.ctx, p.ID, "AT", "EUR")
+	other, err := e.seed.Partners.CreateClient(e.ctx, p.ID, "AT", "EUR")
 	must(e.t, err)
-	_, _, err = e.seed.PutStore(e.ctx, other.ID, "X1", "Elsewhere")
+	_, _, err = e.seed.Partners.PutStore(e.ctx, other.ID, "X1", "Elsewhere")
 	must(e.t, err)
 	tx := e.begin()
 	c, err := tx.GetClient(e.ctx, e.client.ID)
@@ -206,9 +206,9 @@ func testStockInForce(e *env) {
 }
 
 func testEvents(e *env) {
-	p, err := e.seed.CreatePartner(e.ctx, "Other")
+	p, err := e.seed.Partners.CreatePartner(e.ctx, "Other")
 	must(e.t, err)
-	other, err := e.seed.CreateClient(e.ctx, p.ID, "AT", "EUR")
+	other, err := e.seed.Partners.CreateClient(e.ctx, p.ID, "AT", "EUR")
 	must(e.t, err)
 	o, elsewhere := e.order("S1", eanA), e.order("", eanA)
 	elsewhere.ClientID, elsewhere.State = other.ID, storelink.StateWarehouseFulfilled

@@ -17,12 +17,12 @@ func testClientFigureRows(e *env) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	var eps []*storelink.Endpoint
 	for _, u := range []string{"https://a.test/", "https://b.test/", "https://c.test/"} {
-		ep, err := e.seed.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: u}, secret)
+		ep, err := e.seed.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: u}, secret)
 		must(t, err)
 		eps = append(eps, ep)
 	}
 	off := false
-	_, err := e.seed.UpdateEndpoint(ctx, eps[1].ID, storelink.EndpointPatch{Enabled: &off})
+	_, err := e.seed.Webhooks.UpdateEndpoint(ctx, eps[1].ID, storelink.EndpointPatch{Enabled: &off})
 	must(t, err)
 	// Two failed deliveries to a, one to c, which is then deleted.
 	for _, ep := range []string{eps[0].ID, eps[0].ID, eps[2].ID} {
@@ -44,7 +44,7 @@ func testClientFigureRows(e *env) {
 		moves = append(moves, service.Move{Kind: service.MoveFailed})
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
-	must(t, e.seed.DeleteEndpoint(ctx, eps[2].ID))
+	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, eps[2].ID))
 
 	// Uploads: rejected, rejected, applied, waiting.
 	var ups []*storelink.Upload
@@ -59,9 +59,9 @@ func testClientFigureRows(e *env) {
 	waiting := e.accept("later")
 	between := ups[0].ReceivedAt.Add(time.Second) // after the first rejected one, before the second
 
-	other, err := e.seed.CreatePartner(ctx, "Zeta Shoes")
+	other, err := e.seed.Partners.CreatePartner(ctx, "Zeta Shoes")
 	must(t, err)
-	oc, err := e.seed.CreateClient(ctx, other.ID, "AT", "EUR")
+	oc, err := e.seed.Partners.CreateClient(ctx, other.ID, "AT", "EUR")
 	must(t, err)
 
 	figures := func(q string, since time.Time) []service.ClientFigures {
