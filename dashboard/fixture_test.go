@@ -86,7 +86,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
+	svc := service.New(sqlite.NewDrivers(db), service.WithSealer(sealer))
 	f := &fixture{t: t, db: db, dbPath: dbPath, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()

@@ -75,7 +75,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	orders := service.New(sqlite.NewDriver(db))
+	orders := service.New(sqlite.NewDrivers(db))
 	if opt.capacity.Window == 0 {
 		opt.capacity = storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour}
 	}

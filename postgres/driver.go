@@ -16,6 +16,31 @@ type Driver struct{ db *DB }
 // NewDriver returns the driver of an open database, on its pool.
 func NewDriver(db *DB) *Driver { return &Driver{db: db} }
 
+// NewDrivers returns the drivers of an open database, one per area of the
+// services.
+func NewDrivers(db *DB) service.Drivers {
+	d := NewDriver(db)
+	return service.Drivers{
+		// Partners, clients, API keys, stores and sessions.
+		Partners: d,
+
+		// The secret key's check value and the values sealed with it.
+		SecretKeys: d,
+
+		// Orders, their events and idempotency keys.
+		Orders: d,
+
+		// Uploads, their files and the stock they write.
+		Uploads: d,
+
+		// Webhook endpoints and their deliveries.
+		Webhooks: d,
+
+		// The database itself.
+		Handle: d,
+	}
+}
+
 // Begin starts a transaction at READ COMMITTED (each statement takes a new
 // snapshot, so a transaction that waited for a lock reads what the holder
 // committed) on a pipe: BEGIN, the locks and the writes whose answer is

@@ -100,7 +100,7 @@ func openDB(t testing.TB, dbURL string, now func() time.Time) *postgres.DB {
 // services returns the services over db, as serve makes them: on the
 // database's clock, sealing with testSealer.
 func services(db *postgres.DB) *service.Services {
-	return service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(testSealer))
+	return service.New(postgres.NewDrivers(db), service.WithClock(func() time.Time { return db.Now() }), service.WithSealer(testSealer))
 }
 
 // openAt returns the services over a database opened at dbURL on the clock
@@ -150,9 +150,9 @@ func TestConformance(t *testing.T) {
 
 func TestDriver(t *testing.T) {
 	baseURL(t) // one skip for the whole suite
-	drivertest.Exercise(t, func(t *testing.T) (service.Driver, *service.Services) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Drivers, *service.Services) {
 		db := openDB(t, newSchema(t), time.Now)
-		return postgres.NewDriver(db), services(db)
+		return postgres.NewDrivers(db), services(db)
 	})
 }
 

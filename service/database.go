@@ -25,22 +25,22 @@ type Handle interface {
 }
 
 // Ping checks that the database answers (for /readyz).
-func (s *Services) Ping(ctx context.Context) error { return s.d.Ping(ctx) }
+func (s *Services) Ping(ctx context.Context) error { return s.d.Handle.Ping(ctx) }
 
 // ProbeWrite tries a small write where the data is kept (for /readyz after
 // a write found the disk full).
-func (s *Services) ProbeWrite(ctx context.Context) error { return s.d.ProbeWrite(ctx) }
+func (s *Services) ProbeWrite(ctx context.Context) error { return s.d.Handle.ProbeWrite(ctx) }
 
 // Fault tells a full disk or an unreachable database from other errors, the
 // way of the database the services run on.
-func (s *Services) Fault(err error) error { return s.d.Fault(err) }
+func (s *Services) Fault(err error) error { return s.d.Handle.Fault(err) }
 
 // Listen calls uploads or deliveries when another process on the database
 // adds such work.
 func (s *Services) Listen(ctx context.Context, uploads, deliveries func()) error {
-	return s.d.Listen(ctx, uploads, deliveries)
+	return s.d.Handle.Listen(ctx, uploads, deliveries)
 }
 
 // Close closes the database: the services and every copy of them (With)
 // are done with it.
-func (s *Services) Close() error { return s.d.Close() }
+func (s *Services) Close() error { return s.d.Handle.Close() }

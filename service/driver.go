@@ -8,6 +8,42 @@ import (
 	"storelink"
 )
 
+// Drivers are one database's drivers, one per area of the services, and
+// its Handle. A driver package makes them from an open database.
+type Drivers struct {
+	// Partners, clients, API keys, stores and sessions.
+	Partners PartnerDriver
+
+	// The secret key's check value and the values sealed with it.
+	SecretKeys SecretKeyDriver
+
+	// Orders, their events and idempotency keys.
+	Orders OrderDriver
+
+	// Uploads, their files and the stock they write.
+	Uploads UploadDriver
+
+	// Webhook endpoints and their deliveries.
+	Webhooks WebhookDriver
+
+	// The database itself.
+	Handle Handle
+}
+
+// The areas' drivers, each the whole Driver until the area has one of its
+// own.
+type (
+	PartnerDriver = Driver
+
+	SecretKeyDriver = Driver
+
+	OrderDriver = Driver
+
+	UploadDriver = Driver
+
+	WebhookDriver = Driver
+)
+
 // Driver is a database as the services see it: rows to read, and write
 // transactions to begin. A driver reads, inserts, updates and locks rows; it
 // decides nothing about what an order may do, so every rule is written

@@ -30,7 +30,7 @@ type Services struct {
 	Uploads    *Uploads
 	Webhooks   *Webhooks
 
-	d   Driver
+	d   Drivers
 	cfg config
 }
 
@@ -66,7 +66,7 @@ func WithUploadRetention(d time.Duration) Option {
 }
 
 // New returns the services over d.
-func New(d Driver, opts ...Option) *Services {
+func New(d Drivers, opts ...Option) *Services {
 	c := config{clock: time.Now}
 	for _, o := range opts {
 		o(&c)
@@ -74,14 +74,14 @@ func New(d Driver, opts ...Option) *Services {
 	return newServices(d, c)
 }
 
-func newServices(d Driver, c config) *Services {
-	keys := &SecretKeys{config: c, d: d}
+func newServices(d Drivers, c config) *Services {
+	keys := &SecretKeys{config: c, d: d.SecretKeys}
 	return &Services{
-		Partners:   &Partners{config: c, d: d},
+		Partners:   &Partners{config: c, d: d.Partners},
 		SecretKeys: keys,
-		Orders:     &Orders{config: c, d: d},
-		Uploads:    &Uploads{config: c, d: d},
-		Webhooks:   &Webhooks{config: c, d: d, keys: keys},
+		Orders:     &Orders{config: c, d: d.Orders},
+		Uploads:    &Uploads{config: c, d: d.Uploads},
+		Webhooks:   &Webhooks{config: c, d: d.Webhooks, keys: keys},
 		d:          d,
 		cfg:        c,
 	}
@@ -117,8 +117,18 @@ const maxTries = 4
 // among many writers) is run again from the start, a few times: such ends
 // are expected, rare, and say nothing about the request. fn must therefore
 // set its results afresh on every run.
-func inTx(ctx context.Context, d Driver, fn func(tx Tx) error) error {
-	return retried(ctx, d, d.Begin, fn)
+func inTx[T ender](ctx context.Context, d beginner[T], fn func(tx T) error) error {
+	return retried(ctx, d.Transient, d.Begin, fn)
+}
+
+// beginner is an area's driver as inTx uses it.
+type beginner[T ender] interface {
+	// Begin starts a write transaction.
+	Begin(ctx context.Context) (T, error)
+	// Transient tells whether err ended a transaction for a reason that a
+	// fresh try of the same work can avoid, such as a deadlock between
+	// writers.
+	Transient(err error) bool
 }
 
 // ender is what every kind of transaction of a driver offers.
@@ -128,12 +138,12 @@ type ender interface {
 }
 
 // retried runs fn in a transaction that begin starts and commits it, and
-// runs it again, as inTx says, when d finds it ended for a transient
-// reason.
-func retried[T ender](ctx context.Context, d Driver, begin func(context.Context) (T, error), fn func(T) error) error {
+// runs it again, as inTx says, when transient finds it ended for a
+// transient reason.
+func retried[T ender](ctx context.Context, transient func(error) bool, begin func(context.Context) (T, error), fn func(T) error) error {
 	for try := 1; ; try++ {
 		err := once(ctx, begin, fn)
-		if try < maxTries && err != nil && d.Transient(err) {
+		if try < maxTries && err != nil && transient(err) {
 			continue
 		}
 		return err

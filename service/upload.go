@@ -170,7 +170,7 @@ type UploadTx interface {
 // inUploadTx runs fn in an upload transaction of its own and commits it,
 // running it again, as inTx does, when it ended for a transient reason.
 func (s *Uploads) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) error {
-	return retried(ctx, s.d, s.d.BeginUpload, fn)
+	return retried(ctx, s.d.Transient, s.d.BeginUpload, fn)
 }
 
 // Accept takes the upload's size from the client's bucket and stores the

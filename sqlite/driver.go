@@ -21,6 +21,31 @@ type Driver struct{ db *DB }
 // database's write connection with the services the database implements.
 func NewDriver(db *DB) *Driver { return &Driver{db: db} }
 
+// NewDrivers returns the drivers of an open database, one per area of the
+// services.
+func NewDrivers(db *DB) service.Drivers {
+	d := NewDriver(db)
+	return service.Drivers{
+		// Partners, clients, API keys, stores and sessions.
+		Partners: d,
+
+		// The secret key's check value and the values sealed with it.
+		SecretKeys: d,
+
+		// Orders, their events and idempotency keys.
+		Orders: d,
+
+		// Uploads, their files and the stock they write.
+		Uploads: d,
+
+		// Webhook endpoints and their deliveries.
+		Webhooks: d,
+
+		// The database itself.
+		Handle: d,
+	}
+}
+
 // Transient is always false: with one writer no transaction is ever a
 // deadlock's victim.
 func (d *Driver) Transient(error) bool { return false }

@@ -49,7 +49,7 @@ func OpenFixture(t testing.TB, now func() time.Time) *Fixture {
 // Services returns the services over the database, as serve makes them: on
 // the database's clock as it is at each call, sealing with Sealer.
 func (f *Fixture) Services() *service.Services {
-	return service.New(NewDriver(f.DB), service.WithClock(func() time.Time { return f.Now() }), service.WithSealer(f.Sealer))
+	return service.New(NewDrivers(f.DB), service.WithClock(func() time.Time { return f.Now() }), service.WithSealer(f.Sealer))
 }
 
 // Reopen closes the database and opens its file again on the same clock,

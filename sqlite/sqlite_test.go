@@ -53,9 +53,9 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 func TestConformance(t *testing.T) { storetest.Exercise(t, open) }
 
 func TestDriver(t *testing.T) {
-	drivertest.Exercise(t, func(t *testing.T) (service.Driver, *service.Services) {
+	drivertest.Exercise(t, func(t *testing.T) (service.Drivers, *service.Services) {
 		db := sqlite.OpenFixture(t, time.Now)
-		return sqlite.NewDriver(db.DB), db.Services()
+		return sqlite.NewDrivers(db.DB), db.Services()
 	})
 }
 

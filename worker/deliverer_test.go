@@ -90,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db), service.WithSealer(sealer))
+	svc := service.New(sqlite.NewDrivers(db), service.WithSealer(sealer))
 	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

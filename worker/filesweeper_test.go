@@ -26,7 +26,7 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	svc := service.New(sqlite.NewDriver(db), service.WithClock(clock))
+	svc := service.New(sqlite.NewDrivers(db), service.WithClock(clock))
 	p, err := svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func TestProcessorInterruptions(t *testing.T) {
 			}{t: time.Now()}
 			now := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
 			advance := func(d time.Duration) { clock.Lock(); clock.t = clock.t.Add(d); clock.Unlock() }
-			svc := service.New(sqlite.NewDriver(db), service.WithClock(now))
+			svc := service.New(sqlite.NewDrivers(db), service.WithClock(now))
 			p, err := svc.Partners.CreatePartner(ctx, "Acme")
 			if err != nil {
 				t.Fatal(err)

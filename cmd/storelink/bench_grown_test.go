@@ -238,7 +238,7 @@ func sqliteTemplate(b *testing.B, rows int) (string, grownStat) {
 	st.Rows, st.Clients = rows, rows/(grownStores*grownArticles)
 	for k := range st.Clients {
 		at := grownClientTime(k)
-		svc := service.New(sqlite.NewDriver(db), service.WithClock(func() time.Time { return at }))
+		svc := service.New(sqlite.NewDrivers(db), service.WithClock(func() time.Time { return at }))
 		clientID := grownOtherClient(b, svc, k)
 		n, err := db.FillStockForTest(ctx, clientID, storelink.NewID(at), grownRows(k))
 		if err != nil || n != grownStores*grownArticles {
@@ -622,7 +622,7 @@ func pgTemplate(b *testing.B, rows int) (string, grownStat) {
 	st.Rows, st.Clients = rows, rows/(grownStores*grownArticles)
 	for k := range st.Clients {
 		at := grownClientTime(k)
-		svc := service.New(postgres.NewDriver(db), service.WithClock(func() time.Time { return at }))
+		svc := service.New(postgres.NewDrivers(db), service.WithClock(func() time.Time { return at }))
 		clientID := grownOtherClient(b, svc, k)
 		n, err := db.FillStockForTest(ctx, clientID, storelink.NewID(at), grownRows(k))
 		if err != nil || n != grownStores*grownArticles {

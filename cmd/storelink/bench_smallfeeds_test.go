@@ -359,7 +359,7 @@ func BenchmarkSmallBatchApply(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { db.Close() })
-		benchSmallBatchApply(b, service.New(sqlite.NewDriver(db)))
+		benchSmallBatchApply(b, service.New(sqlite.NewDrivers(db)))
 	})
 	b.Run("postgres", func(b *testing.B) {
 		skipWithoutPostgres(b)
@@ -369,7 +369,7 @@ func BenchmarkSmallBatchApply(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { db.Close() })
-		benchSmallBatchApply(b, service.New(postgres.NewDriver(db)))
+		benchSmallBatchApply(b, service.New(postgres.NewDrivers(db)))
 	})
 }
 

@@ -734,7 +734,7 @@ func BenchmarkStockApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	admin := service.New(sqlite.NewDriver(db))
+	admin := service.New(sqlite.NewDrivers(db))
 	partner, err := admin.Partners.CreatePartner(ctx, "Bench")
 	if err != nil {
 		b.Fatal(err)
@@ -749,7 +749,7 @@ func BenchmarkStockApply(b *testing.B) {
 		}
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 40, PerStore: 0, Window: time.Hour}
-	svc := service.New(sqlite.NewDriver(db))
+	svc := service.New(sqlite.NewDrivers(db))
 	p := worker.NewProcessor(svc.Uploads, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
 	feeds := [3]benchFeedData{}
 	for v := range feeds {

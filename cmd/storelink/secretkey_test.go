@@ -36,7 +36,7 @@ func keyDB(t *testing.T, dir string) (*service.Services, *storelink.Sealer, stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc := service.New(sqlite.NewDriver(db))
+	svc := service.New(sqlite.NewDrivers(db))
 	hexKey := randomHex(storelink.SealKeySize)
 	current, err := parseSecretKey(hexKey, "the test")
 	if err != nil {

@@ -35,14 +35,14 @@ func openDB(ctx context.Context, c *config) (*service.Services, error) {
 		if err != nil {
 			return nil, err
 		}
-		return service.New(sqlite.NewDriver(db)), nil
+		return service.New(sqlite.NewDrivers(db)), nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
 			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return service.New(postgres.NewDriver(db)), nil
+		return service.New(postgres.NewDrivers(db)), nil
 	}
 	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }

@@ -31,7 +31,7 @@ func startServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDriver(db))
+	svc := service.New(sqlite.NewDrivers(db))
 	reg := prometheus.NewRegistry()
 	proc := worker.NewProcessor(svc.Uploads, nil, "test", reg)
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{

@@ -10,11 +10,11 @@ import (
 func testPartnerAndClientRows(e *env) {
 	made := e.tick()
 	for _, name := range []string{"b", "B", "a"} {
-		must(e.t, e.d.InsertPartner(e.ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: made}))
+		must(e.t, e.d.Partners.InsertPartner(e.ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: made}))
 	}
-	n, err := e.d.PartnerCount(e.ctx)
+	n, err := e.d.Partners.PartnerCount(e.ctx)
 	must(e.t, err)
-	ps, err := e.d.Partners(e.ctx)
+	ps, err := e.d.Partners.Partners(e.ctx)
 	must(e.t, err)
 	if n != 4 || len(ps) != 4 || ps[0].Name != "Acme" || ps[1].Name != "B" || ps[2].Name != "a" || ps[3].Name != "b" {
 		e.t.Fatalf("PartnerCount = %d, Partners = %+v, want 4 by name bytewise", n, ps)
@@ -47,17 +47,17 @@ func testPartnerAndClientRows(e *env) {
 			e.t.Fatal("ClientExists in the transaction that wrote it = false")
 		}
 	})
-	got, err := e.d.GetClient(e.ctx, c.ID)
+	got, err := e.d.Partners.GetClient(e.ctx, c.ID)
 	must(e.t, err)
 	if *got != *c {
 		e.t.Fatalf("GetClient = %+v, want %+v", got, c)
 	}
-	_, err = e.d.GetClient(e.ctx, "nope")
+	_, err = e.d.Partners.GetClient(e.ctx, "nope")
 	wantNotFound(e.t, "GetClient of no client", err)
-	if ok, err := e.d.ClientExists(e.ctx, "nope"); err != nil || ok {
+	if ok, err := e.d.Partners.ClientExists(e.ctx, "nope"); err != nil || ok {
 		e.t.Fatalf("ClientExists of no client = %v, %v", ok, err)
 	}
-	cs, err := e.d.Clients(e.ctx)
+	cs, err := e.d.Partners.Clients(e.ctx)
 	must(e.t, err)
 	if len(cs) != 2 || cs[0].PartnerID > cs[1].PartnerID {
 		e.t.Fatalf("Clients = %+v, want both by partner", cs)
@@ -82,7 +82,7 @@ func testKeyRows(e *env) {
 	key("k3-"+storelink.NewID(at), sibling.ID, "hash-sibling")
 	key("k4-"+storelink.NewID(at), stranger.ID, "hash-stranger")
 
-	keys, err := e.d.APIKeys(e.ctx, e.client.ID)
+	keys, err := e.d.Partners.APIKeys(e.ctx, e.client.ID)
 	must(e.t, err)
 	// The client's first key, made with it on the seeder's clock, is
 	// younger than both.
@@ -92,7 +92,7 @@ func testKeyRows(e *env) {
 	for _, c := range []struct {
 		hash, want, partner string
 	}{{"hash-own", e.client.ID, e.client.PartnerID}, {"hash-sibling", sibling.ID, e.client.PartnerID}, {"hash-stranger", stranger.ID, p.ID}} {
-		got, keyClient, keyPartner, err := e.d.KeyClient(e.ctx, e.client.ID, c.hash)
+		got, keyClient, keyPartner, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, c.hash)
 		must(e.t, err)
 		if keyClient != c.want || keyPartner != c.partner || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID ||
 			!got.CreatedAt.Equal(e.client.CreatedAt) {
@@ -100,17 +100,17 @@ func testKeyRows(e *env) {
 		}
 	}
 	for _, c := range []struct{ client, hash string }{{e.client.ID, "hash-none"}, {"nope", "hash-own"}} {
-		_, _, _, err := e.d.KeyClient(e.ctx, c.client, c.hash)
+		_, _, _, err := e.d.Partners.KeyClient(e.ctx, c.client, c.hash)
 		wantNotFound(e.t, "KeyClient("+c.client+", "+c.hash+")", err)
 	}
-	ok, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
+	ok, err := e.d.Partners.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
 	must(e.t, err)
-	again, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
+	again, err := e.d.Partners.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
 	must(e.t, err)
 	if !ok || again {
 		e.t.Fatalf("DeleteAPIKey = %v, then %v, want true, false", ok, again)
 	}
-	if _, _, _, err := e.d.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
+	if _, _, _, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
 		e.t.Fatal("a deleted key still finds its client")
 	}
 }
@@ -118,15 +118,15 @@ func testKeyRows(e *env) {
 func testStoreRows(e *env) {
 	first := e.tick()
 	s := &storelink.Store{ClientID: e.client.ID, ID: "S0", Name: "New", CreatedAt: first}
-	created, err := e.d.PutStore(e.ctx, s)
+	created, err := e.d.Partners.PutStore(e.ctx, s)
 	must(e.t, err)
 	renamed := &storelink.Store{ClientID: e.client.ID, ID: "S0", Name: "Renamed", CreatedAt: e.tick()}
-	again, err := e.d.PutStore(e.ctx, renamed)
+	again, err := e.d.Partners.PutStore(e.ctx, renamed)
 	must(e.t, err)
 	if !created || again || !renamed.CreatedAt.Equal(first) {
 		e.t.Fatalf("PutStore = %v, then %v at %s, want true, then false with the first creation time %s", created, again, renamed.CreatedAt, first)
 	}
-	stores, err := e.d.Stores(e.ctx, e.client.ID)
+	stores, err := e.d.Partners.Stores(e.ctx, e.client.ID)
 	must(e.t, err)
 	if len(stores) != 3 || stores[0] != *renamed || stores[1].ID != "S1" {
 		e.t.Fatalf("Stores = %+v, want %+v first, by id", stores, renamed)
@@ -164,7 +164,7 @@ func testSessionRows(e *env) {
 	})
 	session := func(id []byte, at time.Time) (string, bool) {
 		e.t.Helper()
-		client, ok, err := e.d.GetSession(e.ctx, id, at)
+		client, ok, err := e.d.Partners.GetSession(e.ctx, id, at)
 		must(e.t, err)
 		return client, ok
 	}
@@ -183,7 +183,7 @@ func testSessionRows(e *env) {
 	if _, ok := session(idD, t0); ok {
 		e.t.Fatal("GetSession: a partner's session whose key hash is no key of its client is active")
 	}
-	if ok, err := e.d.DeleteAPIKey(e.ctx, e.client.ID, key.KeyID); err != nil || !ok {
+	if ok, err := e.d.Partners.DeleteAPIKey(e.ctx, e.client.ID, key.KeyID); err != nil || !ok {
 		e.t.Fatalf("DeleteAPIKey = %v, %v", ok, err)
 	}
 	if _, ok := session(idC, t0); ok {
@@ -196,8 +196,8 @@ func testSessionRows(e *env) {
 	if _, ok := session(idB, t0); !ok {
 		e.t.Fatal("DeleteExpiredSessions: a session not yet expired is gone")
 	}
-	must(e.t, e.d.DeleteSession(e.ctx, idB))
-	must(e.t, e.d.DeleteSession(e.ctx, idB))
+	must(e.t, e.d.Partners.DeleteSession(e.ctx, idB))
+	must(e.t, e.d.Partners.DeleteSession(e.ctx, idB))
 	if _, ok := session(idB, t0); ok {
 		e.t.Fatal("DeleteSession kept the session")
 	}
@@ -212,16 +212,16 @@ func testSealedRows(e *env) {
 	bare, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
 	must(e.t, err)
 	// The seeder seals only while no other key's check value is recorded.
-	check, err := e.d.SecretKeyCheck(e.ctx)
+	check, err := e.d.SecretKeys.SecretKeyCheck(e.ctx)
 	must(e.t, err)
-	first, err := e.d.RecordSecretKeyCheck(e.ctx, "check-a")
+	first, err := e.d.SecretKeys.RecordSecretKeyCheck(e.ctx, "check-a")
 	must(e.t, err)
-	second, err := e.d.RecordSecretKeyCheck(e.ctx, "check-b")
+	second, err := e.d.SecretKeys.RecordSecretKeyCheck(e.ctx, "check-b")
 	must(e.t, err)
 	if check != "" || first != "check-a" || second != "check-a" {
 		e.t.Fatalf("check values %q, %q, %q, want none, then the first recorded twice", check, first, second)
 	}
-	eps, err := e.d.SealedEndpoints(e.ctx)
+	eps, err := e.d.SecretKeys.SealedEndpoints(e.ctx)
 	must(e.t, err)
 	if len(eps) != 2 || eps[0].ID > eps[1].ID {
 		e.t.Fatalf("SealedEndpoints = %+v, want both endpoints by id", eps)
@@ -247,7 +247,7 @@ func testSealedRows(e *env) {
 		}
 		must(e.t, tx.ResealEndpoints(e.ctx, resealed, "check-c"))
 	})
-	after, err := e.d.SealedEndpoints(e.ctx)
+	after, err := e.d.SecretKeys.SealedEndpoints(e.ctx)
 	must(e.t, err)
 	for i, s := range after {
 		w := resealed[i]
@@ -256,7 +256,7 @@ func testSealedRows(e *env) {
 			e.t.Fatalf("after ResealEndpoints %+v, want %+v", s, w)
 		}
 	}
-	if check, err := e.d.SecretKeyCheck(e.ctx); err != nil || check != "check-c" {
+	if check, err := e.d.SecretKeys.SecretKeyCheck(e.ctx); err != nil || check != "check-c" {
 		e.t.Fatalf("check value after ResealEndpoints = %q, %v, want check-c", check, err)
 	}
 }

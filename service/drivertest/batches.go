@@ -43,7 +43,7 @@ func (e *env) otherClient() string {
 func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int, want ...*storelink.Upload) []*storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, limit, storelink.InterruptedBackoff, func() time.Time { return now })
+	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, limit, storelink.InterruptedBackoff, func() time.Time { return now })
 	must(e.t, err)
 	var got, wanted []string
 	for _, c := range claims {
@@ -84,7 +84,7 @@ func testUploadBatchClaims(e *env) {
 	// Given back, the three are claimed again, within 10 bytes: two, client
 	// by client (a's two before b's first).
 	for _, c := range first {
-		must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at, false))
+		must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at, false))
 	}
 	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, a2)
 	// Their lease runs out: each was claimed before, and is claimed alone.
@@ -160,7 +160,7 @@ func testUploadBatchApply(e *env) {
 		u      *storelink.Upload
 		status storelink.UploadStatus
 	}{{kept, storelink.UploadApplied}, {rejected, storelink.UploadRejected}, {later, storelink.UploadApplied}} {
-		got, err := e.d.GetUpload(e.ctx, e.client.ID, w.u.ID)
+		got, err := e.d.Uploads.GetUpload(e.ctx, e.client.ID, w.u.ID)
 		must(e.t, err)
 		if got.Status != w.status || got.RowsApplied != n {
 			e.t.Fatalf("upload %s = %s with %d rows applied, want %s, %d", w.u.FileName, got.Status, got.RowsApplied, w.status, n)
@@ -239,7 +239,7 @@ func testUploadBatchSmall(e *env) {
 	}
 	must(e.t, tx.Commit(e.ctx))
 	for i, c := range claims {
-		got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+		got, err := e.d.Uploads.GetUpload(e.ctx, c.ClientID, c.ID)
 		must(e.t, err)
 		wantUnchanged := 0
 		if i == 2 {

@@ -14,7 +14,7 @@ import (
 // unless fn's claim did.
 func (e *env) round(fn func(tx service.RoundTx)) {
 	e.t.Helper()
-	tx, err := e.d.BeginRound(e.ctx)
+	tx, err := e.d.Webhooks.BeginRound(e.ctx)
 	must(e.t, err)
 	defer tx.Rollback(e.ctx)
 	fn(tx)
@@ -32,7 +32,7 @@ func (e *env) claimDue(tx service.RoundTx, owner string, now time.Time, limit, p
 // ends the round.
 func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit int, caps storelink.ClaimCaps) []service.Claimed {
 	e.t.Helper()
-	key, err := e.d.SecretKeyCheck(e.ctx)
+	key, err := e.d.SecretKeys.SecretKeyCheck(e.ctx)
 	must(e.t, err)
 	got, check, err := tx.ClaimDue(e.ctx, owner, key, now, time.Minute, limit, caps)
 	must(e.t, err)
@@ -186,9 +186,9 @@ func testBookkeeping(e *env) {
 	// A process whose secret key is no longer the database's claims
 	// nothing, and is told the database's, where other processes can change
 	// it; a driver that says nothing else can (SQLite) claims as ever.
-	key, err := e.d.RecordSecretKeyCheck(e.ctx, "check-of-the-database's-key")
+	key, err := e.d.SecretKeys.RecordSecretKeyCheck(e.ctx, "check-of-the-database's-key")
 	must(t, err)
-	tx, err := e.d.BeginRound(e.ctx)
+	tx, err := e.d.Webhooks.BeginRound(e.ctx)
 	must(t, err)
 	stale, check, err := tx.ClaimDue(e.ctx, "w1", "not-"+key, parkAt, time.Minute, 10, storelink.ClaimCaps{Default: 10})
 	must(t, err)

@@ -17,17 +17,17 @@ import (
 	"storelink/service"
 )
 
-// Opener opens a new, empty database and returns its driver and the
+// Opener opens a new, empty database and returns its drivers and the
 // services over it, which make the rows that the order rows refer to
 // (partners, clients, stores, stock, endpoints) and show the deliveries
 // queued. The services can seal webhook secrets.
-type Opener func(t *testing.T) (service.Driver, *service.Services)
+type Opener func(t *testing.T) (service.Drivers, *service.Services)
 
 // env is one case's driver, seeder and a client with stores S1 and S2.
 type env struct {
 	t      *testing.T
 	ctx    context.Context
-	d      service.Driver
+	d      service.Drivers
 	seed   *service.Services
 	client *storelink.NewClient
 	at     time.Time
@@ -100,7 +100,7 @@ func must(t *testing.T, err error) {
 // it ended before.
 func (e *env) begin() service.Tx {
 	e.t.Helper()
-	tx, err := e.d.Begin(e.ctx)
+	tx, err := e.d.Orders.Begin(e.ctx)
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx

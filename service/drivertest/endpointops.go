@@ -22,18 +22,18 @@ func testEndpointOpRows(e *env) {
 	must(t, err)
 	b, err := e.seed.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
 	must(t, err)
-	got, err := e.d.GetEndpoint(ctx, a.ID)
+	got, err := e.d.Webhooks.GetEndpoint(ctx, a.ID)
 	must(t, err)
 	e.sameEndpoint("GetEndpoint", got, *a)
-	keys, err := e.d.EndpointKeys(ctx, a.ID)
+	keys, err := e.d.Webhooks.EndpointKeys(ctx, a.ID)
 	must(t, err)
 	if keys.Secret == "" || strings.Contains(keys.Secret, secret[6:]) || keys.APIKey == "" || keys.APIKey == "key-a" ||
 		keys.Previous != "" || !keys.PreviousUntil.IsZero() {
 		t.Fatalf("EndpointKeys = %+v, want the key and secret sealed, no previous secret", keys)
 	}
-	_, err = e.d.GetEndpoint(ctx, "nope")
+	_, err = e.d.Webhooks.GetEndpoint(ctx, "nope")
 	wantNotFound(t, "GetEndpoint of no endpoint", err)
-	_, err = e.d.EndpointKeys(ctx, "nope")
+	_, err = e.d.Webhooks.EndpointKeys(ctx, "nope")
 	wantNotFound(t, "EndpointKeys of no endpoint", err)
 
 	var orders []*storelink.Order
@@ -73,25 +73,25 @@ func testEndpointOpRows(e *env) {
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
 
-	c, err := e.d.AttemptCounts(ctx, a.ID, at)
+	c, err := e.d.Webhooks.AttemptCounts(ctx, a.ID, at)
 	must(t, err)
 	if c.Attempts != 3 || c.Succeeded != 1 || c.LastSuccess == nil || !c.LastSuccess.Equal(at) || c.LastFailure == nil || !c.LastFailure.Equal(at) {
 		t.Fatalf("AttemptCounts(a, since the attempts) = %+v, want 3, 1 succeeded, the last of each at %s", c, at)
 	}
-	c, err = e.d.AttemptCounts(ctx, a.ID, at.Add(time.Millisecond))
+	c, err = e.d.Webhooks.AttemptCounts(ctx, a.ID, at.Add(time.Millisecond))
 	must(t, err)
 	if c.Attempts != 0 || c.Succeeded != 0 || c.LastSuccess == nil || c.LastFailure == nil {
 		t.Fatalf("AttemptCounts(a, after the attempts) = %+v, want none counted, the last of each however long ago", c)
 	}
-	ds, err := e.d.AttemptDurations(ctx, a.ID, at, []int64{2, 0, 3})
+	ds, err := e.d.Webhooks.AttemptDurations(ctx, a.ID, at, []int64{2, 0, 3})
 	must(t, err)
 	if len(ds) != 2 || ds[0] != 10 || ds[2] != 30 {
 		t.Fatalf("AttemptDurations(a, ranks 2, 0, 3) = %v, want 0: 10 ms, 2: 30 ms and no rank 3", ds)
 	}
-	if c, err := e.d.AttemptCounts(ctx, "nope", at); err != nil || c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
+	if c, err := e.d.Webhooks.AttemptCounts(ctx, "nope", at); err != nil || c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
 		t.Fatalf("AttemptCounts of no endpoint = %+v, %v", c, err)
 	}
-	list, err := e.d.ListDeliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
+	list, err := e.d.Webhooks.ListDeliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
 	must(t, err)
 	if len(list) != 3 {
 		t.Fatalf("deliveries to a = %+v, want 3", list)
@@ -101,18 +101,18 @@ func testEndpointOpRows(e *env) {
 			t.Fatalf("delivery to a = %+v, want its attempt with the URL it went to", d)
 		}
 	}
-	pending, failed, err := e.d.DeliveryCounts(ctx, a.ID)
+	pending, failed, err := e.d.Webhooks.DeliveryCounts(ctx, a.ID)
 	if err != nil || pending != 1 || failed != 1 {
 		t.Fatalf("DeliveryCounts(a) = %d, %d, %v; want 1 pending, 1 failed", pending, failed, err)
 	}
 	failedID := byEvent[claimed[1].Job.EventID]
-	d, err := e.d.GetDelivery(ctx, failedID)
+	d, err := e.d.Webhooks.GetDelivery(ctx, failedID)
 	must(t, err)
 	if d.ID != failedID || d.EndpointID != a.ID || d.ClientID != e.client.ID || d.State != storelink.DeliveryFailed || d.NextAttemptAt != nil ||
 		!d.CreatedAt.Equal(created[claimed[1].Job.EventID]) {
 		t.Fatalf("GetDelivery = %+v, want the failed delivery to a", d)
 	}
-	_, err = e.d.GetDelivery(ctx, "nope")
+	_, err = e.d.Webhooks.GetDelivery(ctx, "nope")
 	wantNotFound(t, "GetDelivery of no delivery", err)
 
 	// Recovered since its creation, not since after it.
@@ -151,17 +151,17 @@ func testEndpointOpRows(e *env) {
 		_, err = tx.LockEndpoint(ctx, "nope")
 		wantNotFound(t, "LockEndpoint of no endpoint", err)
 	})
-	deleted, err := e.d.GetEndpoint(ctx, a.ID)
+	deleted, err := e.d.Webhooks.GetEndpoint(ctx, a.ID)
 	must(t, err)
 	if deleted.DeletedAt == nil || !deleted.DeletedAt.Equal(deletedAt) || deleted.Enabled {
 		t.Fatalf("deleted endpoint = %+v, want deleted at %s, disabled", deleted, deletedAt)
 	}
-	eps, err := e.d.ListEndpoints(ctx, e.client.ID)
+	eps, err := e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
 	must(t, err)
 	if len(eps) != 1 || eps[0].ID != b.ID {
 		t.Fatalf("ListEndpoints after deleting a = %+v, want b only", eps)
 	}
-	cancelled, err := e.d.ListDeliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, State: storelink.DeliveryCancelled, Limit: 10})
+	cancelled, err := e.d.Webhooks.ListDeliveries(ctx, storelink.DeliveryFilter{ClientID: e.client.ID, State: storelink.DeliveryCancelled, Limit: 10})
 	must(t, err)
 	var ids []string
 	for _, d := range cancelled {
@@ -173,7 +173,7 @@ func testEndpointOpRows(e *env) {
 	if len(ids) != 2 || !slices.Contains(ids, failedID) {
 		t.Fatalf("cancelled deliveries = %v, want the recovered one and the retried one", ids)
 	}
-	if pending, failed, err := e.d.DeliveryCounts(ctx, a.ID); err != nil || pending != 0 || failed != 0 {
+	if pending, failed, err := e.d.Webhooks.DeliveryCounts(ctx, a.ID); err != nil || pending != 0 || failed != 0 {
 		t.Fatalf("DeliveryCounts(a) after its deletion = %d, %d, %v; want none", pending, failed, err)
 	}
 	// The attempt in flight is recorded and moves nothing.
@@ -185,13 +185,13 @@ func testEndpointOpRows(e *env) {
 			t.Fatalf("claimed %s after the endpoint was deleted", events(got))
 		}
 	})
-	if d, err := e.d.GetDelivery(ctx, failedID); err != nil || d.State != storelink.DeliveryCancelled {
+	if d, err := e.d.Webhooks.GetDelivery(ctx, failedID); err != nil || d.State != storelink.DeliveryCancelled {
 		t.Fatalf("the cancelled delivery after its attempt was recorded = %+v, %v; want cancelled", d, err)
 	}
 	// A redelivery of a deleted endpoint's delivery changes nothing.
 	succeeded := byEvent[claimed[0].Job.EventID]
-	must(t, e.d.Redeliver(ctx, succeeded, e.tick()))
-	if d, err := e.d.GetDelivery(ctx, succeeded); err != nil || d.State != storelink.DeliverySucceeded {
+	must(t, e.d.Webhooks.Redeliver(ctx, succeeded, e.tick()))
+	if d, err := e.d.Webhooks.GetDelivery(ctx, succeeded); err != nil || d.State != storelink.DeliverySucceeded {
 		t.Fatalf("a deleted endpoint's delivery after a redelivery = %+v, %v; want it succeeded still", d, err)
 	}
 }
@@ -202,11 +202,11 @@ func testEndpointOpRows(e *env) {
 func testListingRows(e *env) {
 	t, ctx := e.t, e.ctx
 	for _, name := range []string{"g", "G", "Ärzte"} {
-		must(t, e.d.InsertPartner(ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: e.at}))
+		must(t, e.d.Partners.InsertPartner(ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: e.at}))
 	}
 	names := func(q string, after *storelink.ListCursor, limit int) []string {
 		t.Helper()
-		ps, err := e.d.ListPartners(ctx, q, after, limit)
+		ps, err := e.d.Partners.ListPartners(ctx, q, after, limit)
 		must(t, err)
 		out := []string{}
 		for _, p := range ps {
@@ -214,7 +214,7 @@ func testListingRows(e *env) {
 		}
 		return out
 	}
-	all, err := e.d.ListPartners(ctx, "", nil, 10)
+	all, err := e.d.Partners.ListPartners(ctx, "", nil, 10)
 	must(t, err)
 	if len(all) != 4 || all[0].Name != "Acme" || all[1].Name != "G" || all[2].Name != "g" || all[3].Name != "Ärzte" {
 		t.Fatalf("ListPartners = %+v, want Acme, G, g, Ärzte", all)
@@ -249,7 +249,7 @@ func testListingRows(e *env) {
 	}
 	countries := func(partner, q string, after *storelink.ListCursor) []string {
 		t.Helper()
-		cs, err := e.d.ListClients(ctx, partner, q, after, 10)
+		cs, err := e.d.Partners.ListClients(ctx, partner, q, after, 10)
 		must(t, err)
 		out := []string{}
 		for _, c := range cs {

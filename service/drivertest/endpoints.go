@@ -23,48 +23,48 @@ func (e *env) sameEndpoint(what string, got *storelink.Endpoint, want storelink.
 // none; an unknown id is ErrNotFound.
 func testEndpointRows(e *env) {
 	t, ctx := e.t, e.ctx
-	if ok, err := e.d.ClientExists(ctx, e.client.ID); err != nil || !ok {
+	if ok, err := e.d.Webhooks.ClientExists(ctx, e.client.ID); err != nil || !ok {
 		t.Fatalf("ClientExists(%s) = %v, %v; want true", e.client.ID, ok, err)
 	}
-	if ok, err := e.d.ClientExists(ctx, "nope"); err != nil || ok {
+	if ok, err := e.d.Webhooks.ClientExists(ctx, "nope"); err != nil || ok {
 		t.Fatalf("ClientExists(nope) = %v, %v; want false", ok, err)
 	}
-	if check, err := e.d.SealingKeyCheck(ctx); err != nil || check != "" {
+	if check, err := e.d.SecretKeys.SealingKeyCheck(ctx); err != nil || check != "" {
 		t.Fatalf("SealingKeyCheck with none recorded = %q, %v; want \"\"", check, err)
 	}
 
 	at := e.tick()
-	keyed, err := e.d.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at), ClientID: e.client.ID, URL: "https://a.test/hook",
+	keyed, err := e.d.Webhooks.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at), ClientID: e.client.ID, URL: "https://a.test/hook",
 		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}, APIKey: "sealed-key", Secret: "sealed-secret", At: at})
 	must(t, err)
 	want := storelink.Endpoint{ID: keyed.ID, ClientID: e.client.ID, URL: "https://a.test/hook",
 		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}, Enabled: true, HasAPIKey: true, CreatedAt: at, UpdatedAt: at}
 	e.sameEndpoint("inserted with a key and states", keyed, want)
 	at2 := e.tick()
-	plain, err := e.d.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at2), ClientID: e.client.ID, URL: "https://b.test/",
+	plain, err := e.d.Webhooks.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at2), ClientID: e.client.ID, URL: "https://b.test/",
 		Secret: "sealed-secret", At: at2})
 	must(t, err)
 	wantPlain := storelink.Endpoint{ID: plain.ID, ClientID: e.client.ID, URL: "https://b.test/", States: []storelink.OrderState{},
 		Enabled: true, CreatedAt: at2, UpdatedAt: at2}
 	e.sameEndpoint("inserted without key or states", plain, wantPlain)
 
-	list, err := e.d.ListEndpoints(ctx, e.client.ID)
+	list, err := e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
 	must(t, err)
 	if len(list) != 2 {
 		t.Fatalf("ListEndpoints = %+v, want both, oldest first", list)
 	}
 	e.sameEndpoint("listed first", &list[0], want)
 	e.sameEndpoint("listed second", &list[1], wantPlain)
-	if none, err := e.d.ListEndpoints(ctx, "nope"); err != nil || none == nil || len(none) != 0 {
+	if none, err := e.d.Webhooks.ListEndpoints(ctx, "nope"); err != nil || none == nil || len(none) != 0 {
 		t.Fatalf("ListEndpoints of no client = %#v, %v; want empty, not nil", none, err)
 	}
 
 	rotated, until := e.tick(), at.Add(time.Hour)
-	got, err := e.d.RotateSecret(ctx, keyed.ID, "sealed-secret-2", until, rotated)
+	got, err := e.d.Webhooks.RotateSecret(ctx, keyed.ID, "sealed-secret-2", until, rotated)
 	must(t, err)
 	want.PreviousSecretUntil, want.UpdatedAt = &until, rotated
 	e.sameEndpoint("rotated", got, want)
-	_, err = e.d.RotateSecret(ctx, "nope", "sealed", until, rotated)
+	_, err = e.d.Webhooks.RotateSecret(ctx, "nope", "sealed", until, rotated)
 	wantNotFound(t, "RotateSecret of an unknown endpoint", err)
 
 	// An update writes what it sets: here the URL, the flag and the
@@ -92,7 +92,7 @@ func testEndpointRows(e *env) {
 	_, err = tx.UpdateEndpoint(ctx, keyed.ID, service.EndpointChange{URL: &other, At: e.tick()})
 	must(t, err)
 	must(t, tx.Rollback(ctx))
-	list, err = e.d.ListEndpoints(ctx, e.client.ID)
+	list, err = e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
 	must(t, err)
 	e.sameEndpoint("after a rolled back update", &list[0], want)
 }
@@ -122,7 +122,7 @@ func testDeliveryListing(e *env) {
 		if f.Limit == 0 {
 			f.Limit = 10
 		}
-		ds, err := e.d.ListDeliveries(ctx, f)
+		ds, err := e.d.Webhooks.ListDeliveries(ctx, f)
 		must(t, err)
 		if ds == nil {
 			t.Fatalf("ListDeliveries(%+v) = nil, want a list", f)
@@ -147,7 +147,7 @@ func testDeliveryListing(e *env) {
 	if other := list(storelink.DeliveryFilter{ClientID: "nope"}); len(other) != 0 {
 		t.Fatalf("deliveries of no client = %+v", other)
 	}
-	if n, oldest, err := e.d.PendingDeliveries(ctx); err != nil || n != 3 || oldest == nil || !oldest.Equal(queued[0]) {
+	if n, oldest, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || n != 3 || oldest == nil || !oldest.Equal(queued[0]) {
 		t.Fatalf("PendingDeliveries = %d, %v, %v; want 3 since %s", n, oldest, err, queued[0])
 	}
 
@@ -183,17 +183,17 @@ func testDeliveryListing(e *env) {
 		a.Response != "boom" {
 		t.Fatalf("attempt of the failed delivery = %+v, want number 1 at %s, 12 ms, 500, its error and response", a, at)
 	}
-	if n, _, err := e.d.PendingDeliveries(ctx); err != nil || n != 1 {
+	if n, _, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || n != 1 {
 		t.Fatalf("PendingDeliveries = %d, %v; want 1", n, err)
 	}
 
 	again := e.tick()
-	must(t, e.d.Redeliver(ctx, failed, again))
-	must(t, e.d.Redeliver(ctx, flying, again)) // its lease is live: left alone
+	must(t, e.d.Webhooks.Redeliver(ctx, failed, again))
+	must(t, e.d.Webhooks.Redeliver(ctx, flying, again)) // its lease is live: left alone
 	ds := list(storelink.DeliveryFilter{State: storelink.DeliveryPending})
 	if len(ds) != 2 || ds[1].ID != failed || ds[1].NextAttemptAt == nil || !ds[1].NextAttemptAt.Equal(again) ||
 		ds[0].ID != flying || ds[0].NextAttemptAt == nil || !ds[0].NextAttemptAt.Equal(queued[2]) {
 		t.Fatalf("pending after redelivering = %+v, want %s due at %s and %s as it was", ds, failed, again, flying)
 	}
-	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Redeliver(ctx, "nope", again))
+	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Webhooks.Redeliver(ctx, "nope", again))
 }

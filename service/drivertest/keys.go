@@ -149,7 +149,7 @@ func testLocks(e *env) {
 		var ended atomic.Bool
 		done := make(chan error, 1)
 		go func() {
-			second, err := e.d.Begin(e.ctx)
+			second, err := e.d.Orders.Begin(e.ctx)
 			if err == nil {
 				err = c.then(second)
 				if err == nil && !ended.Load() {

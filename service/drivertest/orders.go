@@ -23,7 +23,7 @@ func testTransactions(e *env) {
 	must(e.t, err)
 	sameOrder(e.t, "order read in its own transaction", got, dropped)
 	must(e.t, tx.Rollback(e.ctx))
-	_, err = e.d.GetOrder(e.ctx, dropped.ID)
+	_, err = e.d.Orders.GetOrder(e.ctx, dropped.ID)
 	wantNotFound(e.t, "order of a rolled back transaction", err)
 
 	tx = e.begin()
@@ -32,7 +32,7 @@ func testTransactions(e *env) {
 	if err := tx.Rollback(e.ctx); err != nil {
 		e.t.Fatalf("Rollback after Commit = %v, want nothing done", err)
 	}
-	got, err = e.d.GetOrder(e.ctx, kept.ID)
+	got, err = e.d.Orders.GetOrder(e.ctx, kept.ID)
 	must(e.t, err)
 	sameOrder(e.t, "order of a committed transaction", got, kept)
 }
@@ -52,7 +52,7 @@ func testOrderRoundTrip(e *env) {
 	e.insert(o)
 	e.insert(bare)
 	for _, want := range []*storelink.Order{o, bare} {
-		got, err := e.d.GetOrder(e.ctx, want.ID)
+		got, err := e.d.Orders.GetOrder(e.ctx, want.ID)
 		must(e.t, err)
 		sameOrder(e.t, "order read back", got, want)
 		tx := e.begin()
@@ -61,7 +61,7 @@ func testOrderRoundTrip(e *env) {
 		sameOrder(e.t, "order read back for update", got, want)
 		must(e.t, tx.Rollback(e.ctx))
 	}
-	_, err := e.d.GetOrder(e.ctx, "no-such-order")
+	_, err := e.d.Orders.GetOrder(e.ctx, "no-such-order")
 	wantNotFound(e.t, "GetOrder of an unknown id", err)
 	tx := e.begin()
 	_, err = tx.GetOrderForUpdate(e.ctx, "no-such-order")
@@ -86,7 +86,7 @@ func testOrderUpdate(e *env) {
 	want := *o
 	want.Items = slices.Clone(o.Items)
 	want.Items[1] = stored.Items[1]
-	got, err := e.d.GetOrder(e.ctx, o.ID)
+	got, err := e.d.Orders.GetOrder(e.ctx, o.ID)
 	must(e.t, err)
 	sameOrder(e.t, "order after UpdateOrder", got, &want)
 }
@@ -121,7 +121,7 @@ func testListOrders(e *env) {
 		{"first page", storelink.OrderFilter{Limit: 2}, []*storelink.Order{made[2], made[1]}},
 		{"next page", storelink.OrderFilter{Before: made[1].ID, Limit: 2}, []*storelink.Order{made[0]}},
 	} {
-		list, err := e.d.ListOrders(e.ctx, c.f)
+		list, err := e.d.Orders.ListOrders(e.ctx, c.f)
 		must(e.t, err)
 		if list == nil {
 			e.t.Fatalf("%s: ListOrders = nil, want a list", c.name)
@@ -223,7 +223,7 @@ func testEvents(e *env) {
 			e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at)) })
 		}
 	}
-	list, err := e.d.ListEvents(e.ctx, e.client.ID, 0, 10)
+	list, err := e.d.Orders.ListEvents(e.ctx, e.client.ID, 0, 10)
 	must(e.t, err)
 	if len(list) != 3 {
 		e.t.Fatalf("ListEvents = %d events, want the client's 3", len(list))
@@ -240,19 +240,19 @@ func testEvents(e *env) {
 	if !slices.IsSorted(seqs) || seqs[0] == seqs[1] || seqs[1] == seqs[2] {
 		e.t.Fatalf("event numbers %v, want rising in the order the events were written", seqs)
 	}
-	if page, err := e.d.ListEvents(e.ctx, e.client.ID, seqs[0], 1); err != nil || len(page) != 1 || page[0].EventID != evs[1].EventID {
+	if page, err := e.d.Orders.ListEvents(e.ctx, e.client.ID, seqs[0], 1); err != nil || len(page) != 1 || page[0].EventID != evs[1].EventID {
 		e.t.Fatalf("ListEvents after the first, limit 1 = %+v, %v; want the second", page, err)
 	}
-	if page, err := e.d.ListEvents(e.ctx, e.client.ID, seqs[2], 10); err != nil || page == nil || len(page) != 0 {
+	if page, err := e.d.Orders.ListEvents(e.ctx, e.client.ID, seqs[2], 10); err != nil || page == nil || len(page) != 0 {
 		e.t.Fatalf("ListEvents after the last = %+v, %v; want an empty list", page, err)
 	}
-	byOrder, err := e.d.ListOrderEvents(e.ctx, o.ID)
+	byOrder, err := e.d.Orders.ListOrderEvents(e.ctx, o.ID)
 	must(e.t, err)
 	if len(byOrder) != 3 || byOrder[0].EventID != evs[0].EventID || byOrder[2].EventID != evs[2].EventID {
 		e.t.Fatalf("ListOrderEvents = %+v, want the order's 3, oldest first", byOrder)
 	}
 	for id, want := range map[string]bool{o.ID: true, "no-such-order": false} {
-		if ok, err := e.d.OrderExists(e.ctx, id); err != nil || ok != want {
+		if ok, err := e.d.Orders.OrderExists(e.ctx, id); err != nil || ok != want {
 			e.t.Fatalf("OrderExists(%s) = %v, %v; want %v", id, ok, err, want)
 		}
 	}

@@ -66,7 +66,7 @@ func testClientFigureRows(e *env) {
 
 	figures := func(q string, since time.Time) []service.ClientFigures {
 		t.Helper()
-		fs, err := e.d.ClientFigures(ctx, q, since)
+		fs, err := e.d.Partners.ClientFigures(ctx, q, since)
 		must(t, err)
 		return fs
 	}

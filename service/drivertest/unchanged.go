@@ -53,7 +53,7 @@ func testUploadUnchanged(e *env) {
 			storelink.FeedReport{RowsTotal: len(rows), RowsValid: len(rows), RowsApplied: pairs,
 				Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished))
 		must(e.t, tx.Commit(e.ctx))
-		got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+		got, err := e.d.Uploads.GetUpload(e.ctx, c.ClientID, c.ID)
 		must(e.t, err)
 		if finished != nil {
 			sameUpload(e.t, "upload as finished, and as read back", finished, got)
@@ -144,7 +144,7 @@ func testUploadUnchanged(e *env) {
 		o         *storelink.Order
 		reserving bool
 	}{{o, false}, {other, true}} {
-		got, err := e.d.GetOrder(e.ctx, c.o.ID)
+		got, err := e.d.Orders.GetOrder(e.ctx, c.o.ID)
 		must(e.t, err)
 		if got.Items[0].Reserving != c.reserving {
 			e.t.Fatalf("sold unit at %s reserving = %v after a file that set its pair unchanged (S1) or not at all (S2), want %v",

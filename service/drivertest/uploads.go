@@ -15,7 +15,7 @@ import (
 // case ends, unless it ended before.
 func (e *env) beginUpload() service.UploadTx {
 	e.t.Helper()
-	tx, err := e.d.BeginUpload(e.ctx)
+	tx, err := e.d.Uploads.BeginUpload(e.ctx)
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx
@@ -40,7 +40,7 @@ func (e *env) accept(body string) *storelink.Upload {
 func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, storelink.InterruptedBackoff, func() time.Time { return now })
+	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, storelink.InterruptedBackoff, func() time.Time { return now })
 	must(e.t, err)
 	if len(claims) != 1 {
 		e.t.Fatalf("claimed %d uploads, want upload %s", len(claims), want.ID)
@@ -57,7 +57,7 @@ func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 // claimNone claims for owner, failing unless nothing is claimed.
 func (e *env) claimNone(owner, what string) {
 	e.t.Helper()
-	claims, err := e.d.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, storelink.InterruptedBackoff, e.tick)
+	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, storelink.InterruptedBackoff, e.tick)
 	if err != nil || len(claims) != 0 {
 		e.t.Fatalf("%s: claimed %d uploads, %v; want none", what, len(claims), err)
 	}
@@ -90,7 +90,7 @@ func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...s
 	var finished *storelink.Upload
 	must(e.t, tx.FinishUpload(e.ctx, c.ID, status, r, at, &finished))
 	must(e.t, tx.Commit(e.ctx))
-	got, err := e.d.GetUpload(e.ctx, c.ClientID, c.ID)
+	got, err := e.d.Uploads.GetUpload(e.ctx, c.ClientID, c.ID)
 	must(e.t, err)
 	if finished != nil {
 		sameUpload(e.t, "upload as finished, and as read back", finished, got)
@@ -108,9 +108,9 @@ func testUploadRows(e *env) {
 	_, _, _, err := tx.LockBucket(e.ctx, "no-such-client", true)
 	wantNotFound(e.t, "LockBucket of no client", err)
 	must(e.t, tx.Rollback(e.ctx))
-	_, _, err = e.d.GetBucket(e.ctx, "no-such-client")
+	_, _, err = e.d.Uploads.GetBucket(e.ctx, "no-such-client")
 	wantNotFound(e.t, "GetBucket of no client", err)
-	if b, stores, err := e.d.GetBucket(e.ctx, e.client.ID); err != nil || b != nil || stores != 2 {
+	if b, stores, err := e.d.Uploads.GetBucket(e.ctx, e.client.ID); err != nil || b != nil || stores != 2 {
 		e.t.Fatalf("GetBucket of a new client = %v, %d, %v; want no bucket and 2 stores", b, stores, err)
 	}
 
@@ -122,45 +122,45 @@ func testUploadRows(e *env) {
 		e.t.Fatalf("LockBucket = %v, %d, %d; want 100 tokens at %v, 2 stores, 1 waiting", b, stores, waiting, u.ReceivedAt)
 	}
 	must(e.t, tx.Rollback(e.ctx))
-	got, err := e.d.GetUpload(e.ctx, e.client.ID, u.ID)
+	got, err := e.d.Uploads.GetUpload(e.ctx, e.client.ID, u.ID)
 	must(e.t, err)
 	sameUpload(e.t, "upload read back", got, u)
-	_, err = e.d.GetUpload(e.ctx, "other-client", u.ID)
+	_, err = e.d.Uploads.GetUpload(e.ctx, "other-client", u.ID)
 	wantNotFound(e.t, "upload of another client", err)
-	if ok, err := e.d.UploadExists(e.ctx, e.client.ID, u.ID); err != nil || !ok {
+	if ok, err := e.d.Uploads.UploadExists(e.ctx, e.client.ID, u.ID); err != nil || !ok {
 		e.t.Fatalf("UploadExists = %v, %v; want true", ok, err)
 	}
-	if ok, err := e.d.UploadExists(e.ctx, "other-client", u.ID); err != nil || ok {
+	if ok, err := e.d.Uploads.UploadExists(e.ctx, "other-client", u.ID); err != nil || ok {
 		e.t.Fatalf("UploadExists of another client = %v, %v; want false", ok, err)
 	}
 
 	// The queue: one waiting upload, then a second behind it.
 	second := e.accept("x")
 	for _, client := range []string{e.client.ID, ""} {
-		n, first, oldest, err := e.d.CountWaiting(e.ctx, client)
+		n, first, oldest, err := e.d.Uploads.CountWaiting(e.ctx, client)
 		must(e.t, err)
 		if n != 2 || first <= 0 || !oldest.Equal(u.ReceivedAt) {
 			e.t.Fatalf("CountWaiting(%q) = %d, %d, %v; want 2 from %v", client, n, first, oldest, u.ReceivedAt)
 		}
-		if ahead, err := e.d.CountUnfinishedUpTo(e.ctx, first); err != nil || ahead != 1 {
+		if ahead, err := e.d.Uploads.CountUnfinishedUpTo(e.ctx, first); err != nil || ahead != 1 {
 			e.t.Fatalf("CountUnfinishedUpTo(first) = %d, %v; want 1", ahead, err)
 		}
 	}
-	if n, _, oldest, err := e.d.CountWaiting(e.ctx, "other-client"); err != nil || n != 0 || !oldest.IsZero() {
+	if n, _, oldest, err := e.d.Uploads.CountWaiting(e.ctx, "other-client"); err != nil || n != 0 || !oldest.IsZero() {
 		e.t.Fatalf("CountWaiting of a client without uploads = %d, %v, %v", n, oldest, err)
 	}
-	if n, err := e.d.CountUnfinished(e.ctx); err != nil || n != 2 {
+	if n, err := e.d.Uploads.CountUnfinished(e.ctx); err != nil || n != 2 {
 		e.t.Fatalf("CountUnfinished = %d, %v; want 2", n, err)
 	}
-	list, err := e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Limit: 10})
+	list, err := e.d.Uploads.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
 	if len(list) != 2 || list[0].ID != second.ID || list[1].ID != u.ID {
 		e.t.Fatalf("ListUploads = %v, want the second upload, then the first", ids(list))
 	}
-	if list, err = e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Before: second.ID, Limit: 10}); err != nil || len(list) != 1 || list[0].ID != u.ID {
+	if list, err = e.d.Uploads.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Before: second.ID, Limit: 10}); err != nil || len(list) != 1 || list[0].ID != u.ID {
 		e.t.Fatalf("ListUploads before the second = %v, %v; want the first", ids(list), err)
 	}
-	if list, err = e.d.ListUploads(e.ctx, service.UploadQuery{ClientID: "other-client", Limit: 10}); err != nil || list == nil || len(list) != 0 {
+	if list, err = e.d.Uploads.ListUploads(e.ctx, service.UploadQuery{ClientID: "other-client", Limit: 10}); err != nil || list == nil || len(list) != 0 {
 		e.t.Fatalf("ListUploads of a client without uploads = %#v, %v; want an empty list", list, err)
 	}
 }
@@ -176,14 +176,14 @@ func testUploadClaims(e *env) {
 
 	// Released, the claim no longer counts and the upload is claimable at
 	// the time given; a second release of the same claim changes nothing.
-	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at, false))
-	must(e.t, e.d.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour), false))
+	must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at, false))
+	must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour), false))
 	again := e.claim("w2", first)
 	if again.Attempts != 1 {
 		e.t.Fatalf("attempts after a release = %d, want 1", again.Attempts)
 	}
 	// Handed back at a stop, the owner's uploads are claimable at once.
-	must(e.t, e.d.ReleaseUploadLeases(e.ctx, "w2"))
+	must(e.t, e.d.Uploads.ReleaseUploadLeases(e.ctx, "w2"))
 	c = e.claim("w3", first)
 	if c.Attempts != 1 {
 		e.t.Fatalf("attempts after the leases were handed back = %d, want 1", c.Attempts)
@@ -223,7 +223,7 @@ func testUploadApply(e *env) {
 		!reflect.DeepEqual(rows[1].StockRow, other) {
 		e.t.Fatalf("stock after the apply = %+v, want %+v unreserved, then %+v", rows, want, other)
 	}
-	got, err := e.d.GetOrder(e.ctx, sold.ID)
+	got, err := e.d.Orders.GetOrder(e.ctx, sold.ID)
 	must(e.t, err)
 	if got.Items[0].Reserving {
 		e.t.Fatal("the sold unit still reserves stock after an upload set its store and EAN")
@@ -241,10 +241,10 @@ func testUploadApply(e *env) {
 }
 
 func testStockListing(e *env) {
-	if ok, err := e.d.ClientExists(e.ctx, e.client.ID); err != nil || !ok {
+	if ok, err := e.d.Uploads.ClientExists(e.ctx, e.client.ID); err != nil || !ok {
 		e.t.Fatalf("ClientExists = %v, %v; want true", ok, err)
 	}
-	if ok, err := e.d.ClientExists(e.ctx, "no-such-client"); err != nil || ok {
+	if ok, err := e.d.Uploads.ClientExists(e.ctx, "no-such-client"); err != nil || ok {
 		e.t.Fatalf("ClientExists of no client = %v, %v; want false", ok, err)
 	}
 	var rows []storelink.StockRow
@@ -286,7 +286,7 @@ func testStockListing(e *env) {
 // stock lists stock rows, failing on an error or a nil list.
 func (e *env) stock(q service.StockQuery) []storelink.Stock {
 	e.t.Helper()
-	rows, err := e.d.ListStock(e.ctx, q)
+	rows, err := e.d.Uploads.ListStock(e.ctx, q)
 	must(e.t, err)
 	if rows == nil {
 		e.t.Fatal("ListStock returned nil")
