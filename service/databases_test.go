@@ -27,7 +27,7 @@ type database struct {
 // clock is a settable clock for the services.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time           { return c.t }
+func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // eachDatabase runs fn as a subtest on a fresh SQLite file and, when
