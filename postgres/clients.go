@@ -13,14 +13,14 @@ import (
 // Partners reads every partner on the pool. COLLATE "C" sorts by bytes, as
 // SQLite does, whatever the database's locale; pgx scans the columns into
 // the fields in their order.
-func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
+func (d partners) Partners(ctx context.Context) ([]storelink.Partner, error) {
 	rows, _ := d.db.pool.Query(ctx, `SELECT id, name, created_at FROM partners ORDER BY name COLLATE "C", id COLLATE "C"`)
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.Partner])
 }
 
 // Clients reads every client on the pool, sorted bytewise and scanned as
 // Partners are.
-func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
+func (d partners) Clients(ctx context.Context) ([]storelink.Client, error) {
 	rows, _ := d.db.pool.Query(ctx, `SELECT id, partner_id, country_code, currency, created_at
 		FROM clients ORDER BY partner_id COLLATE "C", country_code COLLATE "C"`)
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.Client])
@@ -29,7 +29,7 @@ func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
 // ListPartners reads a page of partners on the pool, sorted bytewise
 // (partners_name). lower() of a "C" text folds only A to Z, as the service
 // folds q and SQLite's lower() does.
-func (d *Driver) ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error) {
+func (d partners) ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error) {
 	var a args
 	query := `SELECT id, name, created_at FROM partners WHERE true`
 	if q != "" {
@@ -47,21 +47,21 @@ func (d *Driver) ListPartners(ctx context.Context, q string, after *storelink.Li
 // ListClients reads a page of clients with their partners' names on the
 // pool, sorted bytewise (clients_partner); q is matched as ListPartners
 // matches it.
-func (d *Driver) ListClients(ctx context.Context, partnerID, q string, after *storelink.ListCursor, limit int) ([]storelink.ClientListing, error) {
+func (d partners) ListClients(ctx context.Context, f service.ListClientsParams) ([]storelink.ClientListing, error) {
 	var a args
 	query := `SELECT c.id, c.partner_id, c.country_code, c.currency, c.created_at, p.name
 		FROM clients c JOIN partners p ON p.id = c.partner_id WHERE true`
-	if partnerID != "" {
-		query += ` AND c.partner_id = ` + a.add(partnerID)
+	if f.PartnerID != "" {
+		query += ` AND c.partner_id = ` + a.add(f.PartnerID)
 	}
-	if q != "" {
-		query += clientMatch(a.add(q))
+	if f.Q != "" {
+		query += clientMatch(a.add(f.Q))
 	}
-	if after != nil {
-		first, second := a.add(after.First), a.add(after.Second)
+	if f.After != nil {
+		first, second := a.add(f.After.First), a.add(f.After.Second)
 		query += ` AND (c.partner_id COLLATE "C" > ` + first + ` OR c.partner_id = ` + first + ` AND c.country_code COLLATE "C" > ` + second + `)`
 	}
-	rows, err := d.db.pool.Query(ctx, query+` ORDER BY c.partner_id COLLATE "C", c.country_code COLLATE "C" LIMIT `+a.add(limit), a...)
+	rows, err := d.db.pool.Query(ctx, query+` ORDER BY c.partner_id COLLATE "C", c.country_code COLLATE "C" LIMIT `+a.add(f.Limit), a...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ LEFT JOIN LATERAL (SELECT id, file_name, size_bytes, status, received_at FROM up
 WHERE true`
 
 // ClientFigures reads on the pool, sorted bytewise as ListClients.
-func (d *Driver) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
+func (d partners) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
 	a := args{rejectedSince}
 	query := clientFiguresSQL
 	if q != "" {

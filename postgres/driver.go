@@ -22,10 +22,10 @@ func NewDrivers(db *DB) service.Drivers {
 	d := NewDriver(db)
 	return service.Drivers{
 		// Partners, clients, API keys, stores and sessions.
-		Partners: d,
+		Partners: partners{db},
 
 		// The secret key's check value and the values sealed with it.
-		SecretKeys: d,
+		SecretKeys: secretKeys{db},
 
 		// Orders, their events and idempotency keys.
 		Orders: d,

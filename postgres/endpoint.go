@@ -27,13 +27,6 @@ func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 	return &e, nil
 }
 
-// SealingKeyCheck reads the recorded check value: another process may have
-// moved the database to a new key (storelink secret-key rotate) while this
-// one ran.
-func (d *Driver) SealingKeyCheck(ctx context.Context) (string, error) {
-	return keyCheck(ctx, d.db.pool)
-}
-
 // InsertEndpoint inserts and reads the endpoint back in one statement.
 func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)

@@ -21,15 +21,24 @@ var (
 // dashboard and the portal.
 type Partners struct {
 	config
-	d Driver
+	d PartnerDriver
 }
 
-// AdminReads are the rows of the admin calls (partners, clients, keys,
-// stores, dashboard sessions, the secret key's check value and sealed
-// values) that need no transaction of the service's: reads, and writes of
-// one row that stand alone. A driver may still run one of them as a
-// transaction of its own when its database needs that to keep it whole.
-type AdminReads interface {
+// PartnerDriver is what the partner calls ask of a database: the rows of
+// partners, clients, API keys, stores and sessions, read or written alone,
+// and write transactions (PartnerTx) for the calls that write more than one
+// row. A driver may still run one of the single calls as a transaction of
+// its own when its database needs that to keep it whole.
+type PartnerDriver interface {
+	// Begin starts a write transaction; it returns ctx's error when ctx
+	// ends before the transaction could begin. The caller ends it with
+	// Commit or Rollback; Rollback after Commit does nothing.
+	Begin(ctx context.Context) (PartnerTx, error)
+	// Transient tells whether err ended a transaction for a reason that a
+	// fresh try of the same work can avoid, such as a deadlock between
+	// writers: the service then runs the transaction again.
+	Transient(err error) bool
+
 	// PartnerCount counts the partners.
 	PartnerCount(ctx context.Context) (int, error)
 	// Partners returns every partner ordered by name, then id, bytewise.
@@ -42,12 +51,9 @@ type AdminReads interface {
 	// name holds q once its letters A to Z are lower case (q is folded
 	// so; "" matches all). Never nil.
 	ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error)
-	// ListClients returns up to limit clients, with their partner's name,
-	// ordered by partner id, then country code, bytewise, after the key
-	// after (nil: from the start), of partnerID when it is not "", whose
-	// id, country code, partner id or partner name holds q as
-	// ListPartners matches it. Never nil.
-	ListClients(ctx context.Context, partnerID, q string, after *storelink.ListCursor, limit int) ([]storelink.ClientListing, error)
+	// ListClients returns a page of clients, with their partner's name, as
+	// p asks. Never nil.
+	ListClients(ctx context.Context, p ListClientsParams) ([]storelink.ClientListing, error)
 	// GetClient returns a client, or ErrNotFound.
 	GetClient(ctx context.Context, id string) (*storelink.Client, error)
 	// ClientExists tells whether a client of that id exists.
@@ -56,10 +62,20 @@ type AdminReads interface {
 	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
 	// APIKeys returns a client's keys, oldest first, never nil.
 	APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error)
-	// KeyClient returns the client clientID and the ids of the client that
-	// holds the API key of hash keyHash and of its partner. It returns
-	// ErrNotFound when there is no client clientID or no such key.
-	KeyClient(ctx context.Context, clientID, keyHash string) (c *storelink.Client, keyClientID, keyPartnerID string, err error)
+	// KeyClient returns the client clientID with the ids of the client
+	// that holds the API key of hash keyHash and of its partner. It
+	// returns ErrNotFound when there is no client clientID or no such key.
+	KeyClient(ctx context.Context, clientID, keyHash string) (*KeyMatch, error)
+	// ClientFigures returns every client with its partner's name and its
+	// figures, ordered as ListClients, whose id, country code, partner id
+	// or partner name holds q as ListPartners matches it; RejectedUploads
+	// counts the uploads received at or after rejectedSince. Never nil.
+	ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]ClientFigures, error)
+	// GetSession returns the client of the session of that id hash ("" for
+	// the operator's) when the session expires after now and, for a
+	// client's, its key hash is still the hash of a key of that client;
+	// ErrNotFound otherwise.
+	GetSession(ctx context.Context, idHash []byte, now time.Time) (clientID string, err error)
 
 	// InsertPartner writes a new partner.
 	InsertPartner(ctx context.Context, p *storelink.Partner) error
@@ -70,35 +86,17 @@ type AdminReads interface {
 	// time it then sets in s. created tells which. Two calls for one new
 	// store at once make it once.
 	PutStore(ctx context.Context, s *storelink.Store) (created bool, err error)
-
-	// ClientFigures returns every client with its partner's name and its
-	// figures, ordered as ListClients, whose id, country code, partner id
-	// or partner name holds q as ListPartners matches it; RejectedUploads
-	// counts the uploads received at or after rejectedSince. Never nil.
-	ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]ClientFigures, error)
-
-	// GetSession returns the client of the session of that id hash ("" for
-	// the operator's) when the session expires after now and, for a
-	// client's, its key hash is still the hash of a key of that client;
-	// ok is false otherwise.
-	GetSession(ctx context.Context, idHash []byte, now time.Time) (clientID string, ok bool, err error)
 	// DeleteSession deletes a session, if there is one.
 	DeleteSession(ctx context.Context, idHash []byte) error
-
-	// SecretKeyCheck returns the recorded check value of the secret key,
-	// "" when none is recorded.
-	SecretKeyCheck(ctx context.Context) (string, error)
-	// RecordSecretKeyCheck writes check unless a check value is recorded,
-	// and returns the one recorded afterwards: of processes recording at
-	// once, the first wins and the others see its value.
-	RecordSecretKeyCheck(ctx context.Context, check string) (string, error)
-	// SealedEndpoints returns every endpoint's sealed values, by id.
-	SealedEndpoints(ctx context.Context) ([]SealedEndpoint, error)
 }
 
-// AdminRows are the rows the admin calls read and write inside their
-// transaction.
-type AdminRows interface {
+// PartnerTx is one write transaction of a PartnerDriver. Its row methods
+// see what it wrote; nothing of it is seen by others before Commit. An
+// error is the answer of the call that returns it.
+type PartnerTx interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+
 	// PartnerExists tells whether a partner of that id exists.
 	PartnerExists(ctx context.Context, id string) (bool, error)
 	// ClientExists tells whether a client of that id exists.
@@ -113,27 +111,36 @@ type AdminRows interface {
 	DeleteStore(ctx context.Context, clientID, storeID string) (bool, error)
 	// DeleteStoreStock deletes the stock rows of a client's store.
 	DeleteStoreStock(ctx context.Context, clientID, storeID string) error
-
 	// DeleteExpiredSessions deletes the sessions that expire at or before
 	// now.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) error
-	// InsertSession writes a session: the operator's when clientID is "",
-	// else a client's, opened with the API key of hash keyHash.
-	InsertSession(ctx context.Context, idHash []byte, clientID, keyHash string, expires time.Time) error
+	// InsertSession writes a session.
+	InsertSession(ctx context.Context, s SessionRow) error
+}
 
-	// LockSealed keeps every other transaction from writing the check
-	// value or an endpoint until this one ends; reads go on.
-	LockSealed(ctx context.Context) error
-	// SecretKeyCheck returns the check value as the transaction sees it,
-	// "" when none is recorded.
-	SecretKeyCheck(ctx context.Context) (string, error)
-	// SealedEndpoints returns every endpoint's sealed values, by id, as
-	// the transaction sees them.
-	SealedEndpoints(ctx context.Context) ([]SealedEndpoint, error)
-	// ResealEndpoints writes the sealed values of each endpoint in eps
-	// (PreviousUntil is not written) and records check as the secret key's
-	// check value, in place of any.
-	ResealEndpoints(ctx context.Context, eps []SealedEndpoint, check string) error
+// ListClientsParams select a page of clients: up to Limit of them ordered
+// by partner id, then country code, bytewise, after the key After (nil:
+// from the start), of PartnerID when it is not "", whose id, country code,
+// partner id or partner name holds Q as ListPartners matches it.
+type ListClientsParams struct {
+	PartnerID, Q string
+	After        *storelink.ListCursor
+	Limit        int
+}
+
+// KeyMatch is what KeyClient finds: the client asked for, and the client
+// that holds the key with its partner, which Authenticate compares.
+type KeyMatch struct {
+	Client                          storelink.Client
+	HolderClientID, HolderPartnerID string
+}
+
+// SessionRow is a session as stored: the operator's when ClientID is "",
+// else a client's, opened with the API key of hash KeyHash.
+type SessionRow struct {
+	IDHash            []byte
+	ClientID, KeyHash string
+	Expires           time.Time
 }
 
 // CreatePartner adds a partner.
@@ -190,7 +197,7 @@ func (s *Partners) ListClients(ctx context.Context, f storelink.ClientFilter) (*
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.d.ListClients(ctx, f.PartnerID, storelink.FoldQuery(f.Q), after, f.Limit+1)
+	rows, err := s.d.ListClients(ctx, ListClientsParams{PartnerID: f.PartnerID, Q: storelink.FoldQuery(f.Q), After: after, Limit: f.Limit + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +235,7 @@ func (s *Partners) CreateClient(ctx context.Context, partnerID, country, currenc
 		return nil, storelink.Errorf(storelink.EINVALID, "currency must be an ISO 4217 code such as EUR.")
 	}
 	var c *storelink.NewClient
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx PartnerTx) error {
 		if ok, err := tx.PartnerExists(ctx, partnerID); err != nil {
 			return err
 		} else if !ok {
@@ -278,7 +285,7 @@ func (s *Partners) Client(ctx context.Context, clientID string) (*storelink.Clie
 // CreateAPIKey adds a further key; earlier keys stay valid.
 func (s *Partners) CreateAPIKey(ctx context.Context, clientID string) (*storelink.NewAPIKey, error) {
 	var k *storelink.NewAPIKey
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx PartnerTx) error {
 		if ok, err := tx.ClientExists(ctx, clientID); err != nil {
 			return err
 		} else if !ok {
@@ -295,7 +302,7 @@ func (s *Partners) CreateAPIKey(ctx context.Context, clientID string) (*storelin
 }
 
 // insertKey makes a new key of a client and writes its hash.
-func insertKey(ctx context.Context, tx Tx, clientID string, now time.Time) (*storelink.NewAPIKey, error) {
+func insertKey(ctx context.Context, tx PartnerTx, clientID string, now time.Time) (*storelink.NewAPIKey, error) {
 	secret := storelink.NewAPIKeySecret()
 	k := &storelink.NewAPIKey{KeyID: storelink.NewID(now), APIKey: secret}
 	row := storelink.APIKey{ID: k.KeyID, ClientID: clientID, Prefix: storelink.KeyPrefix(secret), CreatedAt: now}
@@ -339,7 +346,7 @@ func (s *Partners) PutStore(ctx context.Context, clientID, storeID, name string)
 
 // DeleteStore removes a store and its stock.
 func (s *Partners) DeleteStore(ctx context.Context, clientID, storeID string) error {
-	return inTx(ctx, s.d, func(tx Tx) error {
+	return inTx(ctx, s.d, func(tx PartnerTx) error {
 		if ok, err := tx.DeleteStore(ctx, clientID, storeID); err != nil {
 			return err
 		} else if !ok {
@@ -362,21 +369,21 @@ func (s *Partners) Authenticate(ctx context.Context, clientID, apiKey string) (*
 	if apiKey == "" {
 		return nil, unauthorized
 	}
-	c, keyClient, keyPartner, err := s.d.KeyClient(ctx, clientID, storelink.HashAPIKey(apiKey))
+	m, err := s.d.KeyClient(ctx, clientID, storelink.HashAPIKey(apiKey))
 	if errors.Is(err, ErrNotFound) {
 		return nil, unauthorized
 	} else if err != nil {
 		return nil, err
 	}
-	if keyPartner != c.PartnerID {
+	if m.HolderPartnerID != m.Client.PartnerID {
 		// Another partner's key is as good as none: the answer tells
 		// nothing of which client ids exist.
 		return nil, unauthorized
 	}
-	if keyClient != clientID {
+	if m.HolderClientID != clientID {
 		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")
 	}
-	return c, nil
+	return &m.Client, nil
 }
 
 // CreateSession records a session and deletes the expired ones, in one
@@ -390,17 +397,23 @@ func (s *Partners) CreateSession(ctx context.Context, n storelink.NewSession) er
 		}
 		keyHash = storelink.HashAPIKey(n.APIKey)
 	}
-	return inTx(ctx, s.d, func(tx Tx) error {
+	return inTx(ctx, s.d, func(tx PartnerTx) error {
 		if err := tx.DeleteExpiredSessions(ctx, s.now()); err != nil {
 			return err
 		}
-		return tx.InsertSession(ctx, n.IDHash, n.ClientID, keyHash, n.Expires)
+		return tx.InsertSession(ctx, SessionRow{IDHash: n.IDHash, ClientID: n.ClientID, KeyHash: keyHash, Expires: n.Expires})
 	})
 }
 
 // Session tells whose a session is and whether it is active.
 func (s *Partners) Session(ctx context.Context, idHash []byte) (string, bool, error) {
-	return s.d.GetSession(ctx, idHash, s.now())
+	clientID, err := s.d.GetSession(ctx, idHash, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return "", false, nil
+	} else if err != nil {
+		return "", false, err
+	}
+	return clientID, true, nil
 }
 
 // DeleteSession ends a session.

@@ -33,10 +33,6 @@ type Drivers struct {
 // The areas' drivers, each the whole Driver until the area has one of its
 // own.
 type (
-	PartnerDriver = Driver
-
-	SecretKeyDriver = Driver
-
 	OrderDriver = Driver
 
 	UploadDriver = Driver
@@ -61,11 +57,15 @@ type Driver interface {
 	OrderReads
 	UploadCalls
 	StockReads
-	AdminReads
 	EndpointCalls
 	EndpointReads
 	Bookkeeping
 	Handle
+
+	// GetClient and Stores are reads of the partners' rows that other
+	// areas make too (PartnerDriver says what they return).
+	GetClient(ctx context.Context, id string) (*storelink.Client, error)
+	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
 }
 
 // Tx is one write transaction of a Driver. Its row methods see what it
@@ -75,7 +75,6 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 
 	OrderRows
-	AdminRows
 	EndpointRows
 	EndpointOpRows
 }

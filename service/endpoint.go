@@ -29,11 +29,6 @@ type Webhooks struct {
 type EndpointCalls interface {
 	// ClientExists tells whether a client of that id exists.
 	ClientExists(ctx context.Context, id string) (bool, error)
-	// SealingKeyCheck returns the check value of the key that the
-	// database's secrets are sealed with as the database has it now, ""
-	// when none is recorded or when no other process can change it (a
-	// database one process holds).
-	SealingKeyCheck(ctx context.Context) (string, error)
 	// InsertEndpoint writes a new endpoint, enabled, with its sealed key
 	// and secret, and returns it as stored.
 	InsertEndpoint(ctx context.Context, e NewEndpoint) (*storelink.Endpoint, error)

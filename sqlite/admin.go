@@ -6,20 +6,75 @@ import (
 	"errors"
 
 	"storelink"
+	"storelink/service"
 )
 
-// The admin rows: partners, clients, API keys and stores. Reads go to the
-// read pool; writes outside a transaction to the write pool.
+// partners is the driver of the partner calls (service.PartnerDriver):
+// partners, clients, API keys, stores and sessions. Reads go to the read
+// pool; writes, alone or in a transaction, to the write pool.
+type partners struct{ db *DB }
+
+var _ service.PartnerDriver = partners{}
+
+// Begin starts a write transaction (BEGIN IMMEDIATE: the write lock) on
+// the write pool, waiting for its connection until ctx ends.
+func (d partners) Begin(ctx context.Context) (service.PartnerTx, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return partnerTx{tx: tx}, nil
+}
+
+// Transient is always false: with one writer no transaction is ever a
+// deadlock's victim.
+func (partners) Transient(error) bool { return false }
+
+// partnerTx is a transaction of the partner calls: statements on the one
+// write connection, each answering for itself.
+type partnerTx struct{ tx *sql.Tx }
+
+// Commit commits.
+func (t partnerTx) Commit(context.Context) error { return t.tx.Commit() }
+
+// Rollback rolls back; after Commit it does nothing.
+func (t partnerTx) Rollback(context.Context) error { return rollback(t.tx) }
+
+// rollback rolls tx back, unless it ended already.
+func rollback(tx *sql.Tx) error {
+	if err := tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
+}
+
+// GetClient, ClientExists and Stores of the monolithic Driver are the
+// partners' reads, which other areas make too.
+
+// GetClient reads a client from the read pool.
+func (d *Driver) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+	return partners{d.db}.GetClient(ctx, id)
+}
+
+// ClientExists looks the client up in the read pool.
+func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
+	return partners{d.db}.ClientExists(ctx, id)
+}
+
+// Stores reads a client's stores from the read pool.
+func (d *Driver) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+	return partners{d.db}.Stores(ctx, clientID)
+}
 
 // PartnerCount counts partners.
-func (d *Driver) PartnerCount(ctx context.Context) (int, error) {
+func (d partners) PartnerCount(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM partners`).Scan(&n)
 	return n, err
 }
 
 // GetClient reads a client from the read pool.
-func (d *Driver) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+func (d partners) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
 	c := &storelink.Client{}
 	var created int64
 	err := d.db.read.QueryRowContext(ctx, clientSQL, id).Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &created)
@@ -32,17 +87,17 @@ func (d *Driver) GetClient(ctx context.Context, id string) (*storelink.Client, e
 
 // ClientExists looks the client up in the read pool: clients are never
 // deleted, so no writer can make the answer wrong.
-func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
+func (d partners) ClientExists(ctx context.Context, id string) (bool, error) {
 	return found(exists(ctx, d.db.read, `SELECT 1 FROM clients WHERE id = ?`, id))
 }
 
 // Stores reads a client's stores from the read pool.
-func (d *Driver) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+func (d partners) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
 	return queryStores(ctx, d.db.read, clientID)
 }
 
 // APIKeys reads a client's keys from the read pool.
-func (d *Driver) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
+func (d partners) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT id, prefix, created_at FROM api_keys WHERE client_id = ? ORDER BY created_at, id`, clientID)
 	if err != nil {
 		return nil, err
@@ -63,28 +118,29 @@ func (d *Driver) APIKeys(ctx context.Context, clientID string) ([]storelink.APIK
 
 // KeyClient looks the key up first and the client only for a known key:
 // two statements, since a statement costs no round trip here.
-func (d *Driver) KeyClient(ctx context.Context, clientID, keyHash string) (*storelink.Client, string, string, error) {
-	var keyClient, keyPartner string
+func (d partners) KeyClient(ctx context.Context, clientID, keyHash string) (*service.KeyMatch, error) {
+	m := &service.KeyMatch{}
 	err := d.db.read.QueryRowContext(ctx, `SELECT k.client_id, c.partner_id FROM api_keys k JOIN clients c ON c.id = k.client_id
-		WHERE k.hash = ?`, keyHash).Scan(&keyClient, &keyPartner)
+		WHERE k.hash = ?`, keyHash).Scan(&m.HolderClientID, &m.HolderPartnerID)
 	if err != nil {
-		return nil, "", "", noRow(err)
+		return nil, noRow(err)
 	}
 	c, err := d.GetClient(ctx, clientID)
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	return c, keyClient, keyPartner, nil
+	m.Client = *c
+	return m, nil
 }
 
 // InsertPartner writes a partner on the write pool.
-func (d *Driver) InsertPartner(ctx context.Context, p *storelink.Partner) error {
+func (d partners) InsertPartner(ctx context.Context, p *storelink.Partner) error {
 	_, err := d.db.write.ExecContext(ctx, `INSERT INTO partners (id, name, created_at) VALUES (?, ?, ?)`, p.ID, p.Name, ms(p.CreatedAt))
 	return err
 }
 
 // DeleteAPIKey deletes a key on the write pool.
-func (d *Driver) DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error) {
+func (d partners) DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error) {
 	res, err := d.db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE client_id = ? AND id = ?`, clientID, keyID)
 	if err != nil {
 		return false, err
@@ -95,7 +151,7 @@ func (d *Driver) DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool
 
 // PutStore reads the store and inserts or renames it, in a transaction of
 // its own: with one writer nobody comes between the read and the write.
-func (d *Driver) PutStore(ctx context.Context, s *storelink.Store) (bool, error) {
+func (d partners) PutStore(ctx context.Context, s *storelink.Store) (bool, error) {
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -118,36 +174,36 @@ func (d *Driver) PutStore(ctx context.Context, s *storelink.Store) (bool, error)
 }
 
 // PartnerExists looks the partner up in the transaction.
-func (tx *writeTx) PartnerExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, tx, `SELECT 1 FROM partners WHERE id = ?`, id))
+func (t partnerTx) PartnerExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, t.tx, `SELECT 1 FROM partners WHERE id = ?`, id))
 }
 
 // ClientExists looks the client up in the transaction.
-func (tx *writeTx) ClientExists(ctx context.Context, id string) (bool, error) {
-	return found(exists(ctx, tx, `SELECT 1 FROM clients WHERE id = ?`, id))
+func (t partnerTx) ClientExists(ctx context.Context, id string) (bool, error) {
+	return found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE id = ?`, id))
 }
 
 // InsertClient looks for the partner's client of the country before it
 // inserts: with one writer nobody comes between the two.
-func (tx *writeTx) InsertClient(ctx context.Context, c *storelink.Client) (bool, error) {
-	if taken, err := found(exists(ctx, tx, `SELECT 1 FROM clients WHERE partner_id = ? AND country_code = ?`, c.PartnerID, c.CountryCode)); err != nil || taken {
+func (t partnerTx) InsertClient(ctx context.Context, c *storelink.Client) (bool, error) {
+	if taken, err := found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE partner_id = ? AND country_code = ?`, c.PartnerID, c.CountryCode)); err != nil || taken {
 		return false, err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO clients (id, partner_id, country_code, currency, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO clients (id, partner_id, country_code, currency, created_at) VALUES (?, ?, ?, ?, ?)`,
 		c.ID, c.PartnerID, c.CountryCode, c.Currency, ms(c.CreatedAt))
 	return err == nil, err
 }
 
 // InsertAPIKey writes a key's row.
-func (tx *writeTx) InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, client_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)`,
+func (t partnerTx) InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO api_keys (id, client_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)`,
 		k.ID, k.ClientID, hash, k.Prefix, ms(k.CreatedAt))
 	return err
 }
 
 // DeleteStore deletes a store's row.
-func (tx *writeTx) DeleteStore(ctx context.Context, clientID, storeID string) (bool, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM stores WHERE client_id = ? AND id = ?`, clientID, storeID)
+func (t partnerTx) DeleteStore(ctx context.Context, clientID, storeID string) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM stores WHERE client_id = ? AND id = ?`, clientID, storeID)
 	if err != nil {
 		return false, err
 	}
@@ -156,8 +212,8 @@ func (tx *writeTx) DeleteStore(ctx context.Context, clientID, storeID string) (b
 }
 
 // DeleteStoreStock deletes a store's stock rows.
-func (tx *writeTx) DeleteStoreStock(ctx context.Context, clientID, storeID string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM stock WHERE client_id = ? AND store_id = ?`, clientID, storeID)
+func (t partnerTx) DeleteStoreStock(ctx context.Context, clientID, storeID string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM stock WHERE client_id = ? AND store_id = ?`, clientID, storeID)
 	return err
 }
 

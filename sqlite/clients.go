@@ -10,13 +10,13 @@ import (
 )
 
 // Partners lists every partner by name.
-func (d *Driver) Partners(ctx context.Context) ([]storelink.Partner, error) {
+func (d partners) Partners(ctx context.Context) ([]storelink.Partner, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT id, name, created_at FROM partners ORDER BY name, id`)
 	return scanPartners(rows, err)
 }
 
 // Clients lists every client by partner and country.
-func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
+func (d partners) Clients(ctx context.Context) ([]storelink.Client, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT id, partner_id, country_code, currency, created_at
 		FROM clients ORDER BY partner_id, country_code`)
 	if err != nil {
@@ -39,7 +39,7 @@ func (d *Driver) Clients(ctx context.Context) ([]storelink.Client, error) {
 // ListPartners reads a page of partners on the read pool, by the index of
 // their names (partners_name). SQLite's lower() folds only A to Z, as the
 // service folds q.
-func (d *Driver) ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error) {
+func (d partners) ListPartners(ctx context.Context, q string, after *storelink.ListCursor, limit int) ([]storelink.Partner, error) {
 	query, args := `SELECT id, name, created_at FROM partners WHERE 1 = 1`, []any{}
 	if q != "" {
 		query, args = query+` AND (instr(lower(name), ?) > 0 OR instr(lower(id), ?) > 0)`, append(args, q, q)
@@ -53,21 +53,21 @@ func (d *Driver) ListPartners(ctx context.Context, q string, after *storelink.Li
 
 // ListClients reads a page of clients with their partners' names on the
 // read pool, by the index of the clients' partner and country.
-func (d *Driver) ListClients(ctx context.Context, partnerID, q string, after *storelink.ListCursor, limit int) ([]storelink.ClientListing, error) {
+func (d partners) ListClients(ctx context.Context, f service.ListClientsParams) ([]storelink.ClientListing, error) {
 	query := `SELECT c.id, c.partner_id, c.country_code, c.currency, c.created_at, p.name
 		FROM clients c JOIN partners p ON p.id = c.partner_id WHERE 1 = 1`
 	var args []any
-	if partnerID != "" {
-		query, args = query+` AND c.partner_id = ?`, append(args, partnerID)
+	if f.PartnerID != "" {
+		query, args = query+` AND c.partner_id = ?`, append(args, f.PartnerID)
 	}
-	if q != "" {
-		query, args = query+clientMatch, append(args, q, q, q, q)
+	if f.Q != "" {
+		query, args = query+clientMatch, append(args, f.Q, f.Q, f.Q, f.Q)
 	}
-	if after != nil {
+	if f.After != nil {
 		query, args = query+` AND (c.partner_id > ? OR c.partner_id = ? AND c.country_code > ?)`,
-			append(args, after.First, after.First, after.Second)
+			append(args, f.After.First, f.After.First, f.After.Second)
 	}
-	query, args = query+` ORDER BY c.partner_id, c.country_code LIMIT ?`, append(args, limit)
+	query, args = query+` ORDER BY c.partner_id, c.country_code LIMIT ?`, append(args, f.Limit)
 	rows, err := d.db.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ LEFT JOIN uploads lu ON lu.seq = (SELECT max(seq) FROM uploads WHERE client_id =
 WHERE 1 = 1`
 
 // ClientFigures reads on the read pool.
-func (d *Driver) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
+func (d partners) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
 	query, args := clientFiguresSQL, []any{ms(rejectedSince)}
 	if q != "" {
 		query, args = query+clientMatch, append(args, q, q, q, q)

@@ -57,11 +57,6 @@ func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoin
 	return scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
 }
 
-// SealingKeyCheck is always "": one process holds the file (its lock), and
-// storelink secret-key rotate must hold it too, so the key cannot change
-// under a running process and nothing is read.
-func (d *Driver) SealingKeyCheck(context.Context) (string, error) { return "", nil }
-
 // InsertEndpoint inserts on the write connection, outside a transaction
 // (the insert is one), and reads the endpoint back on the read pool.
 func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {

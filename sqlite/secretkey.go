@@ -9,8 +9,35 @@ import (
 	"storelink/service"
 )
 
+// secretKeys is the driver of the secret-key calls
+// (service.SecretKeyDriver): the check value in settings and the sealed
+// columns of endpoints. Reads go to the read pool, writes to the write
+// pool.
+type secretKeys struct{ db *DB }
+
+var _ service.SecretKeyDriver = secretKeys{}
+
+// Begin starts a write transaction (BEGIN IMMEDIATE: the write lock) on
+// the write pool, waiting for its connection until ctx ends.
+func (d secretKeys) Begin(ctx context.Context) (service.SecretKeyTx, error) {
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return secretKeyTx{tx: tx}, nil
+}
+
+// Transient is always false: with one writer no transaction is ever a
+// deadlock's victim.
+func (secretKeys) Transient(error) bool { return false }
+
+// SealingKeyCheck is always "": one process holds the file (its lock), and
+// storelink secret-key rotate must hold it too, so the key cannot change
+// under a running process and nothing is read.
+func (secretKeys) SealingKeyCheck(context.Context) (string, error) { return "", nil }
+
 // SecretKeyCheck reads the check value from the read pool.
-func (d *Driver) SecretKeyCheck(ctx context.Context) (string, error) {
+func (d secretKeys) SecretKeyCheck(ctx context.Context) (string, error) {
 	return keyCheck(ctx, d.db.read)
 }
 
@@ -24,7 +51,7 @@ func keyCheck(ctx context.Context, q querier) (string, error) {
 }
 
 // RecordSecretKeyCheck inserts and reads back on the write pool.
-func (d *Driver) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
+func (d secretKeys) RecordSecretKeyCheck(ctx context.Context, check string) (string, error) {
 	if _, err := d.db.write.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('secret_key_check', ?) ON CONFLICT (name) DO NOTHING`,
 		check); err != nil {
 		return "", err
@@ -33,7 +60,7 @@ func (d *Driver) RecordSecretKeyCheck(ctx context.Context, check string) (string
 }
 
 // SealedEndpoints reads from the read pool.
-func (d *Driver) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
+func (d secretKeys) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
 	return sealedEndpoints(ctx, d.db.read)
 }
 
@@ -63,28 +90,38 @@ func sealedEndpoints(ctx context.Context, q querier) ([]service.SealedEndpoint, 
 	return out, rows.Err()
 }
 
+// secretKeyTx is a transaction of the secret-key calls, on the one write
+// connection.
+type secretKeyTx struct{ tx *sql.Tx }
+
+// Commit commits.
+func (t secretKeyTx) Commit(context.Context) error { return t.tx.Commit() }
+
+// Rollback rolls back; after Commit it does nothing.
+func (t secretKeyTx) Rollback(context.Context) error { return rollback(t.tx) }
+
 // LockSealed does nothing: the transaction holds the one write connection,
 // so nobody else writes until it ends.
-func (tx *writeTx) LockSealed(context.Context) error { return nil }
+func (secretKeyTx) LockSealed(context.Context) error { return nil }
 
 // SecretKeyCheck reads the check value on the write connection.
-func (tx *writeTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, tx) }
+func (t secretKeyTx) SecretKeyCheck(ctx context.Context) (string, error) { return keyCheck(ctx, t.tx) }
 
 // SealedEndpoints reads on the write connection.
-func (tx *writeTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
-	return sealedEndpoints(ctx, tx)
+func (t secretKeyTx) SealedEndpoints(ctx context.Context) ([]service.SealedEndpoint, error) {
+	return sealedEndpoints(ctx, t.tx)
 }
 
 // ResealEndpoints updates the endpoints one statement each: a statement
 // costs no round trip here.
-func (tx *writeTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint, check string) error {
+func (t secretKeyTx) ResealEndpoints(ctx context.Context, eps []service.SealedEndpoint, check string) error {
 	for _, e := range eps {
-		if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET api_key = ?, secret = ?, previous_secret = ? WHERE id = ?`,
+		if _, err := t.tx.ExecContext(ctx, `UPDATE endpoints SET api_key = ?, secret = ?, previous_secret = ? WHERE id = ?`,
 			e.APIKey, e.Secret, e.PreviousSecret, e.ID); err != nil {
 			return fmt.Errorf("seal the secrets of endpoint %s again: %w", e.ID, err)
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('secret_key_check', ?)
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('secret_key_check', ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, check)
 	return err
 }

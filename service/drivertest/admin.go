@@ -1,6 +1,8 @@
 package drivertest
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"storelink"
@@ -24,7 +26,7 @@ func testPartnerAndClientRows(e *env) {
 	}
 	partner := ps[1].ID
 	c := &storelink.Client{ID: storelink.NewID(e.tick()), PartnerID: partner, CountryCode: "AT", Currency: "EUR", CreatedAt: e.at}
-	e.inTx(func(tx service.Tx) {
+	e.inPartnerTx(func(tx service.PartnerTx) {
 		ok, err := tx.PartnerExists(e.ctx, partner)
 		must(e.t, err)
 		missing, err := tx.PartnerExists(e.ctx, "nope")
@@ -74,7 +76,7 @@ func testKeyRows(e *env) {
 	at := e.tick()
 	key := func(id, clientID, hash string) storelink.APIKey {
 		k := storelink.APIKey{ID: id, ClientID: clientID, Prefix: "sl_" + id[:4], CreatedAt: at}
-		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertAPIKey(e.ctx, k, hash)) })
+		e.inPartnerTx(func(tx service.PartnerTx) { must(e.t, tx.InsertAPIKey(e.ctx, k, hash)) })
 		return k
 	}
 	k2 := key("k2-"+storelink.NewID(at), e.client.ID, "hash-own")
@@ -92,15 +94,16 @@ func testKeyRows(e *env) {
 	for _, c := range []struct {
 		hash, want, partner string
 	}{{"hash-own", e.client.ID, e.client.PartnerID}, {"hash-sibling", sibling.ID, e.client.PartnerID}, {"hash-stranger", stranger.ID, p.ID}} {
-		got, keyClient, keyPartner, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, c.hash)
+		m, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, c.hash)
 		must(e.t, err)
-		if keyClient != c.want || keyPartner != c.partner || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID ||
+		got := m.Client
+		if m.HolderClientID != c.want || m.HolderPartnerID != c.partner || got.ID != e.client.ID || got.PartnerID != e.client.PartnerID ||
 			!got.CreatedAt.Equal(e.client.CreatedAt) {
-			e.t.Fatalf("KeyClient(%s) = %+v, %q, %q, want the client, %s and %s", c.hash, got, keyClient, keyPartner, c.want, c.partner)
+			e.t.Fatalf("KeyClient(%s) = %+v, want the client, %s and %s", c.hash, m, c.want, c.partner)
 		}
 	}
 	for _, c := range []struct{ client, hash string }{{e.client.ID, "hash-none"}, {"nope", "hash-own"}} {
-		_, _, _, err := e.d.Partners.KeyClient(e.ctx, c.client, c.hash)
+		_, err := e.d.Partners.KeyClient(e.ctx, c.client, c.hash)
 		wantNotFound(e.t, "KeyClient("+c.client+", "+c.hash+")", err)
 	}
 	ok, err := e.d.Partners.DeleteAPIKey(e.ctx, e.client.ID, k1.ID)
@@ -110,7 +113,7 @@ func testKeyRows(e *env) {
 	if !ok || again {
 		e.t.Fatalf("DeleteAPIKey = %v, then %v, want true, false", ok, again)
 	}
-	if _, _, _, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
+	if _, err := e.d.Partners.KeyClient(e.ctx, e.client.ID, "hash-own-2"); err == nil {
 		e.t.Fatal("a deleted key still finds its client")
 	}
 }
@@ -132,7 +135,7 @@ func testStoreRows(e *env) {
 		e.t.Fatalf("Stores = %+v, want %+v first, by id", stores, renamed)
 	}
 	e.feed(storelink.StockRow{StoreID: "S1", EAN: eanA, Quantity: 3, ArticleNumber: "A-1", Price: 1999})
-	e.inTx(func(tx service.Tx) {
+	e.inPartnerTx(func(tx service.PartnerTx) {
 		ok, err := tx.DeleteStore(e.ctx, e.client.ID, "S1")
 		must(e.t, err)
 		missing, err := tx.DeleteStore(e.ctx, e.client.ID, "S9")
@@ -141,12 +144,14 @@ func testStoreRows(e *env) {
 			e.t.Fatalf("DeleteStore = %v, %v for a store and none, want true, false", ok, missing)
 		}
 		must(e.t, tx.DeleteStoreStock(e.ctx, e.client.ID, "S1"))
-		stock, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA})
-		must(e.t, err)
-		if len(stock["S1"]) != 0 {
-			e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
-		}
 	})
+	tx := e.begin()
+	stock, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA})
+	must(e.t, err)
+	must(e.t, tx.Rollback(e.ctx))
+	if len(stock["S1"]) != 0 {
+		e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
+	}
 }
 
 func testSessionRows(e *env) {
@@ -154,19 +159,24 @@ func testSessionRows(e *env) {
 	key, err := e.seed.Partners.CreateAPIKey(e.ctx, e.client.ID)
 	must(e.t, err)
 	t0 := e.tick()
-	e.inTx(func(tx service.Tx) {
-		must(e.t, tx.InsertSession(e.ctx, idA, "", "", t0.Add(time.Hour)))
-		must(e.t, tx.InsertSession(e.ctx, idB, "", "", t0.Add(2*time.Hour)))
+	e.inPartnerTx(func(tx service.PartnerTx) {
+		must(e.t, tx.InsertSession(e.ctx, service.SessionRow{IDHash: idA, Expires: t0.Add(time.Hour)}))
+		must(e.t, tx.InsertSession(e.ctx, service.SessionRow{IDHash: idB, Expires: t0.Add(2 * time.Hour)}))
 		// A partner's session, and one whose key hash is no key of its
 		// client (the client's first key is another).
-		must(e.t, tx.InsertSession(e.ctx, idC, e.client.ID, storelink.HashAPIKey(key.APIKey), t0.Add(time.Hour)))
-		must(e.t, tx.InsertSession(e.ctx, idD, e.client.ID, storelink.HashAPIKey("slk_not_a_key"), t0.Add(time.Hour)))
+		must(e.t, tx.InsertSession(e.ctx, service.SessionRow{IDHash: idC, ClientID: e.client.ID,
+			KeyHash: storelink.HashAPIKey(key.APIKey), Expires: t0.Add(time.Hour)}))
+		must(e.t, tx.InsertSession(e.ctx, service.SessionRow{IDHash: idD, ClientID: e.client.ID,
+			KeyHash: storelink.HashAPIKey("slk_not_a_key"), Expires: t0.Add(time.Hour)}))
 	})
 	session := func(id []byte, at time.Time) (string, bool) {
 		e.t.Helper()
-		client, ok, err := e.d.Partners.GetSession(e.ctx, id, at)
+		client, err := e.d.Partners.GetSession(e.ctx, id, at)
+		if errors.Is(err, service.ErrNotFound) {
+			return "", false
+		}
 		must(e.t, err)
-		return client, ok
+		return client, true
 	}
 	if c, ok := session(idA, t0); !ok || c != "" {
 		e.t.Fatalf("GetSession(operator's) = %q, %v; want \"\", true", c, ok)
@@ -189,7 +199,7 @@ func testSessionRows(e *env) {
 	if _, ok := session(idC, t0); ok {
 		e.t.Fatal("GetSession: a partner's session is active after its key was deleted")
 	}
-	e.inTx(func(tx service.Tx) { must(e.t, tx.DeleteExpiredSessions(e.ctx, t0.Add(time.Hour))) })
+	e.inPartnerTx(func(tx service.PartnerTx) { must(e.t, tx.DeleteExpiredSessions(e.ctx, t0.Add(time.Hour))) })
 	if _, ok := session(idA, t0); ok {
 		e.t.Fatal("DeleteExpiredSessions: the session expired at that time is kept")
 	}
@@ -236,7 +246,7 @@ func testSealedRows(e *env) {
 	for i, s := range eps {
 		resealed[i] = service.SealedEndpoint{ID: s.ID, APIKey: s.APIKey + "!", Secret: s.Secret + "!", PreviousUntil: s.PreviousUntil}
 	}
-	e.inTx(func(tx service.Tx) {
+	inTxOf(e, e.d.SecretKeys.Begin, func(tx service.SecretKeyTx) {
 		must(e.t, tx.LockSealed(e.ctx))
 		got, err := tx.SealedEndpoints(e.ctx)
 		must(e.t, err)
@@ -259,4 +269,25 @@ func testSealedRows(e *env) {
 	if check, err := e.d.SecretKeys.SecretKeyCheck(e.ctx); err != nil || check != "check-c" {
 		e.t.Fatalf("check value after ResealEndpoints = %q, %v, want check-c", check, err)
 	}
+}
+
+// inPartnerTx runs fn in a transaction of the partners' driver and commits
+// it.
+func (e *env) inPartnerTx(fn func(tx service.PartnerTx)) {
+	e.t.Helper()
+	inTxOf(e, e.d.Partners.Begin, fn)
+}
+
+// inTxOf runs fn in a transaction that begin starts and commits it; the
+// transaction is rolled back when fn fails the case.
+func inTxOf[T interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}](e *env, begin func(context.Context) (T, error), fn func(tx T)) {
+	e.t.Helper()
+	tx, err := begin(e.ctx)
+	must(e.t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	fn(tx)
+	must(e.t, tx.Commit(e.ctx))
 }

@@ -241,7 +241,7 @@ func testListingRows(e *env) {
 
 	g := all[1].ID
 	for _, country := range []string{"FR", "AT"} {
-		e.inTx(func(tx service.Tx) {
+		e.inPartnerTx(func(tx service.PartnerTx) {
 			_, err := tx.InsertClient(ctx, &storelink.Client{ID: storelink.NewID(e.tick()), PartnerID: g, CountryCode: country,
 				Currency: "EUR", CreatedAt: e.at})
 			must(t, err)
@@ -249,7 +249,7 @@ func testListingRows(e *env) {
 	}
 	countries := func(partner, q string, after *storelink.ListCursor) []string {
 		t.Helper()
-		cs, err := e.d.Partners.ListClients(ctx, partner, q, after, 10)
+		cs, err := e.d.Partners.ListClients(ctx, service.ListClientsParams{PartnerID: partner, Q: q, After: after, Limit: 10})
 		must(t, err)
 		out := []string{}
 		for _, c := range cs {
