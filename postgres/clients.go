@@ -91,9 +91,9 @@ LEFT JOIN (SELECT client_id, count(*) AS n FROM stores GROUP BY client_id) st ON
 LEFT JOIN (SELECT client_id, count(*) AS n, count(*) FILTER (WHERE NOT enabled) AS off FROM endpoints
 	WHERE deleted_at IS NULL GROUP BY client_id) en ON en.client_id = c.id
 LEFT JOIN (SELECT e.client_id, sum(f.n)::bigint AS n
-	FROM (SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'failed' GROUP BY endpoint_id) f
+	FROM (SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = $1 GROUP BY endpoint_id) f
 	JOIN endpoints e ON e.id = f.endpoint_id AND e.deleted_at IS NULL GROUP BY e.client_id) fd ON fd.client_id = c.id
-LEFT JOIN (SELECT client_id, count(*) AS n FROM uploads WHERE status = 'rejected' AND received_at >= $1 GROUP BY client_id) rj
+LEFT JOIN (SELECT client_id, count(*) AS n FROM uploads WHERE status = $2 AND received_at >= $3 GROUP BY client_id) rj
 	ON rj.client_id = c.id
 LEFT JOIN capacity k ON k.client_id = c.id
 LEFT JOIN LATERAL (SELECT id, file_name, size_bytes, status, received_at FROM uploads
@@ -101,11 +101,11 @@ LEFT JOIN LATERAL (SELECT id, file_name, size_bytes, status, received_at FROM up
 WHERE true`
 
 // ClientFigures reads on the pool, sorted bytewise as ListClients.
-func (d partners) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
-	a := args{rejectedSince}
+func (d partners) ClientFigures(ctx context.Context, p service.ClientFiguresParams) ([]service.ClientFigures, error) {
+	a := args{string(p.Failed), string(p.Rejected), p.RejectedSince}
 	query := clientFiguresSQL
-	if q != "" {
-		query += clientMatch(a.add(q))
+	if p.Q != "" {
+		query += clientMatch(a.add(p.Q))
 	}
 	rows, err := d.db.pool.Query(ctx, query+` ORDER BY c.partner_id COLLATE "C", c.country_code COLLATE "C"`, a...)
 	if err != nil {

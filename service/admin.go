@@ -67,10 +67,8 @@ type PartnerDriver interface {
 	// returns ErrNotFound when there is no client clientID or no such key.
 	KeyClient(ctx context.Context, clientID, keyHash string) (*KeyMatch, error)
 	// ClientFigures returns every client with its partner's name and its
-	// figures, ordered as ListClients, whose id, country code, partner id
-	// or partner name holds q as ListPartners matches it; RejectedUploads
-	// counts the uploads received at or after rejectedSince. Never nil.
-	ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]ClientFigures, error)
+	// figures as p counts them, ordered as ListClients. Never nil.
+	ClientFigures(ctx context.Context, p ClientFiguresParams) ([]ClientFigures, error)
 	// GetSession returns the client of the session of that id hash ("" for
 	// the operator's) when the session expires after now and, for a
 	// client's, its key hash is still the hash of a key of that client;
@@ -126,6 +124,19 @@ type ListClientsParams struct {
 	PartnerID, Q string
 	After        *storelink.ListCursor
 	Limit        int
+}
+
+// ClientFiguresParams say which clients ClientFigures returns and what it
+// counts: the clients whose id, country code, partner id or partner name
+// holds Q as ListPartners matches it; FailedDeliveries counts the
+// deliveries in state Failed of the endpoints not deleted, and
+// RejectedUploads the uploads in status Rejected received at or after
+// RejectedSince.
+type ClientFiguresParams struct {
+	Q             string
+	Failed        storelink.DeliveryState
+	Rejected      storelink.UploadStatus
+	RejectedSince time.Time
 }
 
 // KeyMatch is what KeyClient finds: the client asked for, and the client
@@ -437,7 +448,8 @@ type ClientFigures struct {
 // ClientSummaries lists the clients that match q with their figures.
 func (s *Partners) ClientSummaries(ctx context.Context, q string, policy storelink.CapacityPolicy) ([]storelink.ClientSummary, error) {
 	now := s.now()
-	rows, err := s.d.ClientFigures(ctx, storelink.FoldQuery(q), now.Add(-storelink.StatsWindow))
+	rows, err := s.d.ClientFigures(ctx, ClientFiguresParams{Q: storelink.FoldQuery(q), Failed: storelink.DeliveryFailed,
+		Rejected: storelink.UploadRejected, RejectedSince: now.Add(-storelink.StatsWindow)})
 	if err != nil {
 		return nil, fmt.Errorf("read client figures: %w", err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"storelink"
 	"storelink/service"
@@ -122,18 +121,19 @@ LEFT JOIN (SELECT client_id, count(*) AS n FROM stores GROUP BY client_id) st ON
 LEFT JOIN (SELECT client_id, count(*) AS n, sum(enabled = 0) AS off FROM endpoints WHERE deleted_at IS NULL GROUP BY client_id) en
 	ON en.client_id = c.id
 LEFT JOIN (SELECT e.client_id, sum(f.n) AS n
-	FROM (SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = 'failed' GROUP BY endpoint_id) f
+	FROM (SELECT endpoint_id, count(*) AS n FROM deliveries WHERE state = ? GROUP BY endpoint_id) f
 	JOIN endpoints e ON e.id = f.endpoint_id AND e.deleted_at IS NULL GROUP BY e.client_id) fd ON fd.client_id = c.id
-LEFT JOIN (SELECT client_id, count(*) AS n FROM uploads WHERE status = 'rejected' AND received_at >= ? GROUP BY client_id) rj
+LEFT JOIN (SELECT client_id, count(*) AS n FROM uploads WHERE status = ? AND received_at >= ? GROUP BY client_id) rj
 	ON rj.client_id = c.id
 LEFT JOIN capacity k ON k.client_id = c.id
 LEFT JOIN uploads lu ON lu.seq = (SELECT max(seq) FROM uploads WHERE client_id = c.id)
 WHERE 1 = 1`
 
-// ClientFigures reads on the read pool.
-func (d partners) ClientFigures(ctx context.Context, q string, rejectedSince time.Time) ([]service.ClientFigures, error) {
-	query, args := clientFiguresSQL, []any{ms(rejectedSince)}
-	if q != "" {
+// ClientFigures reads on the read pool. SQLite plans the statement again
+// once the states are bound, so the partial indexes still serve.
+func (d partners) ClientFigures(ctx context.Context, p service.ClientFiguresParams) ([]service.ClientFigures, error) {
+	query, args := clientFiguresSQL, []any{p.Failed, p.Rejected, ms(p.RejectedSince)}
+	if q := p.Q; q != "" {
 		query, args = query+clientMatch, append(args, q, q, q, q)
 	}
 	rows, err := d.db.read.QueryContext(ctx, query+` ORDER BY c.partner_id, c.country_code`, args...)

@@ -66,7 +66,8 @@ func testClientFigureRows(e *env) {
 
 	figures := func(q string, since time.Time) []service.ClientFigures {
 		t.Helper()
-		fs, err := e.d.Partners.ClientFigures(ctx, q, since)
+		fs, err := e.d.Partners.ClientFigures(ctx, service.ClientFiguresParams{Q: q, Failed: storelink.DeliveryFailed,
+			Rejected: storelink.UploadRejected, RejectedSince: since})
 		must(t, err)
 		return fs
 	}
