@@ -183,15 +183,16 @@ func (t partnerTx) ClientExists(ctx context.Context, id string) (bool, error) {
 	return found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE id = ?`, id))
 }
 
-// InsertClient looks for the partner's client of the country before it
-// inserts: with one writer nobody comes between the two.
+// InsertClient lets the unique key of partner and country decide, as on
+// PostgreSQL; ON CONFLICT keeps the transaction usable.
 func (t partnerTx) InsertClient(ctx context.Context, c *storelink.Client) (bool, error) {
-	if taken, err := found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE partner_id = ? AND country_code = ?`, c.PartnerID, c.CountryCode)); err != nil || taken {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO clients (id, partner_id, country_code, currency, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (partner_id, country_code) DO NOTHING`, c.ID, c.PartnerID, c.CountryCode, c.Currency, ms(c.CreatedAt))
+	if err != nil {
 		return false, err
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO clients (id, partner_id, country_code, currency, created_at) VALUES (?, ?, ?, ?, ?)`,
-		c.ID, c.PartnerID, c.CountryCode, c.Currency, ms(c.CreatedAt))
-	return err == nil, err
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // InsertAPIKey writes a key's row.
