@@ -197,8 +197,8 @@ func TestSessionsLastWhileTheirKey(t *testing.T) {
 	})
 }
 
-// applyStockRows applies stock rows of the client through an upload, as the worker
-// applies one.
+// applyStockRows applies stock rows of the client through an upload, as
+// the worker applies one.
 func applyStockRows(t *testing.T, db database, clientID string, rows ...storelink.StockRow) {
 	t.Helper()
 	ctx := context.Background()
