@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"storelink/internal/dbtest"
 )
 
 var clientCardRE = regexp.MustCompile(`data-client="([^"]+)" data-problems="(\d)"`)
@@ -28,7 +30,7 @@ func TestOverviewThousandClients(t *testing.T) {
 		`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 997)
 		 INSERT INTO clients (id, partner_id, country_code, currency, created_at) SELECT printf('c-%04d', i), printf('p-%04d', i), 'DE', 'EUR', 0 FROM n`,
 	} {
-		must(t, f.db.ExecForTest(ctx, q))
+		must(t, dbtest.OnSQLite(f.db).Exec(ctx, q))
 	}
 	ids := make([]string, 998)
 	for i := range ids {
@@ -39,7 +41,7 @@ func TestOverviewThousandClients(t *testing.T) {
 	rejected, full := ids[500], ids[900]
 	f.accept(rejected, "no-header.csv", "\n")
 	f.processAll()
-	must(t, f.db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO capacity (client_id, tokens, updated_at) VALUES ('%s', %d, %d)`,
+	must(t, dbtest.OnSQLite(f.db).Exec(ctx, fmt.Sprintf(`INSERT INTO capacity (client_id, tokens, updated_at) VALUES ('%s', %d, %d)`,
 		full, 1<<20, time.Now().UnixMilli())))
 
 	b := f.browser()

@@ -22,6 +22,7 @@ import (
 	"storelink"
 	"storelink/dashboard"
 	"storelink/httpapi"
+	"storelink/internal/dbtest"
 )
 
 // portalLogin signs b in to the portal and returns the session cookie's
@@ -154,7 +155,7 @@ func TestPortalSignIn(t *testing.T) {
 	}
 	id := hex.EncodeToString(raw[:16])
 	idHash := sha256.Sum256([]byte(id))
-	rows, err := f.db.QueryForTest(context.Background(), `SELECT hex(id_hash) AS id_hash, coalesce(client_id, '') AS client_id, coalesce(key_hash, '') AS key_hash FROM dashboard_sessions`)
+	rows, err := dbtest.OnSQLite(f.db).Query(context.Background(), `SELECT hex(id_hash) AS id_hash, coalesce(client_id, '') AS client_id, coalesce(key_hash, '') AS key_hash FROM dashboard_sessions`)
 	must(t, err)
 	found := false
 	for _, r := range rows {
@@ -417,7 +418,7 @@ func TestPortalActions(t *testing.T) {
 	if resp, _ := f.browser().do(req); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the replayed cookie after logout = %d, want the sign-in redirect", resp.StatusCode)
 	}
-	rows, err := f.db.QueryForTest(context.Background(), `SELECT count(*) AS n FROM dashboard_sessions WHERE client_id IS NOT NULL`)
+	rows, err := dbtest.OnSQLite(f.db).Query(context.Background(), `SELECT count(*) AS n FROM dashboard_sessions WHERE client_id IS NOT NULL`)
 	must(t, err)
 	if rows[0]["n"] != "0" {
 		t.Errorf("partner sessions after logout: %s, want none", rows[0]["n"])

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/internal/dbtest"
 	"storelink/postgres"
 	"storelink/service"
 	"storelink/service/drivertest"
@@ -60,7 +61,7 @@ func newSchema(t testing.TB) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := postgres.AdminExecForTest(ctx, base, sql); err != nil {
+		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
@@ -114,7 +115,9 @@ func openAt(t testing.TB, dbURL string, now func() time.Time) *service.Services 
 // own, and a trigger to make event writes fail.
 func open(t *testing.T, now func() time.Time) storetest.Fixture {
 	t.Helper()
-	db := openDB(t, newSchema(t), now)
+	dbURL := newSchema(t)
+	db := openDB(t, dbURL, now)
+	raw := dbtest.Postgres{URL: dbURL, Now: func() time.Time { return db.Now() }}
 	return storetest.Fixture{
 		Services: func(sealer *storelink.Sealer) *service.Services {
 			return services(db).With(service.WithSealer(sealer))
@@ -123,7 +126,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			t.Helper()
 			exec := func(query string) {
 				t.Helper()
-				if err := db.ExecForTest(context.Background(), query); err != nil {
+				if err := raw.Exec(context.Background(), query); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -138,8 +141,8 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events FOR EACH ROW " + when + "EXECUTE FUNCTION fail_events()")
 			return func() { exec("DROP TRIGGER fail_events ON events") }
 		},
-		Exec:      db.ExecForTest,
-		FillStock: db.FillStockForTest,
+		Exec:      raw.Exec,
+		FillStock: raw.FillStock,
 	}
 }
 

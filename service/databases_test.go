@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/internal/dbtest"
 	"storelink/postgres"
 	"storelink/service"
 	"storelink/sqlite"
@@ -83,7 +84,7 @@ func freshSchema(t *testing.T, base string) string {
 	admin := func(sql string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := postgres.AdminExecForTest(ctx, base, sql); err != nil {
+		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 func TestCheckpointsInTheBackground(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 0)
-	list, err := db.QueryForTest(ctx, "PRAGMA database_list")
+	list, err := db.TestAccess().Query(ctx, "PRAGMA database_list")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 		`CREATE TABLE filler (b BLOB)`,
 		`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 2047) INSERT INTO filler SELECT randomblob(4096) FROM n`,
 	} {
-		if err := db.ExecForTest(ctx, q); err != nil {
+		if err := db.TestAccess().Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 func TestCheckpointsTruncateTheWAL(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 0)
-	list, err := db.QueryForTest(ctx, "PRAGMA database_list")
+	list, err := db.TestAccess().Query(ctx, "PRAGMA database_list")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestCheckpointsTruncateTheWAL(t *testing.T) {
 		`CREATE TABLE filler (b BLOB)`,
 		`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4095) INSERT INTO filler SELECT randomblob(4096) FROM n`,
 	} {
-		if err := db.ExecForTest(ctx, q); err != nil {
+		if err := db.TestAccess().Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func TestCheckpointsTruncateTheWAL(t *testing.T) {
 	for {
 		// A write after a complete checkpoint starts the WAL over, and its
 		// commit truncates the file.
-		if err := db.ExecForTest(ctx, `INSERT INTO filler VALUES (x'00')`); err != nil {
+		if err := db.TestAccess().Exec(ctx, `INSERT INTO filler VALUES (x'00')`); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Stat(wal)

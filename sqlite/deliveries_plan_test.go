@@ -26,7 +26,7 @@ func TestDeliveriesListingPlans(t *testing.T) {
 		{storelink.DeliveryFilter{ClientID: "c", Limit: 10}, "deliveries_client"},
 	} {
 		q, args := deliveriesQuery(c.f)
-		rows, err := db.QueryForTest(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+		rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.f, err)
 		}
@@ -48,7 +48,7 @@ func TestDeliveriesListingPlans(t *testing.T) {
 func TestEndpointStatsPlans(t *testing.T) {
 	db, _ := batchFixture(t, 1)
 	for _, q := range []string{attemptCountsSQL, attemptDurationsSQL} {
-		rows, err := db.QueryForTest(context.Background(), "EXPLAIN QUERY PLAN "+q, "e", 0, "[0]")
+		rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+q, "e", 0, "[0]")
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -29,10 +29,10 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		if err := db.checkpoints.close(); err != nil { // the WAL keeps every frame written
 			b.Fatal(err)
 		}
-		if err := db.ExecForTest(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		if err := db.TestAccess().Exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 			b.Fatal(err)
 		}
-		if err := db.ExecForTest(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		if err := db.TestAccess().Exec(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
 			b.Fatal(err)
 		}
 		commits := 0
@@ -50,7 +50,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 			b.Fatal(err)
 		}
 		reportDeliveries(b, start, cpu0, done, backlog)
-		list, _ := db.QueryForTest(ctx, "PRAGMA database_list")
+		list, _ := db.TestAccess().Query(ctx, "PRAGMA database_list")
 		if fi, err := os.Stat(list[0]["file"] + "-wal"); err == nil {
 			b.ReportMetric(float64(fi.Size())/walFrame/float64(commits), "pages/commit")
 		}

@@ -18,7 +18,7 @@ func endpointsFixture(t testing.TB, endpoints, orders int) (*Fixture, int) {
 	t.Helper()
 	ctx := context.Background()
 	db, ep := batchFixture(t, 0)
-	rows, err := db.QueryForTest(ctx, `SELECT id FROM clients`)
+	rows, err := db.TestAccess().Query(ctx, `SELECT id FROM clients`)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("clients: %v %v", rows, err)
 	}
@@ -55,7 +55,7 @@ func endpointsFixture(t testing.TB, endpoints, orders int) (*Fixture, int) {
 			FROM events ev WHERE ev.id LIKE 'ev-%%' ORDER BY ev.seq`, endpoints, ep.ID, ep.ID, endpoints, now, now, now),
 	}
 	for _, s := range stmts {
-		if err := db.ExecForTest(ctx, s); err != nil {
+		if err := db.TestAccess().Exec(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}

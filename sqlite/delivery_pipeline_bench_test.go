@@ -22,7 +22,7 @@ func pipelineFixture(t testing.TB, orders int) (*Fixture, int) {
 	// One order per group of 16 made through the service, its first event
 	// copied for the rest: the rows are what the service writes, made
 	// without an order transaction (and an fsync) each.
-	rows, err := db.QueryForTest(ctx, `SELECT id FROM clients`)
+	rows, err := db.TestAccess().Query(ctx, `SELECT id FROM clients`)
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("clients: %v %v", rows, err)
 	}
@@ -48,7 +48,7 @@ func pipelineFixture(t testing.TB, orders int) (*Fixture, int) {
 			FROM events ev, endpoints e WHERE ev.id LIKE 'ev-%%' ORDER BY ev.seq`, now, now, now),
 	}
 	for _, s := range stmts {
-		if err := db.ExecForTest(ctx, s); err != nil {
+		if err := db.TestAccess().Exec(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}

@@ -16,10 +16,10 @@ import (
 func TestClaimWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 5)
-	if err := db.ExecForTest(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if err := db.TestAccess().Exec(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
-	list, err := db.QueryForTest(ctx, "PRAGMA database_list")
+	list, err := db.TestAccess().Query(ctx, "PRAGMA database_list")
 	if err != nil {
 		t.Fatal(err)
 	}

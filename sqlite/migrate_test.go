@@ -76,7 +76,7 @@ func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	}
 	// The listing of this version reads the indexes of version 5: at 4,
 	// the attempts and states are read as they are stored.
-	rows, err := db.QueryForTest(ctx, `SELECT d.id, d.state, a.status_code, a.response FROM deliveries d
+	rows, err := db.TestAccess().Query(ctx, `SELECT d.id, d.state, a.status_code, a.response FROM deliveries d
 		JOIN delivery_attempts a ON a.delivery_id = d.id ORDER BY d.seq`)
 	if err != nil || len(rows) != 6 {
 		t.Fatalf("down to 4: %d attempts, %v; want 6", len(rows), err)
@@ -129,7 +129,7 @@ func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
 		t.Helper()
 		// Read as the schema of the moment has them: the services expect
 		// the latest.
-		rows, err := f.QueryForTest(ctx, `SELECT id FROM uploads WHERE client_id = ? ORDER BY seq DESC`, c.ID)
+		rows, err := f.TestAccess().Query(ctx, `SELECT id FROM uploads WHERE client_id = ? ORDER BY seq DESC`, c.ID)
 		if err != nil || len(rows) != 3 || rows[0]["id"] != ids[2] || rows[2]["id"] != ids[0] {
 			t.Fatalf("%s: uploads %v, %v; want the three, newest first", when, rows, err)
 		}
@@ -190,7 +190,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	}
 	states := func(when string) map[string]string {
 		t.Helper()
-		rows, err := db.QueryForTest(ctx, `SELECT seq, state FROM deliveries ORDER BY seq`)
+		rows, err := db.TestAccess().Query(ctx, `SELECT seq, state FROM deliveries ORDER BY seq`)
 		if err != nil || len(rows) != 4 {
 			t.Fatalf("%s: %d deliveries, %v", when, len(rows), err)
 		}
@@ -202,7 +202,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	}
 	sequence := func() string {
 		t.Helper()
-		rows, err := db.QueryForTest(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'deliveries'`)
+		rows, err := db.TestAccess().Query(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'deliveries'`)
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("sqlite_sequence of deliveries: %v, %v", rows, err)
 		}
@@ -237,7 +237,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	if got := sequence(); got != seq {
 		t.Fatalf("up again: the sequence is %s, want %s", got, seq)
 	}
-	rows, err := db.QueryForTest(ctx, `SELECT endpoint_id, succeeded, url FROM delivery_attempts ORDER BY delivery_id`)
+	rows, err := db.TestAccess().Query(ctx, `SELECT endpoint_id, succeeded, url FROM delivery_attempts ORDER BY delivery_id`)
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("up again: %d attempts, %v", len(rows), err)
 	}
@@ -298,7 +298,7 @@ func TestMigrationPortalSessions(t *testing.T) {
 	if _, err := p.DownTo(ctx, migrationVersion(t, p, "portal_sessions")-1); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.QueryForTest(ctx, `SELECT id_hash FROM dashboard_sessions`)
+	rows, err := db.TestAccess().Query(ctx, `SELECT id_hash FROM dashboard_sessions`)
 	if err != nil || len(rows) != 1 || rows[0]["id_hash"] != string(op) {
 		t.Fatalf("down to the migration before: sessions %v, %v; want the operator's only", rows, err)
 	}

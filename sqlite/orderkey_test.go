@@ -37,7 +37,7 @@ func TestOrderKeysSwept(t *testing.T) {
 	}
 	keys := func() int {
 		t.Helper()
-		rows, err := lite.QueryForTest(ctx, `SELECT count(*) AS n FROM order_keys`)
+		rows, err := lite.TestAccess().Query(ctx, `SELECT count(*) AS n FROM order_keys`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func orderDB(t *testing.T) (*service.Services, string, string) {
 		if _, _, err := s.Partners.PutStore(ctx, c.ID, id, "Store "+id); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.ExecForTest(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
+		if err := db.TestAccess().Exec(ctx, fmt.Sprintf(`INSERT INTO stock (client_id, store_id, ean, article_number,
 			quantity, price, upload_id, updated_at) VALUES ('%s', '%s', '%s', 'A-1', 100000, 1999, 'u', 0)`, c.ID, id, ean)); err != nil {
 			t.Fatal(err)
 		}

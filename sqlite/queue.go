@@ -28,7 +28,7 @@ import (
 // seq), and each round after reads only the deliveries queued since. It can
 // be dropped (reset) whenever the write connection is held, losing nothing:
 // the next round reads it whole again. A round that fails drops it, as do
-// ReleaseLeases and ExecForTest; so does Redeliver when its update fails.
+// ReleaseLeases and TestAccess.Exec; so does Redeliver when its update fails.
 // What a claim picks from it is checked against the row: a delivery no
 // longer pending, or not yet due, is not sent.
 //

@@ -176,7 +176,7 @@ func (h *queueHarness) randomStep() {
 		h.advance()
 	case r < 997:
 		// Drops the queue: the next round reads it from the file.
-		h.must(h.db.ExecForTest(h.ctx, "SELECT 1"), "ExecForTest")
+		h.must(h.db.TestAccess().Exec(h.ctx, "SELECT 1"), "TestAccess.Exec")
 		h.stats["queue dropped"]++
 	default:
 		h.reopen()
@@ -300,7 +300,7 @@ func (h *queueHarness) releaseClaims() {
 // redeliver makes a random delivery pending again, whatever its state (the
 // store leaves one in flight to its attempt).
 func (h *queueHarness) redeliver() {
-	rows, err := h.db.QueryForTest(h.ctx, `SELECT id FROM deliveries ORDER BY seq`)
+	rows, err := h.db.TestAccess().Query(h.ctx, `SELECT id FROM deliveries ORDER BY seq`)
 	h.must(err, "list deliveries")
 	if len(rows) == 0 {
 		return
@@ -366,7 +366,7 @@ type queueSnapshot struct {
 func (h *queueHarness) snapshot() queueSnapshot {
 	h.t.Helper()
 	s := queueSnapshot{byID: map[string]pendingRow{}, enabled: map[string]bool{}, first: map[[2]string]int64{}}
-	rows, err := h.db.QueryForTest(h.ctx, `SELECT id, endpoint_id, order_id, event_id, event_seq, next_attempt_at
+	rows, err := h.db.TestAccess().Query(h.ctx, `SELECT id, endpoint_id, order_id, event_id, event_seq, next_attempt_at
 		FROM deliveries WHERE state = 'pending' ORDER BY seq`)
 	h.must(err, "read pending deliveries")
 	for _, r := range rows {
@@ -382,7 +382,7 @@ func (h *queueHarness) snapshot() queueSnapshot {
 			s.first[k] = p.eventSeq
 		}
 	}
-	eps, err := h.db.QueryForTest(h.ctx, `SELECT id, enabled FROM endpoints`)
+	eps, err := h.db.TestAccess().Query(h.ctx, `SELECT id, enabled FROM endpoints`)
 	h.must(err, "read endpoints")
 	for _, e := range eps {
 		s.enabled[e["id"]] = e["enabled"] == "1"
@@ -524,7 +524,7 @@ func (h *queueHarness) drain() {
 	if n := len(h.snapshot().pending); n > 0 {
 		h.fatalf("a claim took nothing, with %d deliveries pending", n)
 	}
-	rows, err := h.db.QueryForTest(h.ctx, `SELECT id, state FROM deliveries ORDER BY seq`)
+	rows, err := h.db.TestAccess().Query(h.ctx, `SELECT id, state FROM deliveries ORDER BY seq`)
 	h.must(err, "read deliveries")
 	states := map[string]int{}
 	for _, r := range rows {

@@ -67,7 +67,7 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 			ds = append(ds, d)
 		}
 	}
-	// Behind the queue's back (not through ExecForTest, which drops it).
+	// Behind the queue's back (not through TestAccess.Exec, which drops it).
 	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL WHERE id = ?`, ds[0].ID); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func breakEndpointRow(t *testing.T, db *Fixture, broken bool) {
 	if broken {
 		value = "'not a time'"
 	}
-	if err := db.ExecForTest(context.Background(), `UPDATE endpoints SET previous_secret_until = `+value); err != nil {
+	if err := db.TestAccess().Exec(context.Background(), `UPDATE endpoints SET previous_secret_until = `+value); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -249,7 +249,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	second := claimOne(t, db, "w")
 	recordOne(t, db, second, storelink.OutcomeSucceeded, 204, time.Now())
 	// Read whole again, then the last delivery, done, is redelivered.
-	if err := db.ExecForTest(ctx, "SELECT 1"); err != nil {
+	if err := db.TestAccess().Exec(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
 	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {

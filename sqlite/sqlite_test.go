@@ -32,7 +32,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			t.Helper()
 			exec := func(query string) {
 				t.Helper()
-				if err := db.ExecForTest(context.Background(), query); err != nil {
+				if err := db.TestAccess().Exec(context.Background(), query); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -45,8 +45,8 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 			exec("CREATE TRIGGER fail_events BEFORE INSERT ON events " + when + "BEGIN SELECT RAISE(ABORT, 'injected event failure'); END")
 			return func() { exec("DROP TRIGGER fail_events") }
 		},
-		Exec:      db.ExecForTest,
-		FillStock: db.FillStockForTest,
+		Exec:      db.TestAccess().Exec,
+		FillStock: db.TestAccess().FillStock,
 	}
 }
 
@@ -99,7 +99,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	}
 	clear := []string{first, firstKey, second, secondKey, "partner-key-one-0123456789", newKey}
 
-	rows, err := db.QueryForTest(ctx, `SELECT * FROM endpoints`)
+	rows, err := db.TestAccess().Query(ctx, `SELECT * FROM endpoints`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ type Fixture struct {
 	// a fault, or a process with another key, leaves behind.
 	Exec func(ctx context.Context, query string) error
 	// FillStock writes stock rows of a client straight into the database,
-	// as the benchmarks fill grown tables (the drivers' FillStockForTest).
+	// as the benchmarks fill grown tables (package dbtest's FillStock).
 	FillStock func(ctx context.Context, clientID, uploadID string, rows iter.Seq[storelink.StockRow]) (int, error)
 }
 

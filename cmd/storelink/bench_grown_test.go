@@ -14,7 +14,7 @@ package main
 // made through the services (their ids made half before the benchmark's
 // own clients, half after, so that its rows land inside the stock's key
 // range, not at its end), and their stock written directly as an apply
-// writes it (sqlite.DB.FillStockForTest, digests included). The template is
+// writes it (dbtest.SQLite.FillStock, digests included). The template is
 // named after the migrations it was made with, and made again when they
 // change. Each run copies every size's template to a data folder of its own
 // and starts a `storelink serve` on each, all three running at once.
@@ -22,7 +22,7 @@ package main
 // BenchmarkGrownTables/postgres does the same on PostgreSQL (skipped without
 // STORELINK_TEST_DATABASE_URL): the templates are databases of the test
 // server, storelink_grown_<rows>_<migrations>, filled by COPY
-// (postgres.DB.FillStockForTest) and vacuumed and analysed, as autovacuum
+// (dbtest.Postgres.FillStock) and vacuumed and analysed, as autovacuum
 // would have; each run makes its databases from them (CREATE DATABASE …
 // TEMPLATE) and drops them at the end.
 //
@@ -73,6 +73,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
+	"storelink/internal/dbtest"
 	"storelink/postgres"
 	"storelink/service"
 	"storelink/sqlite"
@@ -240,7 +241,7 @@ func sqliteTemplate(b *testing.B, rows int) (string, grownStat) {
 		at := grownClientTime(k)
 		svc := service.New(sqlite.NewDrivers(db), service.WithClock(func() time.Time { return at }))
 		clientID := grownOtherClient(b, svc, k)
-		n, err := db.FillStockForTest(ctx, clientID, storelink.NewID(at), grownRows(k))
+		n, err := dbtest.OnSQLite(db).FillStock(ctx, clientID, storelink.NewID(at), grownRows(k))
 		if err != nil || n != grownStores*grownArticles {
 			b.Fatalf("fill the stock of other client %d: %d rows, %v", k, n, err)
 		}
@@ -619,12 +620,13 @@ func pgTemplate(b *testing.B, rows int) (string, grownStat) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	raw := dbtest.Postgres{URL: pgDatabaseURL(b, name), Now: db.Now}
 	st.Rows, st.Clients = rows, rows/(grownStores*grownArticles)
 	for k := range st.Clients {
 		at := grownClientTime(k)
 		svc := service.New(postgres.NewDrivers(db), service.WithClock(func() time.Time { return at }))
 		clientID := grownOtherClient(b, svc, k)
-		n, err := db.FillStockForTest(ctx, clientID, storelink.NewID(at), grownRows(k))
+		n, err := raw.FillStock(ctx, clientID, storelink.NewID(at), grownRows(k))
 		if err != nil || n != grownStores*grownArticles {
 			b.Fatalf("fill the stock of other client %d: %d rows, %v", k, n, err)
 		}

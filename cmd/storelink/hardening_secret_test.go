@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"storelink"
+	"storelink/internal/dbtest"
 	"storelink/sqlite"
 	"storelink/webhook"
 )
@@ -276,7 +277,7 @@ func TestSecretKeySQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger, _ := storelink.NewSealer(make([]byte, storelink.SealKeySize))
-	err = db.ExecForTest(context.Background(), `UPDATE endpoints SET secret = '`+stranger.Seal(second.Secret)+`' WHERE id = '`+second.ID+`'`)
+	err = dbtest.OnSQLite(db).Exec(context.Background(), `UPDATE endpoints SET secret = '`+stranger.Seal(second.Secret)+`' WHERE id = '`+second.ID+`'`)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)

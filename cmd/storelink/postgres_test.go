@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"storelink/postgres"
+	"storelink/internal/dbtest"
 	"storelink/worker"
 )
 
@@ -38,7 +38,7 @@ func pgSchemaURL(t testing.TB) (string, string) {
 	admin := func(sql string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := postgres.AdminExecForTest(ctx, base, sql); err != nil {
+		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}

@@ -8,14 +8,23 @@ import (
 	"storelink"
 )
 
-// ExecForTest runs one statement on the write connection. It is for tests
-// only: the conformance suite uses it to inject faults (a trigger that makes
-// event writes fail) and show that an order's state change never outlives
-// its event. No service code calls it.
-//
-// The queue of pending deliveries is read again from the file afterwards,
-// as the statement may have changed deliveries behind its back.
-func (db *DB) ExecForTest(ctx context.Context, query string) error {
+// TestAccess is an open database as package storelink/internal/dbtest
+// reaches it, to give tests and benchmarks raw SQL: they inject faults
+// with it, look at what is stored, and fill grown tables before they
+// measure. It is no part of the driver: the services never call it, and
+// serve never imports dbtest (cmd/storelink's TestServeHasNoTestHooks
+// checks). The package's own tests reach it directly.
+type TestAccess struct{ db *DB }
+
+// TestAccess returns the database's TestAccess, for package dbtest.
+func (db *DB) TestAccess() TestAccess { return TestAccess{db: db} }
+
+// Exec runs one statement on the write connection, which settings of the
+// connection (a PRAGMA) reach too. The queue of pending deliveries is read
+// again from the file afterwards, as the statement may have changed
+// deliveries behind its back.
+func (a TestAccess) Exec(ctx context.Context, query string) error {
+	db := a.db
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -26,11 +35,10 @@ func (db *DB) ExecForTest(ctx context.Context, query string) error {
 	return err
 }
 
-// QueryForTest runs a query on the read pool and returns its rows, each
-// column as text by name (NULL as ""). It is for tests only: the SQLite
-// tests use it to look at what is stored, such as that secrets are sealed.
-func (db *DB) QueryForTest(ctx context.Context, query string, args ...any) ([]map[string]string, error) {
-	rows, err := db.read.QueryContext(ctx, query, args...)
+// Query runs a query on the read pool and returns its rows, each column as
+// text by name (NULL as "").
+func (a TestAccess) Query(ctx context.Context, query string, args ...any) ([]map[string]string, error) {
+	rows, err := a.db.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -58,14 +66,14 @@ func (db *DB) QueryForTest(ctx context.Context, query string, args ...any) ([]ma
 	return out, rows.Err()
 }
 
-// FillStockForTest writes the rows of seq to the stock of one client, as
-// an apply writes them (digest included) but without an upload, its file or
-// the comparison: for the benchmark of grown tables (issue 15), which fills
-// the stock of other clients by the million before it measures. The
-// client's stores must exist; rows already stored for a pair are replaced.
-// It commits every million rows and returns how many it wrote. No service
-// code calls it.
-func (db *DB) FillStockForTest(ctx context.Context, clientID, uploadID string, seq iter.Seq[storelink.StockRow]) (int, error) {
+// FillStock writes the rows of seq to the stock of one client, as an apply
+// writes them (digest included) but without an upload, its file or the
+// comparison: the benchmark of grown tables fills the stock of other
+// clients by the million with it before it measures. The client's stores
+// must exist; rows already stored for a pair are replaced. It commits
+// every million rows and returns how many it wrote.
+func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, seq iter.Seq[storelink.StockRow]) (int, error) {
+	db := a.db
 	const perTx = 1 << 20
 	n := 0
 	var tx *sql.Tx
