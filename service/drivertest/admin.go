@@ -10,6 +10,13 @@ import (
 )
 
 func testPartnerAndClientRows(e *env) {
+	wantBeginCancelled(e, "Partners", func(ctx context.Context) error {
+		tx, err := e.d.Partners.Begin(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
 	made := e.tick()
 	for _, name := range []string{"b", "B", "a"} {
 		must(e.t, e.d.Partners.InsertPartner(e.ctx, &storelink.Partner{ID: storelink.NewID(e.tick()), Name: name, CreatedAt: made}))
@@ -214,6 +221,13 @@ func testSessionRows(e *env) {
 }
 
 func testSealedRows(e *env) {
+	wantBeginCancelled(e, "SecretKeys", func(ctx context.Context) error {
+		tx, err := e.d.SecretKeys.Begin(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	ep, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, secret)
 	must(e.t, err)
@@ -290,4 +304,15 @@ func inTxOf[T interface {
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	fn(tx)
 	must(e.t, tx.Commit(e.ctx))
+}
+
+// wantBeginCancelled fails unless begin, given a context that has ended,
+// returns the context's error rather than a transaction.
+func wantBeginCancelled(e *env, what string, begin func(ctx context.Context) error) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := begin(ctx); !errors.Is(err, context.Canceled) {
+		e.t.Fatalf("%s.Begin with a cancelled context = %v, want context.Canceled", what, err)
+	}
 }
