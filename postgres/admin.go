@@ -40,10 +40,10 @@ type partnerTx struct{ tx pgx.Tx }
 func (t partnerTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
 
 // Rollback rolls back; after Commit it does nothing.
-func (t partnerTx) Rollback(ctx context.Context) error { return rollback(ctx, t.tx) }
+func (t partnerTx) Rollback(ctx context.Context) error { return rollbackUnlessDone(ctx, t.tx) }
 
-// rollback rolls tx back, unless it ended already.
-func rollback(ctx context.Context, tx pgx.Tx) error {
+// rollbackUnlessDone rolls tx back, unless it ended already.
+func rollbackUnlessDone(ctx context.Context, tx pgx.Tx) error {
 	if err := tx.Rollback(ctx); !errors.Is(err, pgx.ErrTxClosed) {
 		return err
 	}

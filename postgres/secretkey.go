@@ -90,7 +90,7 @@ type secretKeyTx struct{ tx pgx.Tx }
 func (t secretKeyTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
 
 // Rollback rolls back; after Commit it does nothing.
-func (t secretKeyTx) Rollback(ctx context.Context) error { return rollback(ctx, t.tx) }
+func (t secretKeyTx) Rollback(ctx context.Context) error { return rollbackUnlessDone(ctx, t.tx) }
 
 // LockSealed locks the check value and the endpoints against writes until
 // the transaction ends, since other processes write them too; reads go on.

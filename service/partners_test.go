@@ -8,8 +8,8 @@ import (
 	"storelink"
 )
 
-// wantErrCode fails unless err carries the storelink error code.
-func wantErrCode(t *testing.T, what string, err error, code string) {
+// mustFailWith fails unless err carries the storelink error code.
+func mustFailWith(t *testing.T, what string, err error, code string) {
 	t.Helper()
 	if got := storelink.ErrorCode(err); got != code {
 		t.Fatalf("%s: error %v (code %q), want %s", what, err, got, code)
@@ -40,7 +40,7 @@ func TestAuthenticateKeepsPartnersApart(t *testing.T) {
 			t.Fatalf("Authenticate with the client's own key = %+v, %v; want the client", c, err)
 		}
 		_, err = db.svc.Partners.Authenticate(ctx, own.ID, sibling.APIKey)
-		wantErrCode(t, "a key of another client of the partner", err, storelink.EFORBIDDEN)
+		mustFailWith(t, "a key of another client of the partner", err, storelink.EFORBIDDEN)
 		for _, c := range []struct{ what, clientID, key string }{
 			{"another partner's key", own.ID, stranger.APIKey},
 			{"no key", own.ID, ""},
@@ -48,7 +48,7 @@ func TestAuthenticateKeepsPartnersApart(t *testing.T) {
 			{"a client that does not exist", "no-such-client", own.APIKey},
 		} {
 			_, err := db.svc.Partners.Authenticate(ctx, c.clientID, c.key)
-			wantErrCode(t, c.what, err, storelink.EUNAUTHORIZED)
+			mustFailWith(t, c.what, err, storelink.EUNAUTHORIZED)
 		}
 		second, err := db.svc.Partners.CreateAPIKey(ctx, own.ID)
 		if err != nil {
@@ -58,11 +58,11 @@ func TestAuthenticateKeepsPartnersApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = db.svc.Partners.Authenticate(ctx, own.ID, second.APIKey)
-		wantErrCode(t, "a revoked key", err, storelink.EUNAUTHORIZED)
+		mustFailWith(t, "a revoked key", err, storelink.EUNAUTHORIZED)
 		if _, err := db.svc.Partners.Authenticate(ctx, own.ID, own.APIKey); err != nil {
 			t.Fatalf("the first key after another was revoked: %v", err)
 		}
-		wantErrCode(t, "revoking it again", db.svc.Partners.DeleteAPIKey(ctx, own.ID, second.KeyID), storelink.ENOTFOUND)
+		mustFailWith(t, "revoking it again", db.svc.Partners.DeleteAPIKey(ctx, own.ID, second.KeyID), storelink.ENOTFOUND)
 	})
 }
 
@@ -83,11 +83,11 @@ func TestCreateClientOnePerCountry(t *testing.T) {
 			t.Fatalf("client = %+v, want DE in EUR with a key", c)
 		}
 		_, err = db.svc.Partners.CreateClient(ctx, p.ID, "DE", "CHF")
-		wantErrCode(t, "a second client for the country", err, storelink.ECONFLICT)
+		mustFailWith(t, "a second client for the country", err, storelink.ECONFLICT)
 		_, err = db.svc.Partners.CreateClient(ctx, "no-such-partner", "FR", "EUR")
-		wantErrCode(t, "a client of no partner", err, storelink.ENOTFOUND)
+		mustFailWith(t, "a client of no partner", err, storelink.ENOTFOUND)
 		_, err = db.svc.Partners.CreateClient(ctx, p.ID, "Germany", "EUR")
-		wantErrCode(t, "a country that is no code", err, storelink.EINVALID)
+		mustFailWith(t, "a country that is no code", err, storelink.EINVALID)
 		list, err := db.svc.Partners.ListClients(ctx, storelink.ClientFilter{PartnerID: p.ID, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -128,9 +128,9 @@ func TestDeleteStoreDeletesItsStock(t *testing.T) {
 		if len(stores) != 1 || stores[0].ID != "S2" {
 			t.Fatalf("stores after deleting S1 = %+v, want S2", stores)
 		}
-		wantErrCode(t, "deleting S1 again", db.svc.Partners.DeleteStore(ctx, c.ID, "S1"), storelink.ENOTFOUND)
+		mustFailWith(t, "deleting S1 again", db.svc.Partners.DeleteStore(ctx, c.ID, "S1"), storelink.ENOTFOUND)
 		_, _, err = db.svc.Partners.PutStore(ctx, "no-such-client", "S3", "Nowhere")
-		wantErrCode(t, "a store of no client", err, storelink.ENOTFOUND)
+		mustFailWith(t, "a store of no client", err, storelink.ENOTFOUND)
 	})
 }
 
@@ -155,7 +155,7 @@ func TestSessionsLastWhileTheirKey(t *testing.T) {
 			}
 		}
 		err = db.svc.Partners.CreateSession(ctx, storelink.NewSession{IDHash: []byte("keyless"), ClientID: c.ID, Expires: expires})
-		wantErrCode(t, "a partner's session without its key", err, storelink.EINVALID)
+		mustFailWith(t, "a partner's session without its key", err, storelink.EINVALID)
 		session := func(id []byte) (string, bool) {
 			t.Helper()
 			who, ok, err := db.svc.Partners.Session(ctx, id)

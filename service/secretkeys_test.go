@@ -58,7 +58,7 @@ func TestResealSecretsAllOrNothing(t *testing.T) {
 
 		mark := func(v storelink.SealedValue) (string, error) { return v.Value + "!", nil }
 		_, err = db.svc.SecretKeys.ResealSecrets(ctx, "check-b", "check-c", mark)
-		wantErrCode(t, "a reseal from a check value not recorded", err, storelink.ECONFLICT)
+		mustFailWith(t, "a reseal from a check value not recorded", err, storelink.ECONFLICT)
 		failing := errors.New("cannot seal")
 		calls := 0
 		_, err = db.svc.SecretKeys.ResealSecrets(ctx, "check-a", "check-c", func(v storelink.SealedValue) (string, error) {
@@ -115,7 +115,7 @@ func TestSealingRefusedWithAStaleKey(t *testing.T) {
 			}
 			return
 		}
-		wantErrCode(t, "SecretKeyCurrent after the key moved", err, storelink.EUNAVAILABLE)
-		wantErrCode(t, "CreateEndpoint after the key moved", created, storelink.EUNAVAILABLE)
+		mustFailWith(t, "SecretKeyCurrent after the key moved", err, storelink.EUNAVAILABLE)
+		mustFailWith(t, "CreateEndpoint after the key moved", created, storelink.EUNAVAILABLE)
 	})
 }

@@ -38,10 +38,10 @@ type partnerTx struct{ tx *sql.Tx }
 func (t partnerTx) Commit(context.Context) error { return t.tx.Commit() }
 
 // Rollback rolls back; after Commit it does nothing.
-func (t partnerTx) Rollback(context.Context) error { return rollback(t.tx) }
+func (t partnerTx) Rollback(context.Context) error { return rollbackUnlessDone(t.tx) }
 
-// rollback rolls tx back, unless it ended already.
-func rollback(tx *sql.Tx) error {
+// rollbackUnlessDone rolls tx back, unless it ended already.
+func rollbackUnlessDone(tx *sql.Tx) error {
 	if err := tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
 		return err
 	}

@@ -98,7 +98,7 @@ type secretKeyTx struct{ tx *sql.Tx }
 func (t secretKeyTx) Commit(context.Context) error { return t.tx.Commit() }
 
 // Rollback rolls back; after Commit it does nothing.
-func (t secretKeyTx) Rollback(context.Context) error { return rollback(t.tx) }
+func (t secretKeyTx) Rollback(context.Context) error { return rollbackUnlessDone(t.tx) }
 
 // LockSealed does nothing: the transaction holds the one write connection,
 // so nobody else writes until it ends.

@@ -10,7 +10,7 @@ import (
 )
 
 func testPartnerAndClientRows(e *env) {
-	wantBeginCancelled(e, "Partners", func(ctx context.Context) error {
+	cancelledBeginFails(e, "Partners", func(ctx context.Context) error {
 		tx, err := e.d.Partners.Begin(ctx)
 		if err == nil {
 			_ = tx.Rollback(context.Background())
@@ -221,7 +221,7 @@ func testSessionRows(e *env) {
 }
 
 func testSealedRows(e *env) {
-	wantBeginCancelled(e, "SecretKeys", func(ctx context.Context) error {
+	cancelledBeginFails(e, "SecretKeys", func(ctx context.Context) error {
 		tx, err := e.d.SecretKeys.Begin(ctx)
 		if err == nil {
 			_ = tx.Rollback(context.Background())
@@ -260,7 +260,7 @@ func testSealedRows(e *env) {
 	for i, s := range eps {
 		resealed[i] = service.SealedEndpoint{ID: s.ID, APIKey: s.APIKey + "!", Secret: s.Secret + "!", PreviousUntil: s.PreviousUntil}
 	}
-	inTxOf(e, e.d.SecretKeys.Begin, func(tx service.SecretKeyTx) {
+	inAreaTx(e, e.d.SecretKeys.Begin, func(tx service.SecretKeyTx) {
 		must(e.t, tx.LockSealed(e.ctx))
 		got, err := tx.SealedEndpoints(e.ctx)
 		must(e.t, err)
@@ -289,12 +289,12 @@ func testSealedRows(e *env) {
 // it.
 func (e *env) inPartnerTx(fn func(tx service.PartnerTx)) {
 	e.t.Helper()
-	inTxOf(e, e.d.Partners.Begin, fn)
+	inAreaTx(e, e.d.Partners.Begin, fn)
 }
 
-// inTxOf runs fn in a transaction that begin starts and commits it; the
+// inAreaTx runs fn in a transaction that begin starts and commits it; the
 // transaction is rolled back when fn fails the case.
-func inTxOf[T interface {
+func inAreaTx[T interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 }](e *env, begin func(context.Context) (T, error), fn func(tx T)) {
@@ -306,9 +306,9 @@ func inTxOf[T interface {
 	must(e.t, tx.Commit(e.ctx))
 }
 
-// wantBeginCancelled fails unless begin, given a context that has ended,
+// cancelledBeginFails fails unless begin, given a context that has ended,
 // returns the context's error rather than a transaction.
-func wantBeginCancelled(e *env, what string, begin func(ctx context.Context) error) {
+func cancelledBeginFails(e *env, what string, begin func(ctx context.Context) error) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
 	cancel()
