@@ -34,11 +34,17 @@ const dbTimeoutRetry = 5
 // ServeHTTP starts the first phase, so a handler that reads no body and
 // sends no test works in one phase, on r.Context(). A handler reads its
 // body, or sends a test, inside OutsideDB, and goes on with the request
-// that OutsideDB returns: its context is the next phase's.
+// that OutsideDB returns: its context is the next phase's, and the earlier
+// phase's context has ended. An upload is thus two phases, the checks
+// before its body and the accepting after it. A download is one: the file
+// is read into memory in it, and writing it out uses no context (the
+// write deadline of Downloads bounds a slow reader).
 type dbPhases struct {
 	base  context.Context // the request's own context, with dbPhasesKey
 	cause error
 
+	// mu guards what follows: the handler's goroutine starts and ends
+	// phases, ended reads them.
 	mu       sync.Mutex
 	left     time.Duration   // database time the ended phases left
 	began    time.Time       // the current phase's start
