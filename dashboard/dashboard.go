@@ -53,10 +53,13 @@ type Deps struct {
 	// Tester sends an endpoint's test event (the deliverer); without it a
 	// test send says that this process sends no webhooks.
 	Tester storelink.EndpointTester
-	// OutsideDB runs a test send with the request's database clock
-	// standing still (httpapi.OutsideDB): the send waits on the endpoint,
-	// bounded by the webhook timeout. Nil runs it as it is.
-	OutsideDB func(r *http.Request, fn func())
+	// OutsideDB runs wait between two of the request's phases on the
+	// database (httpapi.OutsideDB), with the request's context without a
+	// database deadline, and returns the request to go on with: reading
+	// a form, bounded by the API's body timeout, and a test send, bounded
+	// by the webhook timeout, are no database time. Nil runs wait with the
+	// request's context and returns the request as it is.
+	OutsideDB func(r *http.Request, wait func(ctx context.Context)) *http.Request
 	// Download takes a place among the process's file downloads for a
 	// partner, "" for the operator (httpapi.Downloads's Take), shared with
 	// the API's, so that one bound holds for the files in memory and one
@@ -154,7 +157,10 @@ func New(d Deps) *Handler {
 		h.Now = time.Now
 	}
 	if h.OutsideDB == nil {
-		h.OutsideDB = func(_ *http.Request, fn func()) { fn() }
+		h.OutsideDB = func(r *http.Request, wait func(context.Context)) *http.Request {
+			wait(r.Context())
+			return r
+		}
 	}
 	if h.EndpointDeleted == nil {
 		h.EndpointDeleted = func(string) {}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,7 +104,7 @@ func parseSince(s string) (time.Time, error) {
 // handleTestEndpoint sends a signed example event to the endpoint now and
 // shows what came of it on the endpoint's page.
 func (h *Handler) handleTestEndpoint(w http.ResponseWriter, r *http.Request) {
-	res, state, ok := h.testSend(w, r, "")
+	r, res, state, ok := h.testSend(w, r, "")
 	if !ok {
 		return
 	}
@@ -113,36 +114,42 @@ func (h *Handler) handleTestEndpoint(w http.ResponseWriter, r *http.Request) {
 
 // testSend makes and sends the test event of the form's state to the
 // path's endpoint, of client's when it is not "", and tells what came of
-// it; when it could not be sent it has answered with the error page.
-func (h *Handler) testSend(w http.ResponseWriter, r *http.Request, client string) (*storelink.TestResult, string, bool) {
+// it, with the request to go on with: the send is no database phase
+// (Deps.OutsideDB). When it could not be sent it has answered with the
+// error page.
+func (h *Handler) testSend(w http.ResponseWriter, r *http.Request, client string) (*http.Request, *storelink.TestResult, string, bool) {
 	id, state := r.PathValue("endpoint_id"), storelink.OrderState(r.PostFormValue("state"))
 	job, err := h.Webhooks.TestDelivery(r.Context(), client, id, state)
 	if err != nil {
 		h.renderError(w, r, err)
-		return nil, "", false
+		return r, nil, "", false
 	}
 	if h.Tester == nil {
 		h.renderError(w, r, storelink.Errorf(storelink.EUNAVAILABLE, "This process sends no webhooks, so it cannot send a test."))
-		return nil, "", false
+		return r, nil, "", false
 	}
 	partner, err := h.shareOf(r, client)
 	if err != nil {
 		h.renderError(w, r, err)
-		return nil, "", false
-	}
-	ctx, release, err := h.TestSend(r.Context(), partner)
-	defer release()
-	if err != nil {
-		h.renderError(w, r, err)
-		return nil, "", false
+		return r, nil, "", false
 	}
 	var res *storelink.TestResult
-	h.OutsideDB(r, func() { res = h.Tester.SendTest(ctx, job) })
+	r = h.OutsideDB(r, func(ctx context.Context) {
+		ctx, release, terr := h.TestSend(ctx, partner)
+		defer release()
+		if err = terr; err == nil {
+			res = h.Tester.SendTest(ctx, job)
+		}
+	})
+	if err != nil {
+		h.renderError(w, r, err)
+		return r, nil, "", false
+	}
 	h.logger.Info("dashboard: test send", "endpoint_id", id, "partner", client != "", "status", res.StatusCode, "error", res.Error)
 	if state == storelink.StateNone {
 		state = storelink.StateAssigned
 	}
-	return res, string(state), true
+	return r, res, string(state), true
 }
 
 // handleDeleteEndpoint deletes the endpoint for good, when the form's box

@@ -70,6 +70,8 @@ type fixtureOptions struct {
 	// loginLimit, when set, wraps the login limit the dashboard gets (the
 	// API gets it bare).
 	loginLimit func(dashboard.LoginLimit) dashboard.LoginLimit
+	// databaseTimeout, when set, is the API's (Deps.DatabaseTimeout).
+	databaseTimeout time.Duration
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -130,7 +132,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	api := httpapi.NewServer(httpapi.Deps{
 		Admin: f.services.Partners, Auth: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Events: f.services.Orders, Webhooks: f.services.Webhooks, Ping: db.Ping,
 		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
-		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash,
+		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash, DatabaseTimeout: o.databaseTimeout,
 	})
 	srv := httptest.NewServer(api)
 	f.URL = srv.URL

@@ -108,7 +108,7 @@ func (h *Handler) handlePortalLoginForm(w http.ResponseWriter, r *http.Request) 
 // an empty field, guesses nothing and does not count. The key is never
 // shown again, nor kept.
 func (h *Handler) handlePortalLogin(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	r = h.readForm(w, r, 16<<10)
 	clientID, key := strings.TrimSpace(r.PostFormValue("client_id")), strings.TrimSpace(r.PostFormValue("api_key"))
 	d := portalLoginData{Next: realmPath(portalRealm, r.PostFormValue("next")), ClientID: clientID}
 	addr := h.ClientAddr(r)
@@ -185,7 +185,7 @@ func (h *Handler) handlePortalRedeliver(w http.ResponseWriter, r *http.Request, 
 // handlePortalTest sends a test event to an endpoint of the client's and
 // shows what came of it on the endpoints page.
 func (h *Handler) handlePortalTest(w http.ResponseWriter, r *http.Request, client string) {
-	res, state, ok := h.testSend(w, r, client)
+	r, res, state, ok := h.testSend(w, r, client)
 	if !ok {
 		return
 	}

@@ -214,6 +214,15 @@ func (h *Handler) action(fn http.HandlerFunc) http.HandlerFunc {
 	return h.realmAction(operatorRealm, func(w http.ResponseWriter, r *http.Request, _ string) { fn(w, r) })
 }
 
+// readForm reads the POST form of r, at most max bytes of it, between two
+// of the request's phases on the database (Deps.OutsideDB), and returns
+// the request to go on with. A form that cannot be read is an empty one,
+// as r.PostFormValue has it.
+func (h *Handler) readForm(w http.ResponseWriter, r *http.Request, max int64) *http.Request {
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	return h.OutsideDB(r, func(context.Context) { _ = r.ParseMultipartForm(32 << 20) })
+}
+
 // realmAction guards a POST of the realm and passes the session's client
 // on.
 func (h *Handler) realmAction(rl realm, fn func(w http.ResponseWriter, r *http.Request, client string)) http.HandlerFunc {
@@ -226,7 +235,7 @@ func (h *Handler) realmAction(rl realm, fn func(w http.ResponseWriter, r *http.R
 			http.Redirect(w, r, rl.login, http.StatusSeeOther)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		r = h.readForm(w, r, 64<<10)
 		want := h.csrfFor(r, rl)
 		if got := r.PostFormValue("csrf"); want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 			h.logger.Warn("dashboard: CSRF token missing or wrong", "path", r.URL.Path, "remote", r.RemoteAddr)
@@ -257,7 +266,7 @@ func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 // or the admin token's under attack) is refused before the token is looked
 // at; an empty token guesses nothing and is not counted.
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	r = h.readForm(w, r, 16<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := localPath(r.PostFormValue("next"))
 	addr := h.ClientAddr(r)

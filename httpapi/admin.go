@@ -10,7 +10,8 @@ func (s *Server) handleCreatePartner(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -27,7 +28,8 @@ func (s *Server) handleCreateClient(w http.ResponseWriter, r *http.Request) {
 		CountryCode string `json:"country_code"`
 		Currency    string `json:"currency"`
 	}
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -112,7 +114,8 @@ func (s *Server) handlePutStore(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -44,7 +44,6 @@ type trackedBody struct {
 	rc        *http.ResponseController
 	timeout   time.Duration
 	firstByte time.Duration
-	clock     *dbClock // stands still while the handler waits for body bytes
 	n         atomic.Int64
 	asked     bool // only the reading goroutine touches it
 	// mu orders the deadline changes: of the first read, the first byte,
@@ -68,9 +67,7 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 			b.mu.Unlock()
 		}
 	}
-	b.clock.pause()
 	n, err := b.ReadCloser.Read(p)
-	b.clock.resume()
 	if n > 0 && b.n.Add(int64(n)) == int64(n) {
 		b.mu.Lock()
 		b.firstAt = time.Time{}
@@ -144,12 +141,12 @@ type bodies struct {
 // body timeout, and the first-byte timeout from its first read. It returns
 // the request to hand on and the body (nil when the request has none);
 // untrack must be called before the handler returns.
-func (s *Server) track(w http.ResponseWriter, r *http.Request, start time.Time, clock *dbClock) (*http.Request, *trackedBody) {
+func (s *Server) track(w http.ResponseWriter, r *http.Request, start time.Time) (*http.Request, *trackedBody) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return r, nil
 	}
 	b := &trackedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.BodyTimeout,
-		firstByte: s.FirstByteTimeout, clock: clock, whole: start.Add(s.BodyTimeout)}
+		firstByte: s.FirstByteTimeout, whole: start.Add(s.BodyTimeout)}
 	s.bodies.mu.Lock()
 	if !s.bodies.cutAt.IsZero() {
 		b.cut.Store(true)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -25,13 +26,15 @@ const maxJSONDepth = 32
 const maxJSONValues = 1000
 
 // decode reads a JSON body into v, refusing unknown fields so that a typo is
-// an error rather than a silently ignored setting.
-func decode(r *http.Request, v any) error {
+// an error rather than a silently ignored setting. The body is read outside
+// the request's database phases (OutsideDB): the handler goes on with the
+// request returned, also after an error.
+func decode(r *http.Request, v any) (*http.Request, error) {
 	return decodeBody(r, v, false)
 }
 
 // decodeOptional is decode for calls whose whole body is optional.
-func decodeOptional(r *http.Request, v any) error {
+func decodeOptional(r *http.Request, v any) (*http.Request, error) {
 	return decodeBody(r, v, true)
 }
 
@@ -39,8 +42,15 @@ func decodeOptional(r *http.Request, v any) error {
 // are seen as sent, before encoding/json replaces or drops anything, and a
 // body too deep is refused before more of it is read or anything is looked
 // up; it then decodes the bytes read.
-func decodeBody(r *http.Request, v any, optional bool) error {
-	raw, err := readJSON(http.MaxBytesReader(nil, r.Body, maxJSONBody))
+func decodeBody(r *http.Request, v any, optional bool) (*http.Request, error) {
+	var raw []byte
+	var err error
+	r = OutsideDB(r, func(context.Context) { raw, err = readJSON(http.MaxBytesReader(nil, r.Body, maxJSONBody)) })
+	return r, decodeJSON(raw, err, v, optional)
+}
+
+// decodeJSON decodes raw, the body readJSON read (with its error), into v.
+func decodeJSON(raw []byte, err error, v any, optional bool) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err == nil {

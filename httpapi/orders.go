@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
-	n, err := decodeNewOrder(r)
+	r, n, err := decodeNewOrder(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -19,7 +19,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCreateWarehouseOrder(w http.ResponseWriter, r *http.Request) {
-	n, err := decodeNewOrder(r)
+	r, n, err := decodeNewOrder(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -28,18 +28,19 @@ func (s *Server) handleCreateWarehouseOrder(w http.ResponseWriter, r *http.Reque
 	s.answerCreated(w, r, o, err)
 }
 
-// decodeNewOrder reads the body of a create call and its Idempotency-Key.
-func decodeNewOrder(r *http.Request) (storelink.NewOrder, error) {
+// decodeNewOrder reads the body of a create call and its Idempotency-Key;
+// the handler goes on with the request returned (decode).
+func decodeNewOrder(r *http.Request) (*http.Request, storelink.NewOrder, error) {
 	var n storelink.NewOrder
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
-		return n, err
+		return r, n, err
 	}
-	if err := decode(r, &n); err != nil {
-		return n, err
+	if r, err = decode(r, &n); err != nil {
+		return r, n, err
 	}
 	n.IdempotencyKey = key
-	return n, nil
+	return r, n, nil
 }
 
 // headerIdempotencyKey is the request header of the IETF draft "The
@@ -111,7 +112,8 @@ func (s *Server) answerCreated(w http.ResponseWriter, r *http.Request, o *storel
 
 func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 	var req storelink.CancelRequest
-	if err := decodeOptional(r, &req); err != nil {
+	r, err := decodeOptional(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -121,7 +123,8 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleFulfilOrder(w http.ResponseWriter, r *http.Request) {
 	var req storelink.FulfilRequest
-	if err := decodeOptional(r, &req); err != nil {
+	r, err := decodeOptional(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -131,7 +134,8 @@ func (s *Server) handleFulfilOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleReturnItems(w http.ResponseWriter, r *http.Request) {
 	var req storelink.ReturnRequest
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -141,7 +145,8 @@ func (s *Server) handleReturnItems(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleWarehouseReturn(w http.ResponseWriter, r *http.Request) {
 	var req storelink.WarehouseReturnRequest
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -90,9 +90,9 @@ type Deps struct {
 	// (DefaultFirstByteTimeout when 0).
 	FirstByteTimeout time.Duration
 	// DatabaseTimeout is how long a request (API or dashboard) may wait
-	// for the database, not counting the time its body takes to arrive;
-	// then it is answered 503 with a Retry-After
-	// (DefaultDatabaseTimeout when 0).
+	// for the database, in all its phases on it (dbphase.go), not counting
+	// the time its body takes to arrive or a test send takes; then it is
+	// answered 503 with a Retry-After (DefaultDatabaseTimeout when 0).
 	DatabaseTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
@@ -217,11 +217,12 @@ func NewServer(d Deps) *Server {
 // empty segments before routing: the mux would otherwise redirect them to a
 // cleaned path, and a stock file name must never be read as a path. The
 // body is tracked (body.go): bounded in time, counted as read, and an
-// error answered before it was read closes the connection at once.
+// error answered before it was read closes the connection at once. The
+// request's context is its first phase on the database (dbphase.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	r, clock := withDBClock(r, s.DatabaseTimeout)
-	r, body := s.track(w, r, start, clock)
+	r, db := startDB(r, s.DatabaseTimeout)
+	r, body := s.track(w, r, start)
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK, body: body}
 	route, method := "none", knownMethod(r.Method)
 	defer func() {
@@ -236,7 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if _, gone := ended(r); gone && !rw.wrote {
 			status = StatusClientGone
 		}
-		clock.stop()
+		db.stop()
 		s.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.logger.Info("request", "method", r.Method, "path", r.URL.EscapedPath(), "status", status,
 			"bytes_in", bodyBytes(body), "bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(),

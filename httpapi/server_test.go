@@ -66,6 +66,10 @@ type apiOptions struct {
 	validationsPerMinute int
 	downloads            *httpapi.Downloads
 	testSends            *httpapi.TestSends
+	// databaseTimeout, when set, is the API's (Deps.DatabaseTimeout).
+	databaseTimeout time.Duration
+	// uploads, when set, wraps the upload service the API gets.
+	uploads func(storelink.UploadService) storelink.UploadService
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -90,7 +94,10 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout, FirstByteTimeout: opt.firstByteTimeout,
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
 		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
-		Downloads: opt.downloads, TestSends: opt.testSends,
+		Downloads: opt.downloads, TestSends: opt.testSends, DatabaseTimeout: opt.databaseTimeout,
+	}
+	if opt.uploads != nil {
+		deps.Uploads = opt.uploads(orders)
 	}
 	var webhooks *service.Services
 	if opt.webhooks != nil {

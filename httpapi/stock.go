@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -71,7 +72,9 @@ type uploadAccepted struct {
 
 // handleUpload receives a stock file. The cheap checks come first, and a
 // Content-Length that cannot fit is refused before the body is read; the
-// 200 is written only after the upload and its bytes are committed.
+// 200 is written only after the upload and its bytes are committed. Its
+// database phases are the checks before the body and the accepting after
+// it; reading the body is none (OutsideDB), the body timeout bounds it.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	ctx := r.Context()
 	before, err := s.Uploads.Capacity(ctx, c.ID, s.Capacity)
@@ -101,12 +104,18 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: while a large one is,
 	// garbage is collected eagerly (gcmode).
-	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
-	defer release()
+	var body []byte
+	var sum string
+	release := func() {}
+	defer func() { release() }()
+	r = OutsideDB(r, func(context.Context) {
+		body, sum, release, err = readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	ctx = r.Context()
 	u, after, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: name, Body: body, SHA256: sum}, s.Capacity)
 	if after.BytesPerWindow > 0 {
 		setRateLimit(w, after)
@@ -252,22 +261,11 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 	for _, st := range list {
 		stores[st.ID] = true
 	}
-	src, err := csvReader(r, s.MaxFileSize)
+	var rep storelink.FeedReport
+	var body *validatedBody
+	r = OutsideDB(r, func(context.Context) { rep, body, err = s.checkBody(r, stores) })
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	body := &validatedBody{r: bufio.NewReader(io.LimitReader(src, s.MaxFileSize+1))}
-	if err := body.start(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	rep, err := feed.Check(body, stores, nil)
-	if err == nil && body.n > s.MaxFileSize {
-		err = tooLarge(s.MaxFileSize)
-	}
-	if err != nil {
-		s.writeError(w, r, bodyError(r, err))
 		return
 	}
 	v := validation{Result: "valid", RowsTotal: rep.RowsTotal, RowsValid: rep.RowsValid, RowsRejected: rep.RowsRejected,
@@ -281,6 +279,27 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// checkBody reads the CSV of a validation and checks it as it arrives;
+// the body it read tells whether it reached the end.
+func (s *Server) checkBody(r *http.Request, stores map[string]bool) (storelink.FeedReport, *validatedBody, error) {
+	src, err := csvReader(r, s.MaxFileSize)
+	if err != nil {
+		return storelink.FeedReport{}, nil, err
+	}
+	body := &validatedBody{r: bufio.NewReader(io.LimitReader(src, s.MaxFileSize+1))}
+	if err := body.start(r); err != nil {
+		return storelink.FeedReport{}, nil, err
+	}
+	rep, err := feed.Check(body, stores, nil)
+	if err == nil && body.n > s.MaxFileSize {
+		err = tooLarge(s.MaxFileSize)
+	}
+	if err != nil {
+		return storelink.FeedReport{}, nil, bodyError(r, err)
+	}
+	return rep, body, nil
 }
 
 // validatedBody is the CSV of a validation as the checker reads it,

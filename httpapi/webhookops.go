@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -36,7 +37,8 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Since *string `json:"since"`
 	}
-	if err := decode(r, &req); err != nil {
+	r, err := decode(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -71,14 +73,15 @@ func (s *Server) handlePartnerTestEndpoint(w http.ResponseWriter, r *http.Reques
 
 // testEndpoint sends a test event to the path's endpoint, of clientID's
 // when it is not "", and answers what came of it. The send waits on the
-// endpoint, not the database: the request's database clock stands still
-// meanwhile, and it holds one of the places of TestSends, in partner's
-// share, which bound it in time.
+// endpoint, not the database: it is no database phase (OutsideDB), and it
+// holds one of the places of TestSends, in partner's share, which bound
+// it in time.
 func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID, partner string) {
 	var req struct {
 		State storelink.OrderState `json:"state"`
 	}
-	if err := decodeOptional(r, &req); err != nil {
+	r, err := decodeOptional(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -91,14 +94,18 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID, 
 		s.writeError(w, r, storelink.Errorf(storelink.EUNAVAILABLE, "This process sends no webhooks, so it cannot send a test."))
 		return
 	}
-	ctx, release, err := s.TestSends.Take(r.Context(), partner)
-	defer release()
+	var res *storelink.TestResult
+	r = OutsideDB(r, func(ctx context.Context) {
+		ctx, release, terr := s.TestSends.Take(ctx, partner)
+		defer release()
+		if err = terr; err == nil {
+			res = s.Tester.SendTest(ctx, job)
+		}
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var res *storelink.TestResult
-	OutsideDB(r, func() { res = s.Tester.SendTest(ctx, job) })
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -20,7 +20,8 @@ func (s *Server) checkURL(raw string) error {
 
 func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 	var n storelink.NewEndpoint
-	if err := decode(r, &n); err != nil {
+	r, err := decode(r, &n)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -44,7 +45,8 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
 	var p storelink.EndpointPatch
-	if err := decode(r, &p); err != nil {
+	r, err := decode(r, &p)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -74,7 +76,8 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Overlap string `json:"overlap,omitempty"`
 	}
-	if err := decodeOptional(r, &req); err != nil {
+	r, err := decodeOptional(r, &req)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
