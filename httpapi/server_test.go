@@ -97,7 +97,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Downloads: opt.downloads, TestSends: opt.testSends, DatabaseTimeout: opt.databaseTimeout,
 	}
 	if opt.uploads != nil {
-		deps.Uploads = opt.uploads(orders)
+		deps.Uploads = opt.uploads(orders.Uploads)
 	}
 	var webhooks *service.Services
 	if opt.webhooks != nil {
