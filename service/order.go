@@ -17,6 +17,15 @@ var (
 	_ storelink.EventService = (*Orders)(nil)
 )
 
+// soldStatuses are the statuses of the items whose units have left their
+// store: fulfilled, and returned after that. An item holds a unit of its
+// store's stock in force while its Reserving flag is set (storelink.Item),
+// which StockInForce counts: from its assignment until it is cancelled or,
+// once sold, until a feed row of its store and EAN applied after the sale
+// ends its reservation, as the row's quantity no longer holds the unit.
+// The feed's apply names these statuses to the driver; no driver names them.
+var soldStatuses = []storelink.ItemStatus{storelink.ItemFulfilled, storelink.ItemReturned}
+
 // Orders are the order calls, each of which writes the order's new state
 // and its event in one transaction, and the reads of orders and events.
 type Orders struct {
