@@ -141,12 +141,10 @@ func testStoreRows(e *env) {
 			e.t.Fatalf("DeleteStore = %v, %v for a store and none, want true, false", ok, missing)
 		}
 		must(e.t, tx.DeleteStoreStock(e.ctx, e.client.ID, "S1"))
-		stock, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA})
-		must(e.t, err)
-		if len(stock["S1"]) != 0 {
-			e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
-		}
 	})
+	if stock := e.stockInForce(eanA); len(stock["S1"]) != 0 {
+		e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
+	}
 }
 
 func testSessionRows(e *env) {
