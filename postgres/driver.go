@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 
-	"storelink"
 	"storelink/service"
 )
 
@@ -28,7 +27,7 @@ func NewDrivers(db *DB) service.Drivers {
 		SecretKeys: secretKeys{db},
 
 		// Orders, their events and idempotency keys.
-		Orders: d,
+		Orders: orders{db},
 
 		// Uploads, their files and the stock they write.
 		Uploads: d,
@@ -84,47 +83,6 @@ func (t *pgTx) Commit(ctx context.Context) error {
 func (t *pgTx) Rollback(ctx context.Context) error {
 	t.tx.rollback(ctx)
 	return nil
-}
-
-// LockRouting queues the client's routing lock, taken with the
-// transaction's next read and held until it ends: an advisory lock, since
-// the stock the transactions read is no one row to lock. One lock per
-// client, not per EAN: an order of 500 items would take 500 entries of
-// PostgreSQL's shared lock table, which a few such orders at once fill for
-// every session of the server; and the orders of one client wait for each
-// other on its event counter anyway, where per-EAN locks would add a second
-// queue, in which an order waits once per EAN, first come no longer first
-// served.
-func (t *pgTx) LockRouting(_ context.Context, clientID string) error {
-	t.tx.queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockRouting, clientID)
-	return nil
-}
-
-// LockOrderKey queues the lock of a client's idempotency key, taken with
-// the transaction's next read and held until it ends: an advisory lock,
-// since the key's row may not exist yet (the primary key would refuse a
-// second insert only at its end, after it had done all the work).
-func (t *pgTx) LockOrderKey(_ context.Context, clientID, key string) error {
-	t.tx.queue(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockOrderKey, clientID+" "+key)
-	return nil
-}
-
-// GetClient reads a client; the row is not locked, as no order call
-// changes a client.
-func (t *pgTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
-	c := &storelink.Client{}
-	err := t.tx.QueryRow(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
-	if err != nil {
-		return nil, noRow(err)
-	}
-	return c, nil
-}
-
-// StoreExists looks the store up as committed when the statement runs
-// (READ COMMITTED).
-func (t *pgTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
-	return found(exists(ctx, &t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
 }
 
 // noRow turns noRows into service.ErrNotFound.

@@ -30,24 +30,101 @@ const (
 		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq)
 		INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
 		SELECT $1, last_seq, $2, $3, $4, $5, $6 FROM c`
-	// insertDeliveriesSQL queues deliveries of the event just numbered:
-	// its number is the counter's last_seq, as this transaction left it.
+	// insertDeliveriesSQL queues deliveries of an event, with its number.
 	insertDeliveriesSQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
 		state, next_attempt_at, created_at, updated_at)
-		SELECT d.id, $3, (SELECT last_seq FROM event_counters WHERE client_id = $4), d.endpoint_id, $4, $5, $6, 'pending', $7, $7, $7
+		SELECT d.id, $3, (SELECT seq FROM events WHERE id = $3), d.endpoint_id, $4, $5, $6, $8, $7, $7, $7
 		FROM unnest($1::text[], $2::text[]) AS d (id, endpoint_id)`
+	// lockSQL takes an advisory lock until the transaction ends.
+	lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
 )
 
-// GetOrder reads an order in the transaction, without locking it.
-func (t *pgTx) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, t.tx.sendBatch, id, false)
+// orders is the driver of the order calls and of the reads of orders and
+// events, on the pool.
+type orders struct{ db *DB }
+
+var _ service.OrderDriver = orders{}
+
+// Begin starts a transaction at READ COMMITTED (each statement takes a new
+// snapshot, so a transaction that waited for a lock reads what the holder
+// committed) on a pipe: BEGIN and a call's locks and writes go with the
+// call's read, and the writes that InsertDeliveries and PutOrderKey are
+// given with COMMIT, so that an order call costs a round trip per read,
+// not per statement.
+func (d orders) Begin(ctx context.Context) (service.OrderTx, error) {
+	p, err := beginPipe(ctx, d.db.pool)
+	if err != nil {
+		return nil, err
+	}
+	return &ordersTx{tx: p, db: d.db, atCommit: &pgx.Batch{}}, nil
 }
 
-// GetOrderForUpdate reads an order with its row locked (FOR UPDATE) until
-// the transaction ends: with many writers, racing changes of one order wait
-// for each other here.
-func (t *pgTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, t.tx.sendBatch, id, true)
+// Transient tells deadlock victims and serialization failures: with many
+// writers these are expected and rare, and a fresh try avoids them.
+func (orders) Transient(err error) bool { return retryable(err) }
+
+// ordersTx is an order call's transaction.
+type ordersTx struct {
+	tx pipe
+	db *DB
+	// atCommit holds the writes that go with COMMIT.
+	atCommit *pgx.Batch
+	// wake: deliveries were inserted, the deliverers are told at commit.
+	wake bool
+}
+
+// Commit sends the writes kept for it with COMMIT, and then wakes the
+// deliverers of every process for the deliveries inserted (see DB.wake: a
+// NOTIFY sent from the transaction itself would make the commits of every
+// order call, in every process, wait for one another's flush).
+func (t *ordersTx) Commit(ctx context.Context) error {
+	t.tx.with(t.atCommit)
+	t.atCommit = &pgx.Batch{}
+	if err := t.tx.commit(ctx); err != nil {
+		return err // Rollback ends it
+	}
+	if t.wake {
+		t.db.wake(ChannelDeliveries)
+	}
+	return nil
+}
+
+// Rollback rolls back; after Commit it does nothing.
+func (t *ordersTx) Rollback(ctx context.Context) error {
+	t.tx.rollback(ctx)
+	return nil
+}
+
+// GetClient reads a client; the row is not locked, as no order call
+// changes a client.
+func (t *ordersTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+	c := &storelink.Client{}
+	err := t.tx.QueryRow(ctx, `SELECT id, partner_id, country_code, currency, created_at FROM clients WHERE id = $1`, id).
+		Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &c.CreatedAt)
+	if err != nil {
+		return nil, noRow(err)
+	}
+	return c, nil
+}
+
+// StoreExists looks the store up as committed when the statement runs
+// (READ COMMITTED).
+func (t *ordersTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
+	return found(exists(ctx, &t.tx, `SELECT 1 FROM stores WHERE client_id = $1 AND id = $2`, clientID, storeID))
+}
+
+// GetOrder reads an order in the transaction; for update, with its row
+// locked (FOR UPDATE) until the transaction ends: with many writers, racing
+// changes of one order wait for each other here.
+func (t *ordersTx) GetOrder(ctx context.Context, p service.GetOrderParams) (*storelink.Order, error) {
+	return loadOrder(ctx, t.tx.sendBatch, p.ID, p.ForUpdate)
+}
+
+// lock adds an advisory lock to go ahead of the call's read.
+func (t *ordersTx) lock(kind int, key string) {
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, kind, key)
+	t.tx.with(b)
 }
 
 // reservedSQL counts the units that order items hold reserved at the stock
@@ -67,7 +144,20 @@ const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i
 // when a young table's estimates make the client's rows look few. Stock
 // rows only ever exist for the client's stores; the stores are kept in the
 // query so that a deleted store's leftovers, if any, never route an order.
-func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
+//
+// Lock first takes the client's routing lock, in the same round trip: an
+// advisory lock, since the stock the transactions read is no one row to
+// lock. One lock per client, not per EAN: an order of 500 items would take
+// 500 entries of PostgreSQL's shared lock table, which a few such orders at
+// once fill for every session of the server; and the orders of one client
+// wait for each other on its event counter anyway, where per-EAN locks
+// would add a second queue, in which an order waits once per EAN, first
+// come no longer first served.
+func (t *ordersTx) StockInForce(ctx context.Context, p service.StockInForceParams) (storelink.StoreStock, error) {
+	clientID, storeID, eans := p.ClientID, p.StoreID, p.EANs
+	if p.Lock {
+		t.lock(lockRouting, clientID)
+	}
 	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
 		FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
 		CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
@@ -92,34 +182,47 @@ func (t *pgTx) StockInForce(ctx context.Context, clientID, storeID string, eans 
 	return out, rows.Err()
 }
 
-// InsertOrder queues the writes of a new order and its items, to go with
-// the transaction's next read or its COMMIT.
-func (t *pgTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
+// WriteOrder sends the writes of the order, its items and its event, and
+// then reads the client's enabled endpoints, in one round trip. Without an
+// event it sends the writes alone.
+func (t *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) ([]storelink.Endpoint, error) {
+	o := p.Order
 	b := &pgx.Batch{}
-	b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, o.CustomerBillingAddress,
-		o.DeliveryDetails, nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), o.CreatedAt, o.UpdatedAt)
-	for pos := range o.Items {
-		queueItem(b, o, pos)
+	if p.New {
+		b.Queue(insertOrderSQL, o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, o.CustomerBillingAddress,
+			o.DeliveryDetails, nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), o.CreatedAt, o.UpdatedAt)
+		for pos := range o.Items {
+			queueItem(b, o, pos)
+		}
+	} else {
+		b.Queue(updateOrderSQL, o.State, o.CustomerBillingAddress, o.DeliveryDetails,
+			nullString(o.ReassignedOrderID), o.UpdatedAt, o.ID)
+		for _, pos := range p.Inserted {
+			queueItem(b, o, pos)
+		}
+		for _, pos := range p.Updated {
+			it := o.Items[pos]
+			b.Queue(updateItemSQL, it.Status, it.CancellationReason, it.ReturnReasonCode,
+				it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
+		}
 	}
-	t.tx.queueBatch(b)
-	return nil
-}
-
-// UpdateOrder queues the writes of the order and of the items asked for.
-func (t *pgTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
-	b := &pgx.Batch{}
-	b.Queue(updateOrderSQL, o.State, o.CustomerBillingAddress, o.DeliveryDetails,
-		nullString(o.ReassignedOrderID), o.UpdatedAt, o.ID)
-	for _, pos := range inserted {
-		queueItem(b, o, pos)
+	ev := p.Event
+	if ev != nil {
+		b.Queue(insertEventSQL, o.ClientID, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), p.At)
 	}
-	for _, pos := range updated {
-		it := o.Items[pos]
-		b.Queue(updateItemSQL, it.Status, it.CancellationReason, it.ReturnReasonCode,
-			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID)
+	t.tx.with(b)
+	if ev == nil {
+		return nil, t.tx.send(ctx)
 	}
-	t.tx.queueBatch(b)
-	return nil
+	rows, err := t.tx.Query(ctx, `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled`, o.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
+		e := storelink.Endpoint{ClientID: o.ClientID, Enabled: true}
+		err := row.Scan(&e.ID, &e.States)
+		return e, err
+	})
 }
 
 func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
@@ -129,38 +232,18 @@ func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
 }
 
-// InsertEvent queues the event's numbering and write, to go with the
-// transaction's next read (EnabledEndpoints) or its COMMIT.
-func (t *pgTx) InsertEvent(_ context.Context, clientID string, ev *storelink.Event, at time.Time) error {
-	t.tx.queue(insertEventSQL, clientID, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), at)
-	return nil
-}
-
-// InsertDeliveries queues the deliveries' writes, to go with the COMMIT;
-// the deliverers of every process are woken once the transaction has
-// committed (Commit).
-func (t *pgTx) InsertDeliveries(_ context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
-	ids, endpoints := make([]string, len(ds)), make([]string, len(ds))
-	for i, d := range ds {
+// InsertDeliveries keeps the deliveries' writes for COMMIT; the
+// deliverers of every process are woken once the transaction has committed
+// (Commit).
+func (t *ordersTx) InsertDeliveries(_ context.Context, p service.InsertDeliveriesParams) error {
+	ids, endpoints := make([]string, len(p.Deliveries)), make([]string, len(p.Deliveries))
+	for i, d := range p.Deliveries {
 		ids[i], endpoints[i] = d.ID, d.EndpointID
 	}
-	t.tx.queue(insertDeliveriesSQL, ids, endpoints, ev.EventID, clientID, ev.OrderID, ev.State, at)
+	ev := p.Event
+	t.atCommit.Queue(insertDeliveriesSQL, ids, endpoints, ev.EventID, p.ClientID, ev.OrderID, ev.State, p.At, p.State)
 	t.wake = true
 	return nil
-}
-
-// EnabledEndpoints reads the client's enabled endpoints; their states are a
-// text array.
-func (t *pgTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled`, clientID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
-		e := storelink.Endpoint{ClientID: clientID, Enabled: true}
-		err := row.Scan(&e.ID, &e.States)
-		return e, err
-	})
 }
 
 func nullString(s string) any {
@@ -170,29 +253,34 @@ func nullString(s string) any {
 	return s
 }
 
-// GetOrderKey reads a remembered key; the caller holds its lock
-// (LockOrderKey), so a racing call with the key has committed or waits.
-func (t *pgTx) GetOrderKey(ctx context.Context, clientID, key string) (*storelink.OrderKey, error) {
-	k := &storelink.OrderKey{ClientID: clientID, Key: key}
+// GetOrderKey reads a remembered key. Lock first takes the key's lock, in
+// the same round trip, so that a racing call with the key has committed or
+// waits: an advisory lock, since the key's row may not exist yet (the
+// primary key would refuse a second insert only at its end, after it had
+// done all the work).
+func (t *ordersTx) GetOrderKey(ctx context.Context, p service.GetOrderKeyParams) (*storelink.OrderKey, error) {
+	if p.Lock {
+		t.lock(lockOrderKey, p.ClientID+" "+p.Key)
+	}
+	k := &storelink.OrderKey{ClientID: p.ClientID, Key: p.Key}
 	err := t.tx.QueryRow(ctx, `SELECT request_hash, order_id, created_at FROM order_keys WHERE client_id = $1 AND idempotency_key = $2`,
-		clientID, key).Scan(&k.RequestHash, &k.OrderID, &k.CreatedAt)
+		p.ClientID, p.Key).Scan(&k.RequestHash, &k.OrderID, &k.CreatedAt)
 	if err != nil {
 		return nil, noRow(err)
 	}
 	return k, nil
 }
 
-// PutOrderKey queues the deletion of expired keys and the write of k.
-// Expired rows another transaction holds are skipped (SKIP LOCKED), not
-// waited for.
-func (t *pgTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
-	b := &pgx.Batch{}
+// PutOrderKey keeps the deletion of expired keys and the write of k for
+// COMMIT. Expired rows another transaction holds are skipped (SKIP
+// LOCKED), not waited for.
+func (t *ordersTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
+	b := t.atCommit
 	b.Queue(`DELETE FROM order_keys WHERE (client_id, idempotency_key) IN (SELECT client_id, idempotency_key FROM order_keys
 		WHERE created_at <= $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, expired, sweep)
 	b.Queue(`INSERT INTO order_keys (client_id, idempotency_key, request_hash, order_id, created_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (client_id, idempotency_key) DO UPDATE SET
 		request_hash = excluded.request_hash, order_id = excluded.order_id, created_at = excluded.created_at`,
 		k.ClientID, k.Key, k.RequestHash, k.OrderID, k.CreatedAt)
-	t.tx.queueBatch(b)
 	return nil
 }

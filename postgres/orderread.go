@@ -12,9 +12,9 @@ import (
 
 const (
 	orderColumns = `id, client_id, order_number, store_id, state, billing, delivery, reassigned_from, reassigned_order_id, created_at, updated_at`
-	itemsSQL     = `SELECT item_id, ean, price, currency, article_number, marketplace_article_number,
-		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving
-		FROM order_items WHERE order_id = $1 ORDER BY pos`
+	itemColumns  = `item_id, ean, price, currency, article_number, marketplace_article_number,
+		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving`
+	itemsSQL = `SELECT ` + itemColumns + ` FROM order_items WHERE order_id = $1 ORDER BY pos`
 )
 
 // scanOrder reads an order's row; pgx decodes the jsonb addresses, NULL
@@ -70,26 +70,13 @@ func loadOrder(ctx context.Context, send func(context.Context, *pgx.Batch) error
 	return o, nil
 }
 
-func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
-	rows, err := q.Query(ctx, itemsSQL, o.ID)
-	if err != nil {
-		return err
-	}
-	o.Items, err = scanItems(rows)
-	return err
-}
-
 // scanItems reads the rows of itemsSQL and closes them; never nil.
 func scanItems(rows pgx.Rows) ([]storelink.Item, error) {
 	defer rows.Close()
 	items := []storelink.Item{}
 	for rows.Next() {
-		var it storelink.Item
-		// pgx converts to and from the domain's named types, and NULL to a
-		// nil reason code.
-		if err := rows.Scan(&it.ItemID, &it.EAN, &it.Price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
-			&it.ArticleLocation, &it.Status, &it.CancellationReason, &it.ReturnReasonCode, &it.ReturnLocation,
-			&it.ReturnStoreID, &it.Reserving); err != nil {
+		it, err := scanItem(rows)
+		if err != nil {
 			return nil, err
 		}
 		items = append(items, it)
@@ -97,13 +84,24 @@ func scanItems(rows pgx.Rows) ([]storelink.Item, error) {
 	return items, rows.Err()
 }
 
+// scanItem reads a row of itemColumns, after the columns of lead when
+// there are any. pgx converts to and from the domain's named types, and
+// NULL to a nil reason code.
+func scanItem(rows pgx.Rows, lead ...any) (storelink.Item, error) {
+	var it storelink.Item
+	err := rows.Scan(append(lead, &it.ItemID, &it.EAN, &it.Price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
+		&it.ArticleLocation, &it.Status, &it.CancellationReason, &it.ReturnReasonCode, &it.ReturnLocation,
+		&it.ReturnStoreID, &it.Reserving)...)
+	return it, err
+}
+
 // GetOrder reads an order on the pool, locking nothing.
-func (d *Driver) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
+func (d orders) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
 	return loadOrder(ctx, d.db.sendBatch, id, false)
 }
 
 // ListOrders reads the orders that f selects, then the items of each.
-func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+func (d orders) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
 	var a args
 	q := `SELECT ` + orderColumns + ` FROM orders WHERE true`
 	for _, c := range []struct{ col, v string }{{"client_id", f.ClientID}, {"order_number", f.OrderNumber}, {"state", string(f.State)}} {
@@ -132,27 +130,51 @@ func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]sto
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if err := loadItems(ctx, d.db.pool, &out[i]); err != nil {
-			return nil, err
-		}
+	return out, loadPageItems(ctx, d.db.pool, out)
+}
+
+// loadPageItems reads the items of a page of orders in one query: a seek of
+// order_items_order per order.
+func loadPageItems(ctx context.Context, q querier, page []storelink.Order) error {
+	if len(page) == 0 {
+		return nil
 	}
-	return out, nil
+	ids := make([]string, len(page))
+	at := make(map[string]int, len(page))
+	for i := range page {
+		ids[i], at[page[i].ID] = page[i].ID, i
+		page[i].Items = []storelink.Item{}
+	}
+	rows, err := q.Query(ctx, `SELECT order_id, `+itemColumns+` FROM order_items WHERE order_id = ANY($1) ORDER BY order_id, pos`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var orderID string
+		it, err := scanItem(rows, &orderID)
+		if err != nil {
+			return err
+		}
+		o := &page[at[orderID]]
+		o.Items = append(o.Items, it)
+	}
+	return rows.Err()
 }
 
 // OrderExists looks the order up; an id PostgreSQL cannot store names none.
-func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
+func (d orders) OrderExists(ctx context.Context, id string) (bool, error) {
 	return found(exists(ctx, d.db.pool, `SELECT 1 FROM orders WHERE id = $1`, id))
 }
 
 // ListOrderEvents reads an order's events by number.
-func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
+func (d orders) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.pool, `order_id = $1 ORDER BY seq`, orderID)
 }
 
 // ListEvents reads a client's events by their number, which follows commit
 // order (see insertEventSQL).
-func (d *Driver) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
+func (d orders) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, clientID, after, limit)
 }
 

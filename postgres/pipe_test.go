@@ -14,14 +14,16 @@ import (
 	"storelink/service"
 )
 
-// TestPipedTransactions: an order transaction queues its writes and locks
-// and sends them with its next read or its COMMIT. What the queue must not
-// change: a failed write fails the transaction, and is never taken for the
-// next read's answer; a read that finds nothing leaves the transaction
-// usable; a read sees the writes queued before it; nothing runs once the
-// transaction has ended.
+// TestPipedTransactions: an order transaction sends a call's locks and
+// writes with its read, and the writes kept for COMMIT with it. What that
+// must not change: a failed write fails the call that sent it, and is never
+// taken for a read's answer; a read that finds nothing leaves the
+// transaction usable; a read sees the writes sent before it; the writes
+// kept for COMMIT are committed with it; nothing runs once the transaction
+// has ended.
 func TestPipedTransactions(t *testing.T) {
-	_, _, d, client := pipeEnv(t)
+	_, _, ds, client := pipeEnv(t)
+	d := ds.Orders
 	ctx := context.Background()
 	order := func(number string) *storelink.Order {
 		now := time.Now().UTC().Truncate(time.Millisecond)
@@ -30,20 +32,24 @@ func TestPipedTransactions(t *testing.T) {
 				Price: 100, Currency: "EUR", ArticleNumber: "A", MarketplaceArticleNumber: "M", Status: storelink.ItemAssigned,
 				Reserving: true}}, CreatedAt: now, UpdatedAt: now}
 	}
-	begin := func() service.Tx {
+	begin := func() service.OrderTx {
 		tx, err := d.Begin(ctx)
 		must(t, err)
 		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 		return tx
 	}
+	write := func(tx service.OrderTx, o *storelink.Order) error {
+		_, err := tx.WriteOrder(ctx, service.WriteOrderParams{Order: o, New: true})
+		return err
+	}
 
 	// A write PostgreSQL refuses (a NUL byte, as "not found" is told for a
-	// lookup's key) fails the read it went with, not as "no such store".
+	// lookup's key) fails the call that sent it, not as "no such row", and
+	// the transaction with it.
 	bad := order("N-\x00")
 	tx := begin()
-	must(t, tx.InsertOrder(ctx, bad))
-	if ok, err := tx.StoreExists(ctx, client, "S1"); err == nil {
-		t.Fatalf("StoreExists after a refused write = %v, nil; want the write's error", ok)
+	if err := write(tx, bad); err == nil || errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("WriteOrder of a refused write = %v; want the write's error", err)
 	}
 	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("Commit after a refused write succeeded")
@@ -53,36 +59,35 @@ func TestPipedTransactions(t *testing.T) {
 		t.Fatalf("order of the failed transaction: %v; want none", err)
 	}
 
-	// A lookup that finds nothing, then a write read back and committed.
+	// A lookup that finds nothing, then a write read back and committed,
+	// with the key kept for COMMIT.
 	good := order("N-1")
 	tx = begin()
-	must(t, tx.LockOrderKey(ctx, client, "k"))
-	if _, err := tx.GetOrderKey(ctx, client, "k"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := tx.GetOrderKey(ctx, service.GetOrderKeyParams{ClientID: client, Key: "k", Lock: true}); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("GetOrderKey of a key never written: %v; want ErrNotFound", err)
 	}
-	must(t, tx.InsertOrder(ctx, good))
-	if got, err := tx.GetOrder(ctx, good.ID); err != nil || got.OrderNumber != "N-1" || len(got.Items) != 1 {
-		t.Fatalf("GetOrder of the order queued before it = %+v, %v; want it with its item", got, err)
+	must(t, write(tx, good))
+	if got, err := tx.GetOrder(ctx, service.GetOrderParams{ID: good.ID}); err != nil || got.OrderNumber != "N-1" || len(got.Items) != 1 {
+		t.Fatalf("GetOrder of the order written before it = %+v, %v; want it with its item", got, err)
 	}
 	if _, err := d.GetOrder(ctx, good.ID); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("the order is seen outside its transaction before the commit: %v", err)
 	}
+	at := good.CreatedAt
+	must(t, tx.PutOrderKey(ctx, storelink.OrderKey{ClientID: client, Key: "k", RequestHash: []byte("h"), OrderID: good.ID, CreatedAt: at},
+		at.Add(-time.Hour), 1))
 	must(t, tx.Commit(ctx))
 	if got, err := d.GetOrder(ctx, good.ID); err != nil || got.OrderNumber != "N-1" {
 		t.Fatalf("GetOrder after the commit = %+v, %v", got, err)
 	}
-	if _, err := tx.GetOrder(ctx, good.ID); err == nil {
+	if _, err := tx.GetOrder(ctx, service.GetOrderParams{ID: good.ID}); err == nil {
 		t.Fatal("a read in a committed transaction succeeded")
 	}
-
-	// A write queued and never followed by a read goes with the COMMIT.
-	last := order("N-2")
 	tx = begin()
-	must(t, tx.InsertOrder(ctx, last))
-	must(t, tx.Commit(ctx))
-	if _, err := d.GetOrder(ctx, last.ID); err != nil {
-		t.Fatalf("order queued before the commit: %v", err)
+	if k, err := tx.GetOrderKey(ctx, service.GetOrderKeyParams{ClientID: client, Key: "k"}); err != nil || k.OrderID != good.ID {
+		t.Fatalf("key kept for the commit = %+v, %v; want it written", k, err)
 	}
+	must(t, tx.Rollback(ctx))
 }
 
 // eventOf is an order of the client at store S1 with no items, and its
@@ -120,14 +125,14 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	for _, deleteFirst := range []bool{true, false} {
-		_, svc, d, client := pipeEnv(t)
+		_, svc, ds, client := pipeEnv(t)
 		gone, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://gone.test/"}, secret)
 		must(t, err)
 		kept, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://kept.test/"}, secret)
 		must(t, err)
 		o, ev := eventOf(client, "N-1")
 
-		del, err := d.Begin(ctx)
+		del, err := ds.Webhooks.Begin(ctx)
 		must(t, err)
 		defer del.Rollback(ctx)
 		deleteEndpoint := func() {
@@ -146,26 +151,21 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			done <- func() error {
-				tx, err := d.Begin(ctx)
+				tx, err := ds.Orders.Begin(ctx)
 				if err != nil {
 					return err
 				}
 				defer tx.Rollback(ctx)
-				if err := tx.InsertOrder(ctx, o); err != nil {
-					return err
-				}
-				if err := tx.InsertEvent(ctx, client, ev, o.CreatedAt); err != nil {
-					return err
-				}
-				eps, err := tx.EnabledEndpoints(ctx, client)
+				eps, err := tx.WriteOrder(ctx, service.WriteOrderParams{Order: o, New: true, Event: ev, At: o.CreatedAt})
 				if err != nil {
 					return err
 				}
-				var ds []service.NewDelivery
+				var nds []service.NewDelivery
 				for _, e := range eps {
-					ds = append(ds, service.NewDelivery{ID: storelink.NewID(o.CreatedAt), EndpointID: e.ID})
+					nds = append(nds, service.NewDelivery{ID: storelink.NewID(o.CreatedAt), EndpointID: e.ID})
 				}
-				if err := tx.InsertDeliveries(ctx, client, ev, o.CreatedAt, ds); err != nil {
+				if err := tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: ev, At: o.CreatedAt,
+					State: storelink.DeliveryPending, Deliveries: nds}); err != nil {
 					return err
 				}
 				return tx.Commit(ctx)
@@ -202,7 +202,7 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 // client's events) decide where the event goes: an endpoint created or
 // enabled meanwhile gets it, one that no longer wants its state does not.
 func TestEndpointChangedWhileOrderWaits(t *testing.T) {
-	_, svc, d, client := pipeEnv(t)
+	_, svc, ds, client := pipeEnv(t)
 	ctx := context.Background()
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	e1, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
@@ -213,7 +213,7 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	_, err = svc.Webhooks.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &off})
 	must(t, err)
 
-	h, err := d.Begin(ctx) // another order's event
+	h, err := ds.Webhooks.Begin(ctx) // another order's event
 	must(t, err)
 	defer h.Rollback(ctx)
 	must(t, h.LockClientEvents(ctx, client))
@@ -250,18 +250,19 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 // its event's, with two events in one transaction (a cancellation that
 // hands items to another store writes two).
 func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
-	dbURL, svc, d, client := pipeEnv(t)
+	dbURL, svc, ds, client := pipeEnv(t)
 	ctx := context.Background()
 	ep, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	must(t, err)
 	for range 3 {
-		tx, err := d.Begin(ctx)
+		tx, err := ds.Orders.Begin(ctx)
 		must(t, err)
 		for _, n := range []string{"A", "B"} {
 			o, ev := eventOf(client, n)
-			must(t, tx.InsertOrder(ctx, o))
-			must(t, tx.InsertEvent(ctx, client, ev, o.CreatedAt))
-			must(t, tx.InsertDeliveries(ctx, client, ev, o.CreatedAt, []service.NewDelivery{{ID: storelink.NewID(o.CreatedAt), EndpointID: ep.ID}}))
+			_, err := tx.WriteOrder(ctx, service.WriteOrderParams{Order: o, New: true, Event: ev, At: o.CreatedAt})
+			must(t, err)
+			must(t, tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: ev, At: o.CreatedAt,
+				State: storelink.DeliveryPending, Deliveries: []service.NewDelivery{{ID: storelink.NewID(o.CreatedAt), EndpointID: ep.ID}}}))
 		}
 		must(t, tx.Commit(ctx))
 	}
@@ -277,10 +278,10 @@ func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
 }
 
 // pipeEnv opens a database in a schema of its own, with its services, its
-// driver and a client with store S1.
-func pipeEnv(t *testing.T) (dbURL string, svc *service.Services, d *postgres.Driver, client string) {
+// drivers and a client with store S1.
+func pipeEnv(t *testing.T) (dbURL string, svc *service.Services, ds service.Drivers, client string) {
 	dbURL = newSchema(t)
 	db := openDB(t, dbURL, time.Now)
 	svc = services(db)
-	return dbURL, svc, postgres.NewDriver(db), setup(t, svc, 1)[0]
+	return dbURL, svc, postgres.NewDrivers(db), setup(t, svc, 1)[0]
 }

@@ -21,9 +21,10 @@ import (
 // meanwhile, round trips are most of what a call costs both storelink and
 // PostgreSQL.
 //
-// Exec, Query and QueryRow send what is queued with their statement; a
-// statement that queue holds fails, if it does, in the send that carries
-// it, as a queuedError.
+// Exec, Query and QueryRow send what is queued with their statement. The
+// statements that with adds are the sending call's own, and so are their
+// errors; one that queueBatch adds fails, if it does, in the send that
+// carries it, as a queuedError.
 type pipe struct {
 	conn *pgxpool.Conn
 	b    *pgx.Batch // queued and not yet sent
@@ -44,12 +45,6 @@ func beginPipe(ctx context.Context, pool *pgxpool.Pool) (pipe, error) {
 	return p, nil
 }
 
-// queue adds a statement whose answer is not needed, to go with the next
-// send. Its error, should it fail there, is a queuedError.
-func (p *pipe) queue(sql string, args ...any) {
-	p.b.Queue(sql, args...).Fn = execQueued
-}
-
 // queueBatch adds the statements of b, which have no callbacks, to go with
 // the next send.
 func (p *pipe) queueBatch(b *pgx.Batch) {
@@ -57,6 +52,13 @@ func (p *pipe) queueBatch(b *pgx.Batch) {
 		q.Fn = execQueued
 		p.b.QueuedQueries = append(p.b.QueuedQueries, q)
 	}
+}
+
+// with adds the statements of b, which have no callbacks, to go with the
+// next send as part of the call that sends it: their errors are that
+// call's own.
+func (p *pipe) with(b *pgx.Batch) {
+	p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...)
 }
 
 func execQueued(br pgx.BatchResults) error {

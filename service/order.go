@@ -17,17 +17,26 @@ var (
 	_ storelink.EventService = (*Orders)(nil)
 )
 
+// soldStatuses are the statuses of the items whose units have left their
+// store: fulfilled, and returned after that. An item holds a unit of its
+// store's stock in force while its Reserving flag is set (storelink.Item),
+// which StockInForce counts: from its assignment until it is cancelled or,
+// once sold, until a feed row of its store and EAN applied after the sale
+// ends its reservation, as the row's quantity no longer holds the unit.
+// The feed's apply names these statuses to the driver; no driver names them.
+var soldStatuses = []storelink.ItemStatus{storelink.ItemFulfilled, storelink.ItemReturned}
+
 // Orders are the order calls, each of which writes the order's new state
 // and its event in one transaction, and the reads of orders and events.
 type Orders struct {
 	config
-	d Driver
+	d OrderDriver
 }
 
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
 func (s *Orders) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateOrder, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
 		stock, err := routingStock(ctx, tx, c.ID, n.StoreID, needs)
 		if err != nil {
@@ -51,7 +60,7 @@ func (s *Orders) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storel
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 // It reserves nothing, so it takes no routing lock.
 func (s *Orders) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
 		if err != nil {
 			return nil, nil, err
@@ -76,13 +85,13 @@ func (s *Orders) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder)
 // key. The key's lock is taken before build runs, and so before the routing
 // lock that build may take (routingStock): the two never deadlock.
 func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call string,
-	build func(tx Tx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
+	build func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
 	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
 	var o *storelink.Order
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx OrderTx) error {
 		o = nil // inTx may run this again
 		c, err := tx.GetClient(ctx, n.ClientID)
 		if errors.Is(err, ErrNotFound) {
@@ -91,9 +100,6 @@ func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call str
 			return err
 		}
 		if n.IdempotencyKey != "" {
-			if err := tx.LockOrderKey(ctx, c.ID, n.IdempotencyKey); err != nil {
-				return err
-			}
 			if o, err = s.replay(ctx, tx, c.ID, n.IdempotencyKey, hash); err != nil || o != nil {
 				return err
 			}
@@ -117,13 +123,13 @@ func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call str
 	return o, nil
 }
 
-// replay looks the client's key up, under its lock. It returns the order
+// replay takes the lock of the client's key and looks the key up. It returns the order
 // the key stands for when the key is live and hash is the request that
 // brought it, the error of Replays when hash is another request, and nil,
 // nil when the key is not remembered (never seen, or expired): then the
 // call goes ahead.
-func (s *Orders) replay(ctx context.Context, tx Tx, clientID, key string, hash []byte) (*storelink.Order, error) {
-	k, err := tx.GetOrderKey(ctx, clientID, key)
+func (s *Orders) replay(ctx context.Context, tx OrderTx, clientID, key string, hash []byte) (*storelink.Order, error) {
+	k, err := tx.GetOrderKey(ctx, GetOrderKeyParams{ClientID: clientID, Key: key, Lock: true})
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
@@ -135,7 +141,7 @@ func (s *Orders) replay(ctx context.Context, tx Tx, clientID, key string, hash [
 	if err := k.Replays(hash); err != nil {
 		return nil, err
 	}
-	o, err := tx.GetOrder(ctx, k.OrderID)
+	o, err := tx.GetOrder(ctx, GetOrderParams{ID: k.OrderID})
 	if err != nil {
 		return nil, fmt.Errorf("load order %s of an idempotency key: %w", k.OrderID, err)
 	}
@@ -148,7 +154,7 @@ func (s *Orders) replay(ctx context.Context, tx Tx, clientID, key string, hash [
 // calls that add keys keep the table to about a day's worth of them. An
 // existing row of the key can only be an expired one (a live one is
 // replayed instead): the key starts afresh.
-func rememberKey(ctx context.Context, tx Tx, k storelink.OrderKey) error {
+func rememberKey(ctx context.Context, tx OrderTx, k storelink.OrderKey) error {
 	if err := tx.PutOrderKey(ctx, k, k.CreatedAt.Add(-storelink.IdempotencyKeyTTL), storelink.KeySweep); err != nil {
 		return fmt.Errorf("save idempotency key of order %s: %w", k.OrderID, err)
 	}
@@ -156,60 +162,57 @@ func rememberKey(ctx context.Context, tx Tx, k storelink.OrderKey) error {
 }
 
 // stockInForce reads the stock in force of the EANs that an order needs.
-func stockInForce(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
-	stock, err := tx.StockInForce(ctx, clientID, storeID, slices.Collect(maps.Keys(needs)))
+func stockInForce(ctx context.Context, tx OrderTx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
+	return readStock(ctx, tx, StockInForceParams{ClientID: clientID, StoreID: storeID, EANs: slices.Collect(maps.Keys(needs))})
+}
+
+// routingStock takes the client's routing lock and then reads the stock in
+// force of the EANs that an order needs, to reserve some of it: until the
+// transaction ends, no other counts the units it finds free.
+func routingStock(ctx context.Context, tx OrderTx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
+	return readStock(ctx, tx, StockInForceParams{ClientID: clientID, StoreID: storeID, EANs: slices.Collect(maps.Keys(needs)), Lock: true})
+}
+
+func readStock(ctx context.Context, tx OrderTx, p StockInForceParams) (storelink.StoreStock, error) {
+	stock, err := tx.StockInForce(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("read stock in force: %w", err)
 	}
 	return stock, nil
 }
 
-// routingStock takes the client's routing lock and then reads the stock in
-// force of the EANs that an order needs, to reserve some of it: until the
-// transaction ends, no other counts the units it finds free.
-func routingStock(ctx context.Context, tx Tx, clientID, storeID string, needs map[string]int) (storelink.StoreStock, error) {
-	if err := tx.LockRouting(ctx, clientID); err != nil {
-		return nil, fmt.Errorf("take routing lock: %w", err)
-	}
-	return stockInForce(ctx, tx, clientID, storeID, needs)
-}
-
 // insertOrder writes a new order and its items, then its event: in this
 // order, inside the caller's transaction, so that neither is ever without
 // the other.
-func insertOrder(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
-	if err := tx.InsertOrder(ctx, o); err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
-	}
-	return insertEvent(ctx, tx, o, ev, now)
+func insertOrder(ctx context.Context, tx OrderTx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
+	return writeOrder(ctx, tx, WriteOrderParams{Order: o, New: true, Event: ev, At: now})
 }
 
-// insertEvent writes the event of an order and, with it, a delivery for
-// every endpoint of the client that wants its state: an event that exists
-// is always delivered. The endpoints are read after the event is numbered,
-// with the client's events locked: an endpoint operation that holds them
-// (DeleteEndpoint) has committed before, or waits until this transaction
-// has, and every endpoint change committed before the event was numbered
-// is seen.
-func insertEvent(ctx context.Context, tx Tx, o *storelink.Order, ev *storelink.Event, now time.Time) error {
-	if err := tx.InsertEvent(ctx, o.ClientID, ev, now); err != nil {
-		return fmt.Errorf("write event of order %s: %w", o.ID, err)
-	}
-	endpoints, err := tx.EnabledEndpoints(ctx, o.ClientID)
+// writeOrder writes an order and its event and, with them, a delivery
+// for every endpoint of the client that wants the event's state: an event
+// that exists is always delivered. The endpoints are read after the event
+// is numbered, with the client's events locked: an endpoint operation that
+// holds them (DeleteEndpoint) has committed before, or waits until this
+// transaction has, and every endpoint change committed before the event was
+// numbered is seen.
+func writeOrder(ctx context.Context, tx OrderTx, p WriteOrderParams) error {
+	endpoints, err := tx.WriteOrder(ctx, p)
 	if err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
+		return fmt.Errorf("save order %s and its event: %w", p.Order.ID, err)
 	}
 	var ds []NewDelivery
 	for _, e := range endpoints {
-		if e.Wants(ev.State) {
-			ds = append(ds, NewDelivery{ID: storelink.NewID(now), EndpointID: e.ID})
+		if e.Wants(p.Event.State) {
+			ds = append(ds, NewDelivery{ID: storelink.NewID(p.At), EndpointID: e.ID})
 		}
 	}
 	if len(ds) == 0 {
 		return nil
 	}
-	if err := tx.InsertDeliveries(ctx, o.ClientID, ev, now, ds); err != nil {
-		return fmt.Errorf("queue deliveries of event %s: %w", ev.EventID, err)
+	err = tx.InsertDeliveries(ctx, InsertDeliveriesParams{ClientID: p.Order.ClientID, Event: p.Event, At: p.At,
+		State: storelink.DeliveryPending, Deliveries: ds})
+	if err != nil {
+		return fmt.Errorf("queue deliveries of event %s: %w", p.Event.EventID, err)
 	}
 	return nil
 }

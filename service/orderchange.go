@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 // CancelOrder cancels an assigned order and, when asked, hands the items
 // cancelled for stock reasons to another store that has them.
 func (s *Orders) CancelOrder(ctx context.Context, id string, r storelink.CancelRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
+	return s.changeOrder(ctx, id, func(tx OrderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, again, err := o.Cancel(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
@@ -43,7 +42,7 @@ func (s *Orders) CancelOrder(ctx context.Context, id string, r storelink.CancelR
 
 // FulfilOrder fulfils an assigned order.
 func (s *Orders) FulfilOrder(ctx context.Context, id string, r storelink.FulfilRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
+	return s.changeOrder(ctx, id, func(tx OrderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.Fulfil(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
@@ -54,7 +53,7 @@ func (s *Orders) FulfilOrder(ctx context.Context, id string, r storelink.FulfilR
 
 // ReturnItems records items of a store-fulfilled order coming back.
 func (s *Orders) ReturnItems(ctx context.Context, id string, r storelink.ReturnRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
+	return s.changeOrder(ctx, id, func(tx OrderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		var lookupErr error
 		storeExists := func(store string) bool {
 			ok, err := tx.StoreExists(ctx, o.ClientID, store)
@@ -75,7 +74,7 @@ func (s *Orders) ReturnItems(ctx context.Context, id string, r storelink.ReturnR
 
 // WarehouseReturn records items of a warehouse-fulfilled order coming back.
 func (s *Orders) WarehouseReturn(ctx context.Context, id string, r storelink.WarehouseReturnRequest) (*storelink.Order, error) {
-	return s.changeOrder(ctx, id, func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error {
+	return s.changeOrder(ctx, id, func(tx OrderTx, o *storelink.Order, was []storelink.Item, now time.Time) error {
 		ev, err := o.WarehouseReturn(r, storelink.NewID(now), now)
 		if err != nil {
 			return err
@@ -86,11 +85,11 @@ func (s *Orders) WarehouseReturn(ctx context.Context, id string, r storelink.War
 
 // changeOrder loads an order for update, lets fn change it (fn writes the
 // order and its events, given the items as they were read), and commits.
-func (s *Orders) changeOrder(ctx context.Context, id string, fn func(tx Tx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
+func (s *Orders) changeOrder(ctx context.Context, id string, fn func(tx OrderTx, o *storelink.Order, was []storelink.Item, now time.Time) error) (*storelink.Order, error) {
 	var o *storelink.Order
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx OrderTx) error {
 		var err error
-		if o, err = tx.GetOrderForUpdate(ctx, id); err != nil {
+		if o, err = tx.GetOrder(ctx, GetOrderParams{ID: id, ForUpdate: true}); err != nil {
 			return orderNotFound(err, id)
 		}
 		return fn(tx, o, slices.Clone(o.Items), s.now())
@@ -105,7 +104,7 @@ func (s *Orders) changeOrder(ctx context.Context, id string, fn func(tx Tx, o *s
 // are new or differ from was (the items as they were read), then the event.
 // Items an order call did not touch are not written again: a return of one
 // item of three writes one.
-func updateOrder(ctx context.Context, tx Tx, o *storelink.Order, was []storelink.Item, ev *storelink.Event, now time.Time) error {
+func updateOrder(ctx context.Context, tx OrderTx, o *storelink.Order, was []storelink.Item, ev *storelink.Event, now time.Time) error {
 	var inserted, updated []int
 	for pos, it := range o.Items {
 		i := slices.IndexFunc(was, func(w storelink.Item) bool { return w.ItemID == it.ItemID })
@@ -116,13 +115,10 @@ func updateOrder(ctx context.Context, tx Tx, o *storelink.Order, was []storelink
 			updated = append(updated, pos)
 		}
 	}
-	if err := tx.UpdateOrder(ctx, o, inserted, updated); err != nil {
-		return fmt.Errorf("save order %s: %w", o.ID, err)
-	}
-	return insertEvent(ctx, tx, o, ev, now)
+	return writeOrder(ctx, tx, WriteOrderParams{Order: o, Inserted: inserted, Updated: updated, Event: ev, At: now})
 }
 
-// itemChanged tells whether an order call changed a field that UpdateOrder
+// itemChanged tells whether an order call changed a field that WriteOrder
 // writes; the others never change once an item exists.
 func itemChanged(a, b storelink.Item) bool {
 	return a.Status != b.Status || a.CancellationReason != b.CancellationReason ||

@@ -33,7 +33,7 @@ func NewDrivers(db *DB) service.Drivers {
 		SecretKeys: secretKeys{db},
 
 		// Orders, their events and idempotency keys.
-		Orders: d,
+		Orders: orders{db},
 
 		// Uploads, their files and the stock they write.
 		Uploads: d,
@@ -54,23 +54,28 @@ func (d *Driver) Transient(error) bool { return false }
 // the other writers (uploads, the background loops) while they keep coming.
 const orderHold = 10 * time.Millisecond
 
-// Begin starts a write transaction of its own, on the write connection.
-//
-// Order calls take their turn first come first served: the write pool hands
-// its one connection to a random waiter (database/sql), so under load an
-// unlucky call would wait behind any number of later ones. And the transaction whose turn it is hands the
-// connection straight on to the next order call waiting, for up to
-// orderHold, instead of back to the pool: there the background loops, which
-// every order call wakes, would win it about as often as the order calls
-// and run a (mostly empty) claim transaction between any two of them.
+// Begin starts a write transaction of its own, on the write connection
+// (beginWrite).
 func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
-	db := d.db
-	// The turn is waited for even when ctx ends meanwhile: a call counted
-	// as waiting must take its turn, or the connection kept for it would
-	// never go back to the pool.
-	db.orderWaiting.Add(1)
-	db.orderTurn <- struct{}{}
-	db.orderWaiting.Add(-1)
+	return d.db.beginWrite(ctx)
+}
+
+// beginWrite starts a write transaction of the services on the write
+// connection, or returns ctx's error if ctx ends first.
+//
+// The transactions take their turn first come first served (turn): the
+// write pool hands its one connection to a random waiter (database/sql), so
+// under load an unlucky call would wait behind any number of later ones.
+// And the transaction whose turn it is hands the connection straight on to
+// the next one waiting, for up to orderHold, instead of back to the pool:
+// there the background loops, which every order call wakes, would win it
+// about as often as the order calls and run a (mostly empty) claim
+// transaction between any two of them. This is a matter of the driver's
+// speed alone: a transaction begun sees and does the same either way.
+func (db *DB) beginWrite(ctx context.Context) (*writeTx, error) {
+	if err := db.orderTurn.take(ctx); err != nil {
+		return nil, err
+	}
 	tx := &writeTx{db: db}
 	if err := ctx.Err(); err != nil {
 		tx.end(true)
@@ -93,8 +98,8 @@ func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
 	return tx, nil
 }
 
-// writeTx is a transaction begun by Driver.Begin: it holds the order calls'
-// turn until it ends.
+// writeTx is a transaction begun by beginWrite: it holds the turn until
+// it ends.
 type writeTx struct {
 	orderTx
 	db *DB
@@ -110,11 +115,11 @@ type writeTx struct {
 func (tx *writeTx) end(failed bool) {
 	db := tx.db
 	tx.done = true
-	if db.orderConn != nil && (failed || db.orderWaiting.Load() == 0 || time.Since(db.orderSince) > orderHold) {
+	if db.orderConn != nil && (failed || db.orderTurn.waiting() == 0 || time.Since(db.orderSince) > orderHold) {
 		db.orderConn.Close() // back to the pool
 		db.orderConn = nil
 	}
-	<-db.orderTurn
+	db.orderTurn.give()
 }
 
 // Commit commits and gives the turn back.

@@ -44,14 +44,14 @@ const (
 	// of an item that an order call can change.
 	updateItemSQL = `UPDATE order_items SET status = ?, cancellation_reason = ?, return_reason_code = ?,
 		return_location = ?, return_store_id = ?, reserving = ? WHERE item_id = ?`
-	insertEventSQL = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
-	orderSQL       = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
-	itemsSQL       = `SELECT item_id, ean, price, currency, article_number, marketplace_article_number,
-		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving
-		FROM order_items WHERE order_id = ? ORDER BY pos`
+	insertEventSQL    = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	orderSQL          = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
+	itemsSQL          = `SELECT ` + itemColumns + ` FROM order_items WHERE order_id = ? ORDER BY pos`
 	endpointStatesSQL = `SELECT id, states FROM endpoints WHERE client_id = ? AND enabled = 1`
 	insertDeliverySQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
-		state, next_attempt_at, created_at, updated_at) VALUES (?, ?, (SELECT seq FROM events WHERE id = ?), ?, ?, ?, ?, 'pending', ?, ?, ?)`
+		state, next_attempt_at, created_at, updated_at) VALUES (?, ?, (SELECT seq FROM events WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`
+	itemColumns = `item_id, ean, price, currency, article_number, marketplace_article_number,
+		article_location, status, cancellation_reason, return_reason_code, return_location, return_store_id, reserving`
 	orderColumns = `id, client_id, order_number, store_id, state, billing, delivery, reassigned_from, reassigned_order_id, created_at, updated_at`
 )
 
@@ -59,11 +59,70 @@ var orderStatements = append([]string{storeExistsSQL, clientSQL, stockInForceSQL
 	updateOrderSQL, insertItemSQL, updateItemSQL, insertEventSQL, orderSQL, itemsSQL, endpointStatesSQL, insertDeliverySQL},
 	orderKeyStatements...)
 
+// orders is the driver of the order calls and of the reads of orders and
+// events.
+type orders struct{ db *DB }
+
+var _ service.OrderDriver = orders{}
+
+// Begin starts a write transaction on the write connection (beginWrite).
+func (d orders) Begin(ctx context.Context) (service.OrderTx, error) {
+	w, err := d.db.beginWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ordersTx{w: w}, nil
+}
+
+// Transient is always false: with one writer no transaction is ever a
+// deadlock's victim.
+func (orders) Transient(error) bool { return false }
+
+// ordersTx is an order call's transaction. The rows it reads it reads at
+// once; the deliveries and the idempotency key it is given it writes at
+// Commit.
+type ordersTx struct {
+	w          *writeTx
+	deliveries []service.InsertDeliveriesParams
+	keys       []putKey
+}
+
+// putKey is a PutOrderKey kept until Commit.
+type putKey struct {
+	k       storelink.OrderKey
+	expired time.Time
+	sweep   int
+}
+
+// Commit writes the deliveries and keys it was given, then commits and
+// gives the turn back. After an error the transaction is still open:
+// Rollback ends it.
+func (tx *ordersTx) Commit(ctx context.Context) error {
+	if tx.w.done {
+		return errors.New("commit of an ended transaction")
+	}
+	for _, p := range tx.deliveries {
+		if err := tx.insertDeliveries(ctx, p); err != nil {
+			return fmt.Errorf("queue deliveries of event %s: %w", p.Event.EventID, err)
+		}
+	}
+	for _, k := range tx.keys {
+		if err := tx.putOrderKey(ctx, k); err != nil {
+			return fmt.Errorf("save idempotency key of order %s: %w", k.k.OrderID, err)
+		}
+	}
+	tx.deliveries, tx.keys = nil, nil
+	return tx.w.Commit(ctx)
+}
+
+// Rollback rolls back, unless the transaction ended already.
+func (tx *ordersTx) Rollback(ctx context.Context) error { return tx.w.Rollback(ctx) }
+
 // GetClient reads a client with its prepared statement.
-func (tx *writeTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+func (tx *ordersTx) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
 	c := &storelink.Client{}
 	var created int64
-	err := tx.QueryRowContext(ctx, clientSQL, id).Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &created)
+	err := tx.w.QueryRowContext(ctx, clientSQL, id).Scan(&c.ID, &c.PartnerID, &c.CountryCode, &c.Currency, &created)
 	if err != nil {
 		return nil, noRow(err)
 	}
@@ -72,33 +131,27 @@ func (tx *writeTx) GetClient(ctx context.Context, id string) (*storelink.Client,
 }
 
 // StoreExists looks the store up with its prepared statement.
-func (tx *writeTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
-	return found(exists(ctx, tx, storeExistsSQL, clientID, storeID))
+func (tx *ordersTx) StoreExists(ctx context.Context, clientID, storeID string) (bool, error) {
+	return found(exists(ctx, tx.w, storeExistsSQL, clientID, storeID))
 }
 
-// GetOrder reads an order in the transaction.
-func (tx *writeTx) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, tx, id)
+// GetOrder reads an order in the transaction. ForUpdate asks for nothing
+// more: the transaction holds the one write connection, so no other can
+// change the order meanwhile.
+func (tx *ordersTx) GetOrder(ctx context.Context, p service.GetOrderParams) (*storelink.Order, error) {
+	return loadOrder(ctx, tx.w, p.ID)
 }
-
-// GetOrderForUpdate is GetOrder: the transaction holds the one write
-// connection, so no other can change the order meanwhile.
-func (tx *writeTx) GetOrderForUpdate(ctx context.Context, id string) (*storelink.Order, error) {
-	return loadOrder(ctx, tx, id)
-}
-
-// LockRouting does nothing: the transaction holds the one write connection.
-func (tx *writeTx) LockRouting(context.Context, string) error { return nil }
 
 // StockInForce reads the stock rows of the EANs, passed as one JSON array
-// (json_each), with their reserved units.
-func (tx *writeTx) StockInForce(ctx context.Context, clientID, storeID string, eans []string) (storelink.StoreStock, error) {
-	list, _ := json.Marshal(eans) // strings always encode
-	query, args := stockInForceSQL, []any{clientID, string(list)}
-	if storeID != "" {
-		query, args = stockInForceAtSQL, append(args, storeID)
+// (json_each), with their reserved units. Lock asks for nothing more: the
+// transaction holds the one write connection.
+func (tx *ordersTx) StockInForce(ctx context.Context, p service.StockInForceParams) (storelink.StoreStock, error) {
+	list, _ := json.Marshal(p.EANs) // strings always encode
+	query, args := stockInForceSQL, []any{p.ClientID, string(list)}
+	if p.StoreID != "" {
+		query, args = stockInForceAtSQL, append(args, p.StoreID)
 	}
-	rows, err := tx.QueryContext(ctx, query, args...)
+	rows, err := tx.w.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,26 +169,40 @@ func (tx *writeTx) StockInForce(ctx context.Context, clientID, storeID string, e
 	return out, rows.Err()
 }
 
-// InsertOrder writes a new order, then its items one statement each:
-// prepared statements on an embedded database cost no round trip.
-func (tx *writeTx) InsertOrder(ctx context.Context, o *storelink.Order) error {
-	_, err := tx.ExecContext(ctx, insertOrderSQL,
-		o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, jsonOrNull(o.CustomerBillingAddress),
-		jsonOrNull(o.DeliveryDetails), nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), ms(o.CreatedAt), ms(o.UpdatedAt))
-	if err != nil {
-		return err
-	}
-	for pos := range o.Items {
-		if err := tx.insertItem(ctx, o, pos); err != nil {
-			return err
+// WriteOrder writes the order, its items one statement each (prepared
+// statements on an embedded database cost no round trip) and its event,
+// whose number is its row's sequence, which follows commit order since
+// SQLite has one writer; then it reads the client's enabled endpoints.
+func (tx *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) ([]storelink.Endpoint, error) {
+	o := p.Order
+	if p.New {
+		_, err := tx.w.ExecContext(ctx, insertOrderSQL,
+			o.ID, o.ClientID, o.OrderNumber, nullString(o.StoreID), o.State, jsonOrNull(o.CustomerBillingAddress),
+			jsonOrNull(o.DeliveryDetails), nullString(o.ReassignedFrom), nullString(o.ReassignedOrderID), ms(o.CreatedAt), ms(o.UpdatedAt))
+		if err != nil {
+			return nil, err
 		}
+		for pos := range o.Items {
+			if err := tx.insertItem(ctx, o, pos); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := tx.updateOrder(ctx, o, p.Inserted, p.Updated); err != nil {
+		return nil, err
 	}
-	return nil
+	ev := p.Event
+	if ev == nil {
+		return nil, nil
+	}
+	if _, err := tx.w.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(p.At)); err != nil {
+		return nil, fmt.Errorf("write event: %w", err)
+	}
+	return tx.enabledEndpoints(ctx, o.ClientID)
 }
 
-// UpdateOrder writes the order's changeable columns and the items asked for.
-func (tx *writeTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
-	_, err := tx.ExecContext(ctx, updateOrderSQL, o.State, jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails),
+// updateOrder writes the order's changeable columns and the items asked for.
+func (tx *ordersTx) updateOrder(ctx context.Context, o *storelink.Order, inserted, updated []int) error {
+	_, err := tx.w.ExecContext(ctx, updateOrderSQL, o.State, jsonOrNull(o.CustomerBillingAddress), jsonOrNull(o.DeliveryDetails),
 		nullString(o.ReassignedOrderID), ms(o.UpdatedAt), o.ID)
 	if err != nil {
 		return err
@@ -147,7 +214,7 @@ func (tx *writeTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted
 	}
 	for _, pos := range updated {
 		it := o.Items[pos]
-		if _, err := tx.ExecContext(ctx, updateItemSQL, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
+		if _, err := tx.w.ExecContext(ctx, updateItemSQL, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
 			it.ReturnLocation, it.ReturnStoreID, it.Reserving, it.ItemID); err != nil {
 			return fmt.Errorf("save item %s: %w", it.ItemID, err)
 		}
@@ -155,9 +222,9 @@ func (tx *writeTx) UpdateOrder(ctx context.Context, o *storelink.Order, inserted
 	return nil
 }
 
-func (tx *writeTx) insertItem(ctx context.Context, o *storelink.Order, pos int) error {
+func (tx *ordersTx) insertItem(ctx context.Context, o *storelink.Order, pos int) error {
 	it := o.Items[pos]
-	_, err := tx.ExecContext(ctx, insertItemSQL,
+	_, err := tx.w.ExecContext(ctx, insertItemSQL,
 		it.ItemID, o.ID, pos, o.ClientID, nullString(o.StoreID), it.EAN, int64(it.Price), it.Currency, it.ArticleNumber,
 		it.MarketplaceArticleNumber, it.ArticleLocation, it.Status, it.CancellationReason, reasonCode(it.ReturnReasonCode),
 		it.ReturnLocation, it.ReturnStoreID, it.Reserving)
@@ -167,30 +234,29 @@ func (tx *writeTx) insertItem(ctx context.Context, o *storelink.Order, pos int) 
 	return nil
 }
 
-// InsertEvent writes an event; its number is its row's sequence, which
-// follows commit order since SQLite has one writer.
-func (tx *writeTx) InsertEvent(ctx context.Context, clientID string, ev *storelink.Event, at time.Time) error {
-	_, err := tx.ExecContext(ctx, insertEventSQL, ev.EventID, clientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(at))
-	return err
+// InsertDeliveries keeps the deliveries until Commit; the deliverer's queue
+// reads them from the file at its next round.
+func (tx *ordersTx) InsertDeliveries(_ context.Context, p service.InsertDeliveriesParams) error {
+	tx.deliveries = append(tx.deliveries, p)
+	return nil
 }
 
-// InsertDeliveries writes the deliveries, with the number of their event;
-// the deliverer's queue reads them from the file at its next round.
-func (tx *writeTx) InsertDeliveries(ctx context.Context, clientID string, ev *storelink.Event, at time.Time, ds []service.NewDelivery) error {
-	t := ms(at)
-	for _, d := range ds {
-		if _, err := tx.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, ev.EventID, d.EndpointID, clientID, ev.OrderID,
-			ev.State, t, t, t); err != nil {
+// insertDeliveries writes deliveries, with the number of their event.
+func (tx *ordersTx) insertDeliveries(ctx context.Context, p service.InsertDeliveriesParams) error {
+	t, ev := ms(p.At), p.Event
+	for _, d := range p.Deliveries {
+		if _, err := tx.w.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, ev.EventID, d.EndpointID, p.ClientID, ev.OrderID,
+			ev.State, p.State, t, t, t); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// EnabledEndpoints reads the client's enabled endpoints, whose states
+// enabledEndpoints reads the client's enabled endpoints, whose states
 // column is a comma-separated list.
-func (tx *writeTx) EnabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := tx.QueryContext(ctx, endpointStatesSQL, clientID)
+func (tx *ordersTx) enabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := tx.w.QueryContext(ctx, endpointStatesSQL, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -250,27 +316,31 @@ const (
 
 var orderKeyStatements = []string{orderKeySQL, insertOrderKeySQL, sweepOrderKeysSQL}
 
-// LockOrderKey does nothing: the transaction holds the one write
-// connection, so no other call with the key can come between its read and
-// its write.
-func (tx *writeTx) LockOrderKey(context.Context, string, string) error { return nil }
-
-// GetOrderKey reads a remembered key.
-func (tx *writeTx) GetOrderKey(ctx context.Context, clientID, key string) (*storelink.OrderKey, error) {
-	k := &storelink.OrderKey{ClientID: clientID, Key: key}
+// GetOrderKey reads a remembered key. Lock asks for nothing more: the
+// transaction holds the one write connection, so no other call with the
+// key can come between its read and its write.
+func (tx *ordersTx) GetOrderKey(ctx context.Context, p service.GetOrderKeyParams) (*storelink.OrderKey, error) {
+	k := &storelink.OrderKey{ClientID: p.ClientID, Key: p.Key}
 	var created int64
-	if err := tx.QueryRowContext(ctx, orderKeySQL, clientID, key).Scan(&k.RequestHash, &k.OrderID, &created); err != nil {
+	if err := tx.w.QueryRowContext(ctx, orderKeySQL, p.ClientID, p.Key).Scan(&k.RequestHash, &k.OrderID, &created); err != nil {
 		return nil, noRow(err)
 	}
 	k.CreatedAt = fromMS(created)
 	return k, nil
 }
 
-// PutOrderKey deletes expired keys, then writes k.
-func (tx *writeTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
-	if _, err := tx.ExecContext(ctx, sweepOrderKeysSQL, ms(expired), sweep); err != nil {
+// PutOrderKey keeps k until Commit.
+func (tx *ordersTx) PutOrderKey(_ context.Context, k storelink.OrderKey, expired time.Time, sweep int) error {
+	tx.keys = append(tx.keys, putKey{k: k, expired: expired, sweep: sweep})
+	return nil
+}
+
+// putOrderKey deletes expired keys, then writes k.
+func (tx *ordersTx) putOrderKey(ctx context.Context, p putKey) error {
+	if _, err := tx.w.ExecContext(ctx, sweepOrderKeysSQL, ms(p.expired), p.sweep); err != nil {
 		return fmt.Errorf("delete expired idempotency keys: %w", err)
 	}
-	_, err := tx.ExecContext(ctx, insertOrderKeySQL, k.ClientID, k.Key, k.RequestHash, k.OrderID, ms(k.CreatedAt))
+	k := p.k
+	_, err := tx.w.ExecContext(ctx, insertOrderKeySQL, k.ClientID, k.Key, k.RequestHash, k.OrderID, ms(k.CreatedAt))
 	return err
 }

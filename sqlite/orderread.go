@@ -52,30 +52,41 @@ func loadItems(ctx context.Context, q querier, o *storelink.Order) error {
 	defer rows.Close()
 	o.Items = []storelink.Item{}
 	for rows.Next() {
-		var it storelink.Item
-		var price int64
-		var code sql.NullInt64
-		if err := rows.Scan(&it.ItemID, &it.EAN, &price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
-			&it.ArticleLocation, &it.Status, &it.CancellationReason, &code, &it.ReturnLocation, &it.ReturnStoreID, &it.Reserving); err != nil {
+		it, err := scanItem(rows)
+		if err != nil {
 			return err
-		}
-		it.Price = storelink.Money(price)
-		if code.Valid {
-			c := storelink.ReturnReasonCode(code.Int64)
-			it.ReturnReasonCode = &c
 		}
 		o.Items = append(o.Items, it)
 	}
 	return rows.Err()
 }
 
+// scanItem reads a row of itemColumns, after the columns of lead when
+// there are any.
+func scanItem(rows *sql.Rows, lead ...any) (storelink.Item, error) {
+	var it storelink.Item
+	var price int64
+	var code sql.NullInt64
+	err := rows.Scan(append(lead, &it.ItemID, &it.EAN, &price, &it.Currency, &it.ArticleNumber, &it.MarketplaceArticleNumber,
+		&it.ArticleLocation, &it.Status, &it.CancellationReason, &code, &it.ReturnLocation, &it.ReturnStoreID, &it.Reserving)...)
+	if err != nil {
+		return it, err
+	}
+	it.Price = storelink.Money(price)
+	if code.Valid {
+		c := storelink.ReturnReasonCode(code.Int64)
+		it.ReturnReasonCode = &c
+	}
+	return it, nil
+}
+
 // GetOrder reads an order from the read pool.
-func (d *Driver) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
+func (d orders) GetOrder(ctx context.Context, id string) (*storelink.Order, error) {
 	return loadOrder(ctx, d.db.read, id)
 }
 
 // ListOrders reads the orders that f selects from the read pool.
-func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
+func (d orders) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]storelink.Order, error) {
 	q := `SELECT ` + orderColumns + ` FROM orders WHERE 1 = 1`
 	var args []any
 	for _, c := range []struct{ col, v string }{{"client_id", f.ClientID}, {"order_number", f.OrderNumber}, {"state", string(f.State)}} {
@@ -107,16 +118,45 @@ func (d *Driver) ListOrders(ctx context.Context, f storelink.OrderFilter) ([]sto
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if err := loadItems(ctx, d.db.read, &out[i]); err != nil {
-			return nil, err
-		}
+	return out, loadPageItems(ctx, d.db.read, out)
+}
+
+// pageItemsSQL reads the items of a JSON array of orders, each order's
+// in their order: a seek of order_items_order per order.
+const pageItemsSQL = `SELECT i.order_id, ` + itemColumns + ` FROM json_each(?) AS p
+	CROSS JOIN order_items i INDEXED BY order_items_order ON i.order_id = p.value ORDER BY p.key, i.pos`
+
+// loadPageItems reads the items of a page of orders in one query.
+func loadPageItems(ctx context.Context, q querier, page []storelink.Order) error {
+	if len(page) == 0 {
+		return nil
 	}
-	return out, nil
+	ids := make([]string, len(page))
+	at := make(map[string]int, len(page))
+	for i := range page {
+		ids[i], at[page[i].ID] = page[i].ID, i
+		page[i].Items = []storelink.Item{}
+	}
+	list, _ := json.Marshal(ids) // strings always encode
+	rows, err := q.QueryContext(ctx, pageItemsSQL, string(list))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var orderID string
+		it, err := scanItem(rows, &orderID)
+		if err != nil {
+			return err
+		}
+		o := &page[at[orderID]]
+		o.Items = append(o.Items, it)
+	}
+	return rows.Err()
 }
 
 // OrderExists looks the order up in the read pool.
-func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
+func (d orders) OrderExists(ctx context.Context, id string) (bool, error) {
 	err := exists(ctx, d.db.read, `SELECT 1 FROM orders WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -125,13 +165,13 @@ func (d *Driver) OrderExists(ctx context.Context, id string) (bool, error) {
 }
 
 // ListOrderEvents reads an order's events from the read pool.
-func (d *Driver) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
+func (d orders) ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.read, `order_id = ? ORDER BY seq`, orderID)
 }
 
 // ListEvents reads a client's events by number. SQLite has one writer, so
 // the sequence of the events table is commit order.
-func (d *Driver) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
+func (d orders) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
 	return queryEvents(ctx, d.db.read, `client_id = ? AND seq > ? ORDER BY seq LIMIT ?`, clientID, after, limit)
 }
 

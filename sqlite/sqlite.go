@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,16 +44,14 @@ type DB struct {
 	read  *sql.DB
 	lock  *os.File
 
-	// The order calls' way to the write connection (see Driver.Begin):
+	// The order calls' way to the write connection (see beginWrite):
 	// orderTurn admits them one at a time, first come first served;
-	// orderWaiting counts those waiting for their turn; orderConn is the
-	// connection while order calls keep coming, taken at orderSince;
-	// prepared holds their statements.
-	orderTurn    chan struct{}
-	orderWaiting atomic.Int32
-	orderConn    *sql.Conn
-	orderSince   time.Time
-	prepared     map[string]*sql.Stmt
+	// orderConn is the connection while order calls keep coming, taken at
+	// orderSince; prepared holds their statements.
+	orderTurn  turn
+	orderConn  *sql.Conn
+	orderSince time.Time
+	prepared   map[string]*sql.Stmt
 
 	// leases holds the leases of the deliveries in flight, queue the
 	// pending deliveries; both change only while the write connection is
@@ -94,7 +91,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 		f.Close()
 	}
-	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() }, orderTurn: make(chan struct{}, 1),
+	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() },
 		uploadTurn: newUploadTurn()}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.

@@ -152,11 +152,7 @@ func testStoreRows(e *env) {
 		}
 		must(e.t, tx.DeleteStoreStock(e.ctx, e.client.ID, "S1"))
 	})
-	tx := e.begin()
-	stock, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA})
-	must(e.t, err)
-	must(e.t, tx.Rollback(e.ctx))
-	if len(stock["S1"]) != 0 {
+	if stock := e.stockInForce(eanA); len(stock["S1"]) != 0 {
 		e.t.Fatalf("stock after DeleteStoreStock = %v, want none at S1", stock)
 	}
 }

@@ -46,10 +46,7 @@ func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit i
 func (e *env) queue(o *storelink.Order, endpoint string, at time.Time) *storelink.Event {
 	e.t.Helper()
 	ev := event(o)
-	e.inTx(func(tx service.Tx) {
-		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at))
-		must(e.t, tx.InsertDeliveries(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: endpoint}}))
-	})
+	e.writeEvent(o, ev, at, endpoint)
 	return ev
 }
 

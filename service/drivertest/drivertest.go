@@ -100,7 +100,7 @@ func must(t *testing.T, err error) {
 // it ended before.
 func (e *env) begin() service.Tx {
 	e.t.Helper()
-	tx, err := e.d.Orders.Begin(e.ctx)
+	tx, err := e.d.Webhooks.Begin(e.ctx)
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx
@@ -135,10 +135,10 @@ func (e *env) order(store string, eans ...string) *storelink.Order {
 	return o
 }
 
-// insert writes an order in a transaction of its own.
+// insert writes an order, without an event, in a transaction of its own.
 func (e *env) insert(o *storelink.Order) {
 	e.t.Helper()
-	e.inTx(func(tx service.Tx) { must(e.t, tx.InsertOrder(e.ctx, o)) })
+	e.inOrderTx(func(tx service.OrderTx) { e.write(tx, service.WriteOrderParams{Order: o, New: true}) })
 }
 
 // event is an event of o in its state.

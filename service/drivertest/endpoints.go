@@ -112,10 +112,7 @@ func testDeliveryListing(e *env) {
 		e.insert(o)
 		ev, at := event(o), e.tick()
 		queued = append(queued, at)
-		e.inTx(func(tx service.Tx) {
-			must(t, tx.InsertEvent(ctx, e.client.ID, ev, at))
-			must(t, tx.InsertDeliveries(ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: ep.ID}}))
-		})
+		e.writeEvent(o, ev, at, ep.ID)
 	}
 	list := func(f storelink.DeliveryFilter) []storelink.Delivery {
 		t.Helper()

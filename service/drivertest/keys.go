@@ -29,23 +29,22 @@ func testDeliveries(e *env) {
 	e.insert(o)
 	ev := event(o)
 	at := e.tick()
-	e.inTx(func(tx service.Tx) {
-		eps, err := tx.EnabledEndpoints(e.ctx, e.client.ID)
-		must(e.t, err)
+	e.inOrderTx(func(tx service.OrderTx) {
+		eps := e.write(tx, service.WriteOrderParams{Order: o, Event: ev, At: at})
 		states := map[string][]storelink.OrderState{}
 		for _, ep := range eps {
 			if !ep.Enabled {
-				e.t.Fatalf("EnabledEndpoints gave %+v, not enabled", ep)
+				e.t.Fatalf("WriteOrder gave endpoint %+v, not enabled", ep)
 			}
 			states[ep.ID] = ep.States
 		}
 		allStates, hasAll := states[all.ID]
 		if len(eps) != 2 || !hasAll || len(allStates) != 0 || len(states[some.ID]) != 2 ||
 			states[some.ID][0] != storelink.StateFulfilled {
-			e.t.Fatalf("EnabledEndpoints = %+v, want %s (every state) and %s (fulfilled, returned)", eps, all.ID, some.ID)
+			e.t.Fatalf("WriteOrder's endpoints = %+v, want %s (every state) and %s (fulfilled, returned)", eps, all.ID, some.ID)
 		}
-		must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, at))
-		must(e.t, tx.InsertDeliveries(e.ctx, e.client.ID, ev, at, []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}))
+		must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: e.client.ID, Event: ev, At: at,
+			State: storelink.DeliveryPending, Deliveries: []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}}))
 	})
 	list, err := e.seed.Webhooks.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
@@ -70,13 +69,13 @@ func testOrderKeys(e *env) {
 		e.t.Helper()
 		o, at := orderAt(sec)
 		k := storelink.OrderKey{ClientID: e.client.ID, Key: key, RequestHash: []byte("hash " + key), OrderID: o.ID, CreatedAt: at}
-		e.inTx(func(tx service.Tx) { must(e.t, tx.PutOrderKey(e.ctx, k, expired, sweep)) })
+		e.inOrderTx(func(tx service.OrderTx) { must(e.t, tx.PutOrderKey(e.ctx, k, expired, sweep)) })
 		return k
 	}
 	get := func(key string) (*storelink.OrderKey, error) {
-		tx := e.begin()
+		tx := e.beginOrders()
 		defer tx.Rollback(e.ctx)
-		return tx.GetOrderKey(e.ctx, e.client.ID, key)
+		return tx.GetOrderKey(e.ctx, service.GetOrderKeyParams{ClientID: e.client.ID, Key: key})
 	}
 	want := func(k storelink.OrderKey) {
 		e.t.Helper()
@@ -111,57 +110,69 @@ func testOrderKeys(e *env) {
 // testLocks: while one transaction holds a lock, another that asks for it
 // (or, for the client's events, writes one) waits until the first ends. The
 // second is given a moment to get ahead, which it can only do if the lock
-// does not hold. A driver may take a lock with the next statement (see
-// LockRouting), so each lock is followed by the read it guards.
+// does not hold. Each lock is asked for with the read it guards.
 func testLocks(e *env) {
 	o := e.order("S1", eanA)
 	e.insert(o)
+	inOrders := func(fn func(tx service.OrderTx) error) func() (func() error, error) {
+		return func() (func() error, error) {
+			tx, err := e.d.Orders.Begin(e.ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := fn(tx); err != nil {
+				_ = tx.Rollback(context.Background())
+				return nil, err
+			}
+			return func() error { return tx.Commit(e.ctx) }, nil
+		}
+	}
+	key := func(tx service.OrderTx) error {
+		_, err := tx.GetOrderKey(e.ctx, service.GetOrderKeyParams{ClientID: e.client.ID, Key: "key", Lock: true})
+		if !errors.Is(err, service.ErrNotFound) {
+			return fmt.Errorf("read of a key never written: %v", err)
+		}
+		return nil
+	}
 	for _, c := range []struct {
 		name string
-		lock func(tx service.Tx) error
-		then func(tx service.Tx) error // the second's; lock when nil
+		// lock begins a transaction that holds the lock and returns its
+		// commit; then begins the second, which asks for it.
+		lock, then func() (func() error, error)
 	}{
-		{"routing", func(tx service.Tx) error { return e.routingRead(tx, eanA) }, func(tx service.Tx) error {
-			return e.routingRead(tx, eanB) // another EAN of the client waits too
-		}},
-		{"idempotency key", func(tx service.Tx) error {
-			if err := tx.LockOrderKey(e.ctx, e.client.ID, "key"); err != nil {
-				return err
+		{"routing", inOrders(func(tx service.OrderTx) error { return e.routingRead(tx, eanA) }),
+			inOrders(func(tx service.OrderTx) error {
+				return e.routingRead(tx, eanB) // another EAN of the client waits too
+			})},
+		{"idempotency key", inOrders(key), inOrders(key)},
+		{"client events", func() (func() error, error) {
+			tx := e.begin()
+			if err := tx.LockClientEvents(e.ctx, e.client.ID); err != nil {
+				return nil, err
 			}
-			if _, err := tx.GetOrderKey(e.ctx, e.client.ID, "key"); !errors.Is(err, service.ErrNotFound) {
-				return fmt.Errorf("read of a key never written: %v", err)
-			}
-			return nil
-		}, nil},
-		{"client events", func(tx service.Tx) error { return tx.LockClientEvents(e.ctx, e.client.ID) }, func(tx service.Tx) error {
-			if err := tx.InsertEvent(e.ctx, e.client.ID, event(o), e.at); err != nil {
-				return err
-			}
-			_, err := tx.EnabledEndpoints(e.ctx, e.client.ID) // a statement after it
+			return func() error { return tx.Commit(e.ctx) }, nil
+		}, inOrders(func(tx service.OrderTx) error {
+			_, err := tx.WriteOrder(e.ctx, service.WriteOrderParams{Order: o, Event: event(o), At: e.at})
 			return err
-		}},
+		})},
 	} {
-		if c.then == nil {
-			c.then = c.lock
-		}
-		first := e.begin()
-		must(e.t, c.lock(first))
+		commit, err := c.lock()
+		must(e.t, err)
 		var ended atomic.Bool
 		done := make(chan error, 1)
 		go func() {
-			second, err := e.d.Orders.Begin(e.ctx)
+			commit, err := c.then()
 			if err == nil {
-				err = c.then(second)
-				if err == nil && !ended.Load() {
+				if !ended.Load() {
 					err = errors.New("took the lock while the first transaction held it")
 				}
-				_ = second.Rollback(context.Background())
+				_ = commit()
 			}
 			done <- err
 		}()
 		time.Sleep(50 * time.Millisecond)
 		ended.Store(true)
-		must(e.t, first.Commit(e.ctx))
+		must(e.t, commit())
 		select {
 		case err := <-done:
 			if err != nil {
@@ -175,10 +186,7 @@ func testLocks(e *env) {
 
 // routingRead takes the client's routing lock and reads the stock in force
 // of the EANs, as routing an order does.
-func (e *env) routingRead(tx service.Tx, eans ...string) error {
-	if err := tx.LockRouting(e.ctx, e.client.ID); err != nil {
-		return err
-	}
-	_, err := tx.StockInForce(e.ctx, e.client.ID, "", eans)
+func (e *env) routingRead(tx service.OrderTx, eans ...string) error {
+	_, err := tx.StockInForce(e.ctx, service.StockInForceParams{ClientID: e.client.ID, EANs: eans, Lock: true})
 	return err
 }

@@ -1,8 +1,10 @@
 package drivertest
 
 import (
+	"context"
 	"slices"
 	"strconv"
+	"time"
 
 	"storelink"
 	"storelink/service"
@@ -15,19 +17,74 @@ const (
 	eanC = "8712345678906"
 )
 
+// beginOrders starts an order transaction that is rolled back when the case
+// ends, unless it ended before.
+func (e *env) beginOrders() service.OrderTx {
+	e.t.Helper()
+	tx, err := e.d.Orders.Begin(e.ctx)
+	must(e.t, err)
+	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
+// inOrderTx runs fn in an order transaction and commits it.
+func (e *env) inOrderTx(fn func(tx service.OrderTx)) {
+	e.t.Helper()
+	tx := e.beginOrders()
+	fn(tx)
+	must(e.t, tx.Commit(e.ctx))
+}
+
+// write writes an order (and its event, if p has one) and returns the
+// enabled endpoints WriteOrder read.
+func (e *env) write(tx service.OrderTx, p service.WriteOrderParams) []storelink.Endpoint {
+	e.t.Helper()
+	eps, err := tx.WriteOrder(e.ctx, p)
+	must(e.t, err)
+	return eps
+}
+
+// writeEvent writes an event of the stored order o, made at at, and its
+// deliveries to endpoints, in a transaction of its own.
+func (e *env) writeEvent(o *storelink.Order, ev *storelink.Event, at time.Time, endpoints ...string) {
+	e.t.Helper()
+	e.inOrderTx(func(tx service.OrderTx) {
+		e.write(tx, service.WriteOrderParams{Order: o, Event: ev, At: at})
+		var ds []service.NewDelivery
+		for _, id := range endpoints {
+			ds = append(ds, service.NewDelivery{ID: storelink.NewID(at), EndpointID: id})
+		}
+		if len(ds) > 0 {
+			must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: o.ClientID, Event: ev, At: at,
+				State: storelink.DeliveryPending, Deliveries: ds}))
+		}
+	})
+}
+
+// stockInForce reads the client's stock in force of the EANs at every
+// store, in a transaction of its own.
+func (e *env) stockInForce(eans ...string) storelink.StoreStock {
+	e.t.Helper()
+	tx := e.beginOrders()
+	defer tx.Rollback(e.ctx)
+	stock, err := tx.StockInForce(e.ctx, service.StockInForceParams{ClientID: e.client.ID, EANs: eans})
+	must(e.t, err)
+	return stock
+}
+
 func testTransactions(e *env) {
 	kept, dropped := e.order("S1", eanA), e.order("S1", eanB)
-	tx := e.begin()
-	must(e.t, tx.InsertOrder(e.ctx, dropped))
-	got, err := tx.GetOrder(e.ctx, dropped.ID)
+	tx := e.beginOrders()
+	e.write(tx, service.WriteOrderParams{Order: dropped, New: true})
+	got, err := tx.GetOrder(e.ctx, service.GetOrderParams{ID: dropped.ID})
 	must(e.t, err)
 	sameOrder(e.t, "order read in its own transaction", got, dropped)
 	must(e.t, tx.Rollback(e.ctx))
 	_, err = e.d.Orders.GetOrder(e.ctx, dropped.ID)
 	wantNotFound(e.t, "order of a rolled back transaction", err)
 
-	tx = e.begin()
-	must(e.t, tx.InsertOrder(e.ctx, kept))
+	tx = e.beginOrders()
+	e.write(tx, service.WriteOrderParams{Order: kept, New: true})
 	must(e.t, tx.Commit(e.ctx))
 	if err := tx.Rollback(e.ctx); err != nil {
 		e.t.Fatalf("Rollback after Commit = %v, want nothing done", err)
@@ -55,17 +112,17 @@ func testOrderRoundTrip(e *env) {
 		got, err := e.d.Orders.GetOrder(e.ctx, want.ID)
 		must(e.t, err)
 		sameOrder(e.t, "order read back", got, want)
-		tx := e.begin()
-		got, err = tx.GetOrderForUpdate(e.ctx, want.ID)
+		tx := e.beginOrders()
+		got, err = tx.GetOrder(e.ctx, service.GetOrderParams{ID: want.ID, ForUpdate: true})
 		must(e.t, err)
 		sameOrder(e.t, "order read back for update", got, want)
 		must(e.t, tx.Rollback(e.ctx))
 	}
 	_, err := e.d.Orders.GetOrder(e.ctx, "no-such-order")
 	wantNotFound(e.t, "GetOrder of an unknown id", err)
-	tx := e.begin()
-	_, err = tx.GetOrderForUpdate(e.ctx, "no-such-order")
-	wantNotFound(e.t, "GetOrderForUpdate of an unknown id", err)
+	tx := e.beginOrders()
+	_, err = tx.GetOrder(e.ctx, service.GetOrderParams{ID: "no-such-order", ForUpdate: true})
+	wantNotFound(e.t, "GetOrder for update of an unknown id", err)
 }
 
 func testOrderUpdate(e *env) {
@@ -81,14 +138,16 @@ func testOrderUpdate(e *env) {
 	o.Items[1].Status = storelink.ItemFulfilled // changed in memory, not asked to be written
 	o.Items = append(o.Items, storelink.Item{ItemID: storelink.NewID(now), EAN: eanC, Price: 5, Currency: "EUR",
 		ArticleNumber: "A-C", MarketplaceArticleNumber: "M-C", Status: storelink.ItemAssigned, Reserving: true})
-	e.inTx(func(tx service.Tx) { must(e.t, tx.UpdateOrder(e.ctx, o, []int{2}, []int{0})) })
+	e.inOrderTx(func(tx service.OrderTx) {
+		e.write(tx, service.WriteOrderParams{Order: o, Inserted: []int{2}, Updated: []int{0}})
+	})
 
 	want := *o
 	want.Items = slices.Clone(o.Items)
 	want.Items[1] = stored.Items[1]
 	got, err := e.d.Orders.GetOrder(e.ctx, o.ID)
 	must(e.t, err)
-	sameOrder(e.t, "order after UpdateOrder", got, &want)
+	sameOrder(e.t, "order after WriteOrder", got, &want)
 }
 
 func testListOrders(e *env) {
@@ -146,7 +205,7 @@ func testClientsAndStores(e *env) {
 	must(e.t, err)
 	_, _, err = e.seed.Partners.PutStore(e.ctx, other.ID, "X1", "Elsewhere")
 	must(e.t, err)
-	tx := e.begin()
+	tx := e.beginOrders()
 	c, err := tx.GetClient(e.ctx, e.client.ID)
 	must(e.t, err)
 	if c.ID != e.client.ID || c.PartnerID != e.client.PartnerID || c.CountryCode != "DE" || c.Currency != "EUR" ||
@@ -177,8 +236,8 @@ func testStockInForce(e *env) {
 	e.insert(held)
 	e.insert(released)
 
-	tx := e.begin()
-	all, err := tx.StockInForce(e.ctx, e.client.ID, "", []string{eanA, eanC})
+	tx := e.beginOrders()
+	all, err := tx.StockInForce(e.ctx, service.StockInForceParams{ClientID: e.client.ID, EANs: []string{eanA, eanC}})
 	must(e.t, err)
 	for _, c := range []struct {
 		store, ean                  string
@@ -198,7 +257,7 @@ func testStockInForce(e *env) {
 	if s := all["S1"][eanA]; s.ArticleNumber != "A-1" || s.Price != 1999 || s.ArticleLocation != "L1" {
 		e.t.Fatalf("StockInForce row = %+v, want the feed's article data", s)
 	}
-	at, err := tx.StockInForce(e.ctx, e.client.ID, "S2", []string{eanA, eanB})
+	at, err := tx.StockInForce(e.ctx, service.StockInForceParams{ClientID: e.client.ID, StoreID: "S2", EANs: []string{eanA, eanB}})
 	must(e.t, err)
 	if len(at) != 1 || len(at["S2"]) != 2 {
 		e.t.Fatalf("StockInForce at S2 = %v, want S2's two rows only", at)
@@ -217,10 +276,10 @@ func testEvents(e *env) {
 	var evs []*storelink.Event
 	for i := range 3 {
 		ev := event(o)
-		e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, e.client.ID, ev, e.tick())) })
+		e.writeEvent(o, ev, e.tick())
 		evs = append(evs, ev)
 		if i == 0 { // another client's event between them
-			e.inTx(func(tx service.Tx) { must(e.t, tx.InsertEvent(e.ctx, other.ID, event(elsewhere), e.at)) })
+			e.writeEvent(elsewhere, event(elsewhere), e.at)
 		}
 	}
 	list, err := e.d.Orders.ListEvents(e.ctx, e.client.ID, 0, 10)

@@ -1,0 +1,69 @@
+package sqlite
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// turn admits its holders one at a time, in the order they asked: a
+// waiter is let in when the holder before it gives the turn, and not
+// before any that came after it. The order is the turn's own (a list of
+// waiters under a mutex), not the order in which the runtime happens to
+// wake goroutines blocked on a channel. The zero turn is free.
+type turn struct {
+	mu      sync.Mutex
+	held    bool
+	waiters []chan struct{} // first come first
+}
+
+// take waits for the turn; it returns ctx's error, holding nothing, when
+// ctx ends first. A nil error is the turn, which may have come just as ctx
+// ended.
+func (t *turn) take(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	if !t.held {
+		t.held = true
+		t.mu.Unlock()
+		return nil
+	}
+	ready := make(chan struct{})
+	t.waiters = append(t.waiters, ready)
+	t.mu.Unlock()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	if i := slices.Index(t.waiters, ready); i >= 0 {
+		t.waiters = slices.Delete(t.waiters, i, i+1)
+		t.mu.Unlock()
+		return ctx.Err()
+	}
+	t.mu.Unlock()
+	return nil // the turn came as ctx ended
+}
+
+// give hands the turn to the first waiter, or frees it.
+func (t *turn) give() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.waiters) > 0 {
+		ready := t.waiters[0]
+		t.waiters = slices.Delete(t.waiters, 0, 1)
+		close(ready)
+		return
+	}
+	t.held = false
+}
+
+// waiting tells how many wait for the turn.
+func (t *turn) waiting() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.waiters)
+}
