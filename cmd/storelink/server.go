@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 
 	"storelink"
 	"storelink/dashboard"
-	"storelink/gcmode"
 	"storelink/httpapi"
 	"storelink/service"
 	"storelink/webhook"
@@ -43,7 +43,6 @@ type server struct {
 	c      *config
 	stdout io.Writer
 	logger *slog.Logger
-	gc     *gcmode.Governor
 
 	// Set by Run, in this order.
 	db        *service.Service
@@ -58,12 +57,11 @@ type server struct {
 
 // newServer is a server for the validated configuration c; it opens
 // nothing until Run.
-func newServer(c *config, getenv func(string) string, stdout, stderr io.Writer) *server {
+func newServer(c *config, stdout, stderr io.Writer) *server {
 	return &server{
 		c:      c,
 		stdout: stdout,
 		logger: slog.New(slog.NewJSONHandler(stderr, nil)),
-		gc:     gcmode.New(getenv),
 	}
 }
 
@@ -71,7 +69,11 @@ func newServer(c *config, getenv func(string) string, stdout, stderr io.Writer) 
 // (bodies still arriving after a grace are cut), the workers stop, and
 // the leases this process holds are handed back.
 func (s *server) Run(ctx context.Context) error {
-	defer s.gc.Start()()
+	// The memory limit is the process's: it holds while the server runs,
+	// and the one before is set back after it.
+	if s.c.MemoryLimit > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(s.c.MemoryLimit))
+	}
 	db, err := openDB(ctx, s.c)
 	if err != nil {
 		return err
@@ -125,7 +127,7 @@ func (s *server) newWorkers() {
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	s.proc = worker.NewProcessor(db, s.logger, s.owner, s.reg)
-	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, db.Fault, s.gc
+	s.proc.Lease, s.proc.Fault = c.UploadLease, db.Fault
 	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
@@ -166,7 +168,6 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		UploadMemoryShare:    c.UploadMemoryShare,
 		ValidationsPerMinute: c.ValidationsPerMin,
 		BodyTimeout:          c.BodyTimeout,
-		GC:                   s.gc,
 		DatabaseTimeout:      c.DatabaseTimeout,
 		WebhookAllowPrivate:  c.WebhookAllowPriv,
 		Accepted:             s.proc.Wake,
