@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"storelink"
+	"storelink/gcmode"
 )
 
 // Deps is everything the API needs; cmd wires it.
@@ -95,6 +96,9 @@ type Deps struct {
 	DatabaseTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
+	// GC lowers the GC percent while a large stock file is in memory;
+	// optional (nil leaves the setting alone).
+	GC *gcmode.Governor
 	// Delivering is called after events or deliveries are committed (order
 	// calls, redeliver, enabling an endpoint), to wake the deliverer. The
 	// two are apart so that order traffic does not wake the upload

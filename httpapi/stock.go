@@ -16,6 +16,7 @@ import (
 
 	"storelink"
 	"storelink/feed"
+	"storelink/gcmode"
 )
 
 // countOrder counts an order call's answer by action and outcome for
@@ -98,8 +99,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 			return
 		}
 	}
-	// The body is in memory until it is stored.
-	body, sum, release, err := readBody(r, s.MaxFileSize, s.uploadMemory, c.PartnerID)
+	// The body is in memory until it is stored: while a large one is,
+	// garbage is collected eagerly (gcmode).
+	body, sum, release, err := readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
 	defer release()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -173,9 +175,10 @@ func checkFileName(name string) error {
 // in mem, in partner's share, as it grows (unbounded when mem is nil); a
 // body that does not fit is refused, before it is read when its declared
 // length already cannot.
-// release gives the memory back; it is to be called when the body is no
-// longer in memory, and also after an error.
-func readBody(r *http.Request, max int64, mem *uploadMemory, partner string) (body []byte, sum string, release func(), err error) {
+// release gives the memory back and ends the eager collection
+// (gc.HoldLarge) that starts once the body is large; it is to be called
+// when the body is no longer in memory, and also after an error.
+func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory, partner string) (body []byte, sum string, release func(), err error) {
 	declared := declaredCSVLength(r)
 	if declared > max {
 		return nil, "", func() {}, tooLarge(max)
@@ -185,7 +188,7 @@ func readBody(r *http.Request, max int64, mem *uploadMemory, partner string) (bo
 			return nil, "", func() {}, err
 		}
 	}
-	buf := &bodyBuffer{limit: max, max: max, mem: mem, partner: partner}
+	buf := &bodyBuffer{limit: max, max: max, mem: mem, partner: partner, gc: gc}
 	if declared > 0 {
 		buf.limit, buf.declared = declared, true
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"storelink"
+	"storelink/gcmode"
 )
 
 // DefaultMaxUploadMemory is the memory all upload bodies together may take in this process when Deps does not say.
@@ -80,7 +81,8 @@ const trustDeclaredFrom = 1 << 20
 // bodyBuffer receives a body into memory reserved in mem for partner (none
 // when mem is nil). Its buffer doubles as bytes arrive, up to limit: the declared
 // Content-Length when there is one (net/http delivers no more), else the
-// largest file size, beyond which Write refuses the body as too large.
+// largest file size, beyond which Write refuses the body as too large. It
+// turns on gc's eager collection once it holds gc.LargeFrom bytes.
 type bodyBuffer struct {
 	buf      []byte
 	limit    int64
@@ -89,6 +91,8 @@ type bodyBuffer struct {
 	mem      *uploadMemory
 	partner  string
 	reserved int64
+	gc       *gcmode.Governor // nil: garbage collection is left as it is
+	end      func()
 }
 
 func (b *bodyBuffer) Write(p []byte) (int, error) {
@@ -112,14 +116,21 @@ func (b *bodyBuffer) Write(p []byte) (int, error) {
 		b.buf = grown
 	}
 	b.buf = append(b.buf, p...)
+	if b.end == nil && b.gc != nil && int64(len(b.buf)) >= b.gc.LargeFrom {
+		b.end = b.gc.HoldLarge(int64(len(b.buf)))
+	}
 	return len(p), nil
 }
 
 // done is called once the body is no longer in memory: it gives back the
-// reservation.
+// reservation and ends the eager collection.
 func (b *bodyBuffer) done() {
 	if b.mem != nil {
 		b.mem.release(b.partner, b.reserved)
 		b.reserved = 0
+	}
+	if b.end != nil {
+		b.end()
+		b.end = nil
 	}
 }

@@ -25,7 +25,7 @@ func TestReadBodyReservesUploadMemory(t *testing.T) {
 	}
 
 	// A declared body reserves its length, no more, while it is held.
-	body, _, lean, err := readBody(put(600<<10, true), 1<<20, mem, "P")
+	body, _, lean, err := readBody(put(600<<10, true), 1<<20, nil, mem, "P")
 	if err != nil || len(body) != 600<<10 {
 		t.Fatalf("readBody: %d bytes, %v", len(body), err)
 	}
@@ -35,7 +35,7 @@ func TestReadBodyReservesUploadMemory(t *testing.T) {
 	// Another partner's that cannot fit beside it: refused before it is
 	// read when declared, as it grows when not.
 	for _, declared := range []bool{true, false} {
-		_, _, lean2, err := readBody(put(500<<10, declared), 1<<20, mem, "Q")
+		_, _, lean2, err := readBody(put(500<<10, declared), 1<<20, nil, mem, "Q")
 		var e *storelink.Error
 		if !asError(err, &e) || e.Code != storelink.EUNAVAILABLE || e.RetryAfter < 1 {
 			t.Fatalf("body beyond the budget (declared %v): %v, want unavailable with Retry-After", declared, err)
@@ -50,13 +50,13 @@ func TestReadBodyReservesUploadMemory(t *testing.T) {
 		t.Fatalf("%d bytes reserved after lean, want 0", mem.inUse())
 	}
 	// A body too large gives back what it reserved too.
-	_, _, lean, err = readBody(put(1<<20+1, false), 1<<20, newUploadMemory(4<<20, 4<<20), "P")
+	_, _, lean, err = readBody(put(1<<20+1, false), 1<<20, nil, newUploadMemory(4<<20, 4<<20), "P")
 	if storelink.ErrorCode(err) != storelink.ETOOLARGE {
 		t.Fatalf("body of max+1 bytes: %v, want too large", err)
 	}
 	lean()
 	// The whole budget can be taken by one body of the largest size.
-	body, _, lean, err = readBody(put(1<<20, false), 1<<20, mem, "P")
+	body, _, lean, err = readBody(put(1<<20, false), 1<<20, nil, mem, "P")
 	if err != nil || len(body) != 1<<20 || mem.inUse() != 1<<20 {
 		t.Fatalf("body of the largest size in a budget of that size: %d bytes, %v, %d reserved", len(body), err, mem.inUse())
 	}
@@ -79,20 +79,20 @@ func TestReadBodyUploadMemoryShare(t *testing.T) {
 		}
 		return r
 	}
-	_, _, leanP, err := readBody(put(600<<10, true), 1<<20, mem, "P")
+	_, _, leanP, err := readBody(put(600<<10, true), 1<<20, nil, mem, "P")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leanP()
 	for _, declared := range []bool{true, false} {
-		_, _, lean, err := readBody(put(500<<10, declared), 1<<20, mem, "P")
+		_, _, lean, err := readBody(put(500<<10, declared), 1<<20, nil, mem, "P")
 		var e *storelink.Error
 		if !asError(err, &e) || e.Code != storelink.EBUSY || e.RetryAfter < 1 {
 			t.Fatalf("P's body beyond its share (declared %v): %v, want partner_busy with Retry-After", declared, err)
 		}
 		lean()
 	}
-	body, _, leanQ, err := readBody(put(1<<20, false), 1<<20, mem, "Q")
+	body, _, leanQ, err := readBody(put(1<<20, false), 1<<20, nil, mem, "Q")
 	if err != nil || len(body) != 1<<20 {
 		t.Fatalf("Q's body of the largest size beside P's at its share: %d bytes, %v", len(body), err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"storelink"
 	"storelink/feed"
+	"storelink/gcmode"
 )
 
 // MaxFailures is how many times an upload's file may make its processing
@@ -83,6 +84,9 @@ type Processor struct {
 	// pause, and an apply that failed for one gives its claim back
 	// uncounted. Nil: no error is a fault.
 	Fault func(error) error
+	// GC lowers the GC percent while a large file is being applied;
+	// optional (nil leaves the setting alone).
+	GC *gcmode.Governor
 	// FailureDelay is how long an upload whose file made its processing
 	// fail waits before it is tried again, doubled with each failure.
 	FailureDelay time.Duration
@@ -381,6 +385,7 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
+	defer p.GC.HoldLarge(int64(len(body)))()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkInBackground(body, stores, p.hooked(c, put))
 	})

@@ -218,8 +218,14 @@ func runServeInProcess(tb testing.TB, data string, args ...string) *proc {
 	r, w := io.Pipe()
 	done := make(chan int, 1)
 	p := &proc{Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
-	// Nothing of this process's environment configures serve.
-	getenv := func(string) string { return "" }
+	// Only GOGC comes from this process: the runtime reads it, and serve
+	// leaves an operator's setting alone.
+	getenv := func(k string) string {
+		if k == "GOGC" {
+			return os.Getenv(k)
+		}
+		return ""
+	}
 	go func() {
 		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...), getenv, nil, w, p.stderr)
 		w.Close()

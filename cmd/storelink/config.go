@@ -63,8 +63,7 @@ type config struct {
 	BodyTimeout        time.Duration
 	DatabaseTimeout    time.Duration
 	MaxConnections     int
-	MaxConnsPerAddr    int   // 0: no cap
-	MemoryLimit        int64 // 0: the Go runtime's own (GOMEMLIMIT, else none)
+	MaxConnsPerAddr    int // 0: no cap
 	Demo               bool
 }
 
@@ -215,7 +214,6 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-connections-per-address", c.MaxConnsPerAddr, "open connections one remote address (IPv6: one /64) may have; more are closed as soon as they are accepted; 0 is no cap (STORELINK_MAX_CONNECTIONS_PER_ADDRESS)")
-	fs.Var(sizeValue{&c.MemoryLimit}, "memory-limit", "soft limit of the Go runtime's memory: the garbage collector runs more often as the process nears it (debug.SetMemoryLimit); 0 leaves the runtime's own, GOMEMLIMIT or none (STORELINK_MEMORY_LIMIT)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 
 	// Environment first, so that flags given on the command line win.
@@ -235,7 +233,6 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"capacity-min-upload":    "STORELINK_CAPACITY_MIN_UPLOAD",
 		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
 		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
-		"memory-limit": "STORELINK_MEMORY_LIMIT",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {

@@ -89,7 +89,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	return newServer(c, stdout, stderr).Run(ctx)
+	return newServer(c, getenv, stdout, stderr).Run(ctx)
 }
 
 // adminToken returns the configured token, or the one kept in the data

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"storelink"
 	"storelink/dashboard"
+	"storelink/gcmode"
 	"storelink/httpapi"
 	"storelink/service"
 	"storelink/webhook"
@@ -43,6 +43,7 @@ type server struct {
 	c      *config
 	stdout io.Writer
 	logger *slog.Logger
+	gc     *gcmode.Governor
 
 	// Set by Run, in this order.
 	db        *service.Service
@@ -57,11 +58,12 @@ type server struct {
 
 // newServer is a server for the validated configuration c; it opens
 // nothing until Run.
-func newServer(c *config, stdout, stderr io.Writer) *server {
+func newServer(c *config, getenv func(string) string, stdout, stderr io.Writer) *server {
 	return &server{
 		c:      c,
 		stdout: stdout,
 		logger: slog.New(slog.NewJSONHandler(stderr, nil)),
+		gc:     gcmode.New(getenv),
 	}
 }
 
@@ -69,11 +71,7 @@ func newServer(c *config, stdout, stderr io.Writer) *server {
 // (bodies still arriving after a grace are cut), the workers stop, and
 // the leases this process holds are handed back.
 func (s *server) Run(ctx context.Context) error {
-	// The memory limit is the process's: it holds while the server runs,
-	// and the one before is set back after it.
-	if s.c.MemoryLimit > 0 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(s.c.MemoryLimit))
-	}
+	defer s.gc.Start()()
 	db, err := openDB(ctx, s.c)
 	if err != nil {
 		return err
@@ -127,7 +125,7 @@ func (s *server) newWorkers() {
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomHex(4))
 	s.proc = worker.NewProcessor(db, s.logger, s.owner, s.reg)
-	s.proc.Lease, s.proc.Fault = c.UploadLease, db.Fault
+	s.proc.Lease, s.proc.Fault, s.proc.GC = c.UploadLease, db.Fault, s.gc
 	s.deliverer = worker.NewDeliverer(db, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
@@ -168,6 +166,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		UploadMemoryShare:    c.UploadMemoryShare,
 		ValidationsPerMinute: c.ValidationsPerMin,
 		BodyTimeout:          c.BodyTimeout,
+		GC:                   s.gc,
 		DatabaseTimeout:      c.DatabaseTimeout,
 		WebhookAllowPrivate:  c.WebhookAllowPriv,
 		Accepted:             s.proc.Wake,
