@@ -73,12 +73,12 @@ func NoSpace() *Error {
 	return Errorf(ENOSPACE, "The server has no space left to store this; nothing was stored.")
 }
 
-// RequestEnded tells why a request's context ended, for an error that came
-// of it: the database timeout (the *Error with EUNAVAILABLE that the API's
-// clock ends the context with), or nil with gone set when the client went
-// away (or its connection was closed). A context that has not ended gives
-// (nil, false).
-func RequestEnded(ctx context.Context) (timeout error, gone bool) {
+// Ended tells why a call's context ended, for an error that came of it: a
+// timeout (the *Error with EUNAVAILABLE that the context was ended with, as
+// the API's database deadlines end theirs), or nil with gone set when the
+// caller went away (a plain cancellation). A context that has not ended
+// gives (nil, false).
+func Ended(ctx context.Context) (timeout error, gone bool) {
 	if ctx.Err() == nil {
 		return nil, false
 	}

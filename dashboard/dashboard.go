@@ -352,7 +352,7 @@ func (h *Handler) fault(r *http.Request, err error) error {
 	if storelink.ErrorCode(err) != storelink.EINTERNAL {
 		return nil
 	}
-	if timeout, gone := storelink.RequestEnded(r.Context()); timeout != nil {
+	if timeout, gone := storelink.Ended(r.Context()); timeout != nil {
 		return timeout
 	} else if gone {
 		return context.Canceled

@@ -114,7 +114,7 @@ func OutsideDB(r *http.Request, wait func(ctx context.Context)) *http.Request {
 	return r.WithContext(p.next())
 }
 
-// ended tells why the request's context ended, as storelink.RequestEnded
+// ended tells why the request's context ended, as storelink.Ended
 // does, whichever of the request's contexts r has: the database timeout
 // when the current phase ran out of time before the client went away, gone
 // when the client went away. A phase that has reached its deadline counts
@@ -126,7 +126,7 @@ func OutsideDB(r *http.Request, wait func(ctx context.Context)) *http.Request {
 func ended(r *http.Request) (timeout error, gone bool) {
 	p, _ := r.Context().Value(dbPhasesKey{}).(*dbPhases)
 	if p == nil {
-		return storelink.RequestEnded(r.Context())
+		return storelink.Ended(r.Context())
 	}
 	p.mu.Lock()
 	phase, deadline := p.phase, p.deadline
