@@ -39,8 +39,6 @@ type (
 
 	OrderDriver = Driver
 
-	UploadDriver = Driver
-
 	WebhookDriver = Driver
 )
 
@@ -59,8 +57,6 @@ type Driver interface {
 	Transient(err error) bool
 
 	OrderReads
-	UploadCalls
-	StockReads
 	AdminReads
 	EndpointCalls
 	EndpointReads
