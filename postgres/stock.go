@@ -80,7 +80,7 @@ func (c *stockColumns) reset() {
 }
 
 // StockWriter returns the put of a stockWriter on the transaction's
-// connection. LockUpload has sent everything queued before, so the rows
+// connection. LockUploads has sent everything queued before, so the rows
 // copied follow the upload's lock in the transaction.
 func (t *uploadTx) StockWriter(ctx context.Context, p service.StockWriterParams) func(storelink.StockRow) error {
 	sold := make([]string, len(p.Sold))
