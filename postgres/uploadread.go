@@ -57,10 +57,10 @@ func (d *uploads) GetBucket(ctx context.Context, clientID string) (service.Clien
 // the head on (at most $3), and the statement returns those before the
 // first that cannot be claimed. $2 is now, $4 and $5 the backoff's base and
 // most (ms): an upload is free once lease_until + its backoff is before now
-// (storelink.Backoff.Delay of attempts - failures, its interruptions). The
-// status terms that name 'accepted' and 'processing' are the partial
-// indexes' predicate, which the planner uses them for only when the query
-// names it.
+// (storelink.Backoff.Delay of attempts - failures, its interruptions); $6
+// is the status of an upload under a lease. The status terms that name
+// 'accepted' and 'processing' are the partial index's predicate, which the
+// planner uses the index for only when the query names it.
 //
 // locked finds its rows by seq from an array (= ANY (ARRAY(…))), computed
 // once, through the index: joined to the heads instead, on a table whose
@@ -76,7 +76,7 @@ WITH RECURSIVE heads AS (
 		WHERE status IN ('accepted', 'processing') AND client_id > h.client_id ORDER BY client_id, seq LIMIT 1) n
 ), locked AS (
 	SELECT u.seq, u.client_id FROM uploads u
-	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ('accepted', 'processing')
+	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ($1, $6)
 	  AND (u.status = $1 OR u.lease_until + ` + backoffSQL("u", "$4", "$5") + ` < $2)
 	ORDER BY u.seq
 	LIMIT $3
@@ -102,7 +102,8 @@ func backoffSQL(u, base, most string) string {
 // clients' heads and reads the uploads that can be claimed: one round
 // trip.
 func (t *uploadTx) ClaimableUploads(ctx context.Context, p service.ClaimParams) ([]service.Claimable, error) {
-	rows, err := t.p.Query(ctx, claimableSQL, p.Accepted, p.Now, p.Limit, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds())
+	rows, err := t.p.Query(ctx, claimableSQL, p.Accepted, p.Now, p.Limit, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds(),
+		p.Processing)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (t *uploadTx) ClaimableUploads(ctx context.Context, p service.ClaimParams) 
 // backoff's base and most.
 var leaseSQL = `
 UPDATE uploads SET status = $2, lease_owner = $1, lease_until = $4, started_at = $3, attempts = attempts + 1
-WHERE uploads.seq = ANY ($5) AND uploads.status IN ('accepted', 'processing')
+WHERE uploads.seq = ANY ($5) AND uploads.status IN ($6, $2)
 	AND (uploads.status = $6 OR uploads.lease_until + ` + backoffSQL("uploads", "$7", "$8") + ` < $3)
 RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
