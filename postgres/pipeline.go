@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"storelink/service"
 )
 
 // pipe is a transaction on a pooled connection whose statements are sent
@@ -260,70 +258,6 @@ func (p *pipe) end(ctx context.Context) {
 		_, _ = p.conn.Exec(ctx, "ROLLBACK")
 	}
 	p.conn.Release()
-}
-
-// BeginUpload starts an upload transaction on a pipe, so that the upload
-// calls' statements go a few to a round trip.
-func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
-	p, err := beginPipe(ctx, d.db.pool)
-	if err != nil {
-		return nil, err
-	}
-	t := &pipelinedTx{db: d.db, pipe: p}
-	t.beforeSend = t.flushBatch
-	return t, nil
-}
-
-// pipelinedTx is a transaction begun by Driver.BeginUpload: its statements
-// are queued in a batch until an answer or COMMIT is needed.
-type pipelinedTx struct {
-	pipe
-	db *DB
-	// owner is the upload's lease owner as LockUpload read it with the row
-	// locked, which it stays until the transaction ends.
-	owner string
-	w     *stockWriter
-	wake  bool // an upload was inserted: the processors are told at commit
-	// savepoint is where the savepoint of the upload at hand stands.
-	savepoint savepointState
-	// The writes of a batch's small files, kept to be sent as a few
-	// statements for all of them (flushBatch, before each send): the
-	// writers of the files applied and not copied, those whose
-	// reservations are released, and the uploads finished. They go before
-	// COMMIT: after it they would run in a transaction of their own, with
-	// the uploads' locks already given up.
-	applied  []*stockWriter
-	released []*stockWriter
-	finished []finish
-}
-
-// savepointState is where a pipelined transaction's savepoint stands: none
-// asked for, asked for and not yet made (nothing needed it), or made.
-type savepointState int8
-
-const (
-	savepointNone savepointState = iota
-	savepointWanted
-	savepointMade
-)
-
-// Commit sends what is queued, the batch's kept writes first, with COMMIT,
-// and then wakes the processors for an upload inserted (see wake).
-func (t *pipelinedTx) Commit(ctx context.Context) error {
-	if err := t.commit(ctx); err != nil {
-		return err // Rollback ends it
-	}
-	if t.wake {
-		t.db.wake(ChannelUploads)
-	}
-	return nil
-}
-
-// Rollback rolls back what the transaction left open; after Commit it does
-// nothing.
-func (t *pipelinedTx) Rollback(ctx context.Context) error {
-	t.rollback(ctx)
-	return nil
 }
 
 // queueCommit ends a pipelined transaction. PostgreSQL answers the COMMIT of

@@ -33,11 +33,12 @@ type stockWriter struct {
 	client string
 	upload string
 	now    func() time.Time // read when the rows are upserted
+	sold   []string         // the statuses of the items whose reservations queueRelease ends
 	rows   stockColumns     // put since the last COPY
 	n      int64            // rows put so far: the file order
 	copied bool             // stock_in exists and holds the earlier rows
 	// before is called before each COPY: the transaction's queued
-	// statements go first (pipelinedTx.beforeCopy).
+	// statements go first (uploadTx.beforeCopy).
 	before func(context.Context) error
 }
 
@@ -79,10 +80,14 @@ func (c *stockColumns) reset() {
 }
 
 // StockWriter returns the put of a stockWriter on the transaction's
-// connection. LockUpload has sent everything queued before, so the rows
+// connection. LockUploads has sent everything queued before, so the rows
 // copied follow the upload's lock in the transaction.
-func (t *pipelinedTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
-	t.w = &stockWriter{ctx: ctx, conn: t.conn.Conn(), client: clientID, upload: uploadID, now: now, before: t.beforeCopy}
+func (t *uploadTx) StockWriter(ctx context.Context, p service.StockWriterParams) func(storelink.StockRow) error {
+	sold := make([]string, len(p.Sold))
+	for i, s := range p.Sold {
+		sold[i] = string(s)
+	}
+	t.w = &stockWriter{ctx: ctx, conn: t.p.conn.Conn(), client: p.ClientID, upload: p.UploadID, now: p.Now, sold: sold, before: t.beforeCopy}
 	return t.w.put
 }
 
@@ -266,7 +271,7 @@ func queueApplyAll(b *pgx.Batch, ws []*stockWriter, at time.Time) {
 }
 
 // queueRelease queues on b the statement that ends the reservations of the
-// client's fulfilled and returned units at the pairs put. A pair whose row
+// client's sold units (of the statuses in sold) at the pairs put. A pair whose row
 // was left unchanged keeps the upload_id of an earlier upload, so the pairs
 // are taken from the rows put, not from the stock. A join rather than
 // EXISTS: the planner then hashes the few units and scans the rows put once,
@@ -275,12 +280,12 @@ func queueApplyAll(b *pgx.Batch, ws []*stockWriter, at time.Time) {
 func (w *stockWriter) queueRelease(b *pgx.Batch) {
 	const release = `UPDATE order_items i SET reserving = false FROM `
 	const same = `
-		WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = $1
+		WHERE i.reserving AND i.status = ANY ($2) AND i.client_id = $1
 		  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`
 	if w.copied {
-		b.Queue(release+`stock_in r`+same, w.client)
+		b.Queue(release+`stock_in r`+same, w.client, w.sold)
 	} else if w.rows.len() > 0 {
-		b.Queue(release+`unnest($2::text[], $3::text[]) AS r (store_id, ean)`+same, w.client, w.rows.store, w.rows.ean)
+		b.Queue(release+`unnest($3::text[], $4::text[]) AS r (store_id, ean)`+same, w.client, w.sold, w.rows.store, w.rows.ean)
 	}
 }
 
@@ -293,9 +298,14 @@ func (a *args) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
+// ClientExists is the partners' read of a client.
+func (d *uploads) ClientExists(ctx context.Context, id string) (bool, error) {
+	return (&Driver{db: d.db}).ClientExists(ctx, id)
+}
+
 // ListStock reads a page, from the page's start on the primary key (a row
 // value comparison, which PostgreSQL walks the index from).
-func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
+func (d *uploads) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
 	var a args
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
 		product_number, article_color, article_size, upload_id, updated_at, ` + reservedSQL + `

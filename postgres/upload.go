@@ -32,26 +32,103 @@ func notify(ctx context.Context, tx querier, channel string) error {
 	return nil
 }
 
+var _ service.UploadDriver = (*uploads)(nil)
+
+// uploads is the driver of the upload and stock calls.
+type uploads struct{ db *DB }
+
+// Transient tells deadlock victims and serialization failures: with many
+// writers these are expected and rare, and a fresh try avoids them.
+func (d *uploads) Transient(err error) bool { return retryable(err) }
+
+// Fault turns an unreachable database into EUNAVAILABLE and a full disk
+// into ENOSPACE.
+func (d *uploads) Fault(err error) error { return Fault(err) }
+
+// Begin starts an upload transaction on a pipe, so that the upload calls'
+// statements go a few to a round trip.
+func (d *uploads) Begin(ctx context.Context) (service.UploadTx, error) {
+	p, err := beginPipe(ctx, d.db.pool)
+	if err != nil {
+		return nil, err
+	}
+	t := &uploadTx{db: d.db, p: p}
+	t.p.beforeSend = t.flushBatch
+	return t, nil
+}
+
+// uploadTx is a transaction begun by uploads.Begin: its statements are
+// queued in a batch until an answer or COMMIT is needed.
+type uploadTx struct {
+	p  pipe
+	db *DB
+	// owners are the uploads' lease owners as LockUploads read them with
+	// their rows locked, which they stay until the transaction ends.
+	owners map[string]string
+	w      *stockWriter
+	wake   bool // an upload was inserted: the processors are told at commit
+	// savepoint is where the savepoint of the upload at hand stands.
+	savepoint savepointState
+	// The writes of a batch's small files, kept to be sent as a few
+	// statements for all of them (flushBatch, before each send): the
+	// writers of the files applied and not copied, those whose
+	// reservations are released, and the uploads finished. They go before
+	// COMMIT: after it they would run in a transaction of their own, with
+	// the uploads' locks already given up.
+	applied  []*stockWriter
+	released []*stockWriter
+	finished []finish
+}
+
+// savepointState is where a pipelined transaction's savepoint stands: none
+// asked for, asked for and not yet made (nothing needed it), or made.
+type savepointState int8
+
+const (
+	savepointNone savepointState = iota
+	savepointWanted
+	savepointMade
+)
+
+// Commit sends what is queued, the batch's kept writes first, with COMMIT,
+// and then wakes the processors for an upload inserted (see wake).
+func (t *uploadTx) Commit(ctx context.Context) error {
+	if err := t.p.commit(ctx); err != nil {
+		return err // Rollback ends it
+	}
+	if t.wake {
+		t.db.wake(ChannelUploads)
+	}
+	return nil
+}
+
+// Rollback rolls back what the transaction left open; after Commit it does
+// nothing.
+func (t *uploadTx) Rollback(ctx context.Context) error {
+	t.p.rollback(ctx)
+	return nil
+}
+
 // LockBucket sends, with the BEGIN, the statements that lock the bucket
 // row and read it: one round trip. The bucket arithmetic stays in the
 // service, between this round trip and the one of InsertUpload's statement
 // and COMMIT.
-func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWaiting bool) (*storelink.Bucket, int, int, error) {
+func (t *uploadTx) LockBucket(ctx context.Context, p service.LockBucketParams) (service.ClientBucket, error) {
 	var (
 		found   bool
-		stores  int
-		waiting int
+		b       service.ClientBucket
 		tokens  *float64
 		updated *time.Time
 	)
+	clientID := p.ClientID
 	// The bucket row exists before it is locked: a first upload has nothing
 	// to lock otherwise, and two first uploads would both see a full bucket.
-	t.b.Queue(`INSERT INTO capacity (client_id) SELECT id FROM clients WHERE id = $1
+	t.p.b.Queue(`INSERT INTO capacity (client_id) SELECT id FROM clients WHERE id = $1
 		ON CONFLICT (client_id) DO NOTHING`, clientID)
-	t.b.Queue(lockBucketSQL, clientID).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(lockBucketSQL, clientID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			found = true
-			if err := rows.Scan(&stores, &tokens, &updated); err != nil {
+			if err := rows.Scan(&b.Stores, &tokens, &updated); err != nil {
 				return err
 			}
 		}
@@ -60,19 +137,19 @@ func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWait
 	// Counted in a statement after the lock, so with a snapshot taken once
 	// the lock is held (READ COMMITTED): it sees every upload of the client
 	// that an accept committed before, in any process.
-	if countWaiting {
-		t.b.Queue(waitingSQL, clientID).QueryRow(func(row pgx.Row) error { return row.Scan(&waiting) })
+	if p.Waiting != "" {
+		t.p.b.Queue(waitingSQL, clientID, p.Waiting).QueryRow(func(row pgx.Row) error { return row.Scan(&b.Waiting) })
 	}
-	if err := t.send(ctx); err != nil {
-		return nil, 0, 0, noRow(err)
+	if err := t.p.send(ctx); err != nil {
+		return service.ClientBucket{}, noRow(err)
 	}
 	if !found {
-		return nil, 0, 0, service.ErrNotFound
+		return service.ClientBucket{}, service.ErrNotFound
 	}
-	if tokens == nil || updated == nil {
-		return nil, stores, waiting, nil
+	if tokens != nil && updated != nil {
+		b.Bucket = &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}
 	}
-	return &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}, stores, waiting, nil
+	return b, nil
 }
 
 // lockBucketSQL reads a client's bucket and store count and locks the
@@ -81,11 +158,12 @@ func (t *pipelinedTx) LockBucket(ctx context.Context, clientID string, countWait
 const lockBucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.client_id), k.tokens, k.updated_at
 	FROM capacity k WHERE k.client_id = $1 FOR UPDATE`
 
-// waitingSQL counts a client's waiting uploads. The repeated status term
-// lets the planner use the small index of unfinished uploads rather than
-// the client's index of every upload it ever sent.
+// waitingSQL counts a client's uploads in a status ($2) among the
+// unfinished. The status term that names the statuses of the index of
+// unfinished uploads (its predicate) lets the planner use that small index
+// rather than the client's index of every upload it ever sent.
 const waitingSQL = `SELECT count(*) FROM uploads
-	WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND client_id = $1`
+	WHERE status IN ('accepted', 'processing') AND status = $2 AND client_id = $1`
 
 // acceptWriteSQL stores the bucket taken from, the upload row and its bytes
 // in one statement.
@@ -100,8 +178,8 @@ INSERT INTO upload_bodies (upload_id, body) SELECT id, $10 FROM upload`
 // InsertUpload queues the one statement that writes the bucket, the upload
 // and its bytes, to go with COMMIT; the processes on the database are told
 // of the upload once it committed (wake).
-func (t *pipelinedTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
-	t.b.Queue(acceptWriteSQL, u.ClientID, next.Tokens, next.UpdatedAt, u.ID, u.FileName, u.SizeBytes, u.SHA256,
+func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
+	t.p.b.Queue(acceptWriteSQL, u.ClientID, next.Tokens, next.UpdatedAt, u.ID, u.FileName, u.SizeBytes, u.SHA256,
 		u.Status, u.ReceivedAt, body)
 	t.wake = true
 	return nil
@@ -141,7 +219,7 @@ func (db *DB) wake(channel string) {
 // every snapshot taken meanwhile lists; more than 64 of them in a
 // transaction spill from shared memory to the subtransaction log and slow
 // every session's visibility checks. A batch of small files makes none.
-func (t *pipelinedTx) Savepoint(context.Context) error {
+func (t *uploadTx) Savepoint(context.Context) error {
 	t.savepoint = savepointWanted
 	return nil
 }
@@ -149,18 +227,18 @@ func (t *pipelinedTx) Savepoint(context.Context) error {
 // RollbackToSavepoint drops the writer, whose rows are not applied, and
 // rolls back to the savepoint if one was made: a temporary table of the
 // rows, made since, goes with it.
-func (t *pipelinedTx) RollbackToSavepoint(context.Context) error {
+func (t *uploadTx) RollbackToSavepoint(context.Context) error {
 	t.w = nil
 	if t.savepoint == savepointMade {
-		t.b.Queue(`ROLLBACK TO SAVEPOINT upload`)
+		t.p.b.Queue(`ROLLBACK TO SAVEPOINT upload`)
 	}
 	return nil
 }
 
 // ReleaseSavepoint is queued, when one was made.
-func (t *pipelinedTx) ReleaseSavepoint(context.Context) error {
+func (t *uploadTx) ReleaseSavepoint(context.Context) error {
 	if t.savepoint == savepointMade {
-		t.b.Queue(`RELEASE SAVEPOINT upload`)
+		t.p.b.Queue(`RELEASE SAVEPOINT upload`)
 	}
 	t.savepoint = savepointNone
 	return nil
@@ -169,26 +247,29 @@ func (t *pipelinedTx) ReleaseSavepoint(context.Context) error {
 // beforeCopy is called by the writer before it sends a statement of its
 // own on the connection: what is queued goes first, with the savepoint
 // that was asked for.
-func (t *pipelinedTx) beforeCopy(ctx context.Context) error {
+func (t *uploadTx) beforeCopy(ctx context.Context) error {
 	// The earlier uploads' writes go before the savepoint, which must undo
 	// this upload's alone.
 	if err := t.flushBatch(); err != nil {
 		return err
 	}
 	if t.savepoint == savepointWanted {
-		t.b.Queue(`SAVEPOINT upload`)
+		t.p.b.Queue(`SAVEPOINT upload`)
 		t.savepoint = savepointMade
 	}
-	return t.send(ctx)
+	return t.p.send(ctx)
 }
 
 // LockUploads sends, with the BEGIN (or what else is queued), the
 // statements that lock the uploads' rows, in acceptance order, and read
-// their lease owners and the clients' stores: one round trip.
-func (t *pipelinedTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]string, map[string]map[string]bool, error) {
+// their lease owners and the clients' stores: one round trip. While the
+// locks are held, no other process can claim the uploads again, even once
+// their leases have run out.
+func (t *uploadTx) LockUploads(ctx context.Context, p service.LockUploadsParams) (service.LockedUploads, error) {
+	ids := p.IDs
 	owner := make(map[string]string, len(ids))
-	t.b.Queue(`SELECT id, coalesce(lease_owner, '') FROM uploads WHERE id = ANY($1) AND status = 'processing'
-		ORDER BY seq FOR UPDATE`, ids).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(`SELECT id, coalesce(lease_owner, '') FROM uploads WHERE id = ANY($1) AND status = $2
+		ORDER BY seq FOR UPDATE`, ids, p.Processing).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, o string
 			if err := rows.Scan(&id, &o); err != nil {
@@ -198,11 +279,11 @@ func (t *pipelinedTx) LockUploads(ctx context.Context, ids, clientIDs []string) 
 		}
 		return rows.Err()
 	})
-	stores := make(map[string]map[string]bool, len(clientIDs))
-	for _, c := range clientIDs {
+	stores := make(map[string]map[string]bool, len(p.ClientIDs))
+	for _, c := range p.ClientIDs {
 		stores[c] = map[string]bool{}
 	}
-	t.b.Queue(`SELECT client_id, id FROM stores WHERE client_id = ANY($1)`, clientIDs).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(`SELECT client_id, id FROM stores WHERE client_id = ANY($1)`, p.ClientIDs).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var client, store string
 			if err := rows.Scan(&client, &store); err != nil {
@@ -212,53 +293,15 @@ func (t *pipelinedTx) LockUploads(ctx context.Context, ids, clientIDs []string) 
 		}
 		return rows.Err()
 	})
-	if err := t.send(ctx); err != nil {
-		return nil, nil, err
+	if err := t.p.send(ctx); err != nil {
+		return service.LockedUploads{}, err
 	}
 	owners := make([]string, len(ids))
 	for i, id := range ids {
 		owners[i] = owner[id]
 	}
-	return owners, stores, nil
-}
-
-// LockUpload sends, with the BEGIN, the statements that lock the upload's
-// row and read its lease owner and the client's stores: one round trip.
-// While the lock is held, no other process can claim the upload again, even
-// once the lease has run out.
-func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (string, map[string]bool, error) {
-	found := false
-	var owner *string
-	stores := map[string]bool{}
-	t.b.Queue(`SELECT lease_owner FROM uploads WHERE id = $1 AND status = 'processing' FOR UPDATE`, id).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			if err := rows.Scan(&owner); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	})
-	t.b.Queue(`SELECT id FROM stores WHERE client_id = $1`, clientID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var store string
-			if err := rows.Scan(&store); err != nil {
-				return err
-			}
-			stores[store] = true
-		}
-		return rows.Err()
-	})
-	if err := t.send(ctx); err != nil {
-		return "", nil, err
-	}
-	if !found {
-		return "", nil, service.ErrNotFound
-	}
-	if owner != nil {
-		t.owner = *owner
-	}
-	return t.owner, stores, nil
+	t.owners = owner
+	return service.LockedUploads{Owners: owners, Stores: stores}, nil
 }
 
 // ApplyStock queues the upsert of the rows put of a file that was copied
@@ -270,7 +313,7 @@ func (t *pipelinedTx) LockUpload(ctx context.Context, id, clientID string) (stri
 // transaction (flushBatch) at COMMIT: its round trip would cost about what
 // its upsert takes, and a statement per file most of what a batch of them
 // costs PostgreSQL.
-func (t *pipelinedTx) ApplyStock(ctx context.Context) error {
+func (t *uploadTx) ApplyStock(ctx context.Context) error {
 	switch {
 	case t.w == nil:
 		return nil
@@ -287,25 +330,29 @@ func (t *pipelinedTx) ApplyStock(ctx context.Context) error {
 	if err := t.w.copy(); err != nil {
 		return err
 	}
-	t.w.queueApply(t.b)
-	return t.send(ctx)
+	t.w.queueApply(t.p.b)
+	return t.p.send(ctx)
 }
 
 // DiscardStock has nothing to drop: the rows put are written to the stock
 // only by ApplyStock, and a temporary table of them is dropped at the end
 // of the transaction. The upload's row stays locked, so its owner is as
-// LockUpload read it.
-func (t *pipelinedTx) DiscardStock(context.Context, string) (string, error) {
-	return t.owner, nil
+// LockUploads read it.
+func (t *uploadTx) DiscardStock(_ context.Context, uploadID string, _ storelink.UploadStatus) (string, error) {
+	owner, ok := t.owners[uploadID]
+	if !ok {
+		return "", service.ErrNotFound
+	}
+	return owner, nil
 }
 
 // ReleaseFulfilled is queued, to go with the upload's finish; it looks only
 // at units still reserving (stockWriter.queueRelease).
-func (t *pipelinedTx) ReleaseFulfilled(context.Context, string, string) error {
+func (t *uploadTx) ReleaseFulfilled(context.Context) error {
 	switch {
 	case t.w == nil:
 	case t.w.copied:
-		t.w.queueRelease(t.b)
+		t.w.queueRelease(t.p.b)
 	case t.w.rows.len() > 0:
 		t.released = append(t.released, t.w) // with the others' (flushBatch)
 	}
@@ -316,8 +363,8 @@ func (t *pipelinedTx) ReleaseFulfilled(context.Context, string, string) error {
 // the transaction, in one statement at COMMIT (flushBatch), whose RETURNING
 // reads the upload as finished into *finished, so that no round trip reads
 // it back.
-func (t *pipelinedTx) FinishUpload(_ context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, finished **storelink.Upload) error {
-	t.finished = append(t.finished, finish{id: id, status: status, report: r, at: at, into: finished})
+func (t *uploadTx) FinishUpload(_ context.Context, p service.FinishParams) error {
+	t.finished = append(t.finished, finish{id: p.ID, status: p.Status, report: p.Report, at: p.At, into: p.Into})
 	return nil
 }
 
@@ -346,9 +393,9 @@ RETURNING ` + uploadColumns
 // rather than a few for each; error files one statement each. It runs
 // before anything is sent, so that what is kept goes in order with the
 // rest.
-func (t *pipelinedTx) flushBatch() error {
+func (t *uploadTx) flushBatch() error {
 	if len(t.applied) > 0 {
-		queueApplyAll(t.b, t.applied, t.applied[0].now())
+		queueApplyAll(t.p.b, t.applied, t.applied[0].now())
 		t.applied = nil
 	}
 	if len(t.released) > 0 {
@@ -359,10 +406,11 @@ func (t *pipelinedTx) flushBatch() error {
 			}
 			stores, eans = append(stores, w.rows.store...), append(eans, w.rows.ean...)
 		}
-		t.b.Queue(`UPDATE order_items i SET reserving = false
+		// Every writer of a transaction has the service's statuses.
+		t.p.b.Queue(`UPDATE order_items i SET reserving = false
 			FROM unnest($1::text[], $2::text[], $3::text[]) AS r (client_id, store_id, ean)
-			WHERE i.reserving AND i.status IN ('fulfilled', 'returned') AND i.client_id = r.client_id
-			  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`, clients, stores, eans)
+			WHERE i.reserving AND i.status = ANY ($4) AND i.client_id = r.client_id
+			  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`, clients, stores, eans, t.released[0].sold)
 		t.released = nil
 	}
 	if len(t.finished) == 0 {
@@ -389,11 +437,11 @@ func (t *pipelinedTx) flushBatch() error {
 		if r.ErrorFile != nil {
 			// A file's upload_bodies row has no error file before its
 			// finish: only one is written.
-			t.b.Queue(`UPDATE upload_bodies SET errors_csv = $2 WHERE upload_id = $1`, f.id, r.ErrorFile)
+			t.p.b.Queue(`UPDATE upload_bodies SET errors_csv = $2 WHERE upload_id = $1`, f.id, r.ErrorFile)
 		}
 	}
 	t.finished = nil
-	t.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
 			if err != nil {
@@ -413,10 +461,11 @@ func (t *pipelinedTx) flushBatch() error {
 // the upload as it then stands. Each statement reads what was committed
 // when it began: a claim that won the row before the cancel is seen by the
 // read, and a claim that comes after finds the upload cancelled.
-func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
+func (t *uploadTx) CancelUpload(ctx context.Context, p service.CancelParams) (service.Cancelled, error) {
+	clientID, id := p.ClientID, p.ID
 	var cancelled, current *storelink.Upload
-	t.b.Queue(`UPDATE uploads SET status = 'cancelled', finished_at = $3, file_expired_at = $3
-		WHERE client_id = $1 AND id = $2 AND status = 'accepted' RETURNING `+uploadColumns, clientID, id, at).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(`UPDATE uploads SET status = $4, finished_at = $3, file_expired_at = $3
+		WHERE client_id = $1 AND id = $2 AND status = $5 RETURNING `+uploadColumns, clientID, id, p.At, p.To, p.From).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
 			if err != nil {
@@ -426,9 +475,9 @@ func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at 
 		}
 		return rows.Err()
 	})
-	t.b.Queue(`DELETE FROM upload_bodies b USING uploads u
-		WHERE b.upload_id = u.id AND u.client_id = $1 AND u.id = $2 AND u.status = 'cancelled'`, clientID, id)
-	t.b.Queue(`SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(`DELETE FROM upload_bodies b USING uploads u
+		WHERE b.upload_id = u.id AND u.client_id = $1 AND u.id = $2 AND u.status = $3`, clientID, id, p.To)
+	t.p.b.Queue(`SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
 			if err != nil {
@@ -438,20 +487,20 @@ func (t *pipelinedTx) CancelUpload(ctx context.Context, clientID, id string, at 
 		}
 		return rows.Err()
 	})
-	if err := t.send(ctx); err != nil {
-		return nil, false, noRow(err)
+	if err := t.p.send(ctx); err != nil {
+		return service.Cancelled{}, noRow(err)
 	}
 	switch {
 	case cancelled != nil:
-		return cancelled, true, nil
+		return service.Cancelled{Upload: cancelled, Cancelled: true}, nil
 	case current != nil:
-		return current, false, nil
+		return service.Cancelled{Upload: current}, nil
 	}
-	return nil, false, service.ErrNotFound
+	return service.Cancelled{}, service.ErrNotFound
 }
 
 // PutBucket is queued, to go with COMMIT; LockBucket made the row.
-func (t *pipelinedTx) PutBucket(_ context.Context, clientID string, b storelink.Bucket) error {
-	t.b.Queue(`UPDATE capacity SET tokens = $2, updated_at = $3 WHERE client_id = $1`, clientID, b.Tokens, b.UpdatedAt)
+func (t *uploadTx) PutBucket(_ context.Context, clientID string, b storelink.Bucket) error {
+	t.p.b.Queue(`UPDATE capacity SET tokens = $2, updated_at = $3 WHERE client_id = $1`, clientID, b.Tokens, b.UpdatedAt)
 	return nil
 }

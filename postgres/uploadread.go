@@ -25,51 +25,49 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 }
 
 // GetBucket reads a client's bucket and store count without locking it.
-func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
-	var stores int
+func (d *uploads) GetBucket(ctx context.Context, clientID string) (service.ClientBucket, error) {
+	var b service.ClientBucket
 	var tokens *float64
 	var updated *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
-		FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = $1`, clientID).Scan(&stores, &tokens, &updated)
+		FROM clients c LEFT JOIN capacity k ON k.client_id = c.id WHERE c.id = $1`, clientID).Scan(&b.Stores, &tokens, &updated)
 	if err != nil {
-		return nil, 0, noRow(err)
+		return service.ClientBucket{}, noRow(err)
 	}
-	if tokens == nil || updated == nil {
-		return nil, stores, nil
+	if tokens != nil && updated != nil {
+		b.Bucket = &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}
 	}
-	return &storelink.Bucket{Tokens: *tokens, UpdatedAt: *updated}, stores, nil
+	return b, nil
 }
 
-// claimUploadsSQL leases the uploads a claim takes (service.Uploads'
-// ClaimUploads), client by client, so that the processes on one database
-// share the clients between them and none reads the backlog of another's.
-// heads is each client's oldest unfinished upload, found by skipping
-// through the index uploads_unfinished_client from one client to the next
-// (a loose index scan: a look per client, not per upload waiting). locked
-// is those heads that can be claimed (waiting, or under a lease that ran
-// out, or was given back, and whose backoff has passed), oldest first, each locked, those another process is claiming or
-// applying right now passed over (SKIP LOCKED; an apply holds its uploads'
-// row locks), the condition checked again on each row as it is when locked:
-// a head that another claim took meanwhile is passed over too, never the
-// upload behind it. A client whose head this statement holds is its alone:
-// cand is, per such client, its unfinished uploads from the head on (at most
-// $4), and ok those of them before the first that cannot be claimed. pick
-// takes the clients in the order of their heads, each client's uploads in
-// acceptance order: the first, and the next ones while they number at most
-// $4, their files' bytes add up to at most $5 and none was claimed before.
-// The UPDATE checks each row again as it is when it writes it (an upload
-// cancelled meanwhile is not claimed). $1 is the owner, $2 now, $3 the
-// lease's end, $6 and $7 the backoff's base and most (ms): an upload is free
-// once lease_until + its backoff is before now (storelink.Backoff.Delay of
-// attempts - failures, its interruptions).
+// claimableSQL reads the uploads a claim may take (UploadTx's
+// ClaimableUploads), client by client, so that the processes on one
+// database share the clients between them and none reads the backlog of
+// another's. heads is each client's oldest unfinished upload, found by
+// skipping through the index uploads_unfinished_client from one client to
+// the next (a loose index scan: a look per client, not per upload
+// waiting). locked is those heads that can be claimed (waiting, $1, or
+// under a lease that ran out, or was given back, and whose backoff has
+// passed), oldest first, at most $3, each locked, those another process is
+// claiming or applying right now passed over (SKIP LOCKED; an apply holds
+// its uploads' row locks), the condition checked again on each row as it
+// is when locked: a head that another claim took meanwhile is passed over
+// too, never the upload behind it. A client whose head this transaction
+// holds is its alone: cand is, per such client, its unfinished uploads from
+// the head on (at most $3), and the statement returns those before the
+// first that cannot be claimed. $2 is now, $4 and $5 the backoff's base and
+// most (ms): an upload is free once lease_until + its backoff is before now
+// (storelink.Backoff.Delay of attempts - failures, its interruptions); $6
+// is the status of an upload under a lease. The status terms that name
+// 'accepted' and 'processing' are the partial index's predicate, which the
+// planner uses the index for only when the query names it.
 //
-// locked and the UPDATE find their rows by seq from an array (= ANY
-// (ARRAY(…))), computed once, through the index: joined to the heads or the
-// picks instead, on a table whose statistics say it is nearly empty (a new
-// database, or a backlog that grew since the last ANALYZE), the planner
-// may scan every unfinished upload and compute the picks again for each,
-// which took seconds a claim with a backlog of a few thousand.
-var claimUploadsSQL = `
+// locked finds its rows by seq from an array (= ANY (ARRAY(…))), computed
+// once, through the index: joined to the heads instead, on a table whose
+// statistics say it is nearly empty (a new database, or a backlog that
+// grew since the last ANALYZE), the planner may scan every unfinished
+// upload, which took seconds a claim with a backlog of a few thousand.
+var claimableSQL = `
 WITH RECURSIVE heads AS (
 	(SELECT client_id, seq FROM uploads WHERE status IN ('accepted', 'processing') ORDER BY client_id, seq LIMIT 1)
 	UNION ALL
@@ -78,44 +76,65 @@ WITH RECURSIVE heads AS (
 		WHERE status IN ('accepted', 'processing') AND client_id > h.client_id ORDER BY client_id, seq LIMIT 1) n
 ), locked AS (
 	SELECT u.seq, u.client_id FROM uploads u
-	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ('accepted', 'processing')
-	  AND (u.status = 'accepted' OR u.lease_until + ` + backoffSQL("u") + ` < $2)
+	WHERE u.seq = ANY (ARRAY(SELECT seq FROM heads)) AND u.status IN ($1, $6)
+	  AND (u.status = $1 OR u.lease_until + ` + backoffSQL("u", "$4", "$5") + ` < $2)
 	ORDER BY u.seq
-	LIMIT $4
+	LIMIT $3
 	FOR UPDATE SKIP LOCKED
 ), cand AS (
-	SELECT l.seq AS head, o.seq, o.size_bytes, o.attempts,
-		bool_and(o.status = 'accepted' OR o.lease_until + ` + backoffSQL("o") + ` < $2) OVER (PARTITION BY l.seq ORDER BY o.seq) AS free
+	SELECT o.seq, l.client_id, o.size_bytes, o.attempts,
+		bool_and(o.status = $1 OR o.lease_until + ` + backoffSQL("o", "$4", "$5") + ` < $2) OVER (PARTITION BY l.seq ORDER BY o.seq) AS free
 	FROM locked l CROSS JOIN LATERAL (
 		SELECT seq, size_bytes, attempts, failures, status, lease_until FROM uploads
 		WHERE client_id = l.client_id AND status IN ('accepted', 'processing') AND seq >= l.seq
-		ORDER BY seq LIMIT $4) o
-), pick AS (
-	SELECT seq FROM (
-		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes,
-			count(*) FILTER (WHERE attempts > 0) OVER w AS tried
-		FROM cand WHERE free WINDOW w AS (ORDER BY head, seq)
-	) t WHERE n = 1 OR (n <= $4 AND bytes <= $5 AND tried = 0)
+		ORDER BY seq LIMIT $3) o
 )
-UPDATE uploads SET status = 'processing', lease_owner = $1, lease_until = $3, started_at = $2, attempts = attempts + 1
-WHERE uploads.seq = ANY (ARRAY(SELECT seq FROM pick)) AND uploads.status IN ('accepted', 'processing')
-	AND (uploads.status = 'accepted' OR uploads.lease_until + ` + backoffSQL("uploads") + ` < $2)
+SELECT seq, client_id, size_bytes, attempts FROM cand WHERE free`
+
+// backoffSQL is storelink.Backoff.Delay of the upload aliased u as an
+// interval, its base and most in ms being the parameters base and most.
+func backoffSQL(u, base, most string) string {
+	n := "(" + u + ".attempts - " + u + ".failures)"
+	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE least(" + base + "::bigint << least(" + n + " - 2, 30), " + most + "::bigint) END * interval '1 millisecond')"
+}
+
+// ClaimableUploads sends, with the BEGIN, the statement that locks the
+// clients' heads and reads the uploads that can be claimed: one round
+// trip.
+func (t *uploadTx) ClaimableUploads(ctx context.Context, p service.ClaimParams) ([]service.Claimable, error) {
+	rows, err := t.p.Query(ctx, claimableSQL, p.Accepted, p.Now, p.Limit, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds(),
+		p.Processing)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []service.Claimable
+	for rows.Next() {
+		var c service.Claimable
+		if err := rows.Scan(&c.Seq, &c.ClientID, &c.SizeBytes, &c.Attempts); err != nil {
+			return nil, err
+		}
+		list = append(list, c)
+	}
+	return list, rows.Err()
+}
+
+// leaseSQL leases the uploads at the queue positions $5, checking each row
+// again as it is when it writes it: an upload cancelled since it was read
+// is not claimed. $1 is the owner, $2 the status they are set in, $3 now,
+// $4 the lease's end, $6 the status of a waiting upload, $7 and $8 the
+// backoff's base and most.
+var leaseSQL = `
+UPDATE uploads SET status = $2, lease_owner = $1, lease_until = $4, started_at = $3, attempts = attempts + 1
+WHERE uploads.seq = ANY ($5) AND uploads.status IN ($6, $2)
+	AND (uploads.status = $6 OR uploads.lease_until + ` + backoffSQL("uploads", "$7", "$8") + ` < $3)
 RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures,
 	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
 
-// backoffSQL is storelink.Backoff.Delay of the upload aliased u as an
-// interval, its base and most in ms being $6 and $7.
-func backoffSQL(u string) string {
-	n := "(" + u + ".attempts - " + u + ".failures)"
-	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE least($6::bigint << least(" + n + " - 2, 30), $7::bigint) END * interval '1 millisecond')"
-}
-
-// ClaimUploads claims in one statement that commits on its own: one round
-// trip, the bodies included.
-func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, backoff storelink.Backoff, now func() time.Time) ([]*storelink.Claim, error) {
-	at := now()
-	rows, err := d.db.pool.Query(ctx, claimUploadsSQL, owner, at, at.Add(lease), limit.Uploads, limit.Bytes,
-		backoff.Base.Milliseconds(), backoff.Max.Milliseconds())
+// LeaseUploads leases in one statement, the bodies read with it.
+func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs []int64) ([]*storelink.Claim, error) {
+	rows, err := t.p.Query(ctx, leaseSQL, p.Owner, p.Processing, p.Now, p.Until, seqs, p.Accepted,
+		p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +144,7 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 		c   *storelink.Claim
 	}
 	var list []claimed
+	at := p.Now
 	for rows.Next() {
 		c := &storelink.Claim{}
 		c.StartedAt = &at
@@ -149,11 +169,11 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 }
 
 // ReleaseUpload is one statement on the pool, which commits on its own.
-func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time, failed bool) error {
+func (d *uploads) ReleaseUpload(ctx context.Context, p service.ReleaseParams) error {
 	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = $1,
 		attempts = CASE WHEN $5 THEN attempts ELSE greatest(attempts - 1, 0) END, failures = failures + CASE WHEN $5 THEN 1 ELSE 0 END
-		WHERE id = $2 AND status = 'processing' AND lease_owner = $3 AND started_at = $4`,
-		until, c.ID, c.Owner, *c.StartedAt, failed)
+		WHERE id = $2 AND status = $6 AND lease_owner = $3 AND started_at = $4`,
+		p.Until, p.ID, p.Owner, p.StartedAt, p.Failed, p.Processing)
 	return err
 }
 
@@ -162,26 +182,26 @@ func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until ti
 // but claimable. There is no counterpart of SQLite's ReleaseLeases, which
 // frees every lease at start-up: a lease that is not this process's may be
 // a live one.
-func (d *Driver) ReleaseUploadLeases(ctx context.Context, owner string) error {
+func (d *uploads) ReleaseUploadLeases(ctx context.Context, owner string, processing storelink.UploadStatus) error {
 	_, err := d.db.pool.Exec(ctx, `UPDATE uploads SET lease_until = '-infinity', attempts = greatest(attempts - 1, 0)
-		WHERE status = 'processing' AND lease_owner = $1`, owner)
+		WHERE status = $2 AND lease_owner = $1`, owner, processing)
 	return err
 }
 
 // GetUpload reads one upload of a client.
-func (d *Driver) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
+func (d *uploads) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
 	u, err := scanUpload(d.db.pool.QueryRow(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
 	return u, noRow(err)
 }
 
 // UploadExists tells an id that cannot be stored (not UTF-8) from a
 // failing database as no upload.
-func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
+func (d *uploads) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
 	return found(exists(ctx, d.db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
 }
 
 // ListUploads numbers its parameters as they are added (args).
-func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
+func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	var a args
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(p.ClientID)
 	if p.Before != "" {
@@ -213,68 +233,58 @@ func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]stor
 	return list, rows.Err()
 }
 
-// CountUnfinished counts with the small index of unfinished uploads.
-func (d *Driver) CountUnfinished(ctx context.Context) (int, error) {
-	var n int
-	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
-	return n, err
-}
-
-// CountWaiting repeats the status term so that the planner uses the small
-// index of unfinished uploads.
-func (d *Driver) CountWaiting(ctx context.Context, clientID string) (int, int64, time.Time, error) {
-	var n int
+// CountUnfinished counts with the small index of unfinished uploads: the
+// status term that names its statuses is its predicate, which the planner
+// uses it for only when the query names it.
+func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery) (service.Unfinished, error) {
+	var n service.Unfinished
 	var first *int64
 	var oldest *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads
-		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND ($1 = '' OR client_id = $1)`, clientID).
-		Scan(&n, &first, &oldest)
+		WHERE status IN ('accepted', 'processing') AND ($1 = '' OR status = $1) AND ($2 = '' OR client_id = $2)
+		  AND ($3::bigint = 0 OR seq <= $3::bigint)`, string(q.Status), q.ClientID, q.UpTo).
+		Scan(&n.N, &first, &oldest)
 	if err != nil || first == nil || oldest == nil {
-		return n, 0, time.Time{}, err
+		return n, err
 	}
-	return n, *first, oldest.UTC(), nil
-}
-
-// CountUnfinishedUpTo counts with the small index of unfinished uploads.
-func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error) {
-	var n int
-	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM uploads
-		WHERE status IN ('accepted', 'processing') AND seq <= $1`, pos).Scan(&n)
-	return n, err
+	n.First, n.Oldest = *first, oldest.UTC()
+	return n, nil
 }
 
 // UploadFile reads one of the kept files with the upload's row.
-func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
 	col := "b.body"
 	if errorFile {
 		col = "b.errors_csv"
 	}
-	var data []byte
-	var kept bool
+	var f service.UploadFile
 	var removed *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`, clientID, id).
-		Scan(&data, &kept, &removed)
+		Scan(&f.Data, &f.Kept, &removed)
 	if err != nil {
-		return nil, false, time.Time{}, noRow(err)
+		return service.UploadFile{}, noRow(err)
 	}
-	var at time.Time
 	if removed != nil {
-		at = *removed
+		f.Removed = *removed
 	}
-	return data, kept, at, nil
+	return f, nil
 }
 
 // ExpireFiles removes files and notes it in one statement; SKIP LOCKED
 // leaves the rows another process is removing to it.
-func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+func (d *uploads) ExpireFiles(ctx context.Context, p service.ExpireParams) (int, error) {
+	final := make([]string, len(p.Final))
+	for i, s := range p.Final {
+		final[i] = string(s)
+	}
 	tag, err := d.db.pool.Exec(ctx, `WITH gone AS (
 		DELETE FROM upload_bodies WHERE upload_id IN (
 			SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
-			WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < $1
+			WHERE u.status = ANY ($4) AND u.received_at < $1
 			LIMIT $3 FOR UPDATE OF b SKIP LOCKED)
 		RETURNING upload_id)
-	UPDATE uploads SET file_expired_at = $2 FROM gone WHERE uploads.id = gone.upload_id`, cutoff, at, limit)
+	UPDATE uploads SET file_expired_at = $2 FROM gone WHERE uploads.id = gone.upload_id`, p.Cutoff, p.At, p.Limit, final)
 	if err != nil {
 		return 0, err
 	}

@@ -32,8 +32,6 @@ type Drivers struct {
 // The areas' drivers, each the whole Driver until the area has one of its
 // own.
 type (
-	UploadDriver = Driver
-
 	WebhookDriver = Driver
 )
 
@@ -51,8 +49,6 @@ type Driver interface {
 	// writers: the service then runs the transaction again.
 	Transient(err error) bool
 
-	UploadCalls
-	StockReads
 	EndpointCalls
 	EndpointReads
 	Bookkeeping

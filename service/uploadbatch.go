@@ -28,7 +28,7 @@ import (
 // a lone apply would fail the same way.
 func (s *Uploads) ApplyBatch(ctx context.Context, claims []*storelink.Claim, fn func(*storelink.Claim) storelink.FeedApply) []storelink.BatchResult {
 	out := make([]storelink.BatchResult, len(claims))
-	err := once(ctx, s.d.BeginUpload, func(tx UploadTx) error {
+	err := once(ctx, s.d.Begin, func(tx UploadTx) error {
 		clear(out)
 		return s.applyTogether(ctx, tx, claims, fn, out)
 	})
@@ -55,7 +55,7 @@ func (s *Uploads) applyTogether(ctx context.Context, tx UploadTx, claims []*stor
 	for i, c := range claims {
 		ids[i], clients[i] = c.ID, c.ClientID
 	}
-	owners, stores, err := tx.LockUploads(ctx, ids, clients)
+	locked, err := tx.LockUploads(ctx, LockUploadsParams{IDs: ids, ClientIDs: clients, Processing: storelink.UploadProcessing})
 	if err != nil {
 		return fmt.Errorf("lock uploads: %w", err)
 	}
@@ -65,14 +65,14 @@ func (s *Uploads) applyTogether(ctx context.Context, tx UploadTx, claims []*stor
 			out[i].Err = heldBack(c, earlier)
 			continue
 		}
-		if err := held(c, owners[i], nil); err != nil {
+		if err := held(c, locked.Owners[i], nil); err != nil {
 			out[i].Err, behind[c.ClientID] = err, c.ID
 			continue
 		}
 		if err := tx.Savepoint(ctx); err != nil {
 			return fmt.Errorf("savepoint of upload %s: %w", c.ID, err)
 		}
-		report, err := fn(c)(stores[c.ClientID], tx.StockWriter(ctx, c.ClientID, c.ID, s.now))
+		report, err := fn(c)(locked.Stores[c.ClientID], tx.StockWriter(ctx, s.writer(c)))
 		if err != nil {
 			return fmt.Errorf("apply upload %s: %w", c.ID, err)
 		}
@@ -90,7 +90,7 @@ func (s *Uploads) applyTogether(ctx context.Context, tx UploadTx, claims []*stor
 			if err := tx.ApplyStock(ctx); err != nil {
 				return fmt.Errorf("apply upload %s: %w", c.ID, err)
 			}
-			if err := tx.ReleaseFulfilled(ctx, c.ClientID, c.ID); err != nil {
+			if err := tx.ReleaseFulfilled(ctx); err != nil {
 				return fmt.Errorf("release fulfilled reservations: %w", err)
 			}
 		}

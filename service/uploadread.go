@@ -52,7 +52,8 @@ type UploadQuery struct {
 
 // QueueDepth counts uploads not yet finished.
 func (s *Uploads) QueueDepth(ctx context.Context) (int, error) {
-	return s.d.CountUnfinished(ctx)
+	n, err := s.d.CountUnfinished(ctx, UnfinishedQuery{})
+	return n.N, err
 }
 
 // Backlog tells how uploads wait, of one client or (clientID "") of all:
@@ -60,22 +61,23 @@ func (s *Uploads) QueueDepth(ctx context.Context) (int, error) {
 // one; for all, every unfinished upload.
 func (s *Uploads) Backlog(ctx context.Context, clientID string) (storelink.Backlog, error) {
 	var b storelink.Backlog
-	n, first, oldest, err := s.d.CountWaiting(ctx, clientID)
+	waiting, err := s.d.CountUnfinished(ctx, UnfinishedQuery{ClientID: clientID, Status: storelink.UploadAccepted})
 	if err != nil {
 		return b, fmt.Errorf("count waiting uploads: %w", err)
 	}
-	b.Waiting, b.Oldest = n, oldest
-	if clientID != "" && n == 0 {
+	b.Waiting, b.Oldest = waiting.N, waiting.Oldest
+	if clientID != "" && waiting.N == 0 {
 		return b, nil // nothing of the client waits, so nothing is ahead of it
 	}
-	if clientID == "" {
-		b.Ahead, err = s.d.CountUnfinished(ctx)
-	} else {
-		b.Ahead, err = s.d.CountUnfinishedUpTo(ctx, first)
+	q := UnfinishedQuery{} // every unfinished upload
+	if clientID != "" {
+		q.UpTo = waiting.First // those up to the client's first waiting one
 	}
+	ahead, err := s.d.CountUnfinished(ctx, q)
 	if err != nil {
 		return b, fmt.Errorf("count uploads ahead: %w", err)
 	}
+	b.Ahead = ahead.N
 	return b, nil
 }
 
@@ -156,14 +158,14 @@ func (s *Uploads) UploadFile(ctx context.Context, clientID, uploadID string) ([]
 	if err := s.expired("file", u); err != nil {
 		return nil, err
 	}
-	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, false)
+	f, err := s.d.UploadFile(ctx, clientID, uploadID, false)
 	if err != nil {
 		return nil, s.fileError(err, uploadID)
 	}
-	if !kept {
-		return nil, goneError("file", uploadID, removed)
+	if !f.Kept {
+		return nil, goneError("file", uploadID, f.Removed)
 	}
-	return data, nil
+	return f.Data, nil
 }
 
 // expired is EGONE for the files of a finished upload received longer
@@ -196,16 +198,16 @@ func (s *Uploads) UploadErrorFile(ctx context.Context, clientID, uploadID string
 	if err := s.expired("error file", u); err != nil {
 		return nil, err
 	}
-	data, kept, removed, err := s.d.UploadFile(ctx, clientID, uploadID, true)
+	f, err := s.d.UploadFile(ctx, clientID, uploadID, true)
 	switch {
 	case err != nil:
 		return nil, s.fileError(err, uploadID)
-	case !kept:
-		return nil, goneError("error file", uploadID, removed)
-	case data == nil:
+	case !f.Kept:
+		return nil, goneError("error file", uploadID, f.Removed)
+	case f.Data == nil:
 		return feed.ProblemFile(u.Errors), nil
 	}
-	return data, nil
+	return f.Data, nil
 }
 
 func (s *Uploads) fileError(err error, uploadID string) error {
@@ -235,7 +237,7 @@ func (s *Uploads) ExpireFiles(ctx context.Context, retention time.Duration) (int
 	now := s.now()
 	total := 0
 	for {
-		n, err := s.d.ExpireFiles(ctx, now.Add(-retention), now, expireBatch)
+		n, err := s.d.ExpireFiles(ctx, ExpireParams{Final: finalStatuses, Cutoff: now.Add(-retention), At: now, Limit: expireBatch})
 		total += n
 		if err != nil || n < expireBatch {
 			return total, err

@@ -36,7 +36,7 @@ func NewDrivers(db *DB) service.Drivers {
 		Orders: orders{db},
 
 		// Uploads, their files and the stock they write.
-		Uploads: d,
+		Uploads: &uploads{db: db},
 
 		// Webhook endpoints and their deliveries.
 		Webhooks: d,

@@ -29,6 +29,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"storelink"
 )
 
 //go:embed migrations/*.sql
@@ -61,7 +63,7 @@ type DB struct {
 	// checkpoints copies the WAL back into the file in the background.
 	checkpoints *checkpointer
 	// uploadTurn orders the upload calls' transactions.
-	uploadTurn uploadTurn
+	uploadTurn *uploadTurn
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -92,7 +94,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		f.Close()
 	}
 	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() },
-		uploadTurn: newUploadTurn()}
+		uploadTurn: &uploadTurn{}}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
@@ -214,8 +216,8 @@ func (db *DB) Ping(ctx context.Context) error {
 // upload's lease ends now, not at 0, so that the backoff of an interrupted
 // upload counts from the restart (the claim adds it to lease_until).
 func (db *DB) ReleaseLeases(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = min(lease_until, ?) WHERE status = 'processing'`,
-		ms(db.Now())); err != nil {
+	if _, err := db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = min(lease_until, ?) WHERE status = ?`,
+		ms(db.Now()), storelink.UploadProcessing); err != nil {
 		return err
 	}
 	// A delivery a killed process was sending may or may not have arrived;

@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"storelink"
+	"storelink/service"
 )
 
 // stockBatch is how many put rows are compared and written together: the
@@ -52,6 +52,9 @@ type stockWriter struct {
 	// statement: they are the same on every row.
 	fixed        [3]any
 	client, upid string
+	// soldList is the JSON array of the statuses of the items whose
+	// reservations ReleaseFulfilled ends.
+	soldList string
 
 	rows    []storelink.StockRow // put since the last batch
 	digests []int64              // of rows
@@ -68,8 +71,7 @@ type stockWriter struct {
 	// those of them written by this upload.
 	pairs, written int
 
-	// sold holds the pairs at which fulfilled or returned units still
-	// reserve stock, each true once a row for it was put (ReleaseFulfilled);
+	// sold holds the pairs at which sold units still reserve stock, each true once a row for it was put (ReleaseFulfilled);
 	// nil until the first batch reads them.
 	sold map[stockKey]bool
 }
@@ -85,9 +87,9 @@ type heldRow struct {
 
 type stockKey struct{ store, ean string }
 
-func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), clientID, uploadID string, now time.Time) *stockWriter {
-	return &stockWriter{ctx: ctx, tx: tx, stmt: stmt, fixed: [3]any{clientID, uploadID, ms(now)}, client: clientID, upid: uploadID,
-		held: make(map[uint64]heldRow, stockBatch)}
+func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), p service.StockWriterParams) *stockWriter {
+	return &stockWriter{ctx: ctx, tx: tx, stmt: stmt, fixed: [3]any{p.ClientID, p.UploadID, ms(p.Now())}, client: p.ClientID,
+		upid: p.UploadID, soldList: statusList(p.Sold), held: make(map[uint64]heldRow, stockBatch)}
 }
 
 // The writer's statements, prepared once on the write connection (see
@@ -95,7 +97,7 @@ func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stm
 // about as much as its writes.
 var (
 	soldSQL = `SELECT DISTINCT store_id, ean FROM order_items
-		WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ?`
+		WHERE reserving = 1 AND status IN (SELECT value FROM json_each(?2)) AND client_id = ?1`
 	stockScanSQL    = stockHeldSQL(`ean BETWEEN ?3 AND ?5`)
 	stockListSQL    = stockHeldSQL(`ean IN (SELECT value FROM json_each(?3))`)
 	stockMineSQL    = `SELECT upload_id = ?1 FROM stock WHERE client_id = ?2 AND store_id = ?3 AND ean = ?4`
@@ -111,14 +113,15 @@ var (
 	}()
 )
 
-// readSold reads the pairs at which fulfilled or returned units still
-// reserve stock: few, through the index of reserving units.
+// readSold reads the pairs at which sold units (of the statuses in
+// soldList) still reserve stock: few, through the index of reserving
+// units.
 func (w *stockWriter) readSold() error {
 	stmt, err := w.stmt(soldSQL)
 	if err != nil {
 		return fmt.Errorf("read sold units: %w", err)
 	}
-	rows, err := stmt.QueryContext(w.ctx, w.client)
+	rows, err := stmt.QueryContext(w.ctx, w.client, w.soldList)
 	if err != nil {
 		return fmt.Errorf("read sold units: %w", err)
 	}

@@ -8,9 +8,14 @@ import (
 	"storelink/service"
 )
 
+// ClientExists is the partners' read of a client.
+func (d *uploads) ClientExists(ctx context.Context, id string) (bool, error) {
+	return (&Driver{db: d.db}).ClientExists(ctx, id)
+}
+
 // ListStock reads a page from the read pool, walking the primary key from
 // the page's start.
-func (d *Driver) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
+func (d *uploads) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {
 	q := `SELECT store_id, ean, article_number, quantity, price, retail_price, article_location, product_name,
 		product_number, article_color, article_size, upload_id, updated_at,
 		(SELECT count(*) FROM order_items i WHERE i.reserving = 1 AND i.client_id = s.client_id AND i.store_id = s.store_id AND i.ean = s.ean)

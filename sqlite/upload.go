@@ -8,17 +8,28 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"storelink"
 	"storelink/service"
 )
 
-// BeginUpload starts a write transaction on the write pool, as the
-// background loops' transactions do, once the upload calls' turn
-// (uploadTurn) is its: the upload calls are not order calls and do not
-// take the order calls' turn.
-func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
+var _ service.UploadDriver = (*uploads)(nil)
+
+// uploads is the driver of the upload and stock calls.
+type uploads struct{ db *DB }
+
+// Transient is always false: with one writer no transaction is ever a
+// deadlock's victim.
+func (d *uploads) Transient(error) bool { return false }
+
+// Fault turns a write that found the disk full into ENOSPACE.
+func (d *uploads) Fault(err error) error { return Fault(err) }
+
+// Begin starts a write transaction on the write pool, as the background
+// loops' transactions do, once the upload calls' turn (uploadTurn) is its:
+// the upload calls are not order calls and do not take the order calls'
+// turn.
+func (d *uploads) Begin(ctx context.Context) (service.UploadTx, error) {
 	if err := d.db.uploadTurn.take(ctx); err != nil {
 		return nil, err
 	}
@@ -30,7 +41,7 @@ func (d *Driver) BeginUpload(ctx context.Context) (service.UploadTx, error) {
 	return &uploadTx{db: d.db, tx: tx}, nil
 }
 
-// uploadTx is a transaction begun by Driver.BeginUpload. Every statement is
+// uploadTx is a transaction begun by uploads.Begin. Every statement is
 // sent when its method is called: SQLite is in the process, so a statement
 // costs no round trip.
 type uploadTx struct {
@@ -79,7 +90,7 @@ func (t *uploadTx) exec(ctx context.Context, query string, args ...any) error {
 // (DB.prepare): parsing them again each time cost a small upload about a
 // fifth of its accept and half of its apply (bench/README.md).
 var uploadStatements = slices.Concat([]string{bucketSQL, waitingSQL, putBucketSQL, insertUploadSQL, insertBodySQL,
-	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimUploadsSQL, claimBodiesSQL}, stockStatements)
+	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimableSQL, leaseSQL, claimBodiesSQL}, stockStatements)
 
 // Commit commits and gives the turn back. When it returns nil what was
 // written is on disk (synchronous=FULL).
@@ -136,32 +147,32 @@ func (t *uploadTx) ReleaseSavepoint(ctx context.Context) error {
 
 // LockBucket reads the bucket: the transaction holds the one write
 // connection, so no other writer runs until it ends.
-func (t *uploadTx) LockBucket(ctx context.Context, clientID string, countWaiting bool) (*storelink.Bucket, int, int, error) {
+func (t *uploadTx) LockBucket(ctx context.Context, p service.LockBucketParams) (service.ClientBucket, error) {
 	read, err := t.stmt(ctx, bucketSQL)
 	if err != nil {
-		return nil, 0, 0, err
+		return service.ClientBucket{}, err
 	}
-	bucket, stores, err := scanBucket(read.QueryRowContext(ctx, clientID))
-	if err != nil || !countWaiting {
-		return bucket, stores, 0, err
+	b, err := scanBucket(read.QueryRowContext(ctx, p.ClientID))
+	if err != nil || p.Waiting == "" {
+		return b, err
 	}
 	count, err := t.stmt(ctx, waitingSQL)
 	if err != nil {
-		return nil, 0, 0, err
+		return service.ClientBucket{}, err
 	}
-	var waiting int
-	if err := count.QueryRowContext(ctx, clientID).Scan(&waiting); err != nil {
-		return nil, 0, 0, fmt.Errorf("count waiting uploads: %w", err)
+	if err := count.QueryRowContext(ctx, p.ClientID, p.Waiting).Scan(&b.Waiting); err != nil {
+		return service.ClientBucket{}, fmt.Errorf("count waiting uploads: %w", err)
 	}
-	return bucket, stores, waiting, nil
+	return b, nil
 }
 
-// waitingSQL counts a client's waiting uploads. It goes through the index of
-// unfinished uploads, which stays small, rather than the client's index,
-// which holds every upload the client ever sent; the repeated status term
-// is what lets SQLite use a partial index.
+// waitingSQL counts a client's uploads in a status (?2) among the
+// unfinished. It goes through the index of unfinished uploads, which stays
+// small, rather than the client's index, which holds every upload the
+// client ever sent; the status term that names the index's statuses is
+// what lets SQLite use a partial index.
 const waitingSQL = `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
-	WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND client_id = ?`
+	WHERE status IN ('accepted', 'processing') AND status = ?2 AND client_id = ?1`
 
 // bucketSQL reads a client's bucket and store count.
 const bucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), k.tokens, k.updated_at
@@ -169,18 +180,18 @@ const bucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = c.id), 
 
 // scanBucket reads the row of bucketSQL; service.ErrNotFound for no
 // client.
-func scanBucket(row *sql.Row) (*storelink.Bucket, int, error) {
-	var stores int
+func scanBucket(row *sql.Row) (service.ClientBucket, error) {
+	var b service.ClientBucket
 	var tokens sql.NullFloat64
 	var updated sql.NullInt64
-	err := row.Scan(&stores, &tokens, &updated)
+	err := row.Scan(&b.Stores, &tokens, &updated)
 	if err != nil {
-		return nil, 0, noRow(err)
+		return b, noRow(err)
 	}
-	if !tokens.Valid {
-		return nil, stores, nil
+	if tokens.Valid {
+		b.Bucket = &storelink.Bucket{Tokens: tokens.Float64, UpdatedAt: fromMS(updated.Int64)}
 	}
-	return &storelink.Bucket{Tokens: tokens.Float64, UpdatedAt: fromMS(updated.Int64)}, stores, nil
+	return b, nil
 }
 
 // InsertUpload writes the bucket, the upload and its bytes. Nothing else
@@ -207,40 +218,27 @@ const (
 	insertBodySQL = `INSERT INTO upload_bodies (upload_id, body) VALUES (?, ?)`
 )
 
-// LockUpload reads the lease owner and the client's stores: the
-// transaction holds the one write connection, which is SQLite's lock.
-func (t *uploadTx) LockUpload(ctx context.Context, id, clientID string) (string, map[string]bool, error) {
-	owner, err := leaseOwner(ctx, t.tx, id)
-	if err != nil {
-		return "", nil, err
-	}
-	list, err := queryStores(ctx, t.tx, clientID)
-	if err != nil {
-		return "", nil, err
-	}
-	stores := make(map[string]bool, len(list))
-	for _, s := range list {
-		stores[s.ID] = true
-	}
-	return owner, stores, nil
-}
-
 // LockUploads reads the lease owners and the clients' stores, two
 // queries: the transaction holds the one write connection, which is
 // SQLite's lock.
 const (
 	lockUploadsSQL = `SELECT id, coalesce(lease_owner, '') FROM uploads
-		WHERE id IN (SELECT value FROM json_each(?)) AND status = 'processing'`
+		WHERE id IN (SELECT value FROM json_each(?)) AND status = ?`
 	lockStoresSQL = `SELECT client_id, id FROM stores WHERE client_id IN (SELECT value FROM json_each(?))`
 )
 
-func (t *uploadTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]string, map[string]map[string]bool, error) {
+func (t *uploadTx) LockUploads(ctx context.Context, p service.LockUploadsParams) (service.LockedUploads, error) {
+	owners, stores, err := t.lockUploads(ctx, p.IDs, p.ClientIDs, p.Processing)
+	return service.LockedUploads{Owners: owners, Stores: stores}, err
+}
+
+func (t *uploadTx) lockUploads(ctx context.Context, ids, clientIDs []string, processing storelink.UploadStatus) ([]string, map[string]map[string]bool, error) {
 	owner := make(map[string]string, len(ids))
 	lock, err := t.stmt(ctx, lockUploadsSQL)
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := lock.QueryContext(ctx, jsonList(ids))
+	rows, err := lock.QueryContext(ctx, jsonList(ids), processing)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,16 +283,16 @@ func (t *uploadTx) LockUploads(ctx context.Context, ids, clientIDs []string) ([]
 	return owners, stores, rows.Err()
 }
 
-func leaseOwner(ctx context.Context, tx *sql.Tx, id string) (string, error) {
+func leaseOwner(ctx context.Context, tx *sql.Tx, id string, processing storelink.UploadStatus) (string, error) {
 	var owner sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT lease_owner FROM uploads WHERE id = ? AND status = 'processing'`, id).Scan(&owner)
+	err := tx.QueryRowContext(ctx, `SELECT lease_owner FROM uploads WHERE id = ? AND status = ?`, id, processing).Scan(&owner)
 	return owner.String, noRow(err)
 }
 
 // StockWriter returns the writer's put: rows are upserted in batches as
 // they come (stockWriter), stamped with the time the writer is made.
-func (t *uploadTx) StockWriter(ctx context.Context, clientID, uploadID string, now func() time.Time) func(storelink.StockRow) error {
-	t.w = newStockWriter(ctx, t.tx, func(q string) (*sql.Stmt, error) { return t.stmt(ctx, q) }, clientID, uploadID, now())
+func (t *uploadTx) StockWriter(ctx context.Context, p service.StockWriterParams) func(storelink.StockRow) error {
+	t.w = newStockWriter(ctx, t.tx, func(q string) (*sql.Stmt, error) { return t.stmt(ctx, q) }, p)
 	return t.w.put
 }
 
@@ -313,7 +311,7 @@ func (t *uploadTx) ApplyStock(context.Context) error {
 // again. (A savepoint would keep it to one transaction, but makes SQLite
 // copy every stock page it touches into a statement journal on every
 // import, rejected or not.)
-func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string) (string, error) {
+func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string, processing storelink.UploadStatus) (string, error) {
 	t.w, t.stmts = nil, nil
 	if err := t.tx.Rollback(); err != nil {
 		return "", err
@@ -323,13 +321,13 @@ func (t *uploadTx) DiscardStock(ctx context.Context, uploadID string) (string, e
 		return "", err
 	}
 	t.tx = tx
-	return leaseOwner(ctx, t.tx, uploadID)
+	return leaseOwner(ctx, t.tx, uploadID, processing)
 }
 
 // ReleaseFulfilled ends the reservations at the pairs the writer found put
 // among those it read sold: a pair whose row was left unchanged keeps the
 // upload_id of an earlier upload, so the stock row cannot tell.
-func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, _ string) error {
+func (t *uploadTx) ReleaseFulfilled(ctx context.Context) error {
 	if t.w == nil {
 		return nil
 	}
@@ -338,8 +336,8 @@ func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, _ string) err
 			continue
 		}
 		if _, err := t.tx.ExecContext(ctx, `UPDATE order_items SET reserving = 0
-			WHERE reserving = 1 AND status IN ('fulfilled', 'returned') AND client_id = ? AND store_id = ? AND ean = ?`,
-			clientID, k.store, k.ean); err != nil {
+			WHERE reserving = 1 AND status IN (SELECT value FROM json_each(?)) AND client_id = ? AND store_id = ? AND ean = ?`,
+			t.w.soldList, t.w.client, k.store, k.ean); err != nil {
 			return err
 		}
 	}
@@ -348,7 +346,8 @@ func (t *uploadTx) ReleaseFulfilled(ctx context.Context, clientID, _ string) err
 
 // FinishUpload writes the report as JSON text; the upload is not read back
 // here (finished stays nil), and the service reads it after the commit.
-func (t *uploadTx) FinishUpload(ctx context.Context, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, _ **storelink.Upload) error {
+func (t *uploadTx) FinishUpload(ctx context.Context, p service.FinishParams) error {
+	id, status, r, at := p.ID, p.Status, p.Report, p.At
 	problems, _ := json.Marshal(r.Errors)
 	warnings, _ := json.Marshal(r.Warnings)
 	unchanged := 0
@@ -374,20 +373,20 @@ const (
 // CancelUpload cancels the upload in one statement when it is still
 // accepted, and drops its bytes, or else reads it as it stands: the transaction holds the one
 // write connection, so no claim comes between.
-func (t *uploadTx) CancelUpload(ctx context.Context, clientID, id string, at time.Time) (*storelink.Upload, bool, error) {
-	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = 'cancelled', finished_at = ?1, file_expired_at = ?1
-		WHERE client_id = ?2 AND id = ?3 AND status = 'accepted' RETURNING `+uploadColumns, ms(at), clientID, id))
+func (t *uploadTx) CancelUpload(ctx context.Context, p service.CancelParams) (service.Cancelled, error) {
+	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = ?4, finished_at = ?1, file_expired_at = ?1
+		WHERE client_id = ?2 AND id = ?3 AND status = ?5 RETURNING `+uploadColumns, ms(p.At), p.ClientID, p.ID, p.To, p.From))
 	if err == nil {
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, id); err != nil {
-			return nil, false, fmt.Errorf("drop upload body: %w", err)
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, p.ID); err != nil {
+			return service.Cancelled{}, fmt.Errorf("drop upload body: %w", err)
 		}
-		return u, true, nil
+		return service.Cancelled{Upload: u, Cancelled: true}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, err
+		return service.Cancelled{}, err
 	}
-	u, err = scanUpload(t.tx.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, clientID, id))
-	return u, false, noRow(err)
+	u, err = scanUpload(t.tx.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, p.ClientID, p.ID))
+	return service.Cancelled{Upload: u}, noRow(err)
 }
 
 // PutBucket writes the client's bucket row, made if it is missing.

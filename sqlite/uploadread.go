@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"storelink"
 	"storelink/service"
@@ -40,72 +39,81 @@ func scanUpload(row interface{ Scan(...any) error }) (*storelink.Upload, error) 
 }
 
 // GetBucket reads from the read pool, which never waits for the writer.
-func (d *Driver) GetBucket(ctx context.Context, clientID string) (*storelink.Bucket, int, error) {
+func (d *uploads) GetBucket(ctx context.Context, clientID string) (service.ClientBucket, error) {
 	return scanBucket(d.db.read.QueryRowContext(ctx, bucketSQL, clientID))
 }
 
-// claimUploadsSQL leases the uploads a claim takes (service.Uploads'
-// ClaimUploads). cand is the oldest ?4 uploads that can be claimed, in
-// acceptance order: waiting, or under a lease that ran out (or was given
-// back) and whose backoff has passed, and with no earlier unfinished
-// upload of their client that cannot be claimed; an earlier one that can is
-// in cand before them. The NOT EXISTS is what keeps a client's uploads in
-// acceptance order; it looks at the client's unfinished uploads only (the
-// index uploads_unfinished_client). pick takes cand client by client, the
-// clients in the order of their first in cand, each client's in acceptance
-// order: the first, and the next ones while their files' bytes add up to
-// at most ?5 and none was claimed before. ?1 is the owner, ?2 the lease's
-// end, ?3 now, ?4 the most uploads, ?6 and ?7 the backoff's base and most
-// (ms): an upload is free once lease_until + its backoff is before now
-// (storelink.Backoff.Delay of attempts - failures, its interruptions).
-var claimUploadsSQL = `
-WITH cand AS (
-	SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
-	WHERE u.status IN ('accepted', 'processing')
-	  AND (u.status = 'accepted' OR u.lease_until + ` + backoffSQL("u") + ` < ?3)
-	  AND NOT EXISTS (SELECT 1 FROM uploads o INDEXED BY uploads_unfinished_client
-	                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
-	                    AND o.status = 'processing' AND o.lease_until + ` + backoffSQL("o") + ` >= ?3)
-	ORDER BY u.seq
-	LIMIT ?4
-), pick AS (
-	SELECT seq FROM (
-		SELECT seq, row_number() OVER w AS n, sum(size_bytes) OVER w AS bytes, sum(attempts > 0) OVER w AS tried
-		FROM (SELECT *, min(seq) OVER (PARTITION BY client_id) AS head FROM cand) WINDOW w AS (ORDER BY head, seq)
-	) WHERE n = 1 OR (bytes <= ?5 AND tried = 0)
-)
-UPDATE uploads SET status = 'processing', lease_owner = ?1, lease_until = ?2, started_at = ?3, attempts = attempts + 1
-WHERE seq IN (SELECT seq FROM pick)
-RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures`
+// claimableSQL reads the uploads a claim may take (UploadTx's
+// ClaimableUploads): the oldest ?4 uploads that can be claimed, in
+// acceptance order: waiting (?1), or processing (?2) under a lease that
+// ran out (or was given back) and whose backoff has passed, and with no
+// earlier unfinished upload of their client that cannot be claimed; an
+// earlier one that can is among them before them. The NOT EXISTS is what
+// keeps a client's uploads in acceptance order; it looks at the client's
+// unfinished uploads only (the index uploads_unfinished_client). ?3 is
+// now, ?5 and ?6 the backoff's base and most (ms): an upload is free once
+// lease_until + its backoff is before now (storelink.Backoff.Delay of
+// attempts - failures, its interruptions). The status terms that name
+// 'accepted' and 'processing' are the partial indexes' predicate, which
+// SQLite uses an index for only when the query names it.
+var claimableSQL = `
+SELECT u.seq, u.client_id, u.size_bytes, u.attempts FROM uploads u INDEXED BY uploads_unfinished
+WHERE u.status IN ('accepted', 'processing')
+  AND (u.status = ?1 OR u.lease_until + ` + backoffSQL("u") + ` < ?3)
+  AND NOT EXISTS (SELECT 1 FROM uploads o INDEXED BY uploads_unfinished_client
+                  WHERE o.client_id = u.client_id AND o.seq < u.seq AND o.status IN ('accepted', 'processing')
+                    AND o.status = ?2 AND o.lease_until + ` + backoffSQL("o") + ` >= ?3)
+ORDER BY u.seq
+LIMIT ?4`
 
 // backoffSQL is storelink.Backoff.Delay in ms of the upload aliased u, its
-// base and most being ?6 and ?7.
+// base and most being ?5 and ?6.
 func backoffSQL(u string) string {
 	n := "(" + u + ".attempts - " + u + ".failures)"
-	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE min(?6 << min(" + n + " - 2, 30), ?7) END)"
+	return "(CASE WHEN " + n + " <= 1 THEN 0 ELSE min(?5 << min(" + n + " - 2, 30), ?6) END)"
 }
+
+// ClaimableUploads reads in the transaction, which holds the one write
+// connection: the rows it reads stay as they are until it ends.
+func (t *uploadTx) ClaimableUploads(ctx context.Context, p service.ClaimParams) ([]service.Claimable, error) {
+	s, err := t.stmt(ctx, claimableSQL)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(ctx, p.Accepted, p.Processing, ms(p.Now), p.Limit,
+		p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []service.Claimable
+	for rows.Next() {
+		var c service.Claimable
+		if err := rows.Scan(&c.Seq, &c.ClientID, &c.SizeBytes, &c.Attempts); err != nil {
+			return nil, err
+		}
+		list = append(list, c)
+	}
+	return list, rows.Err()
+}
+
+// leaseSQL leases the uploads of a JSON array of queue positions (?5): ?1
+// the owner, ?2 the status they are set in, ?3 the lease's end, ?4 now.
+const leaseSQL = `UPDATE uploads SET status = ?2, lease_owner = ?1, lease_until = ?3, started_at = ?4, attempts = attempts + 1
+WHERE seq IN (SELECT value FROM json_each(?5))
+RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures`
 
 // claimBodiesSQL reads the bodies of the uploads claimed, a JSON array of
 // their ids.
 const claimBodiesSQL = `SELECT upload_id, body FROM upload_bodies WHERE upload_id IN (SELECT value FROM json_each(?))`
 
-// ClaimUploads claims in a write transaction of its own, in its turn
-// (uploadTurn), reading now once it began: the write connection may have
-// been waited for.
-func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Duration, limit storelink.BatchLimit, backoff storelink.Backoff, now func() time.Time) ([]*storelink.Claim, error) {
-	if err := d.db.uploadTurn.take(ctx); err != nil {
-		return nil, err
-	}
-	defer d.db.uploadTurn.give()
-	sqlTx, err := d.db.write.BeginTx(ctx, nil)
+// LeaseUploads leases the uploads and reads their bodies, two statements.
+func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs []int64) ([]*storelink.Claim, error) {
+	lease, err := t.stmt(ctx, leaseSQL)
 	if err != nil {
 		return nil, err
 	}
-	tx := orderTx{Tx: sqlTx, prepared: d.db.prepared}
-	defer tx.Rollback()
-	at := now()
-	rows, err := tx.QueryContext(ctx, claimUploadsSQL, owner, ms(at.Add(lease)), ms(at), limit.Uploads, limit.Bytes,
-		backoff.Base.Milliseconds(), backoff.Max.Milliseconds())
+	rows, err := lease.QueryContext(ctx, p.Owner, p.Processing, ms(p.Until), ms(p.Now), jsonInts(seqs))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +123,8 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	}
 	var list []claimed
 	byID := map[string]*storelink.Claim{}
-	ids := make([]string, 0, limit.Uploads)
+	ids := make([]string, 0, len(seqs))
+	at := p.Now
 	for rows.Next() {
 		c := &storelink.Claim{}
 		var seq, received int64
@@ -134,7 +143,11 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return nil, err
 	}
-	bodies, err := tx.QueryContext(ctx, claimBodiesSQL, jsonList(ids))
+	read, err := t.stmt(ctx, claimBodiesSQL)
+	if err != nil {
+		return nil, err
+	}
+	bodies, err := read.QueryContext(ctx, jsonList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("read upload bodies: %w", err)
 	}
@@ -159,9 +172,6 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 	if len(byID) > 0 {
 		return nil, fmt.Errorf("uploads %v: their bodies are missing", slices.Sorted(maps.Keys(byID)))
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
-	}
 	slices.SortFunc(list, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]*storelink.Claim, len(list))
 	for i, l := range list {
@@ -172,30 +182,30 @@ func (d *Driver) ClaimUploads(ctx context.Context, owner string, lease time.Dura
 
 // ReleaseUpload writes on the write pool, outside any transaction: one
 // statement is its own. Times are Unix milliseconds.
-func (d *Driver) ReleaseUpload(ctx context.Context, c *storelink.Claim, until time.Time, failed bool) error {
+func (d *uploads) ReleaseUpload(ctx context.Context, p service.ReleaseParams) error {
 	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_owner = NULL, lease_until = ?1,
 		attempts = CASE WHEN ?5 THEN attempts ELSE max(attempts - 1, 0) END, failures = failures + ?5
-		WHERE id = ?2 AND status = 'processing' AND lease_owner = ?3 AND started_at = ?4`,
-		ms(until), c.ID, c.Owner, ms(*c.StartedAt), failed)
+		WHERE id = ?2 AND status = ?6 AND lease_owner = ?3 AND started_at = ?4`,
+		ms(p.Until), p.ID, p.Owner, ms(p.StartedAt), p.Failed, p.Processing)
 	return err
 }
 
 // ReleaseUploadLeases sets the leases to have ended at 0 ms, before any
 // clock reading.
-func (d *Driver) ReleaseUploadLeases(ctx context.Context, owner string) error {
+func (d *uploads) ReleaseUploadLeases(ctx context.Context, owner string, processing storelink.UploadStatus) error {
 	_, err := d.db.write.ExecContext(ctx, `UPDATE uploads SET lease_until = 0, attempts = max(attempts - 1, 0)
-		WHERE status = 'processing' AND lease_owner = ?`, owner)
+		WHERE status = ? AND lease_owner = ?`, processing, owner)
 	return err
 }
 
 // GetUpload reads from the read pool.
-func (d *Driver) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
+func (d *uploads) GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error) {
 	u, err := scanUpload(d.db.read.QueryRowContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE client_id = ? AND id = ?`, clientID, id))
 	return u, noRow(err)
 }
 
 // UploadExists reads from the read pool.
-func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
+func (d *uploads) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
 	err := exists(ctx, d.db.read, `SELECT 1 FROM uploads WHERE client_id = ? AND id = ?`, clientID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -204,7 +214,7 @@ func (d *Driver) UploadExists(ctx context.Context, clientID, id string) (bool, e
 }
 
 // ListUploads reads from the read pool, which never waits for the writer.
-func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
+func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
 	args := []any{p.ClientID}
 	if p.Before != "" {
@@ -241,60 +251,46 @@ func (d *Driver) ListUploads(ctx context.Context, p service.UploadQuery) ([]stor
 	return list, rows.Err()
 }
 
-// CountUnfinished reads from the read pool.
-func (d *Driver) CountUnfinished(ctx context.Context) (int, error) {
-	var n int
-	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads WHERE status IN ('accepted', 'processing')`).Scan(&n)
-	return n, err
-}
-
-// CountWaiting goes through the partial index of unfinished uploads, named,
-// since SQLite would otherwise pick the client's index of every upload.
-func (d *Driver) CountWaiting(ctx context.Context, clientID string) (int, int64, time.Time, error) {
-	var n int
+// CountUnfinished goes through the partial index of unfinished uploads,
+// named, since SQLite would otherwise pick the client's index of every
+// upload; the status term that names its statuses is its predicate, which
+// SQLite uses the index for only when the query names it.
+func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery) (service.Unfinished, error) {
+	var n service.Unfinished
 	var first, oldest sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(seq), min(received_at) FROM uploads INDEXED BY uploads_unfinished
-		WHERE status IN ('accepted', 'processing') AND status = 'accepted' AND (? = '' OR client_id = ?)`, clientID, clientID).
-		Scan(&n, &first, &oldest)
+		WHERE status IN ('accepted', 'processing') AND (?1 = '' OR status = ?1) AND (?2 = '' OR client_id = ?2) AND (?3 = 0 OR seq <= ?3)`,
+		q.Status, q.ClientID, q.UpTo).Scan(&n.N, &first, &oldest)
 	if err != nil || !oldest.Valid {
-		return n, first.Int64, time.Time{}, err
+		return n, err
 	}
-	return n, first.Int64, fromMS(oldest.Int64), nil
-}
-
-// CountUnfinishedUpTo goes through the partial index of unfinished uploads.
-func (d *Driver) CountUnfinishedUpTo(ctx context.Context, pos int64) (int, error) {
-	var n int
-	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM uploads INDEXED BY uploads_unfinished
-		WHERE status IN ('accepted', 'processing') AND seq <= ?`, pos).Scan(&n)
-	return n, err
+	n.First, n.Oldest = first.Int64, fromMS(oldest.Int64)
+	return n, nil
 }
 
 // UploadFile reads from the read pool; a big file is one blob read.
-func (d *Driver) UploadFile(ctx context.Context, clientID, id string, errorFile bool) ([]byte, bool, time.Time, error) {
+func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
 	col := "b.body"
 	if errorFile {
 		col = "b.errors_csv"
 	}
-	var data []byte
-	var kept bool
+	var f service.UploadFile
 	var removed sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`, clientID, id).
-		Scan(&data, &kept, &removed)
+		Scan(&f.Data, &f.Kept, &removed)
 	if err != nil {
-		return nil, false, time.Time{}, noRow(err)
+		return service.UploadFile{}, noRow(err)
 	}
-	var at time.Time
 	if removed.Valid {
-		at = fromMS(removed.Int64)
+		f.Removed = fromMS(removed.Int64)
 	}
-	return data, kept, at, nil
+	return f, nil
 }
 
 // ExpireFiles notes the removal on the uploads, then drops the files of
 // the uploads it noted, in one transaction on the write connection.
-func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit int) (int, error) {
+func (d *uploads) ExpireFiles(ctx context.Context, p service.ExpireParams) (int, error) {
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -302,7 +298,7 @@ func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit in
 	defer func() { _ = tx.Rollback() }()
 	res, err := tx.ExecContext(ctx, `UPDATE uploads SET file_expired_at = ? WHERE id IN (
 		SELECT b.upload_id FROM upload_bodies b JOIN uploads u ON u.id = b.upload_id
-		WHERE u.status IN ('applied', 'rejected', 'cancelled') AND u.received_at < ? LIMIT ?)`, ms(at), ms(cutoff), limit)
+		WHERE u.status IN (SELECT value FROM json_each(?)) AND u.received_at < ? LIMIT ?)`, ms(p.At), statusList(p.Final), ms(p.Cutoff), p.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -312,4 +308,13 @@ func (d *Driver) ExpireFiles(ctx context.Context, cutoff, at time.Time, limit in
 		return 0, err
 	}
 	return int(n), tx.Commit()
+}
+
+// statusList is a JSON array of statuses, for json_each.
+func statusList[S ~string](list []S) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = string(s)
+	}
+	return jsonList(out)
 }

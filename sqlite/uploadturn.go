@@ -1,11 +1,9 @@
 package sqlite
 
-import "context"
-
 // uploadTurn hands the upload calls' write transactions (accepts, cancels,
 // the processor's claims and applies) their turn at the write connection
-// one at a time, first come first served: a channel's waiting senders are
-// let in in the order they came.
+// one at a time, first come first served (a turn, as the order calls have
+// one of their own).
 //
 // The write pool alone hands its one connection to a random waiter
 // (database/sql). With dozens of uploads arriving at once the processor,
@@ -20,19 +18,4 @@ import "context"
 // The holder of the turn still takes the connection from the write pool,
 // where it meets the writers that are not upload calls (order calls, the
 // deliverer's rounds), a few at most.
-type uploadTurn chan struct{}
-
-func newUploadTurn() uploadTurn { return make(uploadTurn, 1) }
-
-// take waits for the turn; it returns ctx's error when ctx ends first.
-func (t uploadTurn) take(ctx context.Context) error {
-	select {
-	case t <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// give ends a turn.
-func (t uploadTurn) give() { <-t }
+type uploadTurn = turn

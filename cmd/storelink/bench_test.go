@@ -243,6 +243,11 @@ func BenchmarkStockImport(b *testing.B) {
 
 	fmt.Println("--- stock import (issues 2 and 15) ---")
 	if big.ok {
+		// The line bench/ab reads, e.g. bench/ab A B 3 BenchmarkStockImport 'rows/s every'.
+		fmt.Printf("run 1: %.0f rows/s every row changed, %.0f rows/s first import, %.0f rows/s re-sent, %d ms applied after its 200, %.1f MiB peak RSS\n",
+			big.rate, big.first.rowsPerSec(), big.resent, big.after200.Milliseconds(), big.peakRSS)
+	}
+	if big.ok {
 		fmt.Printf("feed: %d bytes, %d rows over %d stores; machine load average before %s, after %s\n",
 			big.bytes, big.rows, benchStores, big.loadBefore, big.after)
 		fmt.Printf("every row changed, whole path (PUT to applied):  %7.0f rows/s   (serve CPU %.2f s per import)\n", big.rate, big.cpu.Seconds())

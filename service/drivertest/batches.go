@@ -17,7 +17,7 @@ func (e *env) acceptFor(clientID, body string) *storelink.Upload {
 	u := &storelink.Upload{ID: storelink.NewID(now), ClientID: clientID, FileName: "f.csv", SizeBytes: int64(len(body)),
 		SHA256: "00", Status: storelink.UploadAccepted, ReceivedAt: now, Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}
 	tx := e.beginUpload()
-	_, _, _, err := tx.LockBucket(e.ctx, clientID, false)
+	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: clientID})
 	must(e.t, err)
 	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
 	must(e.t, tx.Commit(e.ctx))
@@ -43,7 +43,7 @@ func (e *env) otherClient() string {
 func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int, want ...*storelink.Upload) []*storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, limit, storelink.InterruptedBackoff, func() time.Time { return now })
+	claims, err := e.claims(func() time.Time { return now }).ClaimBatch(e.ctx, owner, time.Minute, limit)
 	must(e.t, err)
 	var got, wanted []string
 	for _, c := range claims {
@@ -84,7 +84,7 @@ func testUploadBatchClaims(e *env) {
 	// Given back, the three are claimed again, within 10 bytes: two, client
 	// by client (a's two before b's first).
 	for _, c := range first {
-		must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at, false))
+		must(e.t, e.release(c, e.at, false))
 	}
 	e.claimBatch("w2", storelink.BatchLimit{Uploads: 10, Bytes: 10}, 1, a1, a2)
 	// Their lease runs out: each was claimed before, and is claimed alone.
@@ -127,15 +127,17 @@ func testUploadBatchApply(e *env) {
 	e.at = e.at.Add(time.Second)
 
 	tx := e.beginUpload()
-	owners, stores, err := tx.LockUploads(e.ctx, []string{kept.ID, rejected.ID, done.ID, later.ID}, []string{e.client.ID, e.client.ID, e.client.ID, e.client.ID})
+	locked, err := tx.LockUploads(e.ctx, service.LockUploadsParams{IDs: []string{kept.ID, rejected.ID, done.ID, later.ID},
+		ClientIDs: []string{e.client.ID, e.client.ID, e.client.ID, e.client.ID}, Processing: storelink.UploadProcessing})
 	must(e.t, err)
+	owners, stores := locked.Owners, locked.Stores
 	if !reflect.DeepEqual(owners, []string{"w1", "w1", "", "w1"}) || !reflect.DeepEqual(stores, map[string]map[string]bool{e.client.ID: {"S1": true, "S2": true}}) {
 		e.t.Fatalf("LockUploads = %q, %v; want w1, w1, none (not processing), w1, and the client's stores S1, S2", owners, stores)
 	}
 	apply := func(c *storelink.Claim, rows []storelink.StockRow, status storelink.UploadStatus) {
 		e.t.Helper()
 		must(e.t, tx.Savepoint(e.ctx))
-		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		put := tx.StockWriter(e.ctx, e.writer(c))
 		for _, r := range rows {
 			must(e.t, put(r))
 		}
@@ -145,10 +147,10 @@ func testUploadBatchApply(e *env) {
 		must(e.t, tx.ReleaseSavepoint(e.ctx))
 		if status == storelink.UploadApplied {
 			must(e.t, tx.ApplyStock(e.ctx))
-			must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+			must(e.t, tx.ReleaseFulfilled(e.ctx))
 		}
 		var finished *storelink.Upload
-		must(e.t, tx.FinishUpload(e.ctx, c.ID, status, storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
+		must(e.t, finish(e, tx, c.ID, status, storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
 			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished))
 	}
 	apply(claims[0], rowsOf(1, 0), storelink.UploadApplied)
@@ -216,12 +218,12 @@ func testUploadBatchSmall(e *env) {
 	for i, c := range claims {
 		ids[i], clients[i] = c.ID, c.ClientID
 	}
-	_, _, err := tx.LockUploads(e.ctx, ids, clients)
+	_, err := tx.LockUploads(e.ctx, service.LockUploadsParams{IDs: ids, ClientIDs: clients, Processing: storelink.UploadProcessing})
 	must(e.t, err)
 	finished := make([]*storelink.Upload, len(claims))
 	for i, c := range claims {
 		must(e.t, tx.Savepoint(e.ctx))
-		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		put := tx.StockWriter(e.ctx, e.writer(c))
 		for _, r := range files[i] {
 			must(e.t, put(r))
 		}
@@ -231,10 +233,10 @@ func testUploadBatchSmall(e *env) {
 		must(e.t, tx.ReleaseSavepoint(e.ctx))
 		if status[i] == storelink.UploadApplied {
 			must(e.t, tx.ApplyStock(e.ctx))
-			must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+			must(e.t, tx.ReleaseFulfilled(e.ctx))
 		}
 		n := len(files[i])
-		must(e.t, tx.FinishUpload(e.ctx, c.ID, status[i], storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
+		must(e.t, finish(e, tx, c.ID, status[i], storelink.FeedReport{RowsTotal: n, RowsValid: n, RowsApplied: n,
 			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished[i]))
 	}
 	must(e.t, tx.Commit(e.ctx))

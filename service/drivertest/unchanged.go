@@ -36,9 +36,9 @@ func testUploadUnchanged(e *env) {
 		u := e.accept("x")
 		c := e.claim("w", u)
 		tx := e.beginUpload()
-		_, _, err := tx.LockUpload(e.ctx, c.ID, c.ClientID)
+		_, _, err := e.lockUpload(tx, c)
 		must(e.t, err)
-		put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+		put := tx.StockWriter(e.ctx, e.writer(c))
 		pairs := 0
 		for _, r := range rows {
 			must(e.t, put(r))
@@ -47,9 +47,9 @@ func testUploadUnchanged(e *env) {
 			}
 		}
 		must(e.t, tx.ApplyStock(e.ctx))
-		must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
+		must(e.t, tx.ReleaseFulfilled(e.ctx))
 		var finished *storelink.Upload
-		must(e.t, tx.FinishUpload(e.ctx, c.ID, storelink.UploadApplied,
+		must(e.t, finish(e, tx, c.ID, storelink.UploadApplied,
 			storelink.FeedReport{RowsTotal: len(rows), RowsValid: len(rows), RowsApplied: pairs,
 				Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}, e.tick(), &finished))
 		must(e.t, tx.Commit(e.ctx))

@@ -15,7 +15,7 @@ import (
 // case ends, unless it ended before.
 func (e *env) beginUpload() service.UploadTx {
 	e.t.Helper()
-	tx, err := e.d.Uploads.BeginUpload(e.ctx)
+	tx, err := e.d.Uploads.Begin(e.ctx)
 	must(e.t, err)
 	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx
@@ -29,7 +29,7 @@ func (e *env) accept(body string) *storelink.Upload {
 	u := &storelink.Upload{ID: storelink.NewID(now), ClientID: e.client.ID, FileName: "f.csv", SizeBytes: int64(len(body)),
 		SHA256: "00", Status: storelink.UploadAccepted, ReceivedAt: now, Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}
 	tx := e.beginUpload()
-	_, _, _, err := tx.LockBucket(e.ctx, e.client.ID, false)
+	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: e.client.ID})
 	must(e.t, err)
 	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
 	must(e.t, tx.Commit(e.ctx))
@@ -40,7 +40,7 @@ func (e *env) accept(body string) *storelink.Upload {
 func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 	e.t.Helper()
 	now := e.tick()
-	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1}, storelink.InterruptedBackoff, func() time.Time { return now })
+	claims, err := e.claims(func() time.Time { return now }).ClaimBatch(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 1})
 	must(e.t, err)
 	if len(claims) != 1 {
 		e.t.Fatalf("claimed %d uploads, want upload %s", len(claims), want.ID)
@@ -57,10 +57,47 @@ func (e *env) claim(owner string, want *storelink.Upload) *storelink.Claim {
 // claimNone claims for owner, failing unless nothing is claimed.
 func (e *env) claimNone(owner, what string) {
 	e.t.Helper()
-	claims, err := e.d.Uploads.ClaimUploads(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}, storelink.InterruptedBackoff, e.tick)
+	claims, err := e.claims(e.tick).ClaimBatch(e.ctx, owner, time.Minute, storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20})
 	if err != nil || len(claims) != 0 {
 		e.t.Fatalf("%s: claimed %d uploads, %v; want none", what, len(claims), err)
 	}
+}
+
+// claims are the upload calls over the driver with the clock now: the
+// rule of which uploads a claim takes together is the service's, over the
+// driver's ClaimableUploads and LeaseUploads.
+func (e *env) claims(now func() time.Time) *service.Uploads {
+	return service.New(service.Drivers{Uploads: e.d.Uploads}, service.WithClock(now)).Uploads
+}
+
+// lockUpload locks c's upload as Apply does and returns its lease owner
+// and its client's stores.
+func (e *env) lockUpload(tx service.UploadTx, c *storelink.Claim) (string, map[string]bool, error) {
+	l, err := tx.LockUploads(e.ctx, service.LockUploadsParams{IDs: []string{c.ID}, ClientIDs: []string{c.ClientID},
+		Processing: storelink.UploadProcessing})
+	if err != nil {
+		return "", nil, err
+	}
+	return l.Owners[0], l.Stores[c.ClientID], nil
+}
+
+// writer is what the stock writer of c's upload is made with, as the
+// service makes it: the rows stamped with the env's clock, the reservations
+// of fulfilled and returned units ended.
+func (e *env) writer(c *storelink.Claim) service.StockWriterParams {
+	return service.StockWriterParams{ClientID: c.ClientID, UploadID: c.ID, Now: e.tick,
+		Sold: []storelink.ItemStatus{storelink.ItemFulfilled, storelink.ItemReturned}}
+}
+
+// release gives c back, claimable at until.
+func (e *env) release(c *storelink.Claim, until time.Time, failed bool) error {
+	return e.d.Uploads.ReleaseUpload(e.ctx, service.ReleaseParams{ID: c.ID, Owner: c.Owner, StartedAt: *c.StartedAt,
+		Processing: storelink.UploadProcessing, Until: until, Failed: failed})
+}
+
+// finish finishes an upload in tx.
+func finish(e *env, tx service.UploadTx, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, into **storelink.Upload) error {
+	return tx.FinishUpload(e.ctx, service.FinishParams{ID: id, Status: status, Report: r, At: at, Into: into})
 }
 
 // apply runs an apply of c's upload that puts rows and finishes it with
@@ -68,19 +105,19 @@ func (e *env) claimNone(owner, what string) {
 func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...storelink.StockRow) *storelink.Upload {
 	e.t.Helper()
 	tx := e.beginUpload()
-	owner, stores, err := tx.LockUpload(e.ctx, c.ID, c.ClientID)
+	owner, stores, err := e.lockUpload(tx, c)
 	must(e.t, err)
 	if owner != c.Owner || !reflect.DeepEqual(stores, map[string]bool{"S1": true, "S2": true}) {
-		e.t.Fatalf("LockUpload = %q, %v; want %q and the stores S1, S2", owner, stores, c.Owner)
+		e.t.Fatalf("LockUploads = %q, %v; want %q and the stores S1, S2", owner, stores, c.Owner)
 	}
-	put := tx.StockWriter(e.ctx, c.ClientID, c.ID, e.tick)
+	put := tx.StockWriter(e.ctx, e.writer(c))
 	for _, r := range rows {
 		must(e.t, put(r))
 	}
 	if status == storelink.UploadApplied {
 		must(e.t, tx.ApplyStock(e.ctx))
-		must(e.t, tx.ReleaseFulfilled(e.ctx, c.ClientID, c.ID))
-	} else if owner, err := tx.DiscardStock(e.ctx, c.ID); err != nil || owner != c.Owner {
+		must(e.t, tx.ReleaseFulfilled(e.ctx))
+	} else if owner, err := tx.DiscardStock(e.ctx, c.ID, storelink.UploadProcessing); err != nil || owner != c.Owner {
 		e.t.Fatalf("DiscardStock = %q, %v; want %q", owner, err, c.Owner)
 	}
 	r := storelink.FeedReport{RowsTotal: len(rows) + 1, RowsRejected: 1, RowsApplied: len(rows),
@@ -88,7 +125,7 @@ func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...s
 		Warnings: []storelink.Problem{}}
 	at := e.tick()
 	var finished *storelink.Upload
-	must(e.t, tx.FinishUpload(e.ctx, c.ID, status, r, at, &finished))
+	must(e.t, finish(e, tx, c.ID, status, r, at, &finished))
 	must(e.t, tx.Commit(e.ctx))
 	got, err := e.d.Uploads.GetUpload(e.ctx, c.ClientID, c.ID)
 	must(e.t, err)
@@ -105,21 +142,21 @@ func (e *env) apply(c *storelink.Claim, status storelink.UploadStatus, rows ...s
 
 func testUploadRows(e *env) {
 	tx := e.beginUpload()
-	_, _, _, err := tx.LockBucket(e.ctx, "no-such-client", true)
+	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: "no-such-client", Waiting: storelink.UploadAccepted})
 	wantNotFound(e.t, "LockBucket of no client", err)
 	must(e.t, tx.Rollback(e.ctx))
-	_, _, err = e.d.Uploads.GetBucket(e.ctx, "no-such-client")
+	_, err = e.d.Uploads.GetBucket(e.ctx, "no-such-client")
 	wantNotFound(e.t, "GetBucket of no client", err)
-	if b, stores, err := e.d.Uploads.GetBucket(e.ctx, e.client.ID); err != nil || b != nil || stores != 2 {
-		e.t.Fatalf("GetBucket of a new client = %v, %d, %v; want no bucket and 2 stores", b, stores, err)
+	if b, err := e.d.Uploads.GetBucket(e.ctx, e.client.ID); err != nil || b.Bucket != nil || b.Stores != 2 {
+		e.t.Fatalf("GetBucket of a new client = %v, %d, %v; want no bucket and 2 stores", b.Bucket, b.Stores, err)
 	}
 
 	u := e.accept("a;b\n1;2\n")
 	tx = e.beginUpload()
-	b, stores, waiting, err := tx.LockBucket(e.ctx, e.client.ID, true)
+	locked, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: e.client.ID, Waiting: storelink.UploadAccepted})
 	must(e.t, err)
-	if b == nil || b.Tokens != 100 || !b.UpdatedAt.Equal(u.ReceivedAt) || stores != 2 || waiting != 1 {
-		e.t.Fatalf("LockBucket = %v, %d, %d; want 100 tokens at %v, 2 stores, 1 waiting", b, stores, waiting, u.ReceivedAt)
+	if b := locked.Bucket; b == nil || b.Tokens != 100 || !b.UpdatedAt.Equal(u.ReceivedAt) || locked.Stores != 2 || locked.Waiting != 1 {
+		e.t.Fatalf("LockBucket = %v, %d, %d; want 100 tokens at %v, 2 stores, 1 waiting", b, locked.Stores, locked.Waiting, u.ReceivedAt)
 	}
 	must(e.t, tx.Rollback(e.ctx))
 	got, err := e.d.Uploads.GetUpload(e.ctx, e.client.ID, u.ID)
@@ -137,20 +174,20 @@ func testUploadRows(e *env) {
 	// The queue: one waiting upload, then a second behind it.
 	second := e.accept("x")
 	for _, client := range []string{e.client.ID, ""} {
-		n, first, oldest, err := e.d.Uploads.CountWaiting(e.ctx, client)
+		w, err := e.d.Uploads.CountUnfinished(e.ctx, service.UnfinishedQuery{ClientID: client, Status: storelink.UploadAccepted})
 		must(e.t, err)
-		if n != 2 || first <= 0 || !oldest.Equal(u.ReceivedAt) {
-			e.t.Fatalf("CountWaiting(%q) = %d, %d, %v; want 2 from %v", client, n, first, oldest, u.ReceivedAt)
+		if w.N != 2 || w.First <= 0 || !w.Oldest.Equal(u.ReceivedAt) {
+			e.t.Fatalf("CountUnfinished(%q, accepted) = %d, %d, %v; want 2 from %v", client, w.N, w.First, w.Oldest, u.ReceivedAt)
 		}
-		if ahead, err := e.d.Uploads.CountUnfinishedUpTo(e.ctx, first); err != nil || ahead != 1 {
-			e.t.Fatalf("CountUnfinishedUpTo(first) = %d, %v; want 1", ahead, err)
+		if ahead, err := e.d.Uploads.CountUnfinished(e.ctx, service.UnfinishedQuery{UpTo: w.First}); err != nil || ahead.N != 1 {
+			e.t.Fatalf("CountUnfinished up to the first = %d, %v; want 1", ahead.N, err)
 		}
 	}
-	if n, _, oldest, err := e.d.Uploads.CountWaiting(e.ctx, "other-client"); err != nil || n != 0 || !oldest.IsZero() {
-		e.t.Fatalf("CountWaiting of a client without uploads = %d, %v, %v", n, oldest, err)
+	if w, err := e.d.Uploads.CountUnfinished(e.ctx, service.UnfinishedQuery{ClientID: "other-client", Status: storelink.UploadAccepted}); err != nil || w.N != 0 || !w.Oldest.IsZero() {
+		e.t.Fatalf("CountUnfinished of a client without uploads = %d, %v, %v", w.N, w.Oldest, err)
 	}
-	if n, err := e.d.Uploads.CountUnfinished(e.ctx); err != nil || n != 2 {
-		e.t.Fatalf("CountUnfinished = %d, %v; want 2", n, err)
+	if n, err := e.d.Uploads.CountUnfinished(e.ctx, service.UnfinishedQuery{}); err != nil || n.N != 2 {
+		e.t.Fatalf("CountUnfinished = %d, %v; want 2", n.N, err)
 	}
 	list, err := e.d.Uploads.ListUploads(e.ctx, service.UploadQuery{ClientID: e.client.ID, Limit: 10})
 	must(e.t, err)
@@ -176,14 +213,14 @@ func testUploadClaims(e *env) {
 
 	// Released, the claim no longer counts and the upload is claimable at
 	// the time given; a second release of the same claim changes nothing.
-	must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at, false))
-	must(e.t, e.d.Uploads.ReleaseUpload(e.ctx, c, e.at.Add(time.Hour), false))
+	must(e.t, e.release(c, e.at, false))
+	must(e.t, e.release(c, e.at.Add(time.Hour), false))
 	again := e.claim("w2", first)
 	if again.Attempts != 1 {
 		e.t.Fatalf("attempts after a release = %d, want 1", again.Attempts)
 	}
 	// Handed back at a stop, the owner's uploads are claimable at once.
-	must(e.t, e.d.Uploads.ReleaseUploadLeases(e.ctx, "w2"))
+	must(e.t, e.d.Uploads.ReleaseUploadLeases(e.ctx, "w2", storelink.UploadProcessing))
 	c = e.claim("w3", first)
 	if c.Attempts != 1 {
 		e.t.Fatalf("attempts after the leases were handed back = %d, want 1", c.Attempts)
@@ -207,8 +244,9 @@ func testUploadApply(e *env) {
 	// (the later of two rows for it), and ends the sold unit's reservation.
 	u := e.accept("x")
 	tx := e.beginUpload()
-	_, _, err := tx.LockUpload(e.ctx, "no-such-upload", e.client.ID)
-	wantNotFound(e.t, "LockUpload of no upload", err)
+	if owner, _, err := e.lockUpload(tx, &storelink.Claim{Upload: storelink.Upload{ID: "no-such-upload", ClientID: e.client.ID}}); err != nil || owner != "" {
+		e.t.Fatalf("LockUploads of no upload = %q, %v; want no owner", owner, err)
+	}
 	must(e.t, tx.Rollback(e.ctx))
 	c := e.claim("w1", u)
 	retail := storelink.Money(2499)
