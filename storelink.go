@@ -2,10 +2,12 @@
 // per-country clients, stores, stock feeds, orders, their events and the
 // webhook deliveries of those events.
 //
-// It holds types, state tables and the service interfaces that the adapters
-// (sqlite, postgres, httpapi, worker) implement or use. It imports only the
-// standard library, so every rule here can be read without knowing how it is
-// stored or served.
+// It holds the types, the state tables and transitions, the errors, and the
+// service interfaces by area (AdminService, OrderService, UploadService,
+// WebhookService and their neighbours) that package service implements and
+// that httpapi, dashboard and worker use. It imports only the standard
+// library, so every rule here can be read without knowing how it is stored
+// or served.
 package storelink
 
 import (

@@ -1,12 +1,22 @@
-// Package service holds the rules of storelink's services, written once over
-// a narrow row-level Driver. The rules (what an order may do, where it is
-// routed, when an idempotency key answers, which endpoints hear of an event)
-// are the same on every database; what differs between databases (how rows
-// are locked, batched or prepared) stays in the driver packages, sqlite and
-// postgres, which load, insert, update and lock rows and decide nothing.
+// Package service holds the rules of storelink's services, written once
+// over narrow row-level drivers, one area at a time: Partners (partners,
+// clients, API keys, stores, sessions), SecretKeys (the key that seals
+// webhook secrets), Orders (orders, their events and idempotency keys),
+// Uploads (stock uploads and the stock in force they leave) and Webhooks
+// (endpoints and their deliveries). Each area's service type runs over its
+// own driver interface (PartnerDriver, OrderDriver, UploadDriver, …) and
+// that driver's transactions; Services holds one of each, made by New from
+// a database's Drivers, and the database's own calls (Handle).
 //
-// Each call owns its transaction: it begins one on the driver, hands the
-// transaction to the helpers that read and write rows, and commits.
+// The rules (what an order may do, where it is routed, when an idempotency
+// key answers, which uploads are claimed together, which endpoints hear of
+// an event) are the same on every database; the states a rule names reach
+// the drivers as parameters. What differs between databases (how rows are
+// locked, batched or prepared) stays in the driver packages, sqlite and
+// postgres, which read, insert, update and lock rows and decide nothing.
+//
+// Each call owns its transaction: it begins one on its area's driver,
+// hands it to the helpers that read and write rows, and commits.
 package service
 
 import (
