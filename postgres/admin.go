@@ -50,21 +50,21 @@ func rollbackUnlessDone(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// GetClient, ClientExists and Stores of the monolithic Driver are the
+// GetClient, ClientExists and Stores of the webhooks' driver are the
 // partners' reads, which other areas make too.
 
 // GetClient reads a client on the pool.
-func (d *Driver) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
+func (d *webhooks) GetClient(ctx context.Context, id string) (*storelink.Client, error) {
 	return partners{d.db}.GetClient(ctx, id)
 }
 
 // ClientExists looks the client up on the pool.
-func (d *Driver) ClientExists(ctx context.Context, id string) (bool, error) {
+func (d *webhooks) ClientExists(ctx context.Context, id string) (bool, error) {
 	return partners{d.db}.ClientExists(ctx, id)
 }
 
 // Stores reads a client's stores on the pool.
-func (d *Driver) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+func (d *webhooks) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
 	return partners{d.db}.Stores(ctx, clientID)
 }
 

@@ -101,7 +101,7 @@ const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $
 // Commit or ClaimDue, which PostgreSQL runs as one implicit transaction
 // (pgx's SendBatch), so that the claim lock is held by the server alone,
 // from the claim to the commit, never across a round trip to this process.
-func (d *Driver) BeginRound(context.Context) (service.RoundTx, error) {
+func (d *webhooks) BeginRound(context.Context) (service.RoundTx, error) {
 	return &pgRound{db: d.db}, nil
 }
 
@@ -279,7 +279,7 @@ func (t *pgRound) RecordAttempts(_ context.Context, results []storelink.AttemptR
 // ReleaseClaims ends the leases that jobs still hold, in one statement:
 // the claim's attempt and try are taken back and the delivery is due as it
 // was, and the deliverers of every process are woken to claim it again.
-func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
 	ids, owners, attempts := make([]string, len(jobs)), make([]string, len(jobs)), make([]int32, len(jobs))
 	for i, j := range jobs {
 		ids[i], owners[i], attempts[i] = j.DeliveryID, j.Owner, int32(j.Attempt)

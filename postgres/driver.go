@@ -6,19 +6,21 @@ import (
 	"storelink/service"
 )
 
-var _ service.Driver = (*Driver)(nil)
+var (
+	_ service.WebhookDriver = (*webhooks)(nil)
+	_ service.Handle        = handle{}
+)
 
-// Driver is package service's row-level driver on PostgreSQL, where the
-// services' rules run. Reads and transactions share the pool.
-type Driver struct{ db *DB }
+// webhooks is the webhook endpoints' and deliveries' driver.
+type webhooks struct{ db *DB }
 
-// NewDriver returns the driver of an open database, on its pool.
-func NewDriver(db *DB) *Driver { return &Driver{db: db} }
+// handle is the database's own calls: readiness, faults, the work other
+// processes add, closing it.
+type handle struct{ db *DB }
 
 // NewDrivers returns the drivers of an open database, one per area of the
 // services.
 func NewDrivers(db *DB) service.Drivers {
-	d := NewDriver(db)
 	return service.Drivers{
 		// Partners, clients, API keys, stores and sessions.
 		Partners: partners{db},
@@ -33,10 +35,10 @@ func NewDrivers(db *DB) service.Drivers {
 		Uploads: &uploads{db: db},
 
 		// Webhook endpoints and their deliveries.
-		Webhooks: d,
+		Webhooks: &webhooks{db: db},
 
 		// The database itself.
-		Handle: d,
+		Handle: handle{db},
 	}
 }
 
@@ -45,7 +47,7 @@ func NewDrivers(db *DB) service.Drivers {
 // committed) on a pipe: BEGIN, the locks and the writes whose answer is
 // not needed go with the next read or with COMMIT, so that an order call
 // costs a round trip per read, not per statement.
-func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
+func (d *webhooks) Begin(ctx context.Context) (service.WebhookTx, error) {
 	p, err := beginPipe(ctx, d.db.pool)
 	if err != nil {
 		return nil, err
@@ -55,9 +57,9 @@ func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
 
 // Transient tells deadlock victims and serialization failures: with many
 // writers these are expected and rare, and a fresh try avoids them.
-func (d *Driver) Transient(err error) bool { return retryable(err) }
+func (d *webhooks) Transient(err error) bool { return retryable(err) }
 
-// pgTx is a transaction begun by Driver.Begin.
+// pgTx is a transaction of the endpoint calls, begun by webhooks.Begin.
 type pgTx struct {
 	tx pipe
 	db *DB
@@ -102,19 +104,19 @@ func found(err error) (bool, error) {
 }
 
 // Ping checks that the database answers.
-func (d *Driver) Ping(ctx context.Context) error { return d.db.Ping(ctx) }
+func (h handle) Ping(ctx context.Context) error { return h.db.Ping(ctx) }
 
 // ProbeWrite tries a small write in the database.
-func (d *Driver) ProbeWrite(ctx context.Context) error { return d.db.ProbeWrite(ctx) }
+func (h handle) ProbeWrite(ctx context.Context) error { return h.db.ProbeWrite(ctx) }
 
 // Fault turns an unreachable database into EUNAVAILABLE and a full disk
 // into ENOSPACE.
-func (d *Driver) Fault(err error) error { return Fault(err) }
+func (h handle) Fault(err error) error { return Fault(err) }
 
 // Listen hears of the uploads and deliveries that other processes on the
 // database add, through LISTEN (see DB.Listen).
-func (d *Driver) Listen(ctx context.Context, uploads, deliveries func()) error {
-	return d.db.Listen(ctx, func(channel string) {
+func (h handle) Listen(ctx context.Context, uploads, deliveries func()) error {
+	return h.db.Listen(ctx, func(channel string) {
 		switch channel {
 		case ChannelUploads:
 			uploads()
@@ -125,4 +127,4 @@ func (d *Driver) Listen(ctx context.Context, uploads, deliveries func()) error {
 }
 
 // Close closes the pool.
-func (d *Driver) Close() error { return d.db.Close() }
+func (h handle) Close() error { return h.db.Close() }

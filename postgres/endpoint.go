@@ -28,7 +28,7 @@ func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 }
 
 // InsertEndpoint inserts and reads the endpoint back in one statement.
-func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
+func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+endpointColumns,
 		n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At))
@@ -36,13 +36,13 @@ func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*st
 
 // RotateSecret is one statement, outside a transaction: the secret it moves
 // aside is the one it replaces, whatever another process does meanwhile.
-func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = $1,
 		secret = $2, updated_at = $3 WHERE id = $4 RETURNING `+endpointColumns, until, sealed, at, id))
 }
 
 // ListEndpoints reads a client's endpoints on the pool.
-func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = $1 AND deleted_at IS NULL
 		ORDER BY created_at, id`, clientID)
 	if err != nil {
@@ -92,7 +92,7 @@ func statesArg(states *[]storelink.OrderState) any {
 // lease and the endpoint's deletion looked at in the UPDATE's own WHERE
 // (leases are columns here), and wakes the deliverers of every process
 // (NOTIFY, sent at commit) when it changed it.
-func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
+func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
 	return d.db.inTx(ctx, func(tx pgx.Tx) error {
 		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
 			return noRow(err)
@@ -122,7 +122,7 @@ func scanDelivery(row pgx.Row) (*storelink.Delivery, error) {
 
 // ListDeliveries reads the page, then the attempts of the whole page in
 // one query.
-func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	var a args
 	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE true`
 	if f.ClientID != "" {
@@ -177,14 +177,14 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 
 // FailedDeliveries counts on the pool; the partial index of failed
 // deliveries holds just those.
-func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE state = 'failed'`).Scan(&n)
 	return n, err
 }
 
 // PendingDeliveries counts on the pool.
-func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int
 	var oldest *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)

@@ -15,12 +15,12 @@ import (
 // and the partial indexes of pending and failed deliveries by endpoint.
 
 // GetEndpoint reads an endpoint, deleted or not, on the pool.
-func (d *Driver) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+func (d *webhooks) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1`, id))
 }
 
 // EndpointKeys reads an endpoint's sealed key and secrets on the pool.
-func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKeys, error) {
+func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedKeys, error) {
 	var k service.SealedKeys
 	var until *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT api_key, secret, previous_secret, previous_secret_until FROM endpoints WHERE id = $1`, id).
@@ -38,7 +38,7 @@ func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKey
 // success and failure by its max of each outcome, in one statement.
 // "succeeded IN (false, true)" makes the start of the window a bound of the
 // index's scan, not a filter of every attempt of the endpoint.
-func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
+func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
 	var c service.AttemptCounts
 	err := d.db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2),
@@ -51,7 +51,7 @@ func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since tim
 
 // AttemptDurations sorts the window's durations once and picks the ranks;
 // the window is read as AttemptCounts reads it.
-func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.pool.Query(ctx, `SELECT r, duration_ms FROM (
 			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
 			WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2) AS ranked
@@ -73,7 +73,7 @@ func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since 
 
 // DeliveryCounts counts in the partial indexes of pending deliveries by
 // endpoint and order (deliveries_order) and of failed ones by endpoint.
-func (d *Driver) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+func (d *webhooks) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
 	err = d.db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM deliveries WHERE state = 'pending' AND endpoint_id = $1),
 		(SELECT count(*) FROM deliveries WHERE state = 'failed' AND endpoint_id = $1)`, endpointID).Scan(&pending, &failed)
@@ -81,7 +81,7 @@ func (d *Driver) DeliveryCounts(ctx context.Context, endpointID string) (pending
 }
 
 // GetDelivery reads a delivery on the pool.
-func (d *Driver) GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error) {
+func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error) {
 	dl, err := scanDelivery(d.db.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
 	if err != nil {
 		return nil, noRow(err)

@@ -300,7 +300,7 @@ func (a *args) add(v any) string {
 
 // ClientExists is the partners' read of a client.
 func (d *uploads) ClientExists(ctx context.Context, id string) (bool, error) {
-	return (&Driver{db: d.db}).ClientExists(ctx, id)
+	return partners{d.db}.ClientExists(ctx, id)
 }
 
 // ListStock reads a page, from the page's start on the primary key (a row

@@ -16,10 +16,42 @@ var _ storelink.EndpointService = (*Webhooks)(nil)
 // the deliverer's bookkeeping of attempts and claims.
 type Webhooks struct {
 	config
-	d Driver
+	d WebhookDriver
 	// keys tells whether this process's secret key is still the
 	// database's before a secret is sealed with it.
 	keys *SecretKeys
+}
+
+// WebhookDriver is the webhook endpoints' and deliveries' driver: the
+// endpoint calls' reads and one-step writes, the reads of the endpoint
+// pages, the deliverer's bookkeeping, and write transactions of the
+// endpoint calls. GetClient, ClientExists and Stores read partners' rows
+// (PartnerDriver says what they return) that the endpoint calls check.
+type WebhookDriver interface {
+	// Begin starts a write transaction. The caller ends it with Commit or
+	// Rollback; Rollback after Commit does nothing.
+	Begin(ctx context.Context) (WebhookTx, error)
+	// Transient tells whether err ended a transaction for a reason that a
+	// fresh try of the same work can avoid, such as a deadlock between
+	// writers: the service then runs the transaction again.
+	Transient(err error) bool
+
+	EndpointCalls
+	EndpointReads
+	Bookkeeping
+
+	GetClient(ctx context.Context, id string) (*storelink.Client, error)
+	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
+}
+
+// WebhookTx is one write transaction of the endpoint calls. Its row
+// methods see what it wrote; nothing of it is seen by others before Commit.
+type WebhookTx interface {
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+
+	EndpointRows
+	EndpointOpRows
 }
 
 // EndpointCalls are what the endpoint calls ask of a driver outside a
@@ -135,7 +167,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, id string, p storelink.En
 		c.DisabledReason = &none
 	}
 	var e *storelink.Endpoint
-	err = inTx(ctx, s.d, func(tx Tx) error {
+	err = inTx(ctx, s.d, func(tx WebhookTx) error {
 		cur, err := tx.LockEndpoint(ctx, id)
 		if err != nil {
 			return err

@@ -149,7 +149,7 @@ func nearestRank(p float64, n int) int64 {
 // client wait meanwhile, so that none queues a delivery to it after the
 // cancellation.
 func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx WebhookTx) error {
 		e, err := tx.LockEndpoint(ctx, id)
 		if err != nil || e.DeletedAt != nil {
 			return err
@@ -176,7 +176,7 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
 // that are pending too.
 func (s *Webhooks) RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error) {
 	var n int
-	err := inTx(ctx, s.d, func(tx Tx) error {
+	err := inTx(ctx, s.d, func(tx WebhookTx) error {
 		e, err := tx.LockEndpoint(ctx, endpointID)
 		if err != nil {
 			return err

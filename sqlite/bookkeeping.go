@@ -114,7 +114,7 @@ func execBatch(ctx context.Context, tx *unsyncedTx, statements []string, args []
 // its attempt and try not counted. Nothing is written: the leases are held
 // in memory (leaseBook), and the write connection is held only to keep the
 // rounds out meanwhile.
-func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
 	db := d.db
 	conn, err := db.write.Conn(ctx) // see leaseBook
 	if err != nil {
@@ -132,7 +132,7 @@ func (d *Driver) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob
 // memory (leaseBook) and the pending deliveries are queued in memory
 // (deliveryQueue): the round's claim only reads the file, and the book
 // and the queue follow the round as it commits.
-func (d *Driver) BeginRound(ctx context.Context) (service.RoundTx, error) {
+func (d *webhooks) BeginRound(ctx context.Context) (service.RoundTx, error) {
 	tx, err := d.db.beginUnsynced(ctx)
 	if err != nil {
 		return nil, err

@@ -10,21 +10,21 @@ import (
 	"storelink/service"
 )
 
-var _ service.Driver = (*Driver)(nil)
+var (
+	_ service.WebhookDriver = (*webhooks)(nil)
+	_ service.Handle        = handle{}
+)
 
-// Driver is package service's row-level driver on SQLite, where the
-// services' rules run. Reads go to the read pool, which never waits for
-// the writer (WAL); transactions go to the one write connection.
-type Driver struct{ db *DB }
+// webhooks is the webhook endpoints' and deliveries' driver.
+type webhooks struct{ db *DB }
 
-// NewDriver returns the driver of an open database; it shares the
-// database's write connection with the services the database implements.
-func NewDriver(db *DB) *Driver { return &Driver{db: db} }
+// handle is the database's own calls: readiness, faults, the work other
+// processes add, closing it.
+type handle struct{ db *DB }
 
 // NewDrivers returns the drivers of an open database, one per area of the
 // services.
 func NewDrivers(db *DB) service.Drivers {
-	d := NewDriver(db)
 	return service.Drivers{
 		// Partners, clients, API keys, stores and sessions.
 		Partners: partners{db},
@@ -39,16 +39,16 @@ func NewDrivers(db *DB) service.Drivers {
 		Uploads: &uploads{db: db},
 
 		// Webhook endpoints and their deliveries.
-		Webhooks: d,
+		Webhooks: &webhooks{db: db},
 
 		// The database itself.
-		Handle: d,
+		Handle: handle{db},
 	}
 }
 
 // Transient is always false: with one writer no transaction is ever a
 // deadlock's victim.
-func (d *Driver) Transient(error) bool { return false }
+func (d *webhooks) Transient(error) bool { return false }
 
 // orderHold bounds how long order calls keep the write connection from
 // the other writers (uploads, the background loops) while they keep coming.
@@ -56,7 +56,7 @@ const orderHold = 10 * time.Millisecond
 
 // Begin starts a write transaction of its own, on the write connection
 // (beginWrite).
-func (d *Driver) Begin(ctx context.Context) (service.Tx, error) {
+func (d *webhooks) Begin(ctx context.Context) (service.WebhookTx, error) {
 	return d.db.beginWrite(ctx)
 }
 
@@ -175,17 +175,17 @@ func (tx *writeTx) QueryRowContext(ctx context.Context, query string, args ...an
 }
 
 // Ping checks that the database answers.
-func (d *Driver) Ping(ctx context.Context) error { return d.db.Ping(ctx) }
+func (h handle) Ping(ctx context.Context) error { return h.db.Ping(ctx) }
 
 // ProbeWrite tries a small write next to the database file.
-func (d *Driver) ProbeWrite(ctx context.Context) error { return d.db.ProbeWrite(ctx) }
+func (h handle) ProbeWrite(ctx context.Context) error { return h.db.ProbeWrite(ctx) }
 
 // Fault turns a write that found the disk full into ENOSPACE.
-func (d *Driver) Fault(err error) error { return Fault(err) }
+func (h handle) Fault(err error) error { return Fault(err) }
 
 // Listen returns at once: one process owns the file (see Open), so no other
 // adds work that this one would need to hear of.
-func (d *Driver) Listen(context.Context, func(), func()) error { return nil }
+func (h handle) Listen(context.Context, func(), func()) error { return nil }
 
 // Close closes the database.
-func (d *Driver) Close() error { return d.db.Close() }
+func (h handle) Close() error { return h.db.Close() }

@@ -59,7 +59,7 @@ func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoin
 
 // InsertEndpoint inserts on the write connection, outside a transaction
 // (the insert is one), and reads the endpoint back on the read pool.
-func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
+func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
 	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, ms(n.At), ms(n.At))
 	if err != nil {
@@ -70,7 +70,7 @@ func (d *Driver) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*st
 
 // RotateSecret looks the endpoint up, updates it and reads it back in one
 // write transaction: SQLite's UPDATE here says nothing of a missing row.
-func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func (d *Driver) RotateSecret(ctx context.Context, id, sealed string, until, at 
 }
 
 // ListEndpoints reads a client's endpoints on the read pool.
-func (d *Driver) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? AND deleted_at IS NULL
 		ORDER BY created_at, id`, clientID)
 	if err != nil {
@@ -158,7 +158,7 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 // at once: it is a cache of the file's pending deliveries that only the
 // holder of the write connection changes, dropped when the update fails.
 // A delivery of a deleted endpoint is not updated, and not queued.
-func (d *Driver) Redeliver(ctx context.Context, id string, at time.Time) error {
+func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
 	db := d.db
 	var seq, eventSeq int64
 	var endpointID, orderID string
@@ -239,7 +239,7 @@ func scanDelivery(row interface{ Scan(...any) error }) (*storelink.Delivery, err
 
 // ListDeliveries reads the page on the read pool, then each delivery's
 // attempts by its index.
-func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
+func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	q, args := deliveriesQuery(f)
 	rows, err := d.db.read.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -266,7 +266,7 @@ func (d *Driver) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter)
 	return out, nil
 }
 
-func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
+func (d *webhooks) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
 	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response, url
 		FROM delivery_attempts WHERE delivery_id = ? ORDER BY number`, deliveryID)
 	if err != nil {
@@ -288,14 +288,14 @@ func (d *Driver) attempts(ctx context.Context, deliveryID string) ([]storelink.A
 
 // FailedDeliveries counts the entries of the failed deliveries' index on
 // the read pool.
-func (d *Driver) FailedDeliveries(ctx context.Context) (int, error) {
+func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*) FROM deliveries INDEXED BY deliveries_failed WHERE state = 'failed'`).Scan(&n)
 	return n, err
 }
 
 // PendingDeliveries counts on the read pool.
-func (d *Driver) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
 	var n int
 	var oldest sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)

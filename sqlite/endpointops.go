@@ -33,12 +33,12 @@ const (
 )
 
 // GetEndpoint reads an endpoint, deleted or not, on the read pool.
-func (d *Driver) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+func (d *webhooks) GetEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
 	return loadEndpoint(ctx, d.db.read, id)
 }
 
 // EndpointKeys reads an endpoint's sealed key and secrets on the read pool.
-func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKeys, error) {
+func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedKeys, error) {
 	var k service.SealedKeys
 	var until int64
 	err := d.db.read.QueryRowContext(ctx, `SELECT api_key, secret, previous_secret, coalesce(previous_secret_until, 0)
@@ -54,7 +54,7 @@ func (d *Driver) EndpointKeys(ctx context.Context, id string) (service.SealedKey
 
 // AttemptCounts reads the counts by ranges of the index, and the last
 // success and failure by its max of each outcome.
-func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
+func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
 	var c service.AttemptCounts
 	var success, failure sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, attemptCountsSQL, endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
@@ -63,7 +63,7 @@ func (d *Driver) AttemptCounts(ctx context.Context, endpointID string, since tim
 }
 
 // AttemptDurations sorts the window's durations once and picks the ranks.
-func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.read.QueryContext(ctx, attemptDurationsSQL, endpointID, ms(since), jsonInts(ranks))
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (d *Driver) AttemptDurations(ctx context.Context, endpointID string, since 
 // pending one (an index of them by endpoint would cost a write on every
 // delivery's way through the queue), and the failed ones in their index by
 // endpoint.
-func (d *Driver) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+func (d *webhooks) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
 	err = d.db.read.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND endpoint_id = ?1),
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_failed_endpoint WHERE state = 'failed' AND endpoint_id = ?1)`,
@@ -93,7 +93,7 @@ func (d *Driver) DeliveryCounts(ctx context.Context, endpointID string) (pending
 }
 
 // GetDelivery reads a delivery on the read pool.
-func (d *Driver) GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error) {
+func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error) {
 	dl, err := scanDelivery(d.db.read.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = ?`, id))
 	if err != nil {
 		return nil, noRow(err)

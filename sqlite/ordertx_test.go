@@ -13,7 +13,7 @@ import (
 )
 
 // The order calls reach the write connection through a first-come queue
-// that hands the connection from one order call to the next (Driver.Begin).
+// that hands the connection from one order call to the next (beginWrite).
 // These tests show that this never costs a call its own transaction, never
 // keeps the other writers out, and never keeps the connection when the
 // callers waiting for it have gone.

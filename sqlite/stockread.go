@@ -10,7 +10,7 @@ import (
 
 // ClientExists is the partners' read of a client.
 func (d *uploads) ClientExists(ctx context.Context, id string) (bool, error) {
-	return (&Driver{db: d.db}).ClientExists(ctx, id)
+	return partners{d.db}.ClientExists(ctx, id)
 }
 
 // ListStock reads a page from the read pool, walking the primary key from

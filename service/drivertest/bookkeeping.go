@@ -142,7 +142,7 @@ func testBookkeeping(e *env) {
 	// endpoint as it is; its delivery is due at NextAt, its try not counted.
 	on := true
 	changed := e.tick()
-	e.inTx(func(tx service.Tx) {
+	e.inTx(func(tx service.WebhookTx) {
 		_, err := tx.UpdateEndpoint(e.ctx, ep.ID, service.EndpointChange{Enabled: &on, At: changed})
 		must(t, err)
 	})

@@ -1,4 +1,4 @@
-// Package drivertest is the conformance suite of service.Driver: every
+// Package drivertest is the conformance suite of the areas' drivers: every
 // driver passes the same cases, row method by row method, so that the rules
 // written once in package service stand on the same ground on every
 // database. The behaviour of the services themselves is judged by
@@ -98,7 +98,7 @@ func must(t *testing.T, err error) {
 
 // begin starts a transaction that is rolled back when the case ends, unless
 // it ended before.
-func (e *env) begin() service.Tx {
+func (e *env) begin() service.WebhookTx {
 	e.t.Helper()
 	tx, err := e.d.Webhooks.Begin(e.ctx)
 	must(e.t, err)
@@ -107,7 +107,7 @@ func (e *env) begin() service.Tx {
 }
 
 // inTx runs fn in a transaction and commits it.
-func (e *env) inTx(fn func(tx service.Tx)) {
+func (e *env) inTx(fn func(tx service.WebhookTx)) {
 	e.t.Helper()
 	tx := e.begin()
 	fn(tx)

@@ -117,7 +117,7 @@ func testEndpointOpRows(e *env) {
 
 	// Recovered since its creation, not since after it.
 	recoverAt := e.tick()
-	e.inTx(func(tx service.Tx) {
+	e.inTx(func(tx service.WebhookTx) {
 		n, err := tx.RecoverDeliveries(ctx, a.ID, d.CreatedAt.Add(time.Millisecond), recoverAt)
 		must(t, err)
 		if n != 0 {
@@ -136,7 +136,7 @@ func testEndpointOpRows(e *env) {
 	// Deleted: its two pending deliveries (one in flight) are cancelled.
 	deletedAt := e.tick()
 	off := false
-	e.inTx(func(tx service.Tx) {
+	e.inTx(func(tx service.WebhookTx) {
 		locked, err := tx.LockEndpoint(ctx, a.ID)
 		must(t, err)
 		e.sameEndpoint("LockEndpoint", locked, *a)

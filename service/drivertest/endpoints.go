@@ -71,7 +71,7 @@ func testEndpointRows(e *env) {
 	// reason; states and key stay.
 	url, off, reason := "https://a.test/moved", false, "The endpoint answered 410 Gone."
 	changed := e.tick()
-	e.inTx(func(tx service.Tx) {
+	e.inTx(func(tx service.WebhookTx) {
 		got, err := tx.UpdateEndpoint(ctx, keyed.ID, service.EndpointChange{URL: &url, Enabled: &off, DisabledReason: &reason, At: changed})
 		must(t, err)
 		want.URL, want.Enabled, want.DisabledReason, want.UpdatedAt = url, false, reason, changed
@@ -79,7 +79,7 @@ func testEndpointRows(e *env) {
 	})
 	noKey, states := "", []storelink.OrderState{storelink.StateCancelled}
 	changed = e.tick()
-	e.inTx(func(tx service.Tx) {
+	e.inTx(func(tx service.WebhookTx) {
 		got, err := tx.UpdateEndpoint(ctx, keyed.ID, service.EndpointChange{APIKey: &noKey, States: &states, At: changed})
 		must(t, err)
 		want.HasAPIKey, want.States, want.UpdatedAt = false, states, changed

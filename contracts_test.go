@@ -1,0 +1,329 @@
+package storelink_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"storelink"
+)
+
+// The bounds that keep each contract narrow: an area's driver interface
+// and its transaction interface have at most maxDriverMethods methods, and
+// no type exports more than maxExported (its own methods and those its
+// embedded fields promote).
+const (
+	maxDriverMethods = 20
+	maxExported      = 25
+)
+
+// pkgDecls are one package's interfaces and types as parsed, by name.
+type pkgDecls struct {
+	ifaces  map[string]*ast.InterfaceType
+	structs map[string]*ast.StructType
+	methods map[string][]string // exported methods declared on T or *T
+}
+
+// parseModule parses every package of the module but the generated
+// client, without its tests, by folder.
+func parseModule(t *testing.T) map[string]*pkgDecls {
+	t.Helper()
+	fset := token.NewFileSet()
+	out := map[string]*pkgDecls{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "genclient" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		pkgs, err := parser.ParseDir(fset, path, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		if err != nil {
+			return err
+		}
+		for _, pkg := range pkgs {
+			p := &pkgDecls{ifaces: map[string]*ast.InterfaceType{}, structs: map[string]*ast.StructType{}, methods: map[string][]string{}}
+			for _, f := range pkg.Files {
+				for _, decl := range f.Decls {
+					switch decl := decl.(type) {
+					case *ast.GenDecl:
+						for _, spec := range decl.Specs {
+							ts, ok := spec.(*ast.TypeSpec)
+							if !ok || ts.Assign.IsValid() {
+								continue
+							}
+							switch tt := ts.Type.(type) {
+							case *ast.InterfaceType:
+								p.ifaces[ts.Name.Name] = tt
+							case *ast.StructType:
+								p.structs[ts.Name.Name] = tt
+							}
+						}
+					case *ast.FuncDecl:
+						if decl.Recv == nil || !decl.Name.IsExported() {
+							continue
+						}
+						if name := typeName(decl.Recv.List[0].Type); name != "" {
+							p.methods[name] = append(p.methods[name], decl.Name.Name)
+						}
+					}
+				}
+			}
+			out[filepath.ToSlash(path)] = p
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// typeName is the name of the type T in T, *T, T[X] or *T[X].
+func typeName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
+}
+
+// ifaceMethods lists the methods of the interface name, with those of the
+// interfaces of the same package it embeds.
+func (p *pkgDecls) ifaceMethods(name string) []string {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(n string) {
+		it := p.ifaces[n]
+		if it == nil {
+			return
+		}
+		for _, m := range it.Methods.List {
+			if len(m.Names) > 0 {
+				for _, id := range m.Names {
+					seen[id.Name] = true
+				}
+				continue
+			}
+			if id, ok := m.Type.(*ast.Ident); ok {
+				walk(id.Name)
+			}
+		}
+	}
+	walk(name)
+	return sortedKeys(seen)
+}
+
+// exported lists the exported methods of the type name: its own and those
+// its embedded fields of the same package promote.
+func (p *pkgDecls) exported(name string) []string {
+	seen := map[string]bool{}
+	var walk func(string, int)
+	walk = func(n string, depth int) {
+		if depth > 8 {
+			return
+		}
+		for _, m := range p.methods[n] {
+			seen[m] = true
+		}
+		if it := p.ifaces[n]; it != nil && depth > 0 {
+			for _, m := range p.ifaceMethods(n) {
+				if token.IsExported(m) {
+					seen[m] = true
+				}
+			}
+		}
+		if st := p.structs[n]; st != nil {
+			for _, f := range st.Fields.List {
+				if len(f.Names) == 0 {
+					walk(typeName(f.Type), depth+1)
+				}
+			}
+		}
+	}
+	walk(name, 0)
+	return sortedKeys(seen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Every area's driver and transaction interfaces in package service stay
+// within maxDriverMethods, and no type of the module exports more than
+// maxExported methods.
+func TestContractsStayNarrow(t *testing.T) {
+	mod := parseModule(t)
+	svc := mod["service"]
+	if svc == nil {
+		t.Fatal("package service not found")
+	}
+	n := 0
+	for name := range svc.ifaces {
+		if !strings.HasSuffix(name, "Driver") && !strings.HasSuffix(name, "Tx") {
+			continue
+		}
+		n++
+		if ms := svc.ifaceMethods(name); len(ms) > maxDriverMethods {
+			t.Errorf("service.%s has %d methods, more than %d: %v", name, len(ms), maxDriverMethods, ms)
+		}
+	}
+	if n < 5 {
+		t.Errorf("found %d driver and transaction interfaces in package service, want one per area at least", n)
+	}
+	for path, p := range mod {
+		names := map[string]bool{}
+		for name := range p.methods {
+			names[name] = true
+		}
+		for name := range p.structs {
+			names[name] = true
+		}
+		for name := range names {
+			if ms := p.exported(name); len(ms) > maxExported {
+				t.Errorf("%s.%s exports %d methods, more than %d: %v", path, name, len(ms), maxExported, ms)
+			}
+		}
+		for name := range p.ifaces {
+			if ms := p.ifaceMethods(name); len(ms) > maxExported {
+				t.Errorf("%s.%s has %d methods, more than %d", path, name, len(ms), maxExported)
+			}
+		}
+	}
+}
+
+// stateLiterals counts, per driver file and state, the SQL literals
+// ('assigned', 'pending', …) of the domain's order, item, upload and
+// delivery states that the drivers' code names.
+func stateLiterals(t *testing.T) map[string]int {
+	t.Helper()
+	var states []string
+	for _, s := range storelink.OrderStates {
+		states = append(states, string(s))
+	}
+	for _, s := range []storelink.ItemStatus{storelink.ItemAssigned, storelink.ItemCancelled, storelink.ItemFulfilled, storelink.ItemReturned} {
+		states = append(states, string(s))
+	}
+	for _, s := range []storelink.UploadStatus{storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected, storelink.UploadCancelled} {
+		states = append(states, string(s))
+	}
+	for _, s := range storelink.DeliveryStates {
+		states = append(states, string(s))
+	}
+	found := map[string]int{}
+	for _, dir := range []string{"sqlite", "postgres"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range slices.Compact(slices.Sorted(slices.Values(states))) {
+				if n := strings.Count(string(b), "'"+s+"'"); n > 0 {
+					found[filepath.ToSlash(f)+" '"+s+"'"] = n
+				}
+			}
+		}
+	}
+	return found
+}
+
+// The states a rule names reach the drivers as parameters from package
+// service; the drivers' code names a state only in the predicate of a
+// partial index, which a query must repeat for the database to use the
+// index. allowedStateLiterals lists those, and a new one fails here.
+func TestDriversNameNoStates(t *testing.T) {
+	found := stateLiterals(t)
+	for k, n := range found {
+		if allowedStateLiterals[k] != n {
+			t.Errorf("%s appears %d times in driver code, allowed %d: pass the state from the service as a parameter, or list a partial-index predicate in allowedStateLiterals", k, n, allowedStateLiterals[k])
+		}
+	}
+	for k, n := range allowedStateLiterals {
+		if found[k] == 0 {
+			t.Errorf("%s is allowed %d times but no longer appears: take it off allowedStateLiterals", k, n)
+		}
+	}
+}
+
+// allowedStateLiterals are the state literals the drivers' code may name,
+// by file: partialIndexPredicates, and statesToPass.
+var allowedStateLiterals = func() map[string]int {
+	m := map[string]int{}
+	for _, part := range []map[string]int{partialIndexPredicates, statesToPass} {
+		for k, n := range part {
+			m[k] += n
+		}
+	}
+	return m
+}()
+
+// partialIndexPredicates are the uploads' `status IN ('accepted',
+// 'processing')`: the predicate of the partial indexes of unfinished
+// uploads, which a query must repeat word for word for either database to
+// plan with the index.
+var partialIndexPredicates = map[string]int{
+	"postgres/upload.go 'accepted'":       1,
+	"postgres/upload.go 'processing'":     1,
+	"postgres/uploadread.go 'accepted'":   5,
+	"postgres/uploadread.go 'processing'": 5,
+	"sqlite/upload.go 'accepted'":         1,
+	"sqlite/upload.go 'processing'":       1,
+	"sqlite/uploadread.go 'accepted'":     4,
+	"sqlite/uploadread.go 'processing'":   4,
+}
+
+// statesToPass are the delivery states that the webhooks' driver still
+// names in its SQL rather than taking them from the service. They are to
+// become parameters (or partial-index predicates, listed above); none may
+// be added.
+var statesToPass = map[string]int{
+	"postgres/bookkeeping.go 'failed'":    1,
+	"postgres/bookkeeping.go 'pending'":   7,
+	"postgres/bookkeeping.go 'succeeded'": 1,
+	"postgres/endpoint.go 'failed'":       1,
+	"postgres/endpoint.go 'pending'":      3,
+	"postgres/endpointops.go 'cancelled'": 1,
+	"postgres/endpointops.go 'failed'":    2,
+	"postgres/endpointops.go 'pending'":   3,
+	"sqlite/bookkeeping.go 'failed'":      1,
+	"sqlite/bookkeeping.go 'pending'":     2,
+	"sqlite/bookkeeping.go 'succeeded'":   1,
+	"sqlite/endpoint.go 'failed'":         2,
+	"sqlite/endpoint.go 'pending'":        3,
+	"sqlite/endpointops.go 'cancelled'":   1,
+	"sqlite/endpointops.go 'failed'":      2,
+	"sqlite/endpointops.go 'pending'":     3,
+	"sqlite/queue.go 'pending'":           1,
+	"sqlite/sqlite.go 'pending'":          1,
+}
