@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -344,4 +346,97 @@ func TestAuthLimitTrustedProxies(t *testing.T) {
 	if resp, b := authDo(t, "GET", p.URL+"/orders", "", "Authorization", "Bearer "+p.AdminToken, "X-Forwarded-For", "203.0.113.3"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the admin token forwarded for another address = %d %s, want 200", resp.StatusCode, b)
 	}
+}
+
+// TestAdminTokenFileChecked: the admin token kept in <data>/admin-token is
+// held to the rule of --admin-token. A file with a short token, one with
+// white space inside, and an empty or blank one each stop serve with exit
+// 2 and a message that names the file and says what to do, never repeating
+// the token; nothing is served and the file is left as it was. A file with
+// a good token serves with it.
+func TestAdminTokenFileChecked(t *testing.T) {
+	t.Parallel()
+	bin := storelinkBinary(t)
+	for _, c := range []struct {
+		name, content, want string
+	}{
+		{name: "short", content: "q7Zx9\n", want: "must be at least 32 characters with no white space (it has 5 characters): delete the file to have one generated"},
+		{name: "white space", content: "a token with spaces that is long enough\n", want: "must be at least 32 characters with no white space"},
+		{name: "empty", content: "", want: "is empty: delete it to have a token generated, or write a token of at least 32 characters"},
+		{name: "blank", content: " \n\t\n", want: "is empty: delete it to have a token generated"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			file := filepath.Join(data, "admin-token")
+			if err := os.WriteFile(file, []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+			cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 2 {
+				t.Fatalf("exit %d (%v), want 2\n%s\n%s", code, err, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stderr.String(), file) || !strings.Contains(stderr.String(), c.want) {
+				t.Fatalf("stderr does not name %s and say %q:\n%s", file, c.want, stderr.String())
+			}
+			if tok := strings.TrimSpace(c.content); tok != "" && strings.Contains(stderr.String()+stdout.String(), tok) {
+				t.Fatalf("the output repeats the token:\n%s\n%s", stdout.String(), stderr.String())
+			}
+			if strings.Contains(stdout.String(), "listening") {
+				t.Fatalf("serve listened:\n%s", stdout.String())
+			}
+			if b, _ := os.ReadFile(file); string(b) != c.content {
+				t.Fatalf("the file now holds %q", b)
+			}
+		})
+	}
+	t.Run("good", func(t *testing.T) {
+		t.Parallel()
+		data := t.TempDir()
+		if err := os.WriteFile(filepath.Join(data, "admin-token"), []byte(pressureToken+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := startServe(t, data)
+		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"File token"}`)); a.code != http.StatusCreated {
+			t.Fatalf("operator call with the file's token: %d %v", a.code, a.body)
+		}
+	})
+	// --admin-token-file: serve takes the token from the file, generates
+	// none, and warns of nothing; --admin-token on the command line works
+	// but warns, without the token, that ps shows it.
+	t.Run("token file flag", func(t *testing.T) {
+		t.Parallel()
+		data, secrets := t.TempDir(), t.TempDir()
+		file := filepath.Join(secrets, "token")
+		if err := os.WriteFile(file, []byte(pressureToken+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := startServe(t, data, "--admin-token-file", file)
+		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"File token"}`)); a.code != http.StatusCreated {
+			t.Fatalf("operator call with the token file's token: %d %v", a.code, a.body)
+		}
+		if _, err := os.Stat(filepath.Join(data, "admin-token")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a token was generated into the data folder too: %v", err)
+		}
+		if strings.Contains(p.stderr.String(), "warning") || strings.Contains(p.stderr.String()+p.stdout.String(), pressureToken) {
+			t.Errorf("serve warned or showed the token:\n%s\n%s", p.stdout, p.stderr)
+		}
+	})
+	t.Run("token on the command line", func(t *testing.T) {
+		t.Parallel()
+		p := startServe(t, t.TempDir(), "--admin-token", pressureToken)
+		if a := call(t, http.MethodPost, p.URL+"/admin/partners", pressureToken, "", []byte(`{"name":"Flag token"}`)); a.code != http.StatusCreated {
+			t.Fatalf("operator call with the flag's token: %d %v", a.code, a.body)
+		}
+		if !strings.Contains(p.stderr.String(), "warning: the admin token given with --admin-token on the command line can be read by every user") ||
+			strings.Contains(p.stderr.String()+p.stdout.String(), pressureToken) {
+			t.Errorf("stderr does not warn of ps, or shows the token:\n%s\n%s", p.stdout, p.stderr)
+		}
+	})
 }

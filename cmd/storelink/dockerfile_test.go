@@ -91,6 +91,7 @@ func shellWords(t *testing.T, s string) []string {
 // library), built without cgo. No container engine is needed, so this
 // runs wherever the tests run.
 func TestDockerfileStaticBinary(t *testing.T) {
+	longTest(t)
 	t.Parallel()
 	d := readDockerBuild(t)
 	if !slices.Contains(d.env, "CGO_ENABLED=0") {

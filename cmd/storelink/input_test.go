@@ -273,11 +273,11 @@ func (s *inputServe) probe(t *testing.T) map[string]inputAnswer {
 	return got
 }
 
-// TestHardeningInputProbes sends bad text through every way in (path
+// TestInputProbes sends bad text through every way in (path
 // values, query parameters, headers, JSON bodies) to a serve on SQLite and
 // one on PostgreSQL: each answers 400 or 422 problem+json saying what and
 // where, never 500, and both give the same status and detail.
-func TestHardeningInputProbes(t *testing.T) {
+func TestInputProbes(t *testing.T) {
 	t.Parallel()
 	var sqlite, pg map[string]inputAnswer
 	t.Run("sqlite", func(t *testing.T) {
@@ -297,12 +297,12 @@ func TestHardeningInputProbes(t *testing.T) {
 	}
 }
 
-// TestHardeningInputCSV: a CR-only file is rejected as a CSV File Error
+// TestInputCSV: a CR-only file is rejected as a CSV File Error
 // that says CR-only line ends are not supported, by /validate and as an
 // upload; a CRLF file with a bare CR inside quotes is applied; a row with a
 // control character in a text column is dropped as Invalid column value
 // naming its line and column.
-func TestHardeningInputCSV(t *testing.T) {
+func TestInputCSV(t *testing.T) {
 	t.Parallel()
 	s := startInputServe(t)
 	crOnly := "store;ean;article_number;quantity;price\rS1;4006381333931;SKU-1;7;19.99\r"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -390,4 +392,97 @@ func TestSecretKeyPostgres(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestStaleSecretKeyPostgres: serve runs on PostgreSQL with key A when
+// `storelink secret-key rotate` moves the database to key B. Its endpoint
+// writes (register an endpoint, rotate a secret, set an endpoint's API key)
+// answer 503 problem+json with a Retry-After, saying that the service's
+// secret key is no longer the database's and that it must be restarted
+// with the database's key, not 500; /readyz answers 503 with that reason.
+// Nothing is logged as an internal error. A serve on key B is ready.
+func TestStaleSecretKeyPostgres(t *testing.T) {
+	t.Parallel()
+	dbURL, _ := pgSchemaURL(t)
+	keyA, keyB := newKeyHex(), newKeyHex()
+	p := startServe(t, t.TempDir(), "--database", dbURL, "--secret-key", keyA, "--admin-token", pressureToken, "--demo")
+	var client struct {
+		Endpoints []struct {
+			ID string `json:"endpoint_id"`
+		} `json:"webhook_endpoints"`
+	}
+	a := call(t, http.MethodGet, p.URL+"/admin/clients/"+p.ClientID, pressureToken, "", nil)
+	raw, _ := json.Marshal(a.body)
+	if err := json.Unmarshal(raw, &client); err != nil || len(client.Endpoints) != 1 {
+		t.Fatalf("demo client: %d %v", a.code, a.body)
+	}
+	ep := client.Endpoints[0].ID
+	if r := call(t, http.MethodGet, p.URL+"/readyz", "", "", nil); r.code != http.StatusOK {
+		t.Fatalf("/readyz before the rotation: %d %v", r.code, r.body)
+	}
+
+	code, out, stderr := runStorelink(t, nil, "secret-key", "rotate", "--database", dbURL, "--data", t.TempDir(),
+		"--secret-key", keyA, "--new-key", keyB)
+	if code != 0 {
+		t.Fatalf("secret-key rotate = %d:\n%s%s", code, out, stderr)
+	}
+	fpA, fpB := fingerprintOf(t, keyA), fingerprintOf(t, keyB)
+	says := func(what string, a answer) {
+		t.Helper()
+		wantProblem(t, what, a, http.StatusServiceUnavailable, "/problems/unavailable")
+		if n, err := strconv.Atoi(a.h.Get("Retry-After")); err != nil || n < 1 {
+			t.Errorf("%s: Retry-After %q, want whole seconds", what, a.h.Get("Retry-After"))
+		}
+		d, _ := a.body["detail"].(string)
+		for _, want := range []string{"secret key", fpA, "no longer the database's", fpB, "restarted with the database's key"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("%s: detail %q does not say %q", what, d, want)
+			}
+		}
+	}
+	says("register an endpoint on the old key", call(t, http.MethodPost, p.URL+"/admin/clients/"+p.ClientID+"/webhooks",
+		pressureToken, "", []byte(`{"url":"http://127.0.0.1:9/late"}`)))
+	says("rotate a secret on the old key", call(t, http.MethodPost, p.URL+"/admin/webhooks/"+ep+"/rotate-secret", pressureToken, "", nil))
+	says("set an endpoint's API key on the old key", call(t, http.MethodPatch, p.URL+"/admin/webhooks/"+ep,
+		pressureToken, "", []byte(`{"api_key":"partner-receiver-key-0123456789"}`)))
+	ready := call(t, http.MethodGet, p.URL+"/readyz", "", "", nil)
+	wantProblem(t, "/readyz on the old key", ready, http.StatusServiceUnavailable, "/problems/unavailable")
+	if d, _ := ready.body["detail"].(string); !strings.Contains(d, "no longer the database's") || !strings.Contains(d, fpB) {
+		t.Errorf("/readyz on the old key: detail %q does not give the reason", d)
+	}
+	if log := p.stderr.String(); strings.Contains(log, `"msg":"internal error"`) || strings.Contains(log, `"status":500`) {
+		t.Errorf("the old key's refusals were internal errors:\n%s", log)
+	}
+
+	q := startServe(t, t.TempDir(), "--database", dbURL, "--secret-key", keyB, "--admin-token", pressureToken)
+	if r := call(t, http.MethodGet, q.URL+"/readyz", "", "", nil); r.code != http.StatusOK {
+		t.Fatalf("/readyz of a serve on the new key: %d %v", r.code, r.body)
+	}
+	if r := call(t, http.MethodPost, q.URL+"/admin/webhooks/"+ep+"/rotate-secret", pressureToken, "", nil); r.code != http.StatusOK {
+		t.Fatalf("rotate a secret on the new key: %d %v", r.code, r.body)
+	}
+}
+
+// TestSecretKeyFromVariableNamed: serve given its key by
+// STORELINK_SECRET_KEY names the variable, not --secret-key, when it says
+// where its key came from, and when it refuses a key that is not the
+// database's; given by flag, it names the flag.
+func TestSecretKeyFromVariableNamed(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	key := newKeyHex()
+	p := startServeEnv(t, data, []string{"STORELINK_SECRET_KEY=" + key}, "--admin-token", pressureToken)
+	if want := "secret key " + fingerprintOf(t, key) + " from STORELINK_SECRET_KEY"; !strings.Contains(p.stdout.String(), want) {
+		t.Errorf("serve does not say %q:\n%s", want, p.stdout)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("stop: %v\n%s", err, p.stderr)
+	}
+	wrong := newKeyHex()
+	code, _, stderr := runStorelink(t, []string{"STORELINK_SECRET_KEY=" + wrong}, "serve", "--addr", "127.0.0.1:0", "--data", data,
+		"--admin-token", pressureToken)
+	wantRefused(t, code, stderr, "STORELINK_SECRET_KEY", fingerprintOf(t, wrong))
+	code, _, stderr = runStorelink(t, []string{"STORELINK_SECRET_KEY=" + key}, "serve", "--addr", "127.0.0.1:0", "--data", data,
+		"--admin-token", pressureToken, "--secret-key", wrong)
+	wantRefused(t, code, stderr, "--secret-key", fingerprintOf(t, wrong))
 }
