@@ -1,7 +1,7 @@
 package storelink
 
 // Problem types of a stock feed, exactly as partners see them in the report
-// (CONTRACT 3.4). The first four reject the whole file.
+// (docs: the stock feed). The first four reject the whole file.
 const (
 	ProblemEncoding        = "CSV Encoding Error"
 	ProblemFile            = "CSV File Error"

@@ -221,7 +221,7 @@ type Item struct {
 	ReturnStoreID            string             `json:"return_store_id,omitempty"`
 	// Reserving is true while the unit holds stock at the order's store:
 	// from assignment until it is cancelled, or until a feed row for its
-	// store and EAN is applied after it was fulfilled (CONTRACT 3.4).
+	// store and EAN is applied after it was fulfilled.
 	Reserving bool `json:"-"`
 }
 

@@ -1,4 +1,4 @@
-// Package feed decodes and checks partners' stock feeds (CONTRACT 3.4): the
+// Package feed decodes and checks partners' stock feeds: the
 // encoding, the separator and quoting, the header, and every row, turning
 // what it finds into valid StockRows and a report a partner can act on.
 //

@@ -9,7 +9,7 @@ import (
 	"storelink"
 )
 
-// Limits of CONTRACT 3.4.
+// The limits of a feed's fields.
 const (
 	maxQuantity      = 1_000_000
 	maxArticleNumber = 64  // runes
@@ -24,7 +24,7 @@ var textColumns = [...]int{colLocation, colProductName, colProductNumber, colCol
 // (storelink.IsControl), and, when breaks, other than CR and LF. s is
 // valid UTF-8 (the decoder saw to it), so a byte scan finds C1 controls as
 // 0xC2 followed by 0x80 to 0x9F. The free-text columns take line breaks,
-// which CONTRACT 3.4 allows inside quoted fields (a location on two lines,
+// which the feed format allows inside quoted fields (a location on two lines,
 // a product name); an article number, an id, does not.
 func hasControl(s string, breaks bool) bool {
 	for i := 0; i < len(s); i++ {

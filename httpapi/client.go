@@ -19,7 +19,7 @@ import (
 	"storelink"
 )
 
-// Client calls the partner stock API (CONTRACT 3) the way a partner would;
+// Client calls the partner stock API the way a partner would;
 // `storelink upload` is built on it. It speaks only the wire format, so it
 // works against any storelink service, not just this build.
 type Client struct {
@@ -86,7 +86,7 @@ func newHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// UploadReceipt is the answer to an accepted upload (CONTRACT 3.1), with the
+// UploadReceipt is the answer to an accepted upload, with the
 // client's capacity as the RateLimit header reported it.
 type UploadReceipt struct {
 	UploadID   string                 `json:"upload_id"`
@@ -200,7 +200,7 @@ func (c *Client) putStock(req *http.Request, size int64) (*UploadReceipt, error)
 	return &r, nil
 }
 
-// Upload returns an upload with its processing report (CONTRACT 3.2).
+// Upload returns an upload with its processing report.
 func (c *Client) Upload(ctx context.Context, uploadID string) (*storelink.Upload, error) {
 	var u storelink.Upload
 	if err := c.getJSON(ctx, c.UploadStatusURL(uploadID), &u); err != nil {

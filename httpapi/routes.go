@@ -4,7 +4,7 @@ package httpapi
 func (s *Server) routes() {
 	m := s.mux
 
-	// Operator API (CONTRACT 2).
+	// Operator API, admin token.
 	m.HandleFunc("POST /admin/partners", s.admin(s.handleCreatePartner))
 	m.HandleFunc("GET /admin/partners", s.admin(s.handleListPartners))
 	m.HandleFunc("POST /admin/partners/{partner_id}/clients", s.admin(s.handleCreateClient))
@@ -24,7 +24,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /admin/deliveries", s.admin(s.handleListDeliveries))
 	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
 
-	// Stock import (CONTRACT 3), x-api-key.
+	// Stock import, x-api-key.
 	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.limitInFlight(true, s.handleUpload))))
 	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitValidations(s.limitInFlight(false, s.handleValidate))))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
@@ -34,7 +34,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/errors.csv", s.partner(s.handleUploadErrorFile))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
 
-	// Orders (CONTRACT 4), admin token.
+	// Orders, admin token.
 	m.HandleFunc("POST /orders", s.countOrder("create", s.admin(s.handleCreateOrder)))
 	m.HandleFunc("GET /orders", s.admin(s.handleListOrders))
 	m.HandleFunc("GET /orders/{order_id}", s.admin(s.handleGetOrder))
@@ -45,24 +45,23 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /warehouse-orders", s.countOrder("warehouse_create", s.admin(s.handleCreateWarehouseOrder)))
 	m.HandleFunc("POST /orders/{order_id}/warehouse-returns", s.countOrder("warehouse_return", s.admin(s.handleWarehouseReturn)))
 
-	// Order events, pulled by partners (CONTRACT 6.4), x-api-key.
+	// Order events, pulled by partners, x-api-key.
 	m.HandleFunc("GET /events/{client_id}", s.partner(s.handleEvents))
 
-	// The partner's own webhooks (CONTRACT 8), x-api-key.
+	// The partner's own webhooks, x-api-key.
 	m.HandleFunc("GET /webhooks/{client_id}/endpoints", s.partner(s.handlePartnerEndpoints))
 	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/test", s.partner(s.handlePartnerTestEndpoint))
 	m.HandleFunc("GET /webhooks/{client_id}/deliveries", s.partner(s.handlePartnerDeliveries))
 	m.HandleFunc("POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver", s.partner(s.handlePartnerRedeliver))
 
-	// Operations (CONTRACT 7).
+	// Operations.
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	m.HandleFunc("GET /readyz", s.handleReadyz)
 	m.Handle("GET /metrics", s.metricsHandler())
 	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
 	m.HandleFunc("GET /openapi.yaml", s.handleOpenAPI)
 
-	// The operator dashboard (CONTRACT 7) and the partners' portal
-	// (CONTRACT 8): HTML pages, not API calls, so they are not in
+	// The operator dashboard and the partners' portal: HTML pages, not API calls, so they are not in
 	// openapi.yaml.
 	if s.Dashboard != nil {
 		m.Handle("/dashboard/", s.Dashboard)

@@ -151,7 +151,7 @@ func setRateLimit(w http.ResponseWriter, c storelink.Capacity) {
 	w.Header().Set("RateLimit", fmt.Sprintf(`"upload";r=%d;t=%d`, max(c.BytesLeft, 0), int64(c.FullIn.Seconds())))
 }
 
-// checkFileName applies CONTRACT 3.1. The name is only ever data, but a name
+// checkFileName checks an upload's file name. The name is only ever data, but a name
 // with a slash could only come from a client that means a path, so it is
 // refused too.
 func checkFileName(name string) error {

@@ -18,10 +18,10 @@ import (
 
 // The tests of this file deliver real order events to real receivers
 // (httptest servers) through the API, a SQLite file and a running deliverer,
-// with a retry schedule of 50ms, 100ms, 200ms: CONTRACT 6.
+// with a retry schedule of 50ms, 100ms, 200ms.
 
 // A receiver that fails twice and then takes the event: three requests with
-// the same webhook-id, each signed and with CONTRACT 6.1's headers, spaced
+// the same webhook-id, each signed and with a delivery's headers, spaced
 // by the schedule; the delivery lists the three attempts.
 func TestWebhookRetriedUntilSuccess(t *testing.T) {
 	t.Parallel()

@@ -62,8 +62,7 @@ type RoundTx interface {
 	// deliveries for owner until now+lease, each counted as an attempt and
 	// a try: pending ones, due at now, not in flight, to enabled endpoints;
 	// of the pending deliveries of one order to one endpoint only the one of
-	// the oldest event (so that an order's events arrive in order, CONTRACT
-	// 6.3); no more leased to owner per endpoint than caps.Cap of it, nor to
+	// the oldest event (so that an order's events arrive in order); no more leased to owner per endpoint than caps.Cap of it, nor to
 	// every owner than caps.All, counting those leased before
 	// (storelink.ClaimCaps). The oldest due go first, in that order.
 	ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration, limit int,

@@ -131,8 +131,7 @@ func (s *Uploads) Capacity(ctx context.Context, clientID string, policy storelin
 // file-level problem, or a file without one valid row, applies nothing: the
 // upload is rejected, in the same transaction as far as the driver can.
 // Applied, the upload ends the reservations of fulfilled units whose store
-// and EAN it set: the partner's own count now reflects the sale (CONTRACT
-// 3.4).
+// and EAN it set: the partner's own count now reflects the sale.
 func (s *Uploads) Apply(ctx context.Context, c *storelink.Claim, fn storelink.FeedApply) (*storelink.Upload, error) {
 	var u *storelink.Upload
 	// Not run again on a transient end, as inUploadTx would: fn is run once.

@@ -17,8 +17,8 @@ import (
 // memory, so that a claim picks what is due without walking an index of
 // the file and reading again, each round, the later events of the orders in
 // flight. Each pending delivery is in the line of its order and endpoint,
-// in the order of their events: only the first of a line may go (CONTRACT
-// 6.3), and only while it is not in flight. The lines whose first delivery
+// in the order of their events: only the first of a line may go (an order's
+// events arrive in order), and only while it is not in flight. The lines whose first delivery
 // may go are in a heap per endpoint, by when it is due and then by its
 // place in the queue.
 //

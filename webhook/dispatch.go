@@ -32,7 +32,7 @@ const (
 	// maxRetryAfter caps a Retry-After so that a wrong header cannot park a
 	// delivery for years; it is longer than any step of the default schedule.
 	maxRetryAfter = 24 * time.Hour
-	// defaultTimeout is CONTRACT's --webhook-timeout default.
+	// defaultTimeout is serve's --webhook-timeout default.
 	defaultTimeout = 10 * time.Second
 )
 
@@ -217,7 +217,7 @@ var (
 	testValue       = []string{"true"}
 )
 
-// setHeaders writes the headers of CONTRACT 6.1. The Standard Webhooks
+// setHeaders writes the headers of a delivery. The Standard Webhooks
 // names go into the map as written, lower case, so that they go on the wire
 // exactly as the specification spells them.
 func (c *Client) setHeaders(h http.Header, r Request, now time.Time) {

@@ -53,7 +53,7 @@ func TestWebhookSendSuccess(t *testing.T) {
 	}
 }
 
-// TestWebhookSendHeaders checks the request of CONTRACT 6.1 as the receiver
+// TestWebhookSendHeaders checks a delivery's request as the receiver
 // sees it, and that it verifies.
 func TestWebhookSendHeaders(t *testing.T) {
 	type seen struct {
@@ -108,7 +108,7 @@ func TestWebhookSendHeaders(t *testing.T) {
 
 // TestWebhookSendWireHeaderNames reads the raw request: the Standard
 // Webhooks and x-api-key headers go on the wire in lower case, as written in
-// CONTRACT 6.1.
+// the delivery's request.
 func TestWebhookSendWireHeaderNames(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

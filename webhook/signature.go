@@ -1,5 +1,5 @@
-// Package webhook signs, verifies and sends the order events of CONTRACT
-// section 6: Standard Webhooks 1.0 signatures, and an HTTP dispatcher that
+// Package webhook signs, verifies and sends the order events that serve delivers
+// to partners' endpoints: Standard Webhooks 1.0 signatures, and an HTTP dispatcher that
 // bounds every attempt in time and size and refuses to reach the service's
 // own network unless told otherwise.
 package webhook
@@ -20,7 +20,7 @@ import (
 )
 
 // The headers of Standard Webhooks, written in lower case as the
-// specification and CONTRACT 6.1 spell them.
+// specification spells them.
 const (
 	HeaderID        = "webhook-id"
 	HeaderTimestamp = "webhook-timestamp"

@@ -28,7 +28,7 @@ package main
 // `run serve` in this process, for `go test -cpuprofile`.
 //
 // Units stay reserved after fulfilment until a feed row for their store and
-// EAN is applied (CONTRACT 3.4), and no feed comes during the runs: routing
+// EAN is applied, and no feed comes during the runs: routing
 // counts a growing number of reserved units, which shows as a slow decline
 // from run to run.
 

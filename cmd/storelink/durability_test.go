@@ -21,7 +21,7 @@ import (
 
 // The tests of this file run `storelink serve` as a separate OS process and
 // kill it (SIGKILL) or stop it (SIGTERM) at the moments that matter for
-// CONTRACT 1 and 3.1-3.2: right after the 200 of an upload, while an upload
+// Nothing acknowledged is lost: right after the 200 of an upload, while an upload
 // is being processed, and with two uploads of one client in flight.
 
 // feedRow is one row of a generated feed; its fields are what the stock

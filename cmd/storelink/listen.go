@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	// listenTolerance is CONTRACT 6.6's: a message signed more than five
+	// listenTolerance is the receiver's: a message signed more than five
 	// minutes away from now is refused, which bounds replays.
 	listenTolerance = 5 * time.Minute
 	// listenSeenIDs is how many webhook-ids are remembered for deduplication.
@@ -76,7 +76,7 @@ func parseListenConfig(args []string, getenv func(string) string, stderr io.Writ
 	return c, nil
 }
 
-// listen is the partner-side webhook receiver (CONTRACT 6.6): it verifies,
+// listen is the partner-side webhook receiver: it verifies,
 // deduplicates and prints events, one JSON line each on stdout, until ctx
 // ends.
 func listen(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -15,7 +15,7 @@ import (
 	"storelink/webhook"
 )
 
-// CONTRACT 1 ("several serve processes may share one PostgreSQL database;
+// The promise ("several serve processes may share one PostgreSQL database;
 // each does every kind of work"), 3.2, 3.3 and 6.3 with more than one
 // process: the tests of this file run two `storelink serve` processes on
 // one fresh schema each (startPair, in postgres_test.go), send work to both,

@@ -13,7 +13,7 @@ import (
 
 const uploadUsage = `Usage: storelink upload [flags] FILE
 
-Sends FILE as a stock feed with PUT BASE/CLIENT_ID/NAME (CONTRACT 3.6). When
+Sends FILE as a stock feed with PUT BASE/CLIENT_ID/NAME. When
 the service answers 429 (the client's upload capacity is used up, or too many
 of its uploads wait to be processed) or 503 with a Retry-After (its database
 cannot be reached), it waits the Retry-After and sends again, for up to
@@ -44,7 +44,7 @@ type uploadConfig struct {
 	MaxWait, WaitTimeout  time.Duration
 }
 
-// upload is the partner-side uploader (CONTRACT 3.6). It returns the exit
+// upload is the partner-side uploader. It returns the exit
 // code: 0 applied without errors, 1 rejected or row errors; an error means a
 // usage problem (run prints it and exits 2). Transport problems are printed
 // here and give 2, as the contract says.
@@ -147,7 +147,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // checkUploadName refuses, before anything is sent, a name the service
-// would refuse (CONTRACT 3.1).
+// would refuse.
 func checkUploadName(name string) error {
 	hint := "; give --name NAME.csv to send the file under another name"
 	switch {

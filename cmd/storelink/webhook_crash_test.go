@@ -16,7 +16,7 @@ import (
 	"storelink/webhook"
 )
 
-// CONTRACT 6.3: a crash of serve loses no event. The test kills
+// A crash of serve loses no event. The test kills
 // `storelink serve` (SIGKILL) while deliveries are pending and in flight,
 // starts it again on the same data folder, and checks that every event
 // reaches the receiver at least once, in order per order, and exactly once
