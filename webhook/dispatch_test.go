@@ -107,8 +107,8 @@ func TestWebhookSendHeaders(t *testing.T) {
 }
 
 // TestWebhookSendWireHeaderNames reads the raw request: the Standard
-// Webhooks and x-api-key headers go on the wire in lower case, as written in
-// the delivery's request.
+// Webhooks and x-api-key headers go on the wire in lower case, as the
+// specifications spell them.
 func TestWebhookSendWireHeaderNames(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 )
 
 // The promise ("several serve processes may share one PostgreSQL database;
-// each does every kind of work"), 3.2, 3.3 and 6.3 with more than one
-// process: the tests of this file run two `storelink serve` processes on
+// each does every kind of work"), with uploads processed, orders routed and
+// events delivered by more than one process: the tests of this file run two `storelink serve` processes on
 // one fresh schema each (startPair, in postgres_test.go), send work to both,
 // kill one of them with SIGKILL while it holds a lease, and check that the
 // other finishes the work, nothing lost and nothing applied twice.
