@@ -10,7 +10,7 @@
 // times it would be hundreds of MB for CPU that no longer matters. A 10 MiB upload is the opposite case: its body is live
 // while it is accepted and while it is applied, and collecting twice as
 // often while it is in memory (GOGC=50) keeps the process's peak memory
-// down at little cost. bench/README.md has what was measured.
+// down at little cost. docs/benchmarks.md has what was measured.
 //
 // serve makes one Governor from its configuration and hands it to the API
 // (bodies being received) and to the upload processor (bodies being

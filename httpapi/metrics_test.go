@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	readmeFile     = "../README.md"
+	readmeFile     = "../docs/operations.md"
 	promConfigFile = "../deploy/prometheus.yml"
 	alertsFile     = "../deploy/alerts.yml"
 )
@@ -28,7 +28,7 @@ const (
 // (uploads applied and rejected, rows applied and rejected, deliveries
 // succeeded, retried, failed and gone), and checks that
 //   - every storelink_ metric registered is in GET /metrics,
-//   - README.md's Operations section lists exactly those metrics, with
+//   - docs/operations.md's Health, metrics and logs section lists exactly those metrics, with
 //     their labels,
 //   - deploy/alerts.yml uses only metrics, labels and label values that
 //     GET /metrics shows, and jobs that deploy/prometheus.yml scrapes.
@@ -57,14 +57,14 @@ func TestMetricsMatchDeployAndREADME(t *testing.T) {
 			labels, ok := documented[name]
 			switch {
 			case !ok:
-				t.Errorf("%s (labels %v) is exposed but not in README.md's Operations section", name, registered[name])
+				t.Errorf("%s (labels %v) is exposed but not in docs/operations.md's Health, metrics and logs section", name, registered[name])
 			case !slices.Equal(labels, registered[name]):
-				t.Errorf("README.md documents %s with labels %v; the metric has %v", name, labels, registered[name])
+				t.Errorf("docs/operations.md documents %s with labels %v; the metric has %v", name, labels, registered[name])
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(documented)) {
 			if _, ok := registered[name]; !ok {
-				t.Errorf("README.md documents %s, which the server does not expose", name)
+				t.Errorf("docs/operations.md documents %s, which the server does not expose", name)
 			}
 		}
 	})
@@ -180,7 +180,7 @@ func registeredMetrics(t *testing.T, reg *prometheus.Registry) map[string][]stri
 	return out
 }
 
-// readmeMetrics lists the metrics README.md's Operations section names, as
+// readmeMetrics lists the metrics docs/operations.md's Health, metrics and logs section names, as
 // `name` or `name{label,...}`, with their labels sorted.
 func readmeMetrics(t *testing.T) map[string][]string {
 	t.Helper()
@@ -188,9 +188,9 @@ func readmeMetrics(t *testing.T) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ops, ok := strings.Cut(string(b), "\n## Operations\n")
+	_, ops, ok := strings.Cut(string(b), "\n## Health, metrics and logs\n")
 	if !ok {
-		t.Fatalf("%s has no Operations section", readmeFile)
+		t.Fatalf("%s has no section Health, metrics and logs", readmeFile)
 	}
 	ops, _, _ = strings.Cut(ops, "\n## ")
 	out := map[string][]string{}
@@ -203,7 +203,7 @@ func readmeMetrics(t *testing.T) map[string][]string {
 		}
 		slices.Sort(labels)
 		if prev, dup := out[m[1]]; dup && !slices.Equal(prev, labels) {
-			t.Errorf("README.md documents %s twice, with labels %v and %v", m[1], prev, labels)
+			t.Errorf("docs/operations.md documents %s twice, with labels %v and %v", m[1], prev, labels)
 		}
 		out[m[1]] = labels
 	}

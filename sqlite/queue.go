@@ -46,7 +46,7 @@ import (
 //
 // Its memory grows with the pending deliveries (BenchmarkQueueMemory), and
 // the first round after start-up holds the write connection while it reads
-// them all (BenchmarkQueueRead); bench/README.md has the figures. Orders
+// them all (BenchmarkQueueRead); docs/benchmarks.md has the figures. Orders
 // are told apart by a 64-bit hash of their id: two orders whose ids collide
 // would share a line, so one would wait for the other, which delays and
 // never reorders.

@@ -88,7 +88,7 @@ func (t *uploadTx) exec(ctx context.Context, query string, args ...any) error {
 // uploadStatements are the statements of the upload calls' transactions
 // (accepts, claims, applies), prepared once on the write connection
 // (DB.prepare): parsing them again each time cost a small upload about a
-// fifth of its accept and half of its apply (bench/README.md).
+// fifth of its accept and half of its apply (docs/benchmarks.md).
 var uploadStatements = slices.Concat([]string{bucketSQL, waitingSQL, putBucketSQL, insertUploadSQL, insertBodySQL,
 	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimableSQL, leaseSQL, claimBodiesSQL}, stockStatements)
 

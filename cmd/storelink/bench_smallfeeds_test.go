@@ -23,7 +23,7 @@ package main
 //
 // Each of the N runs starts a serve process of its own; its line starts with
 // "run N:", which bench/ab reads. STORELINK_BENCH_SMALL_SECONDS shortens the
-// runs for a try (the figures in bench/README.md are of 20 s runs).
+// runs for a try (the figures in docs/benchmarks.md are of 20 s runs).
 
 import (
 	"bytes"

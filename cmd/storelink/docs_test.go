@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 )
 
 // TestDocsCommandFlags: every `storelink COMMAND … --flag` that the
-// operations guide and the README show names a command and flags that
+// README and every guide under docs/ show names a command and flags that
 // exist, as the command's -h lists them.
 func TestDocsCommandFlags(t *testing.T) {
 	t.Parallel()
@@ -31,7 +32,11 @@ func TestDocsCommandFlags(t *testing.T) {
 	// end of either.
 	cmdLine := regexp.MustCompile("storelink ((?:secret-key )?[a-z-]+)((?:[ \t]+[^`\\n|]*)?)")
 	checked := 0
-	for _, file := range []string{"../../docs/operations.md", "../../README.md", "../../deploy/storelink.service"} {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) < 5 {
+		t.Fatalf("docs/*.md: %v %v", docs, err)
+	}
+	for _, file := range append(docs, "../../README.md", "../../deploy/storelink.service") {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -53,4 +58,46 @@ func TestDocsCommandFlags(t *testing.T) {
 		t.Errorf("only %d flags of storelink commands found in the docs: is the pattern still right?", checked)
 	}
 	t.Logf("%d flags checked", checked)
+}
+
+// TestConfigurationTableComplete: docs/configuration.md's table lists every
+// flag of `storelink serve`, each with the variable serve reads for it, and
+// no flag that serve does not have.
+func TestConfigurationTableComplete(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	run(context.Background(), []string{"serve", "-h"}, noEnv, nil, &stdout, &stderr)
+	help := stderr.String() + stdout.String()
+	var serveFlags []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`).FindAllStringSubmatch(help, -1) {
+		serveFlags = append(serveFlags, m[1])
+	}
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `--([a-z][a-z0-9-]*)` \\| *`?([A-Z_]*)`? *\\|").FindAllStringSubmatch(string(b), -1) {
+		documented[m[1]] = m[2]
+	}
+	if len(documented) < 10 {
+		t.Fatalf("found %d rows in docs/configuration.md's table: is the pattern still right?", len(documented))
+	}
+	for _, f := range serveFlags {
+		if f == "h" || f == "help" {
+			continue
+		}
+		v, ok := documented[f]
+		switch {
+		case !ok:
+			t.Errorf("storelink serve --%s is not in docs/configuration.md's table", f)
+		case v != "" && !strings.Contains(help, v):
+			t.Errorf("docs/configuration.md gives --%s the variable %s, which serve -h does not name", f, v)
+		}
+	}
+	for f := range documented {
+		if !slices.Contains(serveFlags, f) {
+			t.Errorf("docs/configuration.md lists --%s, which storelink serve does not have", f)
+		}
+	}
 }
