@@ -21,8 +21,7 @@ import (
 //
 // Exec, Query and QueryRow send what is queued with their statement. The
 // statements that with adds are the sending call's own, and so are their
-// errors; one that queueBatch adds fails, if it does, in the send that
-// carries it, as a queuedError.
+// errors.
 type pipe struct {
 	conn *pgxpool.Conn
 	b    *pgx.Batch // queued and not yet sent
@@ -43,38 +42,12 @@ func beginPipe(ctx context.Context, pool *pgxpool.Pool) (pipe, error) {
 	return p, nil
 }
 
-// queueBatch adds the statements of b, which have no callbacks, to go with
-// the next send.
-func (p *pipe) queueBatch(b *pgx.Batch) {
-	for _, q := range b.QueuedQueries {
-		q.Fn = execQueued
-		p.b.QueuedQueries = append(p.b.QueuedQueries, q)
-	}
-}
-
 // with adds the statements of b, which have no callbacks, to go with the
 // next send as part of the call that sends it: their errors are that
 // call's own.
 func (p *pipe) with(b *pgx.Batch) {
 	p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...)
 }
-
-func execQueued(br pgx.BatchResults) error {
-	if _, err := br.Exec(); err != nil {
-		return queuedError{err}
-	}
-	return nil
-}
-
-// queuedError is the error of a statement queued earlier in a transaction,
-// which failed in the send of a later one: it is never that later
-// statement's answer (see noRows).
-type queuedError struct{ err error }
-
-func (e queuedError) Error() string {
-	return "an earlier statement of the transaction: " + e.err.Error()
-}
-func (e queuedError) Unwrap() error { return e.err }
 
 // take returns what is queued, the writes kept back included, and starts an
 // empty batch.

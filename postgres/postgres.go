@@ -230,10 +230,6 @@ func exists(ctx context.Context, q querier, query string, args ...any) error {
 // finds no row; either way there is nothing by that id.
 func noRows(err error) bool {
 	var pg *pgconn.PgError
-	var queued queuedError
-	if errors.As(err, &queued) {
-		return false // a write of the transaction failed, not the lookup
-	}
 	return errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pg) && (pg.Code == "22021" || pg.Code == "22P05")
 }
 
