@@ -1,8 +1,9 @@
-// Package postgres implements the storelink services on PostgreSQL (pgx), for
-// running several storelink processes on one database, and the row-level
-// Driver that package service runs its rules on. The services behave
-// as the SQLite store's do (one conformance suite, storetest, judges both);
-// what differs is how they stay correct with many writers at once:
+// Package postgres is storelink's PostgreSQL database (pgx), for running
+// several storelink processes on one database, and its drivers: NewDrivers
+// gives package service one small driver per area (partners, secret keys,
+// orders, uploads, webhooks) and the database's handle. The services behave
+// as on SQLite (one behaviour suite, storetest, judges both); what differs
+// is how they stay correct with many writers at once:
 //
 //   - uploads and deliveries are claimed with FOR UPDATE SKIP LOCKED and a
 //     lease, so one process works on each at a time and a dead process's

@@ -1,7 +1,9 @@
-// Package sqlite implements the storelink services on an embedded SQLite
-// database (modernc.org/sqlite, no cgo), and the row-level Driver that
-// package service runs its rules on. It is the default store: one file
-// in the data folder, owned by one storelink process at a time.
+// Package sqlite is storelink's embedded database (modernc.org/sqlite, no
+// cgo) and its drivers: NewDrivers gives package service one small driver
+// per area (partners, secret keys, orders, uploads, webhooks) and the
+// database's handle, each speaking SQL and deciding nothing. It is the
+// default database: one file in the data folder, owned by one storelink
+// process at a time.
 //
 // The file is the only truth. Because one process owns it, the deliverer's
 // bookkeeping keeps two things in memory behind the driver: the queue of

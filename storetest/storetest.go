@@ -1,6 +1,6 @@
-// Package storetest is the conformance suite that every storelink store
-// passes: the same cases run against SQLite and PostgreSQL, so a rule
-// written once holds for both.
+// Package storetest is the behaviour suite of storelink's services: the
+// same cases run through service.Services over SQLite's drivers and over
+// PostgreSQL's, so a rule written once holds on both.
 package storetest
 
 import (
