@@ -3,9 +3,7 @@ package postgres_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -36,54 +34,9 @@ var testSealer = func() *storelink.Sealer {
 	return s
 }()
 
-// baseURL is the test database, or a skip when there is none.
-func baseURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("STORELINK_TEST_DATABASE_URL")
-	if u == "" {
-		t.Skip("STORELINK_TEST_DATABASE_URL is not set: the PostgreSQL tests are skipped " +
-			"(set it to a database they may use, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable; .ci/run does)")
-	}
-	return u
-}
+func baseURL(t testing.TB) string { return dbtest.BaseURL(t) }
 
-// newSchema makes an empty schema for one test in the test database and
-// returns the database URL that selects it (search_path); the schema is
-// dropped when the test ends. A schema per test keeps tests that run in
-// parallel apart at a fraction of the cost of a database per test.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	base := baseURL(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "storelink_test_" + hex.EncodeToString(b)
-	admin := func(sql string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	admin("CREATE SCHEMA " + schema)
-	t.Cleanup(func() { admin("DROP SCHEMA " + schema + " CASCADE") })
-	return withSearchPath(t, base, schema)
-}
-
-func withSearchPath(t testing.TB, base, schema string) string {
-	t.Helper()
-	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
-		return base + " search_path=" + schema // key=value form
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("STORELINK_TEST_DATABASE_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func newSchema(t testing.TB) string { return dbtest.Schema(t) }
 
 // openDB opens the database at dbURL on the clock now, closed when the
 // test ends.

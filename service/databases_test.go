@@ -3,9 +3,6 @@ package service_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,12 +44,8 @@ func eachDatabase(t *testing.T, fn func(t *testing.T, db database)) {
 		fn(t, database{name: "sqlite", svc: service.New(sqlite.NewDrivers(sdb), options(t, c)...), clock: c})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		base := os.Getenv("STORELINK_TEST_DATABASE_URL")
-		if base == "" {
-			t.Skip("STORELINK_TEST_DATABASE_URL is not set: the PostgreSQL cases are skipped")
-		}
 		c := newClock()
-		pdb, err := postgres.Open(context.Background(), freshSchema(t, base))
+		pdb, err := postgres.Open(context.Background(), dbtest.Schema(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,31 +66,6 @@ func options(t *testing.T, c *clock) []service.Option {
 		t.Fatal(err)
 	}
 	return []service.Option{service.WithClock(c.now), service.WithSealer(sealer)}
-}
-
-// freshSchema makes a schema of its own for the test in the database at
-// base, dropped when the test ends, and returns the URL that uses it.
-func freshSchema(t *testing.T, base string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "storelink_service_" + hex.EncodeToString(b)
-	admin := func(sql string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	admin("CREATE SCHEMA " + schema)
-	t.Cleanup(func() { admin("DROP SCHEMA " + schema + " CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("STORELINK_TEST_DATABASE_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // client makes a partner with a client in Germany and stores S1 and S2.

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -28,23 +26,7 @@ import (
 // never be printed. It skips without STORELINK_TEST_DATABASE_URL.
 func pgSchemaURL(t testing.TB) (string, string) {
 	t.Helper()
-	base := os.Getenv("STORELINK_TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("STORELINK_TEST_DATABASE_URL is not set: the PostgreSQL tests are skipped")
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "storelink_cmd_" + hex.EncodeToString(b)
-	admin := func(sql string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := dbtest.AdminExec(ctx, base, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	admin("CREATE SCHEMA " + schema)
-	t.Cleanup(func() { admin("DROP SCHEMA " + schema + " CASCADE") })
-	u, err := url.Parse(base)
+	u, err := url.Parse(dbtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +34,6 @@ func pgSchemaURL(t testing.TB) (string, string) {
 	if u.User != nil {
 		u.User = url.UserPassword(u.User.Username(), password)
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	return u.String(), password
 }
 
