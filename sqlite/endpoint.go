@@ -237,8 +237,8 @@ func scanDelivery(row interface{ Scan(...any) error }) (*storelink.Delivery, err
 	return &dl, nil
 }
 
-// ListDeliveries reads the page on the read pool, then each delivery's
-// attempts by its index.
+// ListDeliveries reads the page on the read pool, then the attempts of the
+// whole page in one query.
 func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error) {
 	q, args := deliveriesQuery(f)
 	rows, err := d.db.read.QueryContext(ctx, q, args...)
@@ -258,32 +258,43 @@ func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilte
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if out[i].Attempts, err = d.attempts(ctx, out[i].ID); err != nil {
-			return nil, err
-		}
+	if err := d.pageAttempts(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func (d *webhooks) attempts(ctx context.Context, deliveryID string) ([]storelink.Attempt, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT number, at, duration_ms, coalesce(status_code, 0), error, response, url
-		FROM delivery_attempts WHERE delivery_id = ? ORDER BY number`, deliveryID)
+// pageAttempts reads the attempts of the deliveries ds in one query, each
+// delivery's in their order, and sets them.
+func (d *webhooks) pageAttempts(ctx context.Context, ds []storelink.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	at := make(map[string]int, len(ds))
+	args := make([]any, len(ds))
+	for i := range ds {
+		ds[i].Attempts = []storelink.Attempt{}
+		at[ds[i].ID] = i
+		args[i] = ds[i].ID
+	}
+	rows, err := d.db.read.QueryContext(ctx, `SELECT delivery_id, number, at, duration_ms, coalesce(status_code, 0), error, response, url
+		FROM delivery_attempts WHERE delivery_id IN (?`+strings.Repeat(", ?", len(ds)-1)+`) ORDER BY delivery_id, number`, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	out := []storelink.Attempt{}
 	for rows.Next() {
 		var a storelink.Attempt
-		var at int64
-		if err := rows.Scan(&a.Number, &at, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response, &a.URL); err != nil {
-			return nil, err
+		var id string
+		var ms int64
+		if err := rows.Scan(&id, &a.Number, &ms, &a.DurationMS, &a.StatusCode, &a.Error, &a.Response, &a.URL); err != nil {
+			return err
 		}
-		a.At = fromMS(at)
-		out = append(out, a)
+		a.At = fromMS(ms)
+		i := at[id]
+		ds[i].Attempts = append(ds[i].Attempts, a)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // FailedDeliveries counts the entries of the failed deliveries' index on
