@@ -25,12 +25,17 @@ const IdempotencyKeyTTL = 24 * time.Hour
 // longer key is a mistake, not more uniqueness.
 const MaxIdempotencyKey = 255
 
-// The calls that take an idempotency key. A call's name goes into the hash
-// of its request, so that a key sent to one of them and then to the other
-// is a different request, not a replay.
+// KeyedCall names a call that takes an idempotency key. Its name goes into
+// the hash of its request, so that a key sent to one call and then to the
+// other is a different request, not a replay.
+type KeyedCall string
+
+// The calls that take an idempotency key. Their names are the strings
+// hashed into every key recorded so far: another string would make a
+// retry of a key recorded before an upgrade look like another request.
 const (
-	CallCreateOrder          = "POST /orders"
-	CallCreateWarehouseOrder = "POST /warehouse-orders"
+	CreateOrderCall          KeyedCall = "POST /orders"
+	CreateWarehouseOrderCall KeyedCall = "POST /warehouse-orders"
 )
 
 // CheckIdempotencyKey refuses a key that is empty, longer than
@@ -56,7 +61,7 @@ func CheckIdempotencyKey(key string) error {
 // itself is not part of it. A field added to NewOrder must be omitempty:
 // otherwise the retries of keys remembered before the release would hash
 // differently and be refused.
-func (n *NewOrder) RequestHash(call string) []byte {
+func (n *NewOrder) RequestHash(call KeyedCall) []byte {
 	body, _ := json.Marshal(n) // a NewOrder always encodes
 	h := sha256.New()
 	h.Write([]byte(call))

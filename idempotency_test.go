@@ -40,14 +40,14 @@ func TestRequestHash(t *testing.T) {
 	a := decode(`{"order_number":"1","client_id":"c","items":[{"ean":"4006381333931","marketplace_article_number":"M","price":5}]}`)
 	b := decode(`{ "items": [ {"price": 5.00, "marketplace_article_number": "M", "ean": "4006381333931"} ], "client_id": "c", "order_number": "1" }`)
 	b.IdempotencyKey = "k"
-	if !bytes.Equal(a.RequestHash(storelink.CallCreateOrder), b.RequestHash(storelink.CallCreateOrder)) {
+	if !bytes.Equal(a.RequestHash(storelink.CreateOrderCall), b.RequestHash(storelink.CreateOrderCall)) {
 		t.Error("the same values spelled differently hash differently")
 	}
-	if bytes.Equal(a.RequestHash(storelink.CallCreateOrder), a.RequestHash(storelink.CallCreateWarehouseOrder)) {
+	if bytes.Equal(a.RequestHash(storelink.CreateOrderCall), a.RequestHash(storelink.CreateWarehouseOrderCall)) {
 		t.Error("the two create calls hash the same body alike")
 	}
 	c := decode(`{"order_number":"1","client_id":"c","items":[{"ean":"4006381333931","marketplace_article_number":"M","price":5.01}]}`)
-	if bytes.Equal(a.RequestHash(storelink.CallCreateOrder), c.RequestHash(storelink.CallCreateOrder)) {
+	if bytes.Equal(a.RequestHash(storelink.CreateOrderCall), c.RequestHash(storelink.CreateOrderCall)) {
 		t.Error("another price hashes the same")
 	}
 }

@@ -36,7 +36,7 @@ type Orders struct {
 // CreateOrder assigns a new order to the given store or to the store that
 // the stock in force routes it to, and writes its assigned event.
 func (s *Orders) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateOrder, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CreateOrderCall, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		needs := n.Needs()
 		stock, err := routingStock(ctx, tx, c.ID, n.StoreID, needs)
 		if err != nil {
@@ -60,7 +60,7 @@ func (s *Orders) CreateOrder(ctx context.Context, n storelink.NewOrder) (*storel
 // CreateWarehouseOrder records an order the marketplace warehouse fulfilled.
 // It reserves nothing, so it takes no routing lock.
 func (s *Orders) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder) (*storelink.Order, error) {
-	return s.createOrder(ctx, n, storelink.CallCreateWarehouseOrder, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
+	return s.createOrder(ctx, n, storelink.CreateWarehouseOrderCall, func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error) {
 		stock, err := stockInForce(ctx, tx, c.ID, "", n.Needs())
 		if err != nil {
 			return nil, nil, err
@@ -84,7 +84,7 @@ func (s *Orders) CreateWarehouseOrder(ctx context.Context, n storelink.NewOrder)
 // event for the client (from n as validated), writes them and remembers the
 // key. The key's lock is taken before build runs, and so before the routing
 // lock that build may take (routingStock): the two never deadlock.
-func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call string,
+func (s *Orders) createOrder(ctx context.Context, n storelink.NewOrder, call storelink.KeyedCall,
 	build func(tx OrderTx, n *storelink.NewOrder, c *storelink.Client, now time.Time) (*storelink.Order, *storelink.Event, error)) (*storelink.Order, error) {
 	hash := n.RequestHash(call) // of the request as sent, before Validate tidies it
 	if err := n.Validate(); err != nil {
