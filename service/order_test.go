@@ -14,9 +14,9 @@ const (
 	eanB = "5901234123457"
 )
 
-// feed puts stock rows in force through an upload, as the worker applies
+// putStock puts stock rows in force through an upload, as the worker applies
 // one.
-func feed(t *testing.T, db database, clientID string, rows ...storelink.StockRow) {
+func putStock(t *testing.T, db database, clientID string, rows ...storelink.StockRow) {
 	t.Helper()
 	ctx := context.Background()
 	_, _, err := db.svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},
@@ -57,7 +57,7 @@ func TestOrdersReserveTheUnitsTheyRoute(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, db database) {
 		ctx := context.Background()
 		c := client(t, db)
-		feed(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 1, Price: 1999},
+		putStock(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 1, Price: 1999},
 			storelink.StockRow{StoreID: "S2", EAN: eanA, ArticleNumber: "A", Quantity: 1, Price: 1999})
 		first, err := db.svc.Orders.CreateOrder(ctx, newOrder(c.ID, "N-1", eanA))
 		if err != nil {
@@ -86,7 +86,7 @@ func TestIdempotencyKeyReplaysItsOrder(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, db database) {
 		ctx := context.Background()
 		c := client(t, db)
-		feed(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 5, Price: 1999})
+		putStock(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 5, Price: 1999})
 		n := newOrder(c.ID, "N-1", eanA)
 		n.IdempotencyKey = "key-1"
 		first, err := db.svc.Orders.CreateOrder(ctx, n)
@@ -114,7 +114,7 @@ func TestOrdersListedWithTheirItems(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, db database) {
 		ctx := context.Background()
 		c := client(t, db)
-		feed(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 50, Price: 1999},
+		putStock(t, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: eanA, ArticleNumber: "A", Quantity: 50, Price: 1999},
 			storelink.StockRow{StoreID: "S1", EAN: eanB, ArticleNumber: "B", Quantity: 50, Price: 999})
 		want := map[string][]string{}
 		for i, eans := range [][]string{{eanA}, {eanB, eanA, eanB}, {eanA, eanA}} {
