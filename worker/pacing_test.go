@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -136,9 +138,59 @@ type hanger struct {
 }
 
 type hangGroup struct {
-	mu          sync.Mutex
-	later, peak int // requests after a give-up, held now and at most
+	mu   sync.Mutex
+	held []context.Context // requests after a give-up, held now
+	peak int               // of them, open at once at most
 }
+
+// closeShows bounds how long a request that arrives waits for the
+// requests held before it to show that their client closed them: the
+// deliverer closes an attempt it gives up before it starts the next, but
+// the server sees the close only when its reader of that connection runs,
+// which on a loaded machine can come after the next request.
+const closeShows = time.Second
+
+// arrive counts a request after a give-up among those of the group open at
+// once: itself and those held before it that are still open closeShows
+// after it came.
+func (g *hangGroup) arrive(ctx context.Context) {
+	g.mu.Lock()
+	others := slices.Clone(g.held)
+	g.held = append(g.held, ctx)
+	g.mu.Unlock()
+	deadline := time.After(closeShows)
+	open := 1
+	for _, c := range others {
+		if c.Err() != nil {
+			continue
+		}
+		select {
+		case <-c.Done():
+		case <-deadline:
+			if c.Err() == nil {
+				open++
+			}
+			deadline = closed
+		}
+	}
+	g.mu.Lock()
+	g.peak = max(g.peak, open)
+	g.mu.Unlock()
+}
+
+// leave takes a request off the group's held ones.
+func (g *hangGroup) leave(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = slices.DeleteFunc(g.held, func(c context.Context) bool { return c == ctx })
+}
+
+// closed is a channel that is always ready.
+var closed = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 func newHanger(t *testing.T, group *hangGroup, release chan struct{}) *hanger {
 	h := &hanger{release: release, group: group, got: map[string]int{}}
@@ -150,10 +202,7 @@ func newHanger(t *testing.T, group *hangGroup, release chan struct{}) *hanger {
 		later := h.ended > 0
 		h.mu.Unlock()
 		if later {
-			group.mu.Lock()
-			group.later++
-			group.peak = max(group.peak, group.later)
-			group.mu.Unlock()
+			group.arrive(r.Context())
 		}
 		var given bool
 		select {
@@ -170,9 +219,7 @@ func newHanger(t *testing.T, group *hangGroup, release chan struct{}) *hanger {
 		}
 		h.mu.Unlock()
 		if later {
-			group.mu.Lock()
-			group.later--
-			group.mu.Unlock()
+			group.leave(r.Context())
 		}
 	}))
 	t.Cleanup(h.Close)
