@@ -135,10 +135,10 @@ func (t *pgRound) Rollback(context.Context) error {
 // (claimDeliveriesSQL) in one batch, committed as one transaction, and
 // returns what it leased, oldest due first. Should the claim fail, the
 // record is sent again alone.
-func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
+func (t *pgRound) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
+	owner, now, caps := p.Owner, p.Now, p.Caps
 	if t.done {
-		return nil, "", errors.New("claim in an ended round")
+		return service.ClaimDueResult{}, errors.New("claim in an ended round")
 	}
 	t.done = true
 	ids, ns := make([]string, 0, len(caps.Of)), make([]int32, 0, len(caps.Of))
@@ -152,23 +152,23 @@ func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time
 	records := t.b.Len()
 	b := &pgx.Batch{QueuedQueries: slices.Clone(t.b.QueuedQueries)}
 	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck)
-	b.Queue(claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all, keyCheck, settingKeyCheck)
+	b.Queue(claimDeliveriesSQL, now, owner, now.Add(p.Lease), caps.Default, p.Limit, ids, ns, all, p.KeyCheck, settingKeyCheck)
 	br := t.db.pool.SendBatch(ctx, b)
 	claimed, check, err := readClaim(br, records, owner)
 	if cerr := br.Close(); err == nil {
 		err = cerr // the commit's
 	}
 	if err == nil {
-		return claimed, check, nil
+		return service.ClaimDueResult{Claimed: claimed, KeyCheck: check}, nil
 	}
 	if records > 0 && ctx.Err() == nil {
 		// The batch's transaction was rolled back: the attempts were made
 		// all the same.
 		if rerr := t.db.pool.SendBatch(ctx, &t.b).Close(); rerr != nil {
-			return nil, "", fmt.Errorf("%w (and the record again: %v)", err, rerr)
+			return service.ClaimDueResult{}, fmt.Errorf("%w (and the record again: %v)", err, rerr)
 		}
 	}
-	return nil, "", err
+	return service.ClaimDueResult{}, err
 }
 
 // readClaim reads a claim's batch: the record's results, the key check and

@@ -36,7 +36,8 @@ func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*
 
 // RotateSecret is one statement, outside a transaction: the secret it moves
 // aside is the one it replaces, whatever another process does meanwhile.
-func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParams) (*storelink.Endpoint, error) {
+	id, sealed, until, at := p.ID, p.Sealed, p.Until, p.At
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = $1,
 		secret = $2, updated_at = $3 WHERE id = $4 RETURNING `+endpointColumns, until, sealed, at, id))
 }
@@ -184,9 +185,9 @@ func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 }
 
 // PendingDeliveries counts on the pool.
-func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (service.Backlog, error) {
 	var n int
 	var oldest *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
-	return n, oldest, err
+	return service.Backlog{Pending: n, Oldest: oldest}, err
 }

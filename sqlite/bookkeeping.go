@@ -170,9 +170,8 @@ func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // round holds the one write connection, which keeps every other claim out,
 // and only this process, which checked its key against the file before it
 // was given it, can change the file's key.
-func (r *roundTx) ClaimDue(ctx context.Context, owner, _ string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, caps)
+func (r *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
 	if err != nil {
 		r.claimFailed = true
 	} else {
@@ -183,9 +182,9 @@ func (r *roundTx) ClaimDue(ctx context.Context, owner, _ string, now time.Time, 
 		err = cerr
 	}
 	if err != nil {
-		return nil, "", err
+		return service.ClaimDueResult{}, err
 	}
-	return claimed, "", nil
+	return service.ClaimDueResult{Claimed: claimed}, nil
 }
 
 // Commit commits, applies the round to the lease book and gives the write

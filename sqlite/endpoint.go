@@ -70,7 +70,8 @@ func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*
 
 // RotateSecret looks the endpoint up, updates it and reads it back in one
 // write transaction: SQLite's UPDATE here says nothing of a missing row.
-func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParams) (*storelink.Endpoint, error) {
+	id, sealed, until, at := p.ID, p.Sealed, p.Until, p.At
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -306,9 +307,9 @@ func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 }
 
 // PendingDeliveries counts on the read pool.
-func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (service.Backlog, error) {
 	var n int
 	var oldest sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
-	return n, fromNullMS(oldest), err
+	return service.Backlog{Pending: n, Oldest: fromNullMS(oldest)}, err
 }

@@ -52,18 +52,41 @@ func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedK
 	return k, nil
 }
 
-// AttemptCounts reads the counts by ranges of the index, and the last
+// EndpointStats reads the counts (attemptCounts, deliveryCounts) when p asks
+// for them, and the durations at p's ranks (attemptDurations) when it gives
+// any.
+func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (service.EndpointFigures, error) {
+	var f service.EndpointFigures
+	if p.Counts {
+		var err error
+		if f, err = d.attemptCounts(ctx, p.EndpointID, p.Since); err != nil {
+			return f, err
+		}
+		if f.Pending, f.Failed, err = d.deliveryCounts(ctx, p.EndpointID); err != nil {
+			return f, err
+		}
+	}
+	if len(p.Ranks) > 0 {
+		var err error
+		if f.Durations, err = d.attemptDurations(ctx, p.EndpointID, p.Since, p.Ranks); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// attemptCounts reads the counts by ranges of the index, and the last
 // success and failure by its max of each outcome.
-func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
-	var c service.AttemptCounts
+func (d *webhooks) attemptCounts(ctx context.Context, endpointID string, since time.Time) (service.EndpointFigures, error) {
+	var c service.EndpointFigures
 	var success, failure sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, attemptCountsSQL, endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
 	c.LastSuccess, c.LastFailure = fromNullMS(success), fromNullMS(failure)
 	return c, err
 }
 
-// AttemptDurations sorts the window's durations once and picks the ranks.
-func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+// attemptDurations sorts the window's durations once and picks the ranks.
+func (d *webhooks) attemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.read.QueryContext(ctx, attemptDurationsSQL, endpointID, ms(since), jsonInts(ranks))
 	if err != nil {
 		return nil, err
@@ -80,11 +103,11 @@ func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, sinc
 	return byRank, rows.Err()
 }
 
-// DeliveryCounts counts the pending deliveries in the index of every
+// deliveryCounts counts the pending deliveries in the index of every
 // pending one (an index of them by endpoint would cost a write on every
 // delivery's way through the queue), and the failed ones in their index by
 // endpoint.
-func (d *webhooks) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+func (d *webhooks) deliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
 	err = d.db.read.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND endpoint_id = ?1),
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_failed_endpoint WHERE state = 'failed' AND endpoint_id = ?1)`,
