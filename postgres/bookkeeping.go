@@ -102,19 +102,19 @@ const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $
 // (pgx's SendBatch), so that the claim lock is held by the server alone,
 // from the claim to the commit, never across a round trip to this process.
 func (d *webhooks) BeginRound(context.Context) (service.RoundTx, error) {
-	return &pgRound{db: d.db}, nil
+	return &roundTx{db: d.db}, nil
 }
 
-// pgRound is a round of the deliverer's bookkeeping: the record's
+// roundTx is a round of the deliverer's bookkeeping: the record's
 // statements, queued until the round is sent.
-type pgRound struct {
+type roundTx struct {
 	db   *DB
 	b    pgx.Batch
 	done bool
 }
 
 // Commit sends the round's record, if any, in one batch.
-func (t *pgRound) Commit(ctx context.Context) error {
+func (t *roundTx) Commit(ctx context.Context) error {
 	if t.done {
 		return nil
 	}
@@ -126,7 +126,7 @@ func (t *pgRound) Commit(ctx context.Context) error {
 }
 
 // Rollback drops the round's record, unless it was sent.
-func (t *pgRound) Rollback(context.Context) error {
+func (t *roundTx) Rollback(context.Context) error {
 	t.done = true
 	return nil
 }
@@ -135,7 +135,7 @@ func (t *pgRound) Rollback(context.Context) error {
 // (claimDeliveriesSQL) in one batch, committed as one transaction, and
 // returns what it leased, oldest due first. Should the claim fail, the
 // record is sent again alone.
-func (t *pgRound) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
+func (t *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
 	owner, now, caps := p.Owner, p.Now, p.Caps
 	if t.done {
 		return service.ClaimDueResult{}, errors.New("claim in an ended round")
@@ -236,7 +236,7 @@ var endedSQL = [...]string{
 
 // RecordAttempts queues the statements that record finished attempts and
 // move their deliveries on, sent with the round.
-func (t *pgRound) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
 	b := &t.b
 	for i := range results {
 		r, m := &results[i], &moves[i]

@@ -63,7 +63,7 @@ func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storel
 // NULL, which keeps the column as it is. An endpoint enabled wakes the
 // deliverers of every process (NOTIFY, sent at commit) for its parked
 // deliveries.
-func (t *pgTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+func (t *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `UPDATE endpoints SET url = coalesce($2, url), states = coalesce($3, states),
 		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason),
 		deleted_at = coalesce($8, deleted_at), updated_at = $7

@@ -115,7 +115,7 @@ func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Deliv
 // LockEndpoint reads the endpoint FOR NO KEY UPDATE: the lock of an update
 // of its columns, which the deliveries that order calls queue to it (their
 // foreign key takes KEY SHARE) do not wait for.
-func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+func (t *endpointTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
 	return scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, id))
 }
 
@@ -124,7 +124,7 @@ func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint
 // an event of the client updates first (insertEventSQL) and holds until it
 // ends: those after wait, and this transaction's later statements see what
 // those before committed.
-func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {
+func (t *endpointTx) LockClientEvents(ctx context.Context, clientID string) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 0)
 		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq`, clientID)
 	return err
@@ -132,7 +132,7 @@ func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {
 
 // CancelDeliveries cancels in one statement; the leases of attempts in
 // flight go with it, so that their results move nothing.
-func (t *pgTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
+func (t *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
 	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
 		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, endpointID, at)
 	if err != nil {
@@ -143,7 +143,7 @@ func (t *pgTx) CancelDeliveries(ctx context.Context, endpointID string, at time.
 
 // RecoverDeliveries updates in one statement and wakes the deliverers of
 // every process (NOTIFY, sent at commit) when it changed any.
-func (t *pgTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
+func (t *endpointTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
 	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $3, lease_owner = NULL,
 		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, endpointID, since, at)
 	if err != nil {

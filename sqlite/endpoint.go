@@ -111,13 +111,23 @@ func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storel
 	return out, rows.Err()
 }
 
+// endpointTx is a write transaction of the endpoint calls, begun by
+// webhooks.Begin on the write connection (beginWrite).
+type endpointTx struct{ w *writeTx }
+
+// Commit commits and gives the write connection's turn back.
+func (tx *endpointTx) Commit(ctx context.Context) error { return tx.w.Commit(ctx) }
+
+// Rollback rolls back; after Commit it does nothing.
+func (tx *endpointTx) Rollback(ctx context.Context) error { return tx.w.Rollback(ctx) }
+
 // UpdateEndpoint looks the endpoint up first, as SQLite's UPDATE here says
 // nothing of a missing row, then writes the fields c sets and reads it
 // back. A change of the enabled flag has the deliverer's queue read again
 // which endpoints are disabled: at its next round, which cannot run before
 // this transaction ends, as it needs the one write connection.
-func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
-	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+	if _, err := loadEndpoint(ctx, tx.w, id); err != nil {
 		return nil, err
 	}
 	sets, args := []string{"updated_at = ?"}, []any{ms(c.At)}
@@ -139,15 +149,15 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 	if c.DeletedAt != nil {
 		sets, args = append(sets, "deleted_at = ?"), append(args, ms(*c.DeletedAt))
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+	if _, err := tx.w.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
 	}
-	e, err := loadEndpoint(ctx, tx, id)
+	e, err := loadEndpoint(ctx, tx.w, id)
 	if err != nil {
 		return nil, err
 	}
 	if c.Enabled != nil {
-		tx.db.queue.endpointsChanged.Store(true)
+		tx.w.db.queue.endpointsChanged.Store(true)
 	}
 	return e, nil
 }

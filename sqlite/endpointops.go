@@ -127,26 +127,26 @@ func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Deliv
 
 // LockEndpoint reads the endpoint in the transaction, which holds the one
 // write connection: no other writer runs until it ends.
-func (tx *writeTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
-	return loadEndpoint(ctx, tx, id)
+func (tx *endpointTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+	return loadEndpoint(ctx, tx.w, id)
 }
 
 // LockClientEvents has nothing to lock: the transaction holds the one
 // write connection, and no event is written until it ends.
-func (tx *writeTx) LockClientEvents(context.Context, string) error { return nil }
+func (tx *endpointTx) LockClientEvents(context.Context, string) error { return nil }
 
 // CancelDeliveries cancels on the write connection and drops the
 // deliverer's queue (deliveryQueue), held in memory, which the next round
 // reads again from the file: the transaction holds the write connection,
 // so no round runs in between.
-func (tx *writeTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = 'cancelled', next_attempt_at = NULL,
+func (tx *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = 'cancelled', next_attempt_at = NULL,
 		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, ms(at), endpointID)
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
 	}
-	tx.db.queue.reset()
+	tx.w.db.queue.reset()
 	return int(n), nil
 }
 
@@ -155,8 +155,8 @@ func (tx *writeTx) CancelDeliveries(ctx context.Context, endpointID string, at t
 // recovered deliveries into their orders' lines, in their events' places.
 // Their leases ended when they failed, so the lease book has nothing of
 // them to forget.
-func (tx *writeTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = 'pending', tries = 0,
+func (tx *endpointTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = 'pending', tries = 0,
 		next_attempt_at = ?1, updated_at = ?1 WHERE state = 'failed' AND endpoint_id = ?2 AND created_at >= ?3`,
 		ms(at), endpointID, ms(since))
 	n, err := rowsAffected(res, err)
@@ -164,7 +164,7 @@ func (tx *writeTx) RecoverDeliveries(ctx context.Context, endpointID string, sin
 		return 0, fmt.Errorf("recover deliveries: %w", err)
 	}
 	if n > 0 {
-		tx.db.queue.reset()
+		tx.w.db.queue.reset()
 	}
 	return int(n), nil
 }
