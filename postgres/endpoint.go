@@ -93,15 +93,16 @@ func statesArg(states *[]storelink.OrderState) any {
 // lease and the endpoint's deletion looked at in the UPDATE's own WHERE
 // (leases are columns here), and wakes the deliverers of every process
 // (NOTIFY, sent at commit) when it changed it.
-func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
+func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) error {
+	id, at := p.ID, p.At
 	return d.db.inTx(ctx, func(tx pgx.Tx) error {
 		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
 			return noRow(err)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $1,
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = $3, tries = 0, next_attempt_at = $1,
 			lease_owner = NULL, lease_until = NULL, updated_at = $1
-			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)
-			AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`, at, id)
+			WHERE id = $2 AND NOT (state = $3 AND lease_until IS NOT NULL AND lease_until >= $1)
+			AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`, at, id, p.Pending)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

@@ -132,9 +132,9 @@ func (t *endpointTx) LockClientEvents(ctx context.Context, clientID string) erro
 
 // CancelDeliveries cancels in one statement; the leases of attempts in
 // flight go with it, so that their results move nothing.
-func (t *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
-		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, endpointID, at)
+func (t *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = $3, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, p.EndpointID, p.At, p.To)
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
 	}
@@ -143,9 +143,9 @@ func (t *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, at
 
 // RecoverDeliveries updates in one statement and wakes the deliverers of
 // every process (NOTIFY, sent at commit) when it changed any.
-func (t *endpointTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $3, lease_owner = NULL,
-		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, endpointID, since, at)
+func (t *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = $4, tries = 0, next_attempt_at = $3, lease_owner = NULL,
+		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, p.EndpointID, p.Since, p.At, p.To)
 	if err != nil {
 		return 0, fmt.Errorf("recover deliveries: %w", err)
 	}

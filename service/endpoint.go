@@ -82,12 +82,13 @@ type EndpointCalls interface {
 	PendingDeliveries(ctx context.Context) (Backlog, error)
 	// FailedDeliveries counts the deliveries in state failed.
 	FailedDeliveries(ctx context.Context) (int, error)
-	// Redeliver makes a delivery pending again, due at at, its tries
-	// counted afresh, and lets the deliverers know; a delivery whose lease
-	// is live is left to that attempt, as sending it again meanwhile would
-	// send the event twice at once, and one whose endpoint was deleted is
-	// left as it is. ErrNotFound when there is none.
-	Redeliver(ctx context.Context, id string, at time.Time) error
+	// Redeliver puts delivery p.ID in state p.Pending again, due at p.At,
+	// its tries counted afresh, and lets the deliverers know; a delivery in
+	// state p.Pending whose lease is live is left to that attempt, as
+	// sending it again meanwhile would send the event twice at once, and
+	// one whose endpoint was deleted is left as it is. ErrNotFound when
+	// there is none.
+	Redeliver(ctx context.Context, p RedeliverParams) error
 }
 
 // RotateSecretParams are the endpoint whose secret RotateSecret replaces
@@ -100,6 +101,15 @@ type RotateSecretParams struct {
 	Until time.Time
 	// At stamps the row.
 	At time.Time
+}
+
+// RedeliverParams are the delivery Redeliver makes due again.
+type RedeliverParams struct {
+	ID string
+	// At is when it is due, and stamps the row.
+	At time.Time
+	// Pending is the state of a delivery waiting for its attempt.
+	Pending storelink.DeliveryState
 }
 
 // Backlog counts the pending deliveries.

@@ -68,14 +68,28 @@ type EndpointOpRows interface {
 	// client waiting until this one ends, and lets this one's later
 	// statements see the deliveries the ones before it queued.
 	LockClientEvents(ctx context.Context, clientID string) error
-	// CancelDeliveries makes every pending delivery of the endpoint
-	// cancelled, due never, and returns how many; an attempt in flight
-	// is still recorded, and moves it no more.
-	CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error)
-	// RecoverDeliveries makes every failed delivery of the endpoint queued
-	// at or after since pending again, due at at, its tries counted
+	// CancelDeliveries puts every pending delivery of the endpoint in
+	// state p.To, due never, and returns how many; an attempt in flight is
+	// still recorded, and moves it no more.
+	CancelDeliveries(ctx context.Context, p MoveDeliveriesParams) (int, error)
+	// RecoverDeliveries puts every failed delivery of the endpoint queued
+	// at or after p.Since in state p.To, due at p.At, its tries counted
 	// afresh, lets the deliverers know, and returns how many.
-	RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error)
+	RecoverDeliveries(ctx context.Context, p MoveDeliveriesParams) (int, error)
+}
+
+// MoveDeliveriesParams are the deliveries of an endpoint that
+// CancelDeliveries or RecoverDeliveries move, and the state they go to.
+// Which deliveries each moves (pending ones, failed ones) is its name's:
+// the drivers find them in indexes of that state alone.
+type MoveDeliveriesParams struct {
+	EndpointID string
+	// Since bounds the deliveries recovered to those queued at or after it.
+	Since time.Time
+	// At stamps the rows (and is when recovered ones are due).
+	At time.Time
+	// To is the state the deliveries go to.
+	To storelink.DeliveryState
 }
 
 // Endpoint returns an endpoint, deleted or not, with its stats; of
@@ -176,7 +190,7 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
 		if _, err := tx.UpdateEndpoint(ctx, id, EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now}); err != nil {
 			return err
 		}
-		if _, err := tx.CancelDeliveries(ctx, id, now); err != nil {
+		if _, err := tx.CancelDeliveries(ctx, MoveDeliveriesParams{EndpointID: id, At: now, To: storelink.DeliveryCancelled}); err != nil {
 			return fmt.Errorf("cancel deliveries of endpoint %s: %w", id, err)
 		}
 		return nil
@@ -198,7 +212,8 @@ func (s *Webhooks) RecoverDeliveries(ctx context.Context, endpointID string, sin
 		if e.DeletedAt != nil {
 			return deletedEndpoint(e)
 		}
-		n, err = tx.RecoverDeliveries(ctx, endpointID, since.UTC().Truncate(time.Millisecond), s.now())
+		n, err = tx.RecoverDeliveries(ctx, MoveDeliveriesParams{EndpointID: endpointID, Since: since.UTC().Truncate(time.Millisecond),
+			At: s.now(), To: storelink.DeliveryPending})
 		return err
 	})
 	if err != nil {
@@ -225,7 +240,7 @@ func (s *Webhooks) RedeliverFor(ctx context.Context, clientID, id string) error 
 	if e.DeletedAt != nil {
 		return deletedEndpoint(e)
 	}
-	if err := s.d.Redeliver(ctx, id, s.now()); errors.Is(err, ErrNotFound) {
+	if err := s.d.Redeliver(ctx, RedeliverParams{ID: id, At: s.now(), Pending: storelink.DeliveryPending}); errors.Is(err, ErrNotFound) {
 		return notFound
 	} else if err != nil {
 		return err

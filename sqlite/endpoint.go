@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"storelink"
 	"storelink/service"
@@ -169,8 +168,8 @@ func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.E
 // at once: it is a cache of the file's pending deliveries that only the
 // holder of the write connection changes, dropped when the update fails.
 // A delivery of a deleted endpoint is not updated, and not queued.
-func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
-	db := d.db
+func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) error {
+	db, id := d.db, p.ID
 	var seq, eventSeq int64
 	var endpointID, orderID string
 	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
@@ -182,13 +181,13 @@ func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error
 		return err
 	}
 	defer conn.Close()
-	now := ms(at)
+	now := ms(p.At)
 	if !db.leases.redeliverable(id, now) {
 		return nil
 	}
-	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = ?, tries = 0, next_attempt_at = ?, updated_at = ?
 		WHERE seq = ? AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`,
-		now, now, seq)
+		p.Pending, now, now, seq)
 	if n, err := rowsAffected(res, err); err != nil {
 		db.queue.reset()
 		return err

@@ -139,9 +139,9 @@ func (tx *endpointTx) LockClientEvents(context.Context, string) error { return n
 // deliverer's queue (deliveryQueue), held in memory, which the next round
 // reads again from the file: the transaction holds the write connection,
 // so no round runs in between.
-func (tx *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
-	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = 'cancelled', next_attempt_at = NULL,
-		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, ms(at), endpointID)
+func (tx *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = ?, next_attempt_at = NULL,
+		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, p.To, ms(p.At), p.EndpointID)
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
@@ -155,10 +155,10 @@ func (tx *endpointTx) CancelDeliveries(ctx context.Context, endpointID string, a
 // recovered deliveries into their orders' lines, in their events' places.
 // Their leases ended when they failed, so the lease book has nothing of
 // them to forget.
-func (tx *endpointTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
-	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = 'pending', tries = 0,
+func (tx *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = ?4, tries = 0,
 		next_attempt_at = ?1, updated_at = ?1 WHERE state = 'failed' AND endpoint_id = ?2 AND created_at >= ?3`,
-		ms(at), endpointID, ms(since))
+		ms(p.At), p.EndpointID, ms(p.Since), p.To)
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("recover deliveries: %w", err)

@@ -120,12 +120,12 @@ func testEndpointOpRows(e *env) {
 	// Recovered since its creation, not since after it.
 	recoverAt := e.tick()
 	e.inTx(func(tx service.WebhookTx) {
-		n, err := tx.RecoverDeliveries(ctx, a.ID, d.CreatedAt.Add(time.Millisecond), recoverAt)
+		n, err := tx.RecoverDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, Since: d.CreatedAt.Add(time.Millisecond), At: recoverAt, To: storelink.DeliveryPending})
 		must(t, err)
 		if n != 0 {
 			t.Fatalf("RecoverDeliveries since after the failed one was queued = %d, want 0", n)
 		}
-		if n, err = tx.RecoverDeliveries(ctx, a.ID, d.CreatedAt, recoverAt); err != nil || n != 1 {
+		if n, err = tx.RecoverDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, Since: d.CreatedAt, At: recoverAt, To: storelink.DeliveryPending}); err != nil || n != 1 {
 			t.Fatalf("RecoverDeliveries since it was queued = %d, %v; want 1", n, err)
 		}
 	})
@@ -145,7 +145,7 @@ func testEndpointOpRows(e *env) {
 		must(t, tx.LockClientEvents(ctx, e.client.ID))
 		_, err = tx.UpdateEndpoint(ctx, a.ID, service.EndpointChange{Enabled: &off, DeletedAt: &deletedAt, At: deletedAt})
 		must(t, err)
-		n, err := tx.CancelDeliveries(ctx, a.ID, deletedAt)
+		n, err := tx.CancelDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, At: deletedAt, To: storelink.DeliveryCancelled})
 		must(t, err)
 		if n != 2 {
 			t.Fatalf("CancelDeliveries = %d, want 2", n)
@@ -192,7 +192,7 @@ func testEndpointOpRows(e *env) {
 	}
 	// A redelivery of a deleted endpoint's delivery changes nothing.
 	succeeded := byEvent[claimed[0].Job.EventID]
-	must(t, e.d.Webhooks.Redeliver(ctx, succeeded, e.tick()))
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: succeeded, At: e.tick(), Pending: storelink.DeliveryPending}))
 	if d, err := e.d.Webhooks.GetDelivery(ctx, succeeded); err != nil || d.State != storelink.DeliverySucceeded {
 		t.Fatalf("a deleted endpoint's delivery after a redelivery = %+v, %v; want it succeeded still", d, err)
 	}

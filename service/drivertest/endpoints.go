@@ -185,12 +185,12 @@ func testDeliveryListing(e *env) {
 	}
 
 	again := e.tick()
-	must(t, e.d.Webhooks.Redeliver(ctx, failed, again))
-	must(t, e.d.Webhooks.Redeliver(ctx, flying, again)) // its lease is live: left alone
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: failed, At: again, Pending: storelink.DeliveryPending}))
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: flying, At: again, Pending: storelink.DeliveryPending})) // its lease is live: left alone
 	ds := list(storelink.DeliveryFilter{State: storelink.DeliveryPending})
 	if len(ds) != 2 || ds[1].ID != failed || ds[1].NextAttemptAt == nil || !ds[1].NextAttemptAt.Equal(again) ||
 		ds[0].ID != flying || ds[0].NextAttemptAt == nil || !ds[0].NextAttemptAt.Equal(queued[2]) {
 		t.Fatalf("pending after redelivering = %+v, want %s due at %s and %s as it was", ds, failed, again, flying)
 	}
-	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Webhooks.Redeliver(ctx, "nope", again))
+	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: "nope", At: again, Pending: storelink.DeliveryPending}))
 }
