@@ -226,13 +226,10 @@ func readClaim(br pgx.BatchResults, records int, owner string) ([]service.Claime
 	return out, check, nil
 }
 
-// endedSQL ends a delivery as succeeded or failed, by the kind of its move.
-var endedSQL = [...]string{
-	service.MoveSucceeded: `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = $4`,
-	service.MoveFailed: `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = $4`,
-}
+// endedSQL ends a delivery in the state its move ends it in ($5,
+// Move.End).
+const endedSQL = `UPDATE deliveries SET state = $5, next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`
 
 // RecordAttempts queues the statements that record finished attempts and
 // move their deliveries on, sent with the round.
@@ -270,7 +267,7 @@ func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptR
 			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)
 		default:
-			b.Queue(endedSQL[m.Kind]+held, job...)
+			b.Queue(endedSQL+held, append(job, m.End)...)
 		}
 	}
 	return nil

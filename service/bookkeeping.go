@@ -116,6 +116,9 @@ type Move struct {
 	// Tries is the count of tries a parked delivery keeps (MovePark): the
 	// one before this attempt's, which does not count.
 	Tries int
+	// End is the state an ended delivery goes to (MoveSucceeded,
+	// MoveFailed).
+	End storelink.DeliveryState
 }
 
 // MoveKind is the kind of a Move; drivers keep a statement for each.
@@ -250,11 +253,11 @@ func moves(results []storelink.AttemptResult, now time.Time) []Move {
 		r := &results[i]
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded:
-			out[i].Kind = MoveSucceeded
+			out[i] = Move{Kind: MoveSucceeded, End: storelink.DeliverySucceeded}
 		case storelink.OutcomeRetry:
 			out[i] = Move{Kind: MoveRetry, NextAt: r.NextAt.UTC().Truncate(time.Millisecond)}
 		case storelink.OutcomeFailed:
-			out[i].Kind = MoveFailed
+			out[i] = Move{Kind: MoveFailed, End: storelink.DeliveryFailed}
 		case storelink.OutcomeGone:
 			out[i] = Move{Kind: MovePark, NextAt: now, Tries: max(r.Job.Try-1, 0), Since: r.Attempt.At.UTC(),
 				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}

@@ -117,7 +117,7 @@ func testBookkeeping(e *env) {
 	var next []service.Claimed
 	e.round(func(tx service.RoundTx) {
 		results := []storelink.AttemptResult{result(claimed[0], 1), result(claimed[1], 1), result(claimed[1], 7)}
-		moves := []service.Move{{Kind: service.MoveSucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed}}
+		moves := []service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed, End: storelink.DeliveryFailed}}
 		must(t, tx.RecordAttempts(e.ctx, results, moves, at))
 		next = e.claimDue(tx, "w1", at, 10, 10)
 	})

@@ -58,13 +58,13 @@ func testEndpointOpRows(e *env) {
 	for i, c := range claimed {
 		j := c.Job
 		r := storelink.AttemptResult{Job: &j, Attempt: storelink.Attempt{Number: 1, At: at, DurationMS: 99, StatusCode: 204, URL: "https://b.test/"}}
-		m := service.Move{Kind: service.MoveSucceeded}
+		m := service.Move{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}
 		if j.EndpointID == a.ID {
 			byEvent[j.EventID] = j.DeliveryID
 			r.Attempt.DurationMS, r.Attempt.URL = int64(10*(i+1)), "https://a.test/"+j.EventID
 			switch i {
 			case 1:
-				m, r.Attempt.StatusCode, r.Attempt.Error = service.Move{Kind: service.MoveFailed}, 500, "HTTP 500"
+				m, r.Attempt.StatusCode, r.Attempt.Error = service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed}, 500, "HTTP 500"
 			case 2:
 				m, r.Attempt.StatusCode = service.Move{Kind: service.MoveRetry, NextAt: at.Add(time.Hour)}, 503
 			}
@@ -182,7 +182,7 @@ func testEndpointOpRows(e *env) {
 	flying := again[0].Job
 	e.round(func(tx service.RoundTx) {
 		must(t, tx.RecordAttempts(ctx, []storelink.AttemptResult{{Job: &flying, Attempt: storelink.Attempt{Number: 2, At: deletedAt, StatusCode: 204}}},
-			[]service.Move{{Kind: service.MoveSucceeded}}, deletedAt))
+			[]service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}}, deletedAt))
 		if got := e.claimDue(tx, "w", e.tick(), 10, 10); len(got) != 0 {
 			t.Fatalf("claimed %s after the endpoint was deleted", events(got))
 		}
