@@ -86,6 +86,31 @@ func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http
 			return
 		}
 		defer release()
-		h(w, r, c)
+		h(&answerReleases{ResponseWriter: w, release: release}, r, c)
 	}
 }
+
+// answerReleases gives the slot back as the answer starts, before its
+// bytes reach the client: a client told to send again "when one of them
+// has been answered" finds the slot free as soon as it reads the answer.
+// The work the slot bounds (reading the body, checking or accepting it) is
+// over by then.
+type answerReleases struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (a *answerReleases) WriteHeader(code int) {
+	if code >= 200 {
+		a.release()
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerReleases) Write(b []byte) (int, error) {
+	a.release()
+	return a.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (a *answerReleases) Unwrap() http.ResponseWriter { return a.ResponseWriter }

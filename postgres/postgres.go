@@ -215,7 +215,7 @@ const (
 	// attempts in flight per endpoint holds across processes.
 	lockDeliveryClaims = 0x53_4c_02
 	// lockOrderKey serialises the create calls that bring one idempotency
-	// key of a client (see LockOrderKey).
+	// key of a client (see ordersTx.GetOrderKey).
 	lockOrderKey = 0x53_4c_03
 )
 

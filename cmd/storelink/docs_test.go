@@ -101,3 +101,35 @@ func TestConfigurationTableComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsLinks: every relative link of the README and the guides under
+// docs/ names a file that exists.
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(?:#[^)]*)?\)`)
+	checked := 0
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range append(docs, "../../README.md") {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			checked++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(file), target)); err != nil {
+				t.Errorf("%s links to %s: %v", file, target, err)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no relative link found in the docs: is the pattern still right?")
+	}
+	t.Logf("%d links checked", checked)
+}

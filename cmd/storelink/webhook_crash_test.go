@@ -42,6 +42,9 @@ type crashReceiver struct {
 	seen     map[string]int
 	inflight int
 	badSig   []string
+	// hold, while set, keeps every request that comes from answering
+	// until it is closed or the request's connection goes.
+	hold chan struct{}
 }
 
 func newCrashReceiver(t *testing.T, secret string) *crashReceiver {
@@ -75,8 +78,15 @@ func (r *crashReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.seen[id]++
 	first := r.seen[id] == 1
 	r.inflight++
+	hold := r.hold
 	r.mu.Unlock()
 
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-req.Context().Done():
+		}
+	}
 	time.Sleep(time.Duration(10+sum%50) * time.Millisecond)
 	status := http.StatusNoContent
 	if first && sum%5 == 0 {
@@ -201,9 +211,15 @@ func TestWebhookCrashLosesNoEvent(t *testing.T) {
 	// receiver.
 	fulfilOrders(t, p, p, rec.URL, orders)
 
-	// Kill while deliveries are pending and one is being answered.
+	// Kill while deliveries are pending and one is being answered: the
+	// receiver holds the requests that come from now on, so that one is
+	// still being answered when the kill comes, however loaded the machine.
+	hold := make(chan struct{})
+	rec.mu.Lock()
+	rec.hold = hold
+	rec.mu.Unlock()
 	pending := len(crashDeliveries(t, p, "pending"))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, inflight := rec.snapshot(); inflight > 0 {
 			break
@@ -213,8 +229,12 @@ func TestWebhookCrashLosesNoEvent(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	p.Kill()
 	before, inflight := rec.snapshot()
+	p.Kill()
+	rec.mu.Lock()
+	rec.hold = nil
+	rec.mu.Unlock()
+	close(hold)
 	if pending == 0 || inflight == 0 {
 		t.Fatalf("killed with %d deliveries pending and %d in flight: the crash came too late to test anything", pending, inflight)
 	}

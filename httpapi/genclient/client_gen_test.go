@@ -1292,7 +1292,7 @@ type Order struct {
 }
 
 // OrderEvent The order event notification the service sends each time an order
-// changes state (seed: Order event; CONTRACT section 5). Optional
+// changes state (docs/orders.md). Optional
 // fields that have no value are omitted, never null. This is
 // `schema/order-event.json` (JSON Schema 2020-12) in OpenAPI 3.0.3:
 // its `if`/`then`/`else` on `state` is the `oneOf` below, and its
