@@ -291,16 +291,21 @@ type EndpointTester interface {
 	SendTest(ctx context.Context, job *DeliveryJob) *TestResult
 }
 
-// ClaimCaps bounds, per endpoint, the deliveries that a claim leaves
-// leased (in flight and claimed ahead). Of's cap for the endpoints it
-// lists, Default for the others, bound those leased to the claiming owner
-// (on SQLite, whose one process holds the file, to any owner): a
-// deliverer lists the endpoints whose pace it has learnt
-// (worker.Deliverer), so that an endpoint that answers slowly or not at
-// all is given no more than it can take within the leases, and processes
-// sharing PostgreSQL each keep their own pace. All, when positive, bounds
-// those leased to every owner together. The claim reads Of and must not
-// change it.
+// ClaimCaps is a deliverer's pacing of its claims, not a rule of
+// deliveries: what a claim must do whatever the caps (each order's events
+// in order to each endpoint, nothing to a disabled endpoint, nothing under
+// a live lease, the oldest due first) holds with any caps, and the caps
+// only bound how many deliveries a claim leaves leased per endpoint (in
+// flight and claimed ahead). The worker sets them (worker.Deliverer) from
+// what it has learnt of each endpoint's pace, so that an endpoint that
+// answers slowly or not at all is given no more than it can take within
+// the leases; the store applies them as given and keeps nothing of them.
+//
+// Of's cap for the endpoints it lists, Default for the others, bound those
+// leased to the claiming owner (on SQLite, whose one process holds the
+// file, to any owner), so that processes sharing PostgreSQL each keep their
+// own pace. All, when positive, bounds those leased to every owner
+// together. The claim reads Of and must not change it.
 type ClaimCaps struct {
 	Default int
 	Of      map[string]int
@@ -329,8 +334,9 @@ type DeliveryQueue interface {
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
 	// RecordAndClaim records results, as RecordAttempts, then claims up to
-	// limit deliveries, as ClaimDeliveries but with each endpoint's cap
-	// from caps, in one transaction: the claim sees what was recorded (the
+	// limit deliveries, by the rules of ClaimDeliveries, paced by caps (the
+	// deliverer's tuning: ClaimCaps) instead of one perEndpoint, in one
+	// transaction: the claim sees what was recorded (the
 	// next events of these orders, the places freed under the endpoints'
 	// caps), and a deliverer's round costs one commit. When the claim fails
 	// after the record, the record is kept and the claim's error returned,

@@ -102,19 +102,19 @@ const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $
 // (pgx's SendBatch), so that the claim lock is held by the server alone,
 // from the claim to the commit, never across a round trip to this process.
 func (d *webhooks) BeginRound(context.Context) (service.RoundTx, error) {
-	return &pgRound{db: d.db}, nil
+	return &roundTx{db: d.db}, nil
 }
 
-// pgRound is a round of the deliverer's bookkeeping: the record's
+// roundTx is a round of the deliverer's bookkeeping: the record's
 // statements, queued until the round is sent.
-type pgRound struct {
+type roundTx struct {
 	db   *DB
 	b    pgx.Batch
 	done bool
 }
 
 // Commit sends the round's record, if any, in one batch.
-func (t *pgRound) Commit(ctx context.Context) error {
+func (t *roundTx) Commit(ctx context.Context) error {
 	if t.done {
 		return nil
 	}
@@ -126,7 +126,7 @@ func (t *pgRound) Commit(ctx context.Context) error {
 }
 
 // Rollback drops the round's record, unless it was sent.
-func (t *pgRound) Rollback(context.Context) error {
+func (t *roundTx) Rollback(context.Context) error {
 	t.done = true
 	return nil
 }
@@ -135,10 +135,10 @@ func (t *pgRound) Rollback(context.Context) error {
 // (claimDeliveriesSQL) in one batch, committed as one transaction, and
 // returns what it leased, oldest due first. Should the claim fail, the
 // record is sent again alone.
-func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
+func (t *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
+	owner, now, caps := p.Owner, p.Now, p.Caps
 	if t.done {
-		return nil, "", errors.New("claim in an ended round")
+		return service.ClaimDueResult{}, errors.New("claim in an ended round")
 	}
 	t.done = true
 	ids, ns := make([]string, 0, len(caps.Of)), make([]int32, 0, len(caps.Of))
@@ -152,23 +152,23 @@ func (t *pgRound) ClaimDue(ctx context.Context, owner, keyCheck string, now time
 	records := t.b.Len()
 	b := &pgx.Batch{QueuedQueries: slices.Clone(t.b.QueuedQueries)}
 	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck)
-	b.Queue(claimDeliveriesSQL, now, owner, now.Add(lease), caps.Default, limit, ids, ns, all, keyCheck, settingKeyCheck)
+	b.Queue(claimDeliveriesSQL, now, owner, now.Add(p.Lease), caps.Default, p.Limit, ids, ns, all, p.KeyCheck, settingKeyCheck)
 	br := t.db.pool.SendBatch(ctx, b)
 	claimed, check, err := readClaim(br, records, owner)
 	if cerr := br.Close(); err == nil {
 		err = cerr // the commit's
 	}
 	if err == nil {
-		return claimed, check, nil
+		return service.ClaimDueResult{Claimed: claimed, KeyCheck: check}, nil
 	}
 	if records > 0 && ctx.Err() == nil {
 		// The batch's transaction was rolled back: the attempts were made
 		// all the same.
 		if rerr := t.db.pool.SendBatch(ctx, &t.b).Close(); rerr != nil {
-			return nil, "", fmt.Errorf("%w (and the record again: %v)", err, rerr)
+			return service.ClaimDueResult{}, fmt.Errorf("%w (and the record again: %v)", err, rerr)
 		}
 	}
-	return nil, "", err
+	return service.ClaimDueResult{}, err
 }
 
 // readClaim reads a claim's batch: the record's results, the key check and
@@ -226,17 +226,14 @@ func readClaim(br pgx.BatchResults, records int, owner string) ([]service.Claime
 	return out, check, nil
 }
 
-// endedSQL ends a delivery as succeeded or failed, by the kind of its move.
-var endedSQL = [...]string{
-	service.MoveSucceeded: `UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = $4`,
-	service.MoveFailed: `UPDATE deliveries SET state = 'failed', next_attempt_at = NULL, lease_owner = NULL,
-		lease_until = NULL, updated_at = $4`,
-}
+// endedSQL ends a delivery in the state its move ends it in ($5,
+// Move.End).
+const endedSQL = `UPDATE deliveries SET state = $5, next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`
 
 // RecordAttempts queues the statements that record finished attempts and
 // move their deliveries on, sent with the round.
-func (t *pgRound) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
 	b := &t.b
 	for i := range results {
 		r, m := &results[i], &moves[i]
@@ -270,7 +267,7 @@ func (t *pgRound) RecordAttempts(_ context.Context, results []storelink.AttemptR
 			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)
 		default:
-			b.Queue(endedSQL[m.Kind]+held, job...)
+			b.Queue(endedSQL+held, append(job, m.End)...)
 		}
 	}
 	return nil

@@ -52,15 +52,15 @@ func (d *webhooks) Begin(ctx context.Context) (service.WebhookTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pgTx{tx: p, db: d.db}, nil
+	return &endpointTx{tx: p, db: d.db}, nil
 }
 
 // Transient tells deadlock victims and serialization failures: with many
 // writers these are expected and rare, and a fresh try avoids them.
 func (d *webhooks) Transient(err error) bool { return retryable(err) }
 
-// pgTx is a transaction of the endpoint calls, begun by webhooks.Begin.
-type pgTx struct {
+// endpointTx is a transaction of the endpoint calls, begun by webhooks.Begin.
+type endpointTx struct {
 	tx pipe
 	db *DB
 	// wake: deliveries were inserted, the deliverers are told at commit.
@@ -71,7 +71,7 @@ type pgTx struct {
 // every process for the deliveries inserted (see DB.wake: a NOTIFY sent
 // from the transaction itself would make the commits of every order call,
 // in every process, wait for one another's flush).
-func (t *pgTx) Commit(ctx context.Context) error {
+func (t *endpointTx) Commit(ctx context.Context) error {
 	if err := t.tx.commit(ctx); err != nil {
 		return err // Rollback ends it
 	}
@@ -82,7 +82,7 @@ func (t *pgTx) Commit(ctx context.Context) error {
 }
 
 // Rollback rolls back; after Commit it does nothing.
-func (t *pgTx) Rollback(ctx context.Context) error {
+func (t *endpointTx) Rollback(ctx context.Context) error {
 	t.tx.rollback(ctx)
 	return nil
 }

@@ -36,7 +36,8 @@ func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*
 
 // RotateSecret is one statement, outside a transaction: the secret it moves
 // aside is the one it replaces, whatever another process does meanwhile.
-func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParams) (*storelink.Endpoint, error) {
+	id, sealed, until, at := p.ID, p.Sealed, p.Until, p.At
 	return scanEndpoint(d.db.pool.QueryRow(ctx, `UPDATE endpoints SET previous_secret = secret, previous_secret_until = $1,
 		secret = $2, updated_at = $3 WHERE id = $4 RETURNING `+endpointColumns, until, sealed, at, id))
 }
@@ -62,7 +63,7 @@ func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storel
 // NULL, which keeps the column as it is. An endpoint enabled wakes the
 // deliverers of every process (NOTIFY, sent at commit) for its parked
 // deliveries.
-func (t *pgTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+func (t *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `UPDATE endpoints SET url = coalesce($2, url), states = coalesce($3, states),
 		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason),
 		deleted_at = coalesce($8, deleted_at), updated_at = $7
@@ -92,15 +93,16 @@ func statesArg(states *[]storelink.OrderState) any {
 // lease and the endpoint's deletion looked at in the UPDATE's own WHERE
 // (leases are columns here), and wakes the deliverers of every process
 // (NOTIFY, sent at commit) when it changed it.
-func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
+func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) error {
+	id, at := p.ID, p.At
 	return d.db.inTx(ctx, func(tx pgx.Tx) error {
 		if err := exists(ctx, tx, `SELECT 1 FROM deliveries WHERE id = $1`, id); err != nil {
 			return noRow(err)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $1,
+		tag, err := tx.Exec(ctx, `UPDATE deliveries SET state = $3, tries = 0, next_attempt_at = $1,
 			lease_owner = NULL, lease_until = NULL, updated_at = $1
-			WHERE id = $2 AND NOT (state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1)
-			AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`, at, id)
+			WHERE id = $2 AND NOT (state = $3 AND lease_until IS NOT NULL AND lease_until >= $1)
+			AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`, at, id, p.Pending)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -184,9 +186,9 @@ func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 }
 
 // PendingDeliveries counts on the pool.
-func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (service.Backlog, error) {
 	var n int
 	var oldest *time.Time
 	err := d.db.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
-	return n, oldest, err
+	return service.Backlog{Pending: n, Oldest: oldest}, err
 }

@@ -34,12 +34,35 @@ func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedK
 	return k, nil
 }
 
-// AttemptCounts reads the counts by ranges of the index, and the last
+// EndpointStats reads the counts (attemptCounts, deliveryCounts) when p asks
+// for them, and the durations at p's ranks (attemptDurations) when it gives
+// any.
+func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (service.EndpointFigures, error) {
+	var f service.EndpointFigures
+	if p.Counts {
+		var err error
+		if f, err = d.attemptCounts(ctx, p.EndpointID, p.Since); err != nil {
+			return f, err
+		}
+		if f.Pending, f.Failed, err = d.deliveryCounts(ctx, p.EndpointID); err != nil {
+			return f, err
+		}
+	}
+	if len(p.Ranks) > 0 {
+		var err error
+		if f.Durations, err = d.attemptDurations(ctx, p.EndpointID, p.Since, p.Ranks); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// attemptCounts reads the counts by ranges of the index, and the last
 // success and failure by its max of each outcome, in one statement.
 // "succeeded IN (false, true)" makes the start of the window a bound of the
 // index's scan, not a filter of every attempt of the endpoint.
-func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
-	var c service.AttemptCounts
+func (d *webhooks) attemptCounts(ctx context.Context, endpointID string, since time.Time) (service.EndpointFigures, error) {
+	var c service.EndpointFigures
 	err := d.db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2),
 		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded AND at >= $2),
@@ -49,9 +72,9 @@ func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since t
 	return c, err
 }
 
-// AttemptDurations sorts the window's durations once and picks the ranks;
-// the window is read as AttemptCounts reads it.
-func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+// attemptDurations sorts the window's durations once and picks the ranks;
+// the window is read as attemptCounts reads it.
+func (d *webhooks) attemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.pool.Query(ctx, `SELECT r, duration_ms FROM (
 			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
 			WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2) AS ranked
@@ -71,9 +94,9 @@ func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, sinc
 	return byRank, rows.Err()
 }
 
-// DeliveryCounts counts in the partial indexes of pending deliveries by
+// deliveryCounts counts in the partial indexes of pending deliveries by
 // endpoint and order (deliveries_order) and of failed ones by endpoint.
-func (d *webhooks) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+func (d *webhooks) deliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
 	err = d.db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM deliveries WHERE state = 'pending' AND endpoint_id = $1),
 		(SELECT count(*) FROM deliveries WHERE state = 'failed' AND endpoint_id = $1)`, endpointID).Scan(&pending, &failed)
@@ -92,7 +115,7 @@ func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Deliv
 // LockEndpoint reads the endpoint FOR NO KEY UPDATE: the lock of an update
 // of its columns, which the deliveries that order calls queue to it (their
 // foreign key takes KEY SHARE) do not wait for.
-func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+func (t *endpointTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
 	return scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, id))
 }
 
@@ -101,7 +124,7 @@ func (t *pgTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint
 // an event of the client updates first (insertEventSQL) and holds until it
 // ends: those after wait, and this transaction's later statements see what
 // those before committed.
-func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {
+func (t *endpointTx) LockClientEvents(ctx context.Context, clientID string) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 0)
 		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq`, clientID)
 	return err
@@ -109,9 +132,9 @@ func (t *pgTx) LockClientEvents(ctx context.Context, clientID string) error {
 
 // CancelDeliveries cancels in one statement; the leases of attempts in
 // flight go with it, so that their results move nothing.
-func (t *pgTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
-		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, endpointID, at)
+func (t *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = $3, next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL,
+		updated_at = $2 WHERE state = 'pending' AND endpoint_id = $1`, p.EndpointID, p.At, p.To)
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
 	}
@@ -120,9 +143,9 @@ func (t *pgTx) CancelDeliveries(ctx context.Context, endpointID string, at time.
 
 // RecoverDeliveries updates in one statement and wakes the deliverers of
 // every process (NOTIFY, sent at commit) when it changed any.
-func (t *pgTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = $3, lease_owner = NULL,
-		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, endpointID, since, at)
+func (t *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE deliveries SET state = $4, tries = 0, next_attempt_at = $3, lease_owner = NULL,
+		lease_until = NULL, updated_at = $3 WHERE state = 'failed' AND endpoint_id = $1 AND created_at >= $2`, p.EndpointID, p.Since, p.At, p.To)
 	if err != nil {
 		return 0, fmt.Errorf("recover deliveries: %w", err)
 	}

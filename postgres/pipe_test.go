@@ -142,7 +142,7 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 			off, none, now := false, "", time.Now()
 			_, err = del.UpdateEndpoint(ctx, gone.ID, service.EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now})
 			must(t, err)
-			_, err = del.CancelDeliveries(ctx, gone.ID, now)
+			_, err = del.CancelDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: gone.ID, At: now, To: storelink.DeliveryCancelled})
 			must(t, err)
 		}
 		if deleteFirst {

@@ -56,17 +56,48 @@ type RoundTx interface {
 	// The claim keeps the other claims waiting until it commits, so that
 	// each counts the deliveries in flight per endpoint as the one before
 	// left them, and leases nothing unless the check value of the secret key
-	// that the database's secrets are sealed with is keyCheck, or the
+	// that the database's secrets are sealed with is p.KeyCheck, or the
 	// database has none; it returns the database's check value, or "" when
-	// nothing but this process can change it. It leases up to limit
-	// deliveries for owner until now+lease, each counted as an attempt and
-	// a try: pending ones, due at now, not in flight, to enabled endpoints;
-	// of the pending deliveries of one order to one endpoint only the one of
-	// the oldest event (so that an order's events arrive in order); no more leased to owner per endpoint than caps.Cap of it, nor to
-	// every owner than caps.All, counting those leased before
-	// (storelink.ClaimCaps). The oldest due go first, in that order.
-	ClaimDue(ctx context.Context, owner, keyCheck string, now time.Time, lease time.Duration, limit int,
-		caps storelink.ClaimCaps) (claimed []Claimed, dbKeyCheck string, err error)
+	// nothing but this process can change it. It leases up to p.Limit
+	// deliveries for p.Owner until p.Now+p.Lease, each counted as an attempt
+	// and a try: pending ones, due at p.Now, not in flight, to enabled
+	// endpoints; of the pending deliveries of one order to one endpoint
+	// only the one of the oldest event (so that an order's events arrive in
+	// order). Those are the rules; p.Caps is the deliverer's pacing, which
+	// the claim applies as given (ClaimDueParams). The oldest due go first, in
+	// that order.
+	ClaimDue(ctx context.Context, p ClaimDueParams) (ClaimDueResult, error)
+}
+
+// ClaimDueParams are what ClaimDue leases, to whom and for how long.
+type ClaimDueParams struct {
+	// Owner is the deliverer the leases are for.
+	Owner string
+	// KeyCheck is the check value of this process's secret key.
+	KeyCheck string
+	// Now is the time the claim is made at: the deliveries due at it go.
+	Now time.Time
+	// Lease is how long a lease lasts from Now.
+	Lease time.Duration
+	// Limit bounds the deliveries leased.
+	Limit int
+	// Caps is the deliverer's pacing, not a rule of deliveries: the worker
+	// sets it from what it has learnt of each endpoint (worker.Deliverer),
+	// and the claim leaves an endpoint at no more leased deliveries than
+	// its cap (storelink.ClaimCaps says which count). It reaches the
+	// claim's SQL as a plain value because the cap must be applied while
+	// the claim counts the deliveries in flight under its lock: a cap
+	// applied after the claim would lease deliveries and give them back,
+	// counting attempts never made, and another process's claim could take
+	// them meanwhile.
+	Caps storelink.ClaimCaps
+}
+
+// ClaimDueResult is what ClaimDue leased, and the database's key check value
+// ("" when nothing but this process can change it).
+type ClaimDueResult struct {
+	Claimed  []Claimed
+	KeyCheck string
 }
 
 // Move is what a recorded attempt does to its delivery, decided once here
@@ -85,6 +116,9 @@ type Move struct {
 	// Tries is the count of tries a parked delivery keeps (MovePark): the
 	// one before this attempt's, which does not count.
 	Tries int
+	// End is the state an ended delivery goes to (MoveSucceeded,
+	// MoveFailed).
+	End storelink.DeliveryState
 }
 
 // MoveKind is the kind of a Move; drivers keep a statement for each.
@@ -195,15 +229,15 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 // claims nothing, rather than count attempts it cannot make.
 func (s *Webhooks) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
-	claimed, check, err := tx.ClaimDue(ctx, owner, s.sealer.Check(), now, lease, limit, caps)
+	r, err := tx.ClaimDue(ctx, ClaimDueParams{Owner: owner, KeyCheck: s.sealer.Check(), Now: now, Lease: lease, Limit: limit, Caps: caps})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	if check != "" && check != s.sealer.Check() {
+	if check := r.KeyCheck; check != "" && check != s.sealer.Check() {
 		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
 			"no delivery is claimed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
 	}
-	return claimed, nil
+	return r.Claimed, nil
 }
 
 // moves decides what each result does to its delivery: a success ends it,
@@ -219,11 +253,11 @@ func moves(results []storelink.AttemptResult, now time.Time) []Move {
 		r := &results[i]
 		switch r.Outcome {
 		case storelink.OutcomeSucceeded:
-			out[i].Kind = MoveSucceeded
+			out[i] = Move{Kind: MoveSucceeded, End: storelink.DeliverySucceeded}
 		case storelink.OutcomeRetry:
 			out[i] = Move{Kind: MoveRetry, NextAt: r.NextAt.UTC().Truncate(time.Millisecond)}
 		case storelink.OutcomeFailed:
-			out[i].Kind = MoveFailed
+			out[i] = Move{Kind: MoveFailed, End: storelink.DeliveryFailed}
 		case storelink.OutcomeGone:
 			out[i] = Move{Kind: MovePark, NextAt: now, Tries: max(r.Job.Try-1, 0), Since: r.Attempt.At.UTC(),
 				Disable: "The endpoint answered 410 Gone at " + r.Attempt.At.UTC().Format(time.RFC3339) + "."}

@@ -65,10 +65,10 @@ type EndpointCalls interface {
 	// and secret, and returns it as stored.
 	InsertEndpoint(ctx context.Context, e NewEndpoint) (*storelink.Endpoint, error)
 	// RotateSecret moves the endpoint's secret aside as its previous one,
-	// signing until until, and makes sealed its secret, in one step: the
+	// signing until p.Until, and makes p.Sealed its secret, in one step: the
 	// secret moved aside is the one replaced, whatever runs meanwhile. It
 	// returns the endpoint as stored, or ErrNotFound.
-	RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error)
+	RotateSecret(ctx context.Context, p RotateSecretParams) (*storelink.Endpoint, error)
 	// ListEndpoints returns a client's endpoints that are not deleted,
 	// oldest first, never nil.
 	ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
@@ -77,17 +77,46 @@ type EndpointCalls interface {
 	// empty or one of the delivery states; f.Before, when set, is a
 	// delivery's id.
 	ListDeliveries(ctx context.Context, f storelink.DeliveryFilter) ([]storelink.Delivery, error)
-	// PendingDeliveries counts the pending deliveries and returns when the
-	// oldest was made, nil for none.
-	PendingDeliveries(ctx context.Context) (int, *time.Time, error)
+	// PendingDeliveries counts the pending deliveries and tells when the
+	// oldest was made.
+	PendingDeliveries(ctx context.Context) (Backlog, error)
 	// FailedDeliveries counts the deliveries in state failed.
 	FailedDeliveries(ctx context.Context) (int, error)
-	// Redeliver makes a delivery pending again, due at at, its tries
-	// counted afresh, and lets the deliverers know; a delivery whose lease
-	// is live is left to that attempt, as sending it again meanwhile would
-	// send the event twice at once, and one whose endpoint was deleted is
-	// left as it is. ErrNotFound when there is none.
-	Redeliver(ctx context.Context, id string, at time.Time) error
+	// Redeliver puts delivery p.ID in state p.Pending again, due at p.At,
+	// its tries counted afresh, and lets the deliverers know; a delivery in
+	// state p.Pending whose lease is live is left to that attempt, as
+	// sending it again meanwhile would send the event twice at once, and
+	// one whose endpoint was deleted is left as it is. ErrNotFound when
+	// there is none.
+	Redeliver(ctx context.Context, p RedeliverParams) error
+}
+
+// RotateSecretParams are the endpoint whose secret RotateSecret replaces
+// and its new secret.
+type RotateSecretParams struct {
+	ID string
+	// Sealed is the new secret, sealed.
+	Sealed string
+	// Until is when the secret replaced stops signing.
+	Until time.Time
+	// At stamps the row.
+	At time.Time
+}
+
+// RedeliverParams are the delivery Redeliver makes due again.
+type RedeliverParams struct {
+	ID string
+	// At is when it is due, and stamps the row.
+	At time.Time
+	// Pending is the state of a delivery waiting for its attempt.
+	Pending storelink.DeliveryState
+}
+
+// Backlog counts the pending deliveries.
+type Backlog struct {
+	Pending int
+	// Oldest is when the oldest pending delivery was made, nil for none.
+	Oldest *time.Time
 }
 
 // EndpointRows are the endpoint rows that the endpoint calls change inside
@@ -197,7 +226,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, id, secret string, overlap 
 		return nil, deletedEndpoint(cur)
 	}
 	now := s.now()
-	e, err := s.d.RotateSecret(ctx, id, sealer.Seal(secret), now.Add(overlap), now)
+	e, err := s.d.RotateSecret(ctx, RotateSecretParams{ID: id, Sealed: sealer.Seal(secret), Until: now.Add(overlap), At: now})
 	if err != nil {
 		return nil, endpointNotFound(err, id)
 	}
@@ -236,11 +265,11 @@ func (s *Webhooks) Redeliver(ctx context.Context, id string) error {
 
 // PendingDeliveries counts pending deliveries and the age of the oldest.
 func (s *Webhooks) PendingDeliveries(ctx context.Context) (int, time.Duration, error) {
-	n, oldest, err := s.d.PendingDeliveries(ctx)
-	if err != nil || oldest == nil {
-		return n, 0, err
+	b, err := s.d.PendingDeliveries(ctx)
+	if err != nil || b.Oldest == nil {
+		return b.Pending, 0, err
 	}
-	return n, s.now().Sub(*oldest), nil
+	return b.Pending, s.now().Sub(*b.Oldest), nil
 }
 
 // FailedDeliveries counts the deliveries that failed and wait for a

@@ -19,25 +19,41 @@ type EndpointReads interface {
 	// EndpointKeys returns an endpoint's key and secrets, sealed as kept,
 	// or ErrNotFound.
 	EndpointKeys(ctx context.Context, id string) (SealedKeys, error)
-	// AttemptCounts counts the endpoint's attempts made at or after since,
-	// all and those recorded as succeeded, and returns when its last
-	// attempt recorded as succeeded and its last other one were made,
-	// however long ago (nil for none).
-	AttemptCounts(ctx context.Context, endpointID string, since time.Time) (AttemptCounts, error)
-	// AttemptDurations returns, by rank, the durations (ms) at the given
-	// ranks, from 0, of the endpoint's attempts made at or after since
-	// ordered by duration: one for each rank there is.
-	AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error)
-	// DeliveryCounts counts the endpoint's pending and failed deliveries.
-	DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error)
+	// EndpointStats reads the figures p asks of an endpoint's attempts made
+	// at or after p.Since and of its deliveries now; those not asked are
+	// zero.
+	EndpointStats(ctx context.Context, p EndpointStatsParams) (EndpointFigures, error)
 	// GetDelivery returns a delivery without its attempts, or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error)
 }
 
-// AttemptCounts are an endpoint's attempt figures as a driver reads them.
-type AttemptCounts struct {
-	Attempts, Succeeded      int
+// EndpointStatsParams say which figures EndpointStats reads.
+type EndpointStatsParams struct {
+	EndpointID string
+	// Since is when the attempts counted begin.
+	Since time.Time
+	// Counts asks for the counts of attempts and deliveries and the times
+	// of the last attempts.
+	Counts bool
+	// Ranks are the ranks, from 0, of the durations to read among the
+	// attempts counted, ordered by duration; none for no durations.
+	Ranks []int64
+}
+
+// EndpointFigures are an endpoint's figures as a driver reads them.
+type EndpointFigures struct {
+	// Attempts counts the attempts made at or after Since, Succeeded those
+	// recorded as succeeded.
+	Attempts, Succeeded int
+	// LastSuccess and LastFailure are when its last attempt recorded as
+	// succeeded and its last other one were made, however long ago (nil
+	// for none).
 	LastSuccess, LastFailure *time.Time
+	// Durations are, by rank, the durations (ms) at the ranks asked: one
+	// for each rank there is among the attempts counted.
+	Durations map[int64]int64
+	// Pending and Failed count the endpoint's deliveries in those states.
+	Pending, Failed int
 }
 
 // EndpointOpRows are the rows that deleting an endpoint and recovering its
@@ -52,14 +68,28 @@ type EndpointOpRows interface {
 	// client waiting until this one ends, and lets this one's later
 	// statements see the deliveries the ones before it queued.
 	LockClientEvents(ctx context.Context, clientID string) error
-	// CancelDeliveries makes every pending delivery of the endpoint
-	// cancelled, due never, and returns how many; an attempt in flight
-	// is still recorded, and moves it no more.
-	CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error)
-	// RecoverDeliveries makes every failed delivery of the endpoint queued
-	// at or after since pending again, due at at, its tries counted
+	// CancelDeliveries puts every pending delivery of the endpoint in
+	// state p.To, due never, and returns how many; an attempt in flight is
+	// still recorded, and moves it no more.
+	CancelDeliveries(ctx context.Context, p MoveDeliveriesParams) (int, error)
+	// RecoverDeliveries puts every failed delivery of the endpoint queued
+	// at or after p.Since in state p.To, due at p.At, its tries counted
 	// afresh, lets the deliverers know, and returns how many.
-	RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error)
+	RecoverDeliveries(ctx context.Context, p MoveDeliveriesParams) (int, error)
+}
+
+// MoveDeliveriesParams are the deliveries of an endpoint that
+// CancelDeliveries or RecoverDeliveries move, and the state they go to.
+// Which deliveries each moves (pending ones, failed ones) is its name's:
+// the drivers find them in indexes of that state alone.
+type MoveDeliveriesParams struct {
+	EndpointID string
+	// Since bounds the deliveries recovered to those queued at or after it.
+	Since time.Time
+	// At stamps the rows (and is when recovered ones are due).
+	At time.Time
+	// To is the state the deliveries go to.
+	To storelink.DeliveryState
 }
 
 // Endpoint returns an endpoint, deleted or not, with its stats; of
@@ -112,29 +142,27 @@ func (s *Webhooks) endpointOf(ctx context.Context, clientID, id string) (*storel
 func (s *Webhooks) endpointStats(ctx context.Context, id string) (storelink.EndpointStats, error) {
 	since := s.now().Add(-storelink.StatsWindow)
 	st := storelink.EndpointStats{Since: since}
-	c, err := s.d.AttemptCounts(ctx, id, since)
+	c, err := s.d.EndpointStats(ctx, EndpointStatsParams{EndpointID: id, Since: since, Counts: true})
 	if err != nil {
-		return st, fmt.Errorf("count attempts of endpoint %s: %w", id, err)
+		return st, fmt.Errorf("count attempts and deliveries of endpoint %s: %w", id, err)
 	}
 	st.Attempts, st.Succeeded, st.Failed = c.Attempts, c.Succeeded, c.Attempts-c.Succeeded
 	st.LastSuccessAt, st.LastFailureAt = c.LastSuccess, c.LastFailure
+	st.Pending, st.FailedDeliveries = c.Pending, c.Failed
 	if c.Attempts > 0 {
 		rate := math.Round(float64(c.Succeeded)/float64(c.Attempts)*1e4) / 1e4
 		st.SuccessRate = &rate
 		p50, p95 := nearestRank(0.5, c.Attempts), nearestRank(0.95, c.Attempts)
-		ds, err := s.d.AttemptDurations(ctx, id, since, []int64{p50, p95})
+		ds, err := s.d.EndpointStats(ctx, EndpointStatsParams{EndpointID: id, Since: since, Ranks: []int64{p50, p95}})
 		if err != nil {
 			return st, fmt.Errorf("read attempt durations of endpoint %s: %w", id, err)
 		}
-		if d, ok := ds[p50]; ok {
+		if d, ok := ds.Durations[p50]; ok {
 			st.LatencyP50MS = &d
 		}
-		if d, ok := ds[p95]; ok {
+		if d, ok := ds.Durations[p95]; ok {
 			st.LatencyP95MS = &d
 		}
-	}
-	if st.Pending, st.FailedDeliveries, err = s.d.DeliveryCounts(ctx, id); err != nil {
-		return st, fmt.Errorf("count deliveries of endpoint %s: %w", id, err)
 	}
 	return st, nil
 }
@@ -162,7 +190,7 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
 		if _, err := tx.UpdateEndpoint(ctx, id, EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now}); err != nil {
 			return err
 		}
-		if _, err := tx.CancelDeliveries(ctx, id, now); err != nil {
+		if _, err := tx.CancelDeliveries(ctx, MoveDeliveriesParams{EndpointID: id, At: now, To: storelink.DeliveryCancelled}); err != nil {
 			return fmt.Errorf("cancel deliveries of endpoint %s: %w", id, err)
 		}
 		return nil
@@ -184,7 +212,8 @@ func (s *Webhooks) RecoverDeliveries(ctx context.Context, endpointID string, sin
 		if e.DeletedAt != nil {
 			return deletedEndpoint(e)
 		}
-		n, err = tx.RecoverDeliveries(ctx, endpointID, since.UTC().Truncate(time.Millisecond), s.now())
+		n, err = tx.RecoverDeliveries(ctx, MoveDeliveriesParams{EndpointID: endpointID, Since: since.UTC().Truncate(time.Millisecond),
+			At: s.now(), To: storelink.DeliveryPending})
 		return err
 	})
 	if err != nil {
@@ -211,7 +240,7 @@ func (s *Webhooks) RedeliverFor(ctx context.Context, clientID, id string) error 
 	if e.DeletedAt != nil {
 		return deletedEndpoint(e)
 	}
-	if err := s.d.Redeliver(ctx, id, s.now()); errors.Is(err, ErrNotFound) {
+	if err := s.d.Redeliver(ctx, RedeliverParams{ID: id, At: s.now(), Pending: storelink.DeliveryPending}); errors.Is(err, ErrNotFound) {
 		return notFound
 	} else if err != nil {
 		return err

@@ -63,12 +63,11 @@ var (
 	// results of the leases' holders come here (leaseBook.holder). Each row
 	// is looked up by seq, its rowid; the + keeps the planner from walking
 	// an index of every pending delivery for the few listed.
-	succeededSQL = batchStatements(`UPDATE deliveries SET state = 'succeeded', next_attempt_at = NULL,
+	// endedSQL ends deliveries in state ?2 (Move.End), the rows from ?3.
+	endedSQL = batchStatements(`UPDATE deliveries SET state = ?2, next_attempt_at = NULL,
 		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
 	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4,
 		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 4, heldSQL)
-	failedSQL = batchStatements(`UPDATE deliveries SET state = 'failed', next_attempt_at = NULL,
-		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
 )
 
 const heldSQL = `) AS r WHERE deliveries.seq = r.column1 AND +deliveries.state = 'pending'`
@@ -85,7 +84,7 @@ func batchStatements(head string, columns int, tail string) []string {
 }
 
 var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, lastSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
-	insertAttemptsSQL, succeededSQL, retrySQL, failedSQL)
+	insertAttemptsSQL, endedSQL, retrySQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
 // as few statements as add up to their number. args are the first
@@ -170,9 +169,8 @@ func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // round holds the one write connection, which keeps every other claim out,
 // and only this process, which checked its key against the file before it
 // was given it, can change the file's key.
-func (r *roundTx) ClaimDue(ctx context.Context, owner, _ string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]service.Claimed, string, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, owner, now, lease, limit, caps)
+func (r *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
 	if err != nil {
 		r.claimFailed = true
 	} else {
@@ -183,9 +181,9 @@ func (r *roundTx) ClaimDue(ctx context.Context, owner, _ string, now time.Time, 
 		err = cerr
 	}
 	if err != nil {
-		return nil, "", err
+		return service.ClaimDueResult{}, err
 	}
-	return claimed, "", nil
+	return service.ClaimDueResult{Claimed: claimed}, nil
 }
 
 // Commit commits, applies the round to the lease book and gives the write
@@ -313,9 +311,10 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		return nil, nil
 	}
 	attempts := make([][]any, len(results))
-	var held [service.MovePark][][]any           // the rows of each kind's statements
-	var moved [service.MovePark][]*deliveryLease // the leases of held's rows
-	var retryAt []int64                          // of moved[service.MoveRetry]
+	var held [service.MovePark][][]any                // the rows of each kind's statements
+	var moved [service.MovePark][]*deliveryLease      // the leases of held's rows
+	var end [service.MovePark]storelink.DeliveryState // the state each ended kind goes to (Move.End)
+	var retryAt []int64                               // of moved[service.MoveRetry]
 	ended := make([]*deliveryLease, 0, len(results))
 	type parkedResult struct {
 		r *storelink.AttemptResult
@@ -350,14 +349,18 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		default:
 			row = []any{l.seq, l.attempt, l.try}
 		}
-		held[m.Kind] = append(held[m.Kind], row)
+		held[m.Kind], end[m.Kind] = append(held[m.Kind], row), m.End
 		moved[m.Kind] = append(moved[m.Kind], l)
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
 		return nil, fmt.Errorf("insert attempts: %w", err)
 	}
-	for kind, statements := range [service.MovePark][]string{succeededSQL, retrySQL, failedSQL} {
-		if err := execBatch(ctx, tx, statements, []any{now}, held[kind]); err != nil {
+	for kind := range service.MovePark {
+		statements, args := endedSQL, []any{now, end[kind]}
+		if kind == service.MoveRetry {
+			statements, args = retrySQL, []any{now}
+		}
+		if err := execBatch(ctx, tx, statements, args, held[kind]); err != nil {
 			return nil, fmt.Errorf("move %d deliveries on: %w", len(held[kind]), err)
 		}
 	}

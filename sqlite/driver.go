@@ -57,7 +57,11 @@ const orderHold = 10 * time.Millisecond
 // Begin starts a write transaction of its own, on the write connection
 // (beginWrite).
 func (d *webhooks) Begin(ctx context.Context) (service.WebhookTx, error) {
-	return d.db.beginWrite(ctx)
+	w, err := d.db.beginWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &endpointTx{w: w}, nil
 }
 
 // beginWrite starts a write transaction of the services on the write

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"storelink"
 	"storelink/service"
@@ -70,7 +69,8 @@ func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*
 
 // RotateSecret looks the endpoint up, updates it and reads it back in one
 // write transaction: SQLite's UPDATE here says nothing of a missing row.
-func (d *webhooks) RotateSecret(ctx context.Context, id, sealed string, until, at time.Time) (*storelink.Endpoint, error) {
+func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParams) (*storelink.Endpoint, error) {
+	id, sealed, until, at := p.ID, p.Sealed, p.Until, p.At
 	tx, err := d.db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -110,13 +110,23 @@ func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storel
 	return out, rows.Err()
 }
 
+// endpointTx is a write transaction of the endpoint calls, begun by
+// webhooks.Begin on the write connection (beginWrite).
+type endpointTx struct{ w *writeTx }
+
+// Commit commits and gives the write connection's turn back.
+func (tx *endpointTx) Commit(ctx context.Context) error { return tx.w.Commit(ctx) }
+
+// Rollback rolls back; after Commit it does nothing.
+func (tx *endpointTx) Rollback(ctx context.Context) error { return tx.w.Rollback(ctx) }
+
 // UpdateEndpoint looks the endpoint up first, as SQLite's UPDATE here says
 // nothing of a missing row, then writes the fields c sets and reads it
 // back. A change of the enabled flag has the deliverer's queue read again
 // which endpoints are disabled: at its next round, which cannot run before
 // this transaction ends, as it needs the one write connection.
-func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
-	if _, err := loadEndpoint(ctx, tx, id); err != nil {
+func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
+	if _, err := loadEndpoint(ctx, tx.w, id); err != nil {
 		return nil, err
 	}
 	sets, args := []string{"updated_at = ?"}, []any{ms(c.At)}
@@ -138,15 +148,15 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 	if c.DeletedAt != nil {
 		sets, args = append(sets, "deleted_at = ?"), append(args, ms(*c.DeletedAt))
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
+	if _, err := tx.w.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
 	}
-	e, err := loadEndpoint(ctx, tx, id)
+	e, err := loadEndpoint(ctx, tx.w, id)
 	if err != nil {
 		return nil, err
 	}
 	if c.Enabled != nil {
-		tx.db.queue.endpointsChanged.Store(true)
+		tx.w.db.queue.endpointsChanged.Store(true)
 	}
 	return e, nil
 }
@@ -158,8 +168,8 @@ func (tx *writeTx) UpdateEndpoint(ctx context.Context, id string, c service.Endp
 // at once: it is a cache of the file's pending deliveries that only the
 // holder of the write connection changes, dropped when the update fails.
 // A delivery of a deleted endpoint is not updated, and not queued.
-func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error {
-	db := d.db
+func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) error {
+	db, id := d.db, p.ID
 	var seq, eventSeq int64
 	var endpointID, orderID string
 	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
@@ -171,13 +181,13 @@ func (d *webhooks) Redeliver(ctx context.Context, id string, at time.Time) error
 		return err
 	}
 	defer conn.Close()
-	now := ms(at)
+	now := ms(p.At)
 	if !db.leases.redeliverable(id, now) {
 		return nil
 	}
-	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', tries = 0, next_attempt_at = ?, updated_at = ?
+	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = ?, tries = 0, next_attempt_at = ?, updated_at = ?
 		WHERE seq = ? AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`,
-		now, now, seq)
+		p.Pending, now, now, seq)
 	if n, err := rowsAffected(res, err); err != nil {
 		db.queue.reset()
 		return err
@@ -306,9 +316,9 @@ func (d *webhooks) FailedDeliveries(ctx context.Context) (int, error) {
 }
 
 // PendingDeliveries counts on the read pool.
-func (d *webhooks) PendingDeliveries(ctx context.Context) (int, *time.Time, error) {
+func (d *webhooks) PendingDeliveries(ctx context.Context) (service.Backlog, error) {
 	var n int
 	var oldest sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM deliveries WHERE state = 'pending'`).Scan(&n, &oldest)
-	return n, fromNullMS(oldest), err
+	return service.Backlog{Pending: n, Oldest: fromNullMS(oldest)}, err
 }

@@ -52,18 +52,41 @@ func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedK
 	return k, nil
 }
 
-// AttemptCounts reads the counts by ranges of the index, and the last
+// EndpointStats reads the counts (attemptCounts, deliveryCounts) when p asks
+// for them, and the durations at p's ranks (attemptDurations) when it gives
+// any.
+func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (service.EndpointFigures, error) {
+	var f service.EndpointFigures
+	if p.Counts {
+		var err error
+		if f, err = d.attemptCounts(ctx, p.EndpointID, p.Since); err != nil {
+			return f, err
+		}
+		if f.Pending, f.Failed, err = d.deliveryCounts(ctx, p.EndpointID); err != nil {
+			return f, err
+		}
+	}
+	if len(p.Ranks) > 0 {
+		var err error
+		if f.Durations, err = d.attemptDurations(ctx, p.EndpointID, p.Since, p.Ranks); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// attemptCounts reads the counts by ranges of the index, and the last
 // success and failure by its max of each outcome.
-func (d *webhooks) AttemptCounts(ctx context.Context, endpointID string, since time.Time) (service.AttemptCounts, error) {
-	var c service.AttemptCounts
+func (d *webhooks) attemptCounts(ctx context.Context, endpointID string, since time.Time) (service.EndpointFigures, error) {
+	var c service.EndpointFigures
 	var success, failure sql.NullInt64
 	err := d.db.read.QueryRowContext(ctx, attemptCountsSQL, endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
 	c.LastSuccess, c.LastFailure = fromNullMS(success), fromNullMS(failure)
 	return c, err
 }
 
-// AttemptDurations sorts the window's durations once and picks the ranks.
-func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
+// attemptDurations sorts the window's durations once and picks the ranks.
+func (d *webhooks) attemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
 	rows, err := d.db.read.QueryContext(ctx, attemptDurationsSQL, endpointID, ms(since), jsonInts(ranks))
 	if err != nil {
 		return nil, err
@@ -80,11 +103,11 @@ func (d *webhooks) AttemptDurations(ctx context.Context, endpointID string, sinc
 	return byRank, rows.Err()
 }
 
-// DeliveryCounts counts the pending deliveries in the index of every
+// deliveryCounts counts the pending deliveries in the index of every
 // pending one (an index of them by endpoint would cost a write on every
 // delivery's way through the queue), and the failed ones in their index by
 // endpoint.
-func (d *webhooks) DeliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
+func (d *webhooks) deliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
 	err = d.db.read.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND endpoint_id = ?1),
 		(SELECT count(*) FROM deliveries INDEXED BY deliveries_failed_endpoint WHERE state = 'failed' AND endpoint_id = ?1)`,
@@ -104,26 +127,26 @@ func (d *webhooks) GetDelivery(ctx context.Context, id string) (*storelink.Deliv
 
 // LockEndpoint reads the endpoint in the transaction, which holds the one
 // write connection: no other writer runs until it ends.
-func (tx *writeTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
-	return loadEndpoint(ctx, tx, id)
+func (tx *endpointTx) LockEndpoint(ctx context.Context, id string) (*storelink.Endpoint, error) {
+	return loadEndpoint(ctx, tx.w, id)
 }
 
 // LockClientEvents has nothing to lock: the transaction holds the one
 // write connection, and no event is written until it ends.
-func (tx *writeTx) LockClientEvents(context.Context, string) error { return nil }
+func (tx *endpointTx) LockClientEvents(context.Context, string) error { return nil }
 
 // CancelDeliveries cancels on the write connection and drops the
 // deliverer's queue (deliveryQueue), held in memory, which the next round
 // reads again from the file: the transaction holds the write connection,
 // so no round runs in between.
-func (tx *writeTx) CancelDeliveries(ctx context.Context, endpointID string, at time.Time) (int, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = 'cancelled', next_attempt_at = NULL,
-		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, ms(at), endpointID)
+func (tx *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = ?, next_attempt_at = NULL,
+		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, p.To, ms(p.At), p.EndpointID)
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
 	}
-	tx.db.queue.reset()
+	tx.w.db.queue.reset()
 	return int(n), nil
 }
 
@@ -132,16 +155,16 @@ func (tx *writeTx) CancelDeliveries(ctx context.Context, endpointID string, at t
 // recovered deliveries into their orders' lines, in their events' places.
 // Their leases ended when they failed, so the lease book has nothing of
 // them to forget.
-func (tx *writeTx) RecoverDeliveries(ctx context.Context, endpointID string, since, at time.Time) (int, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = 'pending', tries = 0,
+func (tx *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = ?4, tries = 0,
 		next_attempt_at = ?1, updated_at = ?1 WHERE state = 'failed' AND endpoint_id = ?2 AND created_at >= ?3`,
-		ms(at), endpointID, ms(since))
+		ms(p.At), p.EndpointID, ms(p.Since), p.To)
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("recover deliveries: %w", err)
 	}
 	if n > 0 {
-		tx.db.queue.reset()
+		tx.w.db.queue.reset()
 	}
 	return int(n), nil
 }

@@ -34,8 +34,9 @@ func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit i
 	e.t.Helper()
 	key, err := e.d.SecretKeys.SecretKeyCheck(e.ctx)
 	must(e.t, err)
-	got, check, err := tx.ClaimDue(e.ctx, owner, key, now, time.Minute, limit, caps)
+	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Owner: owner, KeyCheck: key, Now: now, Lease: time.Minute, Limit: limit, Caps: caps})
 	must(e.t, err)
+	got, check := r.Claimed, r.KeyCheck
 	if check != "" && check != key {
 		e.t.Fatalf("claim answered key check %q, the database has %q", check, key)
 	}
@@ -116,7 +117,7 @@ func testBookkeeping(e *env) {
 	var next []service.Claimed
 	e.round(func(tx service.RoundTx) {
 		results := []storelink.AttemptResult{result(claimed[0], 1), result(claimed[1], 1), result(claimed[1], 7)}
-		moves := []service.Move{{Kind: service.MoveSucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed}}
+		moves := []service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed, End: storelink.DeliveryFailed}}
 		must(t, tx.RecordAttempts(e.ctx, results, moves, at))
 		next = e.claimDue(tx, "w1", at, 10, 10)
 	})
@@ -187,8 +188,10 @@ func testBookkeeping(e *env) {
 	must(t, err)
 	tx, err := e.d.Webhooks.BeginRound(e.ctx)
 	must(t, err)
-	stale, check, err := tx.ClaimDue(e.ctx, "w1", "not-"+key, parkAt, time.Minute, 10, storelink.ClaimCaps{Default: 10})
+	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Owner: "w1", KeyCheck: "not-" + key, Now: parkAt, Lease: time.Minute, Limit: 10,
+		Caps: storelink.ClaimCaps{Default: 10}})
 	must(t, err)
+	stale, check := r.Claimed, r.KeyCheck
 	must(t, tx.Commit(e.ctx))
 	if check == "" {
 		if events(stale) != second.EventID {

@@ -58,13 +58,13 @@ func testEndpointOpRows(e *env) {
 	for i, c := range claimed {
 		j := c.Job
 		r := storelink.AttemptResult{Job: &j, Attempt: storelink.Attempt{Number: 1, At: at, DurationMS: 99, StatusCode: 204, URL: "https://b.test/"}}
-		m := service.Move{Kind: service.MoveSucceeded}
+		m := service.Move{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}
 		if j.EndpointID == a.ID {
 			byEvent[j.EventID] = j.DeliveryID
 			r.Attempt.DurationMS, r.Attempt.URL = int64(10*(i+1)), "https://a.test/"+j.EventID
 			switch i {
 			case 1:
-				m, r.Attempt.StatusCode, r.Attempt.Error = service.Move{Kind: service.MoveFailed}, 500, "HTTP 500"
+				m, r.Attempt.StatusCode, r.Attempt.Error = service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed}, 500, "HTTP 500"
 			case 2:
 				m, r.Attempt.StatusCode = service.Move{Kind: service.MoveRetry, NextAt: at.Add(time.Hour)}, 503
 			}
@@ -73,23 +73,24 @@ func testEndpointOpRows(e *env) {
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
 
-	c, err := e.d.Webhooks.AttemptCounts(ctx, a.ID, at)
+	c, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Counts: true})
 	must(t, err)
 	if c.Attempts != 3 || c.Succeeded != 1 || c.LastSuccess == nil || !c.LastSuccess.Equal(at) || c.LastFailure == nil || !c.LastFailure.Equal(at) {
-		t.Fatalf("AttemptCounts(a, since the attempts) = %+v, want 3, 1 succeeded, the last of each at %s", c, at)
+		t.Fatalf("EndpointStats(a, since the attempts) = %+v, want 3, 1 succeeded, the last of each at %s", c, at)
 	}
-	c, err = e.d.Webhooks.AttemptCounts(ctx, a.ID, at.Add(time.Millisecond))
+	c, err = e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at.Add(time.Millisecond), Counts: true})
 	must(t, err)
 	if c.Attempts != 0 || c.Succeeded != 0 || c.LastSuccess == nil || c.LastFailure == nil {
-		t.Fatalf("AttemptCounts(a, after the attempts) = %+v, want none counted, the last of each however long ago", c)
+		t.Fatalf("EndpointStats(a, after the attempts) = %+v, want none counted, the last of each however long ago", c)
 	}
-	ds, err := e.d.Webhooks.AttemptDurations(ctx, a.ID, at, []int64{2, 0, 3})
+	f, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Ranks: []int64{2, 0, 3}})
 	must(t, err)
+	ds := f.Durations
 	if len(ds) != 2 || ds[0] != 10 || ds[2] != 30 {
-		t.Fatalf("AttemptDurations(a, ranks 2, 0, 3) = %v, want 0: 10 ms, 2: 30 ms and no rank 3", ds)
+		t.Fatalf("EndpointStats(a, ranks 2, 0, 3) = %v, want 0: 10 ms, 2: 30 ms and no rank 3", ds)
 	}
-	if c, err := e.d.Webhooks.AttemptCounts(ctx, "nope", at); err != nil || c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
-		t.Fatalf("AttemptCounts of no endpoint = %+v, %v", c, err)
+	if c, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: "nope", Since: at, Counts: true}); err != nil || c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
+		t.Fatalf("EndpointStats of no endpoint = %+v, %v", c, err)
 	}
 	list, err := e.d.Webhooks.ListDeliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
 	must(t, err)
@@ -101,9 +102,10 @@ func testEndpointOpRows(e *env) {
 			t.Fatalf("delivery to a = %+v, want its attempt with the URL it went to", d)
 		}
 	}
-	pending, failed, err := e.d.Webhooks.DeliveryCounts(ctx, a.ID)
+	f, err = e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Counts: true})
+	pending, failed := f.Pending, f.Failed
 	if err != nil || pending != 1 || failed != 1 {
-		t.Fatalf("DeliveryCounts(a) = %d, %d, %v; want 1 pending, 1 failed", pending, failed, err)
+		t.Fatalf("EndpointStats(a) = %d, %d, %v; want 1 pending, 1 failed", pending, failed, err)
 	}
 	failedID := byEvent[claimed[1].Job.EventID]
 	d, err := e.d.Webhooks.GetDelivery(ctx, failedID)
@@ -118,12 +120,12 @@ func testEndpointOpRows(e *env) {
 	// Recovered since its creation, not since after it.
 	recoverAt := e.tick()
 	e.inTx(func(tx service.WebhookTx) {
-		n, err := tx.RecoverDeliveries(ctx, a.ID, d.CreatedAt.Add(time.Millisecond), recoverAt)
+		n, err := tx.RecoverDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, Since: d.CreatedAt.Add(time.Millisecond), At: recoverAt, To: storelink.DeliveryPending})
 		must(t, err)
 		if n != 0 {
 			t.Fatalf("RecoverDeliveries since after the failed one was queued = %d, want 0", n)
 		}
-		if n, err = tx.RecoverDeliveries(ctx, a.ID, d.CreatedAt, recoverAt); err != nil || n != 1 {
+		if n, err = tx.RecoverDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, Since: d.CreatedAt, At: recoverAt, To: storelink.DeliveryPending}); err != nil || n != 1 {
 			t.Fatalf("RecoverDeliveries since it was queued = %d, %v; want 1", n, err)
 		}
 	})
@@ -143,7 +145,7 @@ func testEndpointOpRows(e *env) {
 		must(t, tx.LockClientEvents(ctx, e.client.ID))
 		_, err = tx.UpdateEndpoint(ctx, a.ID, service.EndpointChange{Enabled: &off, DeletedAt: &deletedAt, At: deletedAt})
 		must(t, err)
-		n, err := tx.CancelDeliveries(ctx, a.ID, deletedAt)
+		n, err := tx.CancelDeliveries(ctx, service.MoveDeliveriesParams{EndpointID: a.ID, At: deletedAt, To: storelink.DeliveryCancelled})
 		must(t, err)
 		if n != 2 {
 			t.Fatalf("CancelDeliveries = %d, want 2", n)
@@ -173,14 +175,14 @@ func testEndpointOpRows(e *env) {
 	if len(ids) != 2 || !slices.Contains(ids, failedID) {
 		t.Fatalf("cancelled deliveries = %v, want the recovered one and the retried one", ids)
 	}
-	if pending, failed, err := e.d.Webhooks.DeliveryCounts(ctx, a.ID); err != nil || pending != 0 || failed != 0 {
-		t.Fatalf("DeliveryCounts(a) after its deletion = %d, %d, %v; want none", pending, failed, err)
+	if f, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Counts: true}); err != nil || f.Pending != 0 || f.Failed != 0 {
+		t.Fatalf("EndpointStats(a) after its deletion = %d, %d, %v; want none", f.Pending, f.Failed, err)
 	}
 	// The attempt in flight is recorded and moves nothing.
 	flying := again[0].Job
 	e.round(func(tx service.RoundTx) {
 		must(t, tx.RecordAttempts(ctx, []storelink.AttemptResult{{Job: &flying, Attempt: storelink.Attempt{Number: 2, At: deletedAt, StatusCode: 204}}},
-			[]service.Move{{Kind: service.MoveSucceeded}}, deletedAt))
+			[]service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}}, deletedAt))
 		if got := e.claimDue(tx, "w", e.tick(), 10, 10); len(got) != 0 {
 			t.Fatalf("claimed %s after the endpoint was deleted", events(got))
 		}
@@ -190,7 +192,7 @@ func testEndpointOpRows(e *env) {
 	}
 	// A redelivery of a deleted endpoint's delivery changes nothing.
 	succeeded := byEvent[claimed[0].Job.EventID]
-	must(t, e.d.Webhooks.Redeliver(ctx, succeeded, e.tick()))
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: succeeded, At: e.tick(), Pending: storelink.DeliveryPending}))
 	if d, err := e.d.Webhooks.GetDelivery(ctx, succeeded); err != nil || d.State != storelink.DeliverySucceeded {
 		t.Fatalf("a deleted endpoint's delivery after a redelivery = %+v, %v; want it succeeded still", d, err)
 	}

@@ -60,11 +60,11 @@ func testEndpointRows(e *env) {
 	}
 
 	rotated, until := e.tick(), at.Add(time.Hour)
-	got, err := e.d.Webhooks.RotateSecret(ctx, keyed.ID, "sealed-secret-2", until, rotated)
+	got, err := e.d.Webhooks.RotateSecret(ctx, service.RotateSecretParams{ID: keyed.ID, Sealed: "sealed-secret-2", Until: until, At: rotated})
 	must(t, err)
 	want.PreviousSecretUntil, want.UpdatedAt = &until, rotated
 	e.sameEndpoint("rotated", got, want)
-	_, err = e.d.Webhooks.RotateSecret(ctx, "nope", "sealed", until, rotated)
+	_, err = e.d.Webhooks.RotateSecret(ctx, service.RotateSecretParams{ID: "nope", Sealed: "sealed", Until: until, At: rotated})
 	wantNotFound(t, "RotateSecret of an unknown endpoint", err)
 
 	// An update writes what it sets: here the URL, the flag and the
@@ -144,8 +144,8 @@ func testDeliveryListing(e *env) {
 	if other := list(storelink.DeliveryFilter{ClientID: "nope"}); len(other) != 0 {
 		t.Fatalf("deliveries of no client = %+v", other)
 	}
-	if n, oldest, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || n != 3 || oldest == nil || !oldest.Equal(queued[0]) {
-		t.Fatalf("PendingDeliveries = %d, %v, %v; want 3 since %s", n, oldest, err, queued[0])
+	if b, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || b.Pending != 3 || b.Oldest == nil || !b.Oldest.Equal(queued[0]) {
+		t.Fatalf("PendingDeliveries = %d, %v, %v; want 3 since %s", b.Pending, b.Oldest, err, queued[0])
 	}
 
 	// One attempt fails for good, one succeeds, one stays in flight.
@@ -180,17 +180,17 @@ func testDeliveryListing(e *env) {
 		a.Response != "boom" {
 		t.Fatalf("attempt of the failed delivery = %+v, want number 1 at %s, 12 ms, 500, its error and response", a, at)
 	}
-	if n, _, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || n != 1 {
-		t.Fatalf("PendingDeliveries = %d, %v; want 1", n, err)
+	if b, err := e.d.Webhooks.PendingDeliveries(ctx); err != nil || b.Pending != 1 {
+		t.Fatalf("PendingDeliveries = %d, %v; want 1", b.Pending, err)
 	}
 
 	again := e.tick()
-	must(t, e.d.Webhooks.Redeliver(ctx, failed, again))
-	must(t, e.d.Webhooks.Redeliver(ctx, flying, again)) // its lease is live: left alone
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: failed, At: again, Pending: storelink.DeliveryPending}))
+	must(t, e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: flying, At: again, Pending: storelink.DeliveryPending})) // its lease is live: left alone
 	ds := list(storelink.DeliveryFilter{State: storelink.DeliveryPending})
 	if len(ds) != 2 || ds[1].ID != failed || ds[1].NextAttemptAt == nil || !ds[1].NextAttemptAt.Equal(again) ||
 		ds[0].ID != flying || ds[0].NextAttemptAt == nil || !ds[0].NextAttemptAt.Equal(queued[2]) {
 		t.Fatalf("pending after redelivering = %+v, want %s due at %s and %s as it was", ds, failed, again, flying)
 	}
-	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Webhooks.Redeliver(ctx, "nope", again))
+	wantNotFound(t, "Redeliver of an unknown delivery", e.d.Webhooks.Redeliver(ctx, service.RedeliverParams{ID: "nope", At: again, Pending: storelink.DeliveryPending}))
 }

@@ -41,7 +41,7 @@ func testClientFigureRows(e *env) {
 	for _, c := range claimed {
 		j := c.Job
 		results = append(results, storelink.AttemptResult{Job: &j, Attempt: storelink.Attempt{Number: 1, At: at, StatusCode: 500}})
-		moves = append(moves, service.Move{Kind: service.MoveFailed})
+		moves = append(moves, service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed})
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
 	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, eps[2].ID))
