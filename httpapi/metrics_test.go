@@ -18,12 +18,12 @@ import (
 )
 
 const (
-	readmeFile     = "../docs/operations.md"
+	metricsDocFile = "../docs/operations.md"
 	promConfigFile = "../deploy/prometheus.yml"
 	alertsFile     = "../deploy/alerts.yml"
 )
 
-// TestMetricsMatchDeployAndREADME runs a real server with the processor and
+// TestMetricsMatchDeployAndDocs runs a real server with the processor and
 // the webhook deliverer, makes it produce every label value of its counters
 // (uploads applied and rejected, rows applied and rejected, deliveries
 // succeeded, retried, failed and gone), and checks that
@@ -32,7 +32,7 @@ const (
 //     their labels,
 //   - deploy/alerts.yml uses only metrics, labels and label values that
 //     GET /metrics shows, and jobs that deploy/prometheus.yml scrapes.
-func TestMetricsMatchDeployAndREADME(t *testing.T) {
+func TestMetricsMatchDeployAndDocs(t *testing.T) {
 	a := newAPI(t, apiOptions{webhooks: &webhookOptions{schedule: []time.Duration{10 * time.Millisecond}}})
 	exerciseMetrics(t, a)
 	exp := waitExposition(t, a, "storelink_webhook_attempts_total", "outcome", "succeeded", "retry", "failed", "gone")
@@ -51,8 +51,8 @@ func TestMetricsMatchDeployAndREADME(t *testing.T) {
 		}
 	})
 
-	t.Run("README lists the metrics", func(t *testing.T) {
-		documented := readmeMetrics(t)
+	t.Run("docs/operations.md lists the metrics", func(t *testing.T) {
+		documented := documentedMetrics(t)
 		for _, name := range slices.Sorted(maps.Keys(registered)) {
 			labels, ok := documented[name]
 			switch {
@@ -180,17 +180,17 @@ func registeredMetrics(t *testing.T, reg *prometheus.Registry) map[string][]stri
 	return out
 }
 
-// readmeMetrics lists the metrics docs/operations.md's Health, metrics and logs section names, as
+// documentedMetrics lists the metrics docs/operations.md's Health, metrics and logs section names, as
 // `name` or `name{label,...}`, with their labels sorted.
-func readmeMetrics(t *testing.T) map[string][]string {
+func documentedMetrics(t *testing.T) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile(readmeFile)
+	b, err := os.ReadFile(metricsDocFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, ops, ok := strings.Cut(string(b), "\n## Health, metrics and logs\n")
 	if !ok {
-		t.Fatalf("%s has no section Health, metrics and logs", readmeFile)
+		t.Fatalf("%s has no section Health, metrics and logs", metricsDocFile)
 	}
 	ops, _, _ = strings.Cut(ops, "\n## ")
 	out := map[string][]string{}

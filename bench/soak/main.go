@@ -1,6 +1,7 @@
-// Command soak is storelink's chaos soak (issue 19): a mixed workload
-// against real `storelink serve` processes while faults are injected, then a
-// check of the history the clients saw against what the README promises.
+// Command soak is storelink's chaos soak: a mixed workload against real
+// `storelink serve` processes while faults are injected, then a check of the
+// history the clients saw against what the README and the guides under docs/
+// promise.
 //
 //	go run ./bench/soak -setup sqlite -duration 60s
 //	go run ./bench/soak -setup postgres -duration 10m
