@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -154,7 +155,11 @@ func TestUploaderWaitsOutUnreachableDatabase(t *testing.T) {
 func TestUploaderStopsOnFullDisk(t *testing.T) {
 	dir := smallDisk(t)
 	p := startServe(t, filepath.Join(dir, "data"), "--demo", "--admin-token", pressureToken)
-	file := writeFile(t, "large.csv", string(bigFeed(12000, 0, 7).body)) // more than the database's log takes without growing
+	file := writeFile(t, "large.csv", string(bigFeed(90000, 0, 7).body)) // more than the database's log keeps (journal_size_limit, 4 MiB)
+	// serve's first writes (the demo partner) end in a checkpoint that may
+	// cut the log back and free space after the disk is filled: fill it
+	// once the log has stopped changing.
+	waitStill(t, filepath.Join(dir, "data", "storelink.db-wal"))
 	fill(t, filepath.Join(dir, "filler"))
 	r := runUpload(t, nil, append(credentials(p), "--wait", file)...)
 	if r.code != 2 || !strings.Contains(r.stderr, "507") || !strings.Contains(r.stderr, "nothing was stored") || strings.Contains(r.stderr, "retrying") {
@@ -242,5 +247,27 @@ func TestDashboardDatabaseUnreachable(t *testing.T) {
 			t.Fatalf("overview after the database is back: %d %s", resp.StatusCode, body)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitStill waits, up to 10 s, until the size and time of the file at name
+// have not changed for half a second.
+func waitStill(t *testing.T, name string) {
+	t.Helper()
+	var last os.FileInfo
+	since := time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		fi, err := os.Stat(name)
+		if err != nil {
+			since = time.Now()
+			continue
+		}
+		if last == nil || fi.Size() != last.Size() || !fi.ModTime().Equal(last.ModTime()) {
+			last, since = fi, time.Now()
+			continue
+		}
+		if time.Since(since) >= 500*time.Millisecond {
+			return
+		}
 	}
 }
