@@ -200,7 +200,7 @@ func smallDisk(t *testing.T) string {
 		t.Skip("mounting a tmpfs needs root: the disk-full test is skipped")
 	}
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0700"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=32m,mode=0700"); err != nil {
 		t.Skipf("mount a tmpfs on %s: %v: the disk-full test is skipped", dir, err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
@@ -226,8 +226,12 @@ func TestDiskFull(t *testing.T) {
 		before[id] = u
 	}
 	filler := filepath.Join(dir, "filler")
+	// Filled once serve's log has stopped changing, a disk cannot be freed
+	// by a checkpoint; the file is larger than the log keeps after one
+	// (journal_size_limit, 4 MiB), so its accept must grow the log.
+	waitStill(t, filepath.Join(dir, "data", "storelink.db-wal"))
 	fill(t, filler)
-	large := bigFeed(12000, 0, 7) // about 800 KB: more than the database's log can take without growing
+	large := bigFeed(90000, 0, 7)
 	u := uploadTo(t, p, p.ClientID, p.APIKey, "large.csv", large.body)
 	wantProblem(t, "upload on a full disk", u, http.StatusInsufficientStorage, "/problems/insufficient_storage")
 	if d, _ := u.body["detail"].(string); !strings.Contains(d, "no space left") || !strings.Contains(d, "nothing was stored") {
@@ -246,7 +250,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("/readyz once space is freed: %d %v", r.code, r.body)
 	}
 	id := mustUpload(t, p, "large.csv", large.body)
-	if u := p.waitUpload(t, id, 60*time.Second); u["status"] != "applied" || u["rows_applied"] != float64(12000) {
+	if u := p.waitUpload(t, id, 60*time.Second); u["status"] != "applied" || u["rows_applied"] != float64(90000) {
 		t.Fatalf("upload once space is freed = %v", u)
 	}
 	for id, was := range before {
