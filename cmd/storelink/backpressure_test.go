@@ -192,7 +192,7 @@ func newClient(tb testing.TB, p *proc, name string) (c struct{ ID, APIKey string
 	return c
 }
 
-// smallDisk mounts an 8 MiB tmpfs for the test and returns its folder,
+// smallDisk mounts a 32 MiB tmpfs for the test and returns its folder,
 // or skips the test where it cannot (not root, or mount refused).
 func smallDisk(t *testing.T) string {
 	t.Helper()
