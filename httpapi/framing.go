@@ -126,6 +126,15 @@ func (f *framing) feed(p []byte) bool {
 			}
 			continue
 		}
+		if p[0] != '\n' && f.restOfLineIdle() {
+			seg := p
+			if i := bytes.IndexByte(p, '\n'); i >= 0 {
+				seg = p[:i]
+			}
+			f.skip(seg)
+			p = p[len(seg):]
+			continue
+		}
 		b := p[0]
 		p = p[1:]
 		if b != '\n' {
@@ -138,6 +147,33 @@ func (f *framing) feed(p []byte) bool {
 		}
 	}
 	return false
+}
+
+// restOfLineIdle tells whether nothing more of the current line can
+// change what is followed, other than where it ends: a trailer line once
+// it is not blank, and a header line whose name is longer than any that
+// matters or whose kept value is full. Such a line is skipped to its end
+// at once rather than byte by byte, so a client sending long header lines
+// costs a search for the line feed, not a step per byte.
+func (f *framing) restOfLineIdle() bool {
+	switch f.state {
+	case stTrailer:
+		return f.text > 0
+	case stHeader:
+		return !f.colon && f.long || f.colon && len(f.value) == maxKeep
+	}
+	return false
+}
+
+// skip takes seg, part of an idle line with no line feed in it, as
+// addByte would byte by byte: past a full value, any byte other than a
+// blank or CR makes the value long.
+func (f *framing) skip(seg []byte) {
+	f.lineLen += len(seg)
+	f.text += len(seg) - bytes.Count(seg, []byte{'\r'})
+	if f.state == stHeader && f.colon && !f.long && len(bytes.Trim(seg, " \t\r")) > 0 {
+		f.long = true
+	}
 }
 
 func (f *framing) addByte(b byte) {
