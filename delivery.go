@@ -239,10 +239,6 @@ type EndpointService interface {
 	// CreateEndpoint registers an endpoint with its signing secret (made by
 	// the caller, kept sealed).
 	CreateEndpoint(ctx context.Context, clientID string, n NewEndpoint, secret string) (*Endpoint, error)
-	UpdateEndpoint(ctx context.Context, id string, p EndpointPatch) (*Endpoint, error)
-	// RotateSecret makes secret the endpoint's secret; the old one is still
-	// used to sign, beside the new one, for overlap.
-	RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*Endpoint, error)
 	Endpoints(ctx context.Context, clientID string) ([]Endpoint, error)
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// Redeliver makes a delivery pending again, due now.
@@ -272,15 +268,21 @@ type EndpointService interface {
 	// endpoint; EUNPROCESSABLE for a state outside the six.
 	TestDelivery(ctx context.Context, clientID, endpointID string, state OrderState) (*DeliveryJob, error)
 
+	// UpdateEndpoint changes what p sets. ECONFLICT for a deleted
+	// endpoint.
+	UpdateEndpoint(ctx context.Context, clientID, id string, p EndpointPatch) (*Endpoint, error)
+	// RotateSecret makes secret the endpoint's secret; the old one is still
+	// used to sign, beside the new one, for overlap.
+	RotateSecret(ctx context.Context, clientID, id, secret string, overlap time.Duration) (*Endpoint, error)
 	// DeleteEndpoint deletes an endpoint for good: nothing more is queued
 	// for it or sent to it, its pending deliveries are cancelled, and it
 	// and its deliveries stay readable. Deleting it again changes nothing.
-	DeleteEndpoint(ctx context.Context, id string) error
+	DeleteEndpoint(ctx context.Context, clientID, id string) error
 	// RecoverDeliveries makes every failed delivery of the endpoint that
 	// was queued at or after since pending again, due now, with a fresh
 	// retry schedule, and returns how many. ECONFLICT for a deleted
 	// endpoint.
-	RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error)
+	RecoverDeliveries(ctx context.Context, clientID, endpointID string, since time.Time) (int, error)
 }
 
 // EndpointTester sends a test send's job (EndpointService.TestDelivery) at

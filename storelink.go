@@ -100,6 +100,9 @@ type NewClient struct {
 	APIKey string `json:"api_key"`
 }
 
+// MaxAPIKeys is how many API keys a client may hold at once.
+const MaxAPIKeys = 5
+
 // NewAPIKey is the answer to making a further key: the only time it is shown.
 type NewAPIKey struct {
 	KeyID  string `json:"key_id"`
@@ -115,8 +118,16 @@ type AdminService interface {
 	CreatePartner(ctx context.Context, name string) (*Partner, error)
 	CreateClient(ctx context.Context, partnerID, countryCode, currency string) (*NewClient, error)
 	Client(ctx context.Context, clientID string) (*ClientDetail, error)
+	// CreateAPIKey makes a further key; ECONFLICT when the client has
+	// MaxAPIKeys already.
 	CreateAPIKey(ctx context.Context, clientID string) (*NewAPIKey, error)
 	DeleteAPIKey(ctx context.Context, clientID, keyID string) error
+	// RevokeOwnAPIKey is DeleteAPIKey at the client's own request, which
+	// keeps the client's last key (ECONFLICT).
+	RevokeOwnAPIKey(ctx context.Context, clientID, keyID string) error
+	// APIKeys lists the client's keys, oldest first, never the keys
+	// themselves.
+	APIKeys(ctx context.Context, clientID string) ([]APIKey, error)
 	// PutStore creates or renames a store; created tells which.
 	PutStore(ctx context.Context, clientID, storeID, name string) (store *Store, created bool, err error)
 	DeleteStore(ctx context.Context, clientID, storeID string) error

@@ -30,7 +30,7 @@ func TestTestSendSlowerThanDatabaseTimeout(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	at := slow.URL + "/hooks"
-	_, err := f.services.Webhooks.UpdateEndpoint(context.Background(), s.EndpointID, storelink.EndpointPatch{URL: &at})
+	_, err := f.services.Webhooks.UpdateEndpoint(context.Background(), "", s.EndpointID, storelink.EndpointPatch{URL: &at})
 	must(t, err)
 	b := f.browser()
 	b.login()

@@ -152,7 +152,7 @@ func (h *Handler) handleEndpointEnabled(w http.ResponseWriter, r *http.Request) 
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "enabled must be true or false."))
 		return
 	}
-	if _, err := h.Webhooks.UpdateEndpoint(r.Context(), id, storelink.EndpointPatch{Enabled: &on}); err != nil {
+	if _, err := h.Webhooks.UpdateEndpoint(r.Context(), "", id, storelink.EndpointPatch{Enabled: &on}); err != nil {
 		h.renderError(w, r, err)
 		return
 	}

@@ -21,7 +21,7 @@ func (fullDisk) Redeliver(_ context.Context, id string) error {
 	return fmt.Errorf("redeliver %s: write: %w", id, syscall.ENOSPC)
 }
 
-func (fullDisk) UpdateEndpoint(_ context.Context, id string, _ storelink.EndpointPatch) (*storelink.Endpoint, error) {
+func (fullDisk) UpdateEndpoint(_ context.Context, _, id string, _ storelink.EndpointPatch) (*storelink.Endpoint, error) {
 	return nil, fmt.Errorf("update endpoint %s: write: %w", id, syscall.ENOSPC)
 }
 

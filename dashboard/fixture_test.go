@@ -262,7 +262,7 @@ func (f *fixture) seedData() seed {
 			s.EndpointID = e.ID
 		case 2:
 			off := false
-			_, err := f.services.Webhooks.UpdateEndpoint(ctx, e.ID, storelink.EndpointPatch{Enabled: &off})
+			_, err := f.services.Webhooks.UpdateEndpoint(ctx, "", e.ID, storelink.EndpointPatch{Enabled: &off})
 			must(t, err)
 			s.OffEndpointID = e.ID
 		}

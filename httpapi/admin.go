@@ -110,6 +110,34 @@ func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (s *Server) handleOwnAPIKeys(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	keys, err := s.Admin.APIKeys(r.Context(), c.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		APIKeys []storelink.APIKey `json:"api_keys"`
+	}{keys})
+}
+
+func (s *Server) handleCreateOwnAPIKey(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	k, err := s.Admin.CreateAPIKey(r.Context(), c.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, k)
+}
+
+func (s *Server) handleRevokeOwnAPIKey(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	if err := s.Admin.RevokeOwnAPIKey(r.Context(), c.ID, r.PathValue("key_id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (s *Server) handlePutStore(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`

@@ -16,10 +16,10 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handleDeleteStore))
 	m.HandleFunc("POST /admin/clients/{client_id}/webhooks", s.admin(s.handleCreateEndpoint))
 	m.HandleFunc("GET /admin/webhooks/{endpoint_id}", s.admin(s.handleGetEndpoint))
-	m.HandleFunc("PATCH /admin/webhooks/{endpoint_id}", s.admin(s.handlePatchEndpoint))
-	m.HandleFunc("DELETE /admin/webhooks/{endpoint_id}", s.admin(s.handleDeleteEndpoint))
-	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/rotate-secret", s.admin(s.handleRotateSecret))
-	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/recover", s.admin(s.handleRecover))
+	m.HandleFunc("PATCH /admin/webhooks/{endpoint_id}", s.admin(ofAnyClient(s.patchEndpoint)))
+	m.HandleFunc("DELETE /admin/webhooks/{endpoint_id}", s.admin(ofAnyClient(s.deleteEndpoint)))
+	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/rotate-secret", s.admin(ofAnyClient(s.rotateSecret)))
+	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/recover", s.admin(ofAnyClient(s.recoverDeliveries)))
 	m.HandleFunc("POST /admin/webhooks/{endpoint_id}/test", s.admin(s.handleTestEndpoint))
 	m.HandleFunc("GET /admin/deliveries", s.admin(s.handleListDeliveries))
 	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
@@ -50,9 +50,19 @@ func (s *Server) routes() {
 
 	// The partner's own webhooks, x-api-key.
 	m.HandleFunc("GET /webhooks/{client_id}/endpoints", s.partner(s.handlePartnerEndpoints))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints", s.partner(ofOwnClient(s.createEndpoint)))
+	m.HandleFunc("PATCH /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.patchEndpoint)))
+	m.HandleFunc("DELETE /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.deleteEndpoint)))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret", s.partner(ofOwnClient(s.rotateSecret)))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover", s.partner(ofOwnClient(s.recoverDeliveries)))
 	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/test", s.partner(s.handlePartnerTestEndpoint))
 	m.HandleFunc("GET /webhooks/{client_id}/deliveries", s.partner(s.handlePartnerDeliveries))
 	m.HandleFunc("POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver", s.partner(s.handlePartnerRedeliver))
+
+	// The partner's own API keys, x-api-key.
+	m.HandleFunc("GET /clients/{client_id}/api-keys", s.partner(s.handleOwnAPIKeys))
+	m.HandleFunc("POST /clients/{client_id}/api-keys", s.partner(s.handleCreateOwnAPIKey))
+	m.HandleFunc("DELETE /clients/{client_id}/api-keys/{key_id}", s.partner(s.handleRevokeOwnAPIKey))
 
 	// Operations.
 	m.HandleFunc("GET /healthz", s.handleHealthz)

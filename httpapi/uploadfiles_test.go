@@ -148,7 +148,7 @@ func TestDownloadsPerPartner(t *testing.T) {
 // and its place goes to the next: with one place, another partner's
 // download is served while the first connection is still open.
 func TestDownloadWriteDeadline(t *testing.T) {
-	a := newAPI(t, apiOptions{noProcessor: true, downloads: httpapi.NewDownloads(1, 1, 300*time.Millisecond)})
+	a := newAPI(t, apiOptions{noProcessor: true, downloads: httpapi.NewDownloads(1, 1, 2*time.Second)}) // long enough for the answer to start on a loaded machine
 	p, q := a.newPartner("P", 1)[0], a.newPartner("Q", 1)[0]
 	big := csvOf(8 << 20)
 	held := holdDownload(t, p, p.uploadID("big.csv", string(big)))

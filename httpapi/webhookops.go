@@ -23,9 +23,10 @@ func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
-func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
+// deleteEndpoint deletes an endpoint of clientID's (any when "").
+func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
 	id := r.PathValue("endpoint_id")
-	if err := s.Webhooks.DeleteEndpoint(r.Context(), id); err != nil {
+	if err := s.Webhooks.DeleteEndpoint(r.Context(), clientID, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -33,7 +34,9 @@ func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
+// recoverDeliveries makes the failed deliveries of an endpoint of
+// clientID's (any when "") since a time pending again.
+func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request, clientID string) {
 	var req struct {
 		Since *string `json:"since"`
 	}
@@ -52,7 +55,7 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 			quoteShort(*req.Since)))
 		return
 	}
-	n, err := s.Webhooks.RecoverDeliveries(r.Context(), r.PathValue("endpoint_id"), since)
+	n, err := s.Webhooks.RecoverDeliveries(r.Context(), clientID, r.PathValue("endpoint_id"), since)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

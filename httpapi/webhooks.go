@@ -18,7 +18,24 @@ func (s *Server) checkURL(raw string) error {
 	return webhook.ValidateURL(strings.TrimSpace(raw), s.WebhookAllowPrivate)
 }
 
+// ofAnyClient is an operator's call on endpoints, which reach every
+// client's; ofOwnClient is a partner's, which reach its client's only: an
+// endpoint of another client is not found, as one that does not exist.
+func ofAnyClient(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h(w, r, "") }
+}
+
+func ofOwnClient(h func(http.ResponseWriter, *http.Request, string)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
+	return func(w http.ResponseWriter, r *http.Request, c *storelink.Client) { h(w, r, c.ID) }
+}
+
 func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
+	s.createEndpoint(w, r, r.PathValue("client_id"))
+}
+
+// createEndpoint registers an endpoint of clientID's and answers its
+// secret, the only time it is shown.
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
 	var n storelink.NewEndpoint
 	r, err := decode(r, &n)
 	if err != nil {
@@ -35,7 +52,7 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := webhook.NewSecret()
-	e, err := s.Webhooks.CreateEndpoint(r.Context(), r.PathValue("client_id"), n, secret)
+	e, err := s.Webhooks.CreateEndpoint(r.Context(), clientID, n, secret)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -43,7 +60,8 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
 }
 
-func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
+// patchEndpoint changes an endpoint of clientID's (any when "").
+func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
 	var p storelink.EndpointPatch
 	r, err := decode(r, &p)
 	if err != nil {
@@ -63,7 +81,7 @@ func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	e, err := s.Webhooks.UpdateEndpoint(r.Context(), r.PathValue("endpoint_id"), p)
+	e, err := s.Webhooks.UpdateEndpoint(r.Context(), clientID, r.PathValue("endpoint_id"), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -72,7 +90,9 @@ func (s *Server) handlePatchEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
-func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+// rotateSecret gives an endpoint of clientID's (any when "") a new secret
+// and answers it, the only time it is shown.
+func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID string) {
 	var req struct {
 		Overlap string `json:"overlap,omitempty"`
 	}
@@ -91,7 +111,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		overlap = d
 	}
 	secret := webhook.NewSecret()
-	e, err := s.Webhooks.RotateSecret(r.Context(), r.PathValue("endpoint_id"), secret, overlap)
+	e, err := s.Webhooks.RotateSecret(r.Context(), clientID, r.PathValue("endpoint_id"), secret, overlap)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

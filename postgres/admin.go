@@ -170,6 +170,27 @@ func (t partnerTx) InsertClient(ctx context.Context, c *storelink.Client) (bool,
 	return tag.RowsAffected() > 0, nil
 }
 
+// LockAPIKeys locks the client's row, which every change of its keys
+// that counts them locks first, then counts its keys: in a statement of
+// its own, whose snapshot is taken once the lock is held, so that it sees
+// what the transaction it waited for committed.
+func (t partnerTx) LockAPIKeys(ctx context.Context, clientID string) (int, error) {
+	if ok, err := found(exists(ctx, t.tx, `SELECT 1 FROM clients WHERE id = $1 FOR UPDATE`, clientID)); err != nil {
+		return 0, err
+	} else if !ok {
+		return 0, service.ErrNotFound
+	}
+	var n int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE client_id = $1`, clientID).Scan(&n)
+	return n, err
+}
+
+// DeleteAPIKey deletes a key's row in the transaction.
+func (t partnerTx) DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM api_keys WHERE client_id = $1 AND id = $2`, clientID, keyID)
+	return tag.RowsAffected() > 0, err
+}
+
 // InsertAPIKey writes a key's row; the hash is unique.
 func (t partnerTx) InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO api_keys (id, client_id, hash, prefix, created_at) VALUES ($1, $2, $3, $4, $5)`,

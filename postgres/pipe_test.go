@@ -210,7 +210,7 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	e3, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e3.test/"}, secret)
 	must(t, err)
 	off := false
-	_, err = svc.Webhooks.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &off})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, "", e3.ID, storelink.EndpointPatch{Enabled: &off})
 	must(t, err)
 
 	h, err := ds.Webhooks.Begin(ctx) // another order's event
@@ -228,10 +228,10 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 	e2, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e2.test/"}, secret)
 	must(t, err)
 	fulfilled := []storelink.OrderState{storelink.StateFulfilled}
-	_, err = svc.Webhooks.UpdateEndpoint(ctx, e1.ID, storelink.EndpointPatch{States: &fulfilled})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, "", e1.ID, storelink.EndpointPatch{States: &fulfilled})
 	must(t, err)
 	on := true
-	_, err = svc.Webhooks.UpdateEndpoint(ctx, e3.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = svc.Webhooks.UpdateEndpoint(ctx, "", e3.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
 	must(t, h.Rollback(ctx))
 	must(t, <-done)

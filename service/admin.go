@@ -102,8 +102,14 @@ type PartnerTx interface {
 	// InsertClient writes a new client, unless its partner has a client
 	// for its country already: then it writes nothing and returns false.
 	InsertClient(ctx context.Context, c *storelink.Client) (inserted bool, err error)
+	// LockAPIKeys counts a client's keys and keeps every other
+	// transaction that locks them waiting until this one ends; ErrNotFound
+	// for no client.
+	LockAPIKeys(ctx context.Context, clientID string) (int, error)
 	// InsertAPIKey writes a client's key: its hash, never the key.
 	InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error
+	// DeleteAPIKey deletes a client's key and tells whether there was one.
+	DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error)
 	// DeleteStore deletes a client's store and tells whether there was
 	// one; its stock is DeleteStoreStock's.
 	DeleteStore(ctx context.Context, clientID, storeID string) (bool, error)
@@ -293,16 +299,20 @@ func (s *Partners) Client(ctx context.Context, clientID string) (*storelink.Clie
 	return d, nil
 }
 
-// CreateAPIKey adds a further key; earlier keys stay valid.
+// CreateAPIKey adds a further key; earlier keys stay valid. A client has
+// at most storelink.MaxAPIKeys keys: one more is ECONFLICT.
 func (s *Partners) CreateAPIKey(ctx context.Context, clientID string) (*storelink.NewAPIKey, error) {
 	var k *storelink.NewAPIKey
 	err := inTx(ctx, s.d, func(tx PartnerTx) error {
-		if ok, err := tx.ClientExists(ctx, clientID); err != nil {
-			return err
-		} else if !ok {
+		n, err := tx.LockAPIKeys(ctx, clientID)
+		if errors.Is(err, ErrNotFound) {
 			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+		} else if err != nil {
+			return err
 		}
-		var err error
+		if n >= storelink.MaxAPIKeys {
+			return storelink.Errorf(storelink.ECONFLICT, "Client %q has %d API keys, the most it may have: revoke one first.", clientID, n)
+		}
 		k, err = insertKey(ctx, tx, clientID, s.now())
 		return err
 	})
@@ -332,6 +342,36 @@ func (s *Partners) DeleteAPIKey(ctx context.Context, clientID, keyID string) err
 		return storelink.Errorf(storelink.ENOTFOUND, "API key %q of client %q not found.", keyID, clientID)
 	}
 	return nil
+}
+
+// RevokeOwnAPIKey revokes a key at the client's own request: as
+// DeleteAPIKey, except that the client's last key stays (ECONFLICT), since
+// without one the client could no longer call at all.
+func (s *Partners) RevokeOwnAPIKey(ctx context.Context, clientID, keyID string) error {
+	return inTx(ctx, s.d, func(tx PartnerTx) error {
+		n, err := tx.LockAPIKeys(ctx, clientID)
+		if errors.Is(err, ErrNotFound) {
+			return storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
+		} else if err != nil {
+			return err
+		}
+		ok, err := tx.DeleteAPIKey(ctx, clientID, keyID)
+		if err != nil {
+			return err
+		} else if !ok {
+			return storelink.Errorf(storelink.ENOTFOUND, "API key %q of client %q not found.", keyID, clientID)
+		}
+		if n <= 1 {
+			return storelink.Errorf(storelink.ECONFLICT, "API key %q is the last key of client %q: create another before revoking it.", keyID, clientID)
+		}
+		return nil
+	})
+}
+
+// APIKeys lists a client's keys, oldest first: their ids, prefixes and
+// creation times, never the keys.
+func (s *Partners) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
+	return s.d.APIKeys(ctx, clientID)
 }
 
 // PutStore creates a store or renames it.

@@ -173,10 +173,11 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storel
 	return e, nil
 }
 
-// UpdateEndpoint changes URL, states, key or the enabled flag. Enabling or
-// disabling an endpoint by hand clears the reason it was disabled (a 410
-// Gone); an endpoint enabled again sends its parked deliveries.
-func (s *Webhooks) UpdateEndpoint(ctx context.Context, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
+// UpdateEndpoint changes URL, states, key or the enabled flag of an
+// endpoint of clientID's (any when ""). Enabling or disabling an endpoint
+// by hand clears the reason it was disabled (a 410 Gone); an endpoint
+// enabled again sends its parked deliveries.
+func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p storelink.EndpointPatch) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
@@ -197,7 +198,7 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, id string, p storelink.En
 	}
 	var e *storelink.Endpoint
 	err = inTx(ctx, s.d, func(tx WebhookTx) error {
-		cur, err := tx.LockEndpoint(ctx, id)
+		cur, err := lockEndpointOf(ctx, tx, clientID, id)
 		if err != nil {
 			return err
 		}
@@ -214,14 +215,15 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, id string, p storelink.En
 }
 
 // RotateSecret makes secret current and keeps the old one signing until the
-// overlap ends.
-func (s *Webhooks) RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
+// overlap ends, for an endpoint of clientID's (any when ""). An endpoint
+// never changes client, so reading whose it is before the write is enough.
+func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if cur, err := s.d.GetEndpoint(ctx, id); err != nil {
-		return nil, endpointNotFound(err, id)
+	if cur, err := s.endpointOf(ctx, clientID, id); err != nil {
+		return nil, err
 	} else if cur.DeletedAt != nil {
 		return nil, deletedEndpoint(cur)
 	}

@@ -172,13 +172,23 @@ func nearestRank(p float64, n int) int64 {
 	return max(int64(math.Ceil(p*float64(n)))-1, 0)
 }
 
-// DeleteEndpoint disables the endpoint for good, marks it deleted and
-// cancels its pending deliveries, in one transaction. The events of its
-// client wait meanwhile, so that none queues a delivery to it after the
-// cancellation.
-func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
+// lockEndpointOf locks an endpoint in tx; one of another client than
+// clientID (when set) is ErrNotFound, as one that does not exist.
+func lockEndpointOf(ctx context.Context, tx WebhookTx, clientID, id string) (*storelink.Endpoint, error) {
+	e, err := tx.LockEndpoint(ctx, id)
+	if err == nil && clientID != "" && e.ClientID != clientID {
+		return nil, ErrNotFound
+	}
+	return e, err
+}
+
+// DeleteEndpoint disables an endpoint of clientID's (any when "") for
+// good, marks it deleted and cancels its pending deliveries, in one
+// transaction. The events of its client wait meanwhile, so that none
+// queues a delivery to it after the cancellation.
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, clientID, id string) error {
 	err := inTx(ctx, s.d, func(tx WebhookTx) error {
-		e, err := tx.LockEndpoint(ctx, id)
+		e, err := lockEndpointOf(ctx, tx, clientID, id)
 		if err != nil || e.DeletedAt != nil {
 			return err
 		}
@@ -198,14 +208,14 @@ func (s *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
 	return endpointNotFound(err, id)
 }
 
-// RecoverDeliveries makes the endpoint's failed deliveries queued since
-// then pending again. They go out as any pending delivery does: per order,
-// in the order of their events, each after the earlier ones of its order
-// that are pending too.
-func (s *Webhooks) RecoverDeliveries(ctx context.Context, endpointID string, since time.Time) (int, error) {
+// RecoverDeliveries makes the failed deliveries queued since then of an
+// endpoint of clientID's (any when "") pending again. They go out as any
+// pending delivery does: per order, in the order of their events, each
+// after the earlier ones of its order that are pending too.
+func (s *Webhooks) RecoverDeliveries(ctx context.Context, clientID, endpointID string, since time.Time) (int, error) {
 	var n int
 	err := inTx(ctx, s.d, func(tx WebhookTx) error {
-		e, err := tx.LockEndpoint(ctx, endpointID)
+		e, err := lockEndpointOf(ctx, tx, clientID, endpointID)
 		if err != nil {
 			return err
 		}

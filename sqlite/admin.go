@@ -195,6 +195,27 @@ func (t partnerTx) InsertClient(ctx context.Context, c *storelink.Client) (bool,
 	return n > 0, err
 }
 
+// LockAPIKeys counts the keys in the transaction, which holds the write
+// lock already.
+func (t partnerTx) LockAPIKeys(ctx context.Context, clientID string) (int, error) {
+	var n int
+	err := t.tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM api_keys WHERE client_id = c.id) FROM clients c WHERE c.id = ?`, clientID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, service.ErrNotFound
+	}
+	return n, err
+}
+
+// DeleteAPIKey deletes a key's row in the transaction.
+func (t partnerTx) DeleteAPIKey(ctx context.Context, clientID, keyID string) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `DELETE FROM api_keys WHERE client_id = ? AND id = ?`, clientID, keyID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
 // InsertAPIKey writes a key's row.
 func (t partnerTx) InsertAPIKey(ctx context.Context, k storelink.APIKey, hash string) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO api_keys (id, client_id, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)`,

@@ -313,7 +313,7 @@ func (h *queueHarness) redeliver() {
 // toggleEndpoint enables or disables a random endpoint.
 func (h *queueHarness) toggleEndpoint() {
 	on := h.rng.IntN(4) > 0
-	_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
+	_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, "", h.endpoints[h.rng.IntN(len(h.endpoints))], storelink.EndpointPatch{Enabled: &on})
 	h.must(err, "UpdateEndpoint")
 	h.stats["endpoint toggles"]++
 }
@@ -490,7 +490,7 @@ func (h *queueHarness) drain() {
 	h.held = nil // their results never come
 	on := true
 	for _, id := range h.endpoints {
-		_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, id, storelink.EndpointPatch{Enabled: &on})
+		_, err := h.db.Services().Webhooks.UpdateEndpoint(h.ctx, "", id, storelink.EndpointPatch{Enabled: &on})
 		h.must(err, "enable endpoint")
 	}
 	h.now = h.now.Add(time.Hour)

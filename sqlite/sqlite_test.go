@@ -86,7 +86,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := webhooks.Webhooks.RotateSecret(ctx, ep.ID, second, time.Hour); err != nil {
+	if _, err := webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, second, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// A second endpoint keeps the first key; the first gets a new one.
@@ -94,7 +94,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	newKey := "partner-key-two-0123456789"
-	if _, err := webhooks.Webhooks.UpdateEndpoint(ctx, ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
+	if _, err := webhooks.Webhooks.UpdateEndpoint(ctx, "", ep.ID, storelink.EndpointPatch{APIKey: &newKey}); err != nil {
 		t.Fatal(err)
 	}
 	clear := []string{first, firstKey, second, secondKey, "partner-key-one-0123456789", newKey}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"crypto/sha256"
+	"slices"
+	"sync"
 	"time"
 
 	"storelink"
@@ -104,6 +106,61 @@ func testAuthentication(e *env) {
 	wantCode(t, s.Partners.DeleteAPIKey(ctx, other.ID, k2.KeyID), storelink.ENOTFOUND)
 	_, err = s.Partners.CreateAPIKey(ctx, "nope")
 	wantCode(t, err, storelink.ENOTFOUND)
+
+	// A client holds at most MaxAPIKeys keys, and cannot revoke its last.
+	for range storelink.MaxAPIKeys - 1 {
+		_, err := s.Partners.CreateAPIKey(ctx, id)
+		must(t, err)
+	}
+	_, err = s.Partners.CreateAPIKey(ctx, id)
+	wantCode(t, err, storelink.ECONFLICT)
+	keys, err := s.Partners.APIKeys(ctx, id)
+	must(t, err)
+	if len(keys) != storelink.MaxAPIKeys || !slices.ContainsFunc(keys, func(k storelink.APIKey) bool { return k.ID == k2.KeyID }) {
+		t.Fatalf("keys = %+v; want %d, %s among them", keys, storelink.MaxAPIKeys, k2.KeyID)
+	}
+	wantCode(t, s.Partners.RevokeOwnAPIKey(ctx, other.ID, keys[0].ID), storelink.ENOTFOUND)
+	for _, k := range keys[:len(keys)-1] {
+		must(t, s.Partners.RevokeOwnAPIKey(ctx, id, k.ID))
+	}
+	last := keys[len(keys)-1].ID
+	wantCode(t, s.Partners.RevokeOwnAPIKey(ctx, id, last), storelink.ECONFLICT)
+	if keys, err := s.Partners.APIKeys(ctx, id); err != nil || len(keys) != 1 || keys[0].ID != last {
+		t.Fatalf("after revoking all but the last, keys = %+v, %v; want %s alone", keys, err, last)
+	}
+	wantCode(t, s.Partners.RevokeOwnAPIKey(ctx, "nope", last), storelink.ENOTFOUND)
+}
+
+func testAPIKeyRace(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	have, err := s.Partners.APIKeys(ctx, id)
+	must(t, err)
+	const racers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, racers)
+	for range racers {
+		wg.Go(func() {
+			_, err := s.Partners.CreateAPIKey(ctx, id)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	made := 0
+	for err := range errs {
+		switch storelink.ErrorCode(err) {
+		case "":
+			made++
+		case storelink.ECONFLICT:
+		default:
+			t.Fatalf("CreateAPIKey racing: %v", err)
+		}
+	}
+	keys, err := s.Partners.APIKeys(ctx, id)
+	must(t, err)
+	if want := storelink.MaxAPIKeys - len(have); made != want || len(keys) != storelink.MaxAPIKeys {
+		t.Fatalf("%d racers made %d keys, the client holds %d; want %d made, %d held", racers, made, len(keys), want, storelink.MaxAPIKeys)
+	}
 }
 
 func testStores(e *env) {

@@ -90,6 +90,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Partners and clients listing", testPartnerAndClientListing},
 		{"API keys and authentication", testAuthentication},
 		{"Another partner's key is as good as none", testAuthenticationAcrossPartners},
+		{"API keys: racing creations stop at the limit", testAPIKeyRace},
 		{"Sessions of the operator and of partners", testSessions},
 		{"Client summaries for the overview", testClientSummaries},
 		{"Stores", testStores},

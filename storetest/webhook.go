@@ -44,36 +44,36 @@ func testEndpoints(e *env) {
 	// Changes: each field alone; the others stay.
 	e.clock.Advance(time.Second)
 	url, key, states := "https://b.test/v2", "key-b", []storelink.OrderState{storelink.StateAssigned, storelink.StateCancelled}
-	got, err := s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{URL: &url})
+	got, err := s.Webhooks.UpdateEndpoint(ctx, "", fulfilled.ID, storelink.EndpointPatch{URL: &url})
 	must(t, err)
 	if got.URL != url || !reflect.DeepEqual(got.States, fulfilled.States) || got.HasAPIKey || !got.Enabled ||
 		!got.UpdatedAt.Equal(e.clock.Now()) || !got.CreatedAt.Equal(fulfilled.CreatedAt) {
 		t.Fatalf("endpoint after a new URL = %+v", got)
 	}
-	got, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &states, APIKey: &key})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, "", fulfilled.ID, storelink.EndpointPatch{States: &states, APIKey: &key})
 	must(t, err)
 	if got.URL != url || !reflect.DeepEqual(got.States, states) || !got.HasAPIKey {
 		t.Fatalf("endpoint after new states and key = %+v", got)
 	}
 	none := []storelink.OrderState{}
-	got, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &none})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, "", fulfilled.ID, storelink.EndpointPatch{States: &none})
 	must(t, err)
 	if len(got.States) != 0 {
 		t.Fatalf("endpoint after clearing its states = %+v, want every state", got)
 	}
 	bad := []storelink.OrderState{storelink.StateAssigned, "ASSIGNED"}
-	_, err = s.Webhooks.UpdateEndpoint(ctx, fulfilled.ID, storelink.EndpointPatch{States: &bad})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, "", fulfilled.ID, storelink.EndpointPatch{States: &bad})
 	wantCode(t, err, storelink.EUNPROCESSABLE)
 	if got := e.setEnabled(fulfilled.ID, false); got.DisabledReason != "" {
 		t.Fatalf("endpoint disabled by the operator = %+v, want no reason", got)
 	}
 	noKey := ""
-	got, err = s.Webhooks.UpdateEndpoint(ctx, all.ID, storelink.EndpointPatch{APIKey: &noKey})
+	got, err = s.Webhooks.UpdateEndpoint(ctx, "", all.ID, storelink.EndpointPatch{APIKey: &noKey})
 	must(t, err)
 	if got.HasAPIKey || got.URL != all.URL {
 		t.Fatalf("endpoint after removing its key = %+v", got)
 	}
-	_, err = s.Webhooks.UpdateEndpoint(ctx, "nope", storelink.EndpointPatch{URL: &url})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, "", "nope", storelink.EndpointPatch{URL: &url})
 	wantCode(t, err, storelink.ENOTFOUND)
 	list, err = s.Webhooks.Endpoints(ctx, id)
 	must(t, err)
@@ -83,14 +83,14 @@ func testEndpoints(e *env) {
 
 	// A rotation: the claimed job signs with the new and the old secret
 	// until the overlap ends, then with the new one only.
-	_, err = s.Webhooks.RotateSecret(ctx, "nope", newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", "nope", newSecret(), time.Hour)
 	wantCode(t, err, storelink.ENOTFOUND)
 	e.setEnabled(all.ID, false)
 	ep, old := e.endpoint("https://c.test", "key-c")
 	e.feed(row("S1", eanA, 10, 100))
 	o := e.create(e.newOrder("R-1", eanA))
 	fresh := newSecret()
-	rotated, err := s.Webhooks.RotateSecret(ctx, ep.ID, fresh, time.Hour)
+	rotated, err := s.Webhooks.RotateSecret(ctx, "", ep.ID, fresh, time.Hour)
 	must(t, err)
 	until := e.clock.Now().Add(time.Hour)
 	if rotated.PreviousSecretUntil == nil || !rotated.PreviousSecretUntil.Equal(until) || rotated.ID != ep.ID || !rotated.Enabled {

@@ -37,7 +37,7 @@ func (e *env) endpoint(url, apiKey string, states ...storelink.OrderState) (*sto
 // setEnabled enables or disables an endpoint.
 func (e *env) setEnabled(id string, on bool) *storelink.Endpoint {
 	e.t.Helper()
-	ep, err := e.s.Webhooks.UpdateEndpoint(e.ctx, id, storelink.EndpointPatch{Enabled: &on})
+	ep, err := e.s.Webhooks.UpdateEndpoint(e.ctx, "", id, storelink.EndpointPatch{Enabled: &on})
 	must(e.t, err)
 	if ep.Enabled != on {
 		e.t.Fatalf("endpoint after setting enabled to %v = %+v", on, ep)

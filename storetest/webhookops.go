@@ -127,7 +127,7 @@ func testDeleteEndpoint(e *env) {
 
 	e.clock.Advance(time.Minute)
 	deletedAt := e.clock.Now()
-	must(t, s.Webhooks.DeleteEndpoint(ctx, a.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID))
 	d, err := s.Webhooks.Endpoint(ctx, "", a.ID)
 	must(t, err)
 	if d.DeletedAt == nil || !d.DeletedAt.Equal(deletedAt) || d.Enabled {
@@ -186,20 +186,20 @@ func testDeleteEndpoint(e *env) {
 	}
 
 	on := true
-	_, err = s.Webhooks.UpdateEndpoint(ctx, a.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = s.Webhooks.UpdateEndpoint(ctx, "", a.ID, storelink.EndpointPatch{Enabled: &on})
 	wantCode(t, err, storelink.ECONFLICT)
-	_, err = s.Webhooks.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, newSecret(), time.Hour)
 	wantCode(t, err, storelink.ECONFLICT)
 	wantCode(t, s.Webhooks.Redeliver(ctx, cancelled[0].ID), storelink.ECONFLICT)
-	_, err = s.Webhooks.RecoverDeliveries(ctx, a.ID, deletedAt.Add(-time.Hour))
+	_, err = s.Webhooks.RecoverDeliveries(ctx, "", a.ID, deletedAt.Add(-time.Hour))
 	wantCode(t, err, storelink.ECONFLICT)
 	_, err = s.Webhooks.TestDelivery(ctx, "", a.ID, "")
 	wantCode(t, err, storelink.ECONFLICT)
-	must(t, s.Webhooks.DeleteEndpoint(ctx, a.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID))
 	if again, err := s.Webhooks.Endpoint(ctx, "", a.ID); err != nil || !again.DeletedAt.Equal(deletedAt) {
 		t.Fatalf("after deleting again: %+v, %v; want deleted at %s still", again, err, deletedAt)
 	}
-	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, "nope"), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, "", "nope"), storelink.ENOTFOUND)
 	e.wantStates(o1.ID, storelink.StateAssigned)
 }
 
@@ -233,7 +233,7 @@ func testRecoverDeliveries(e *env) {
 	returned := e.eventOf(o.ID, storelink.StateReturned).EventID // pending, not claimed
 
 	e.clock.Advance(time.Minute)
-	n, err := s.Webhooks.RecoverDeliveries(ctx, a.ID, since)
+	n, err := s.Webhooks.RecoverDeliveries(ctx, "", a.ID, since)
 	must(t, err)
 	if n != 2 {
 		t.Fatalf("recovered %d deliveries, want R-1's assigned and fulfilled", n)
@@ -255,10 +255,10 @@ func testRecoverDeliveries(e *env) {
 		e.claimNone("while the order's earlier event is in flight")
 		e.record(e.result(jobs[0], storelink.OutcomeSucceeded, 204))
 	}
-	if n, err := s.Webhooks.RecoverDeliveries(ctx, a.ID, since); err != nil || n != 0 {
+	if n, err := s.Webhooks.RecoverDeliveries(ctx, "", a.ID, since); err != nil || n != 0 {
 		t.Fatalf("recovering again = %d, %v; want nothing left to recover", n, err)
 	}
-	_, err = s.Webhooks.RecoverDeliveries(ctx, "nope", since)
+	_, err = s.Webhooks.RecoverDeliveries(ctx, "", "nope", since)
 	wantCode(t, err, storelink.ENOTFOUND)
 }
 
@@ -302,7 +302,7 @@ func testTestDelivery(e *env) {
 		t.Fatalf("deliveries after test sends = %+v, want none", ds)
 	}
 	// During a rotation's overlap both secrets sign.
-	_, err = s.Webhooks.RotateSecret(ctx, a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, newSecret(), time.Hour)
 	must(t, err)
 	j, err := s.Webhooks.TestDelivery(ctx, "", a.ID, storelink.StateCancelled)
 	must(t, err)
@@ -337,6 +337,17 @@ func testPartnerScope(e *env) {
 	wantCode(t, err, storelink.EINVALID)
 	if list, err := s.Webhooks.EndpointDetails(ctx, other.ID); err != nil || len(list) != 0 {
 		t.Fatalf("endpoints of the other client = %+v, %v; want none", list, err)
+	}
+	off := false
+	_, err = s.Webhooks.UpdateEndpoint(ctx, other.ID, a.ID, storelink.EndpointPatch{Enabled: &off})
+	wantCode(t, err, storelink.ENOTFOUND)
+	_, err = s.Webhooks.RotateSecret(ctx, other.ID, a.ID, newSecret(), time.Hour)
+	wantCode(t, err, storelink.ENOTFOUND)
+	_, err = s.Webhooks.RecoverDeliveries(ctx, other.ID, a.ID, e.clock.Now().Add(-time.Hour))
+	wantCode(t, err, storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, other.ID, a.ID), storelink.ENOTFOUND)
+	if d, err := s.Webhooks.Endpoint(ctx, e.client.ID, a.ID); err != nil || !d.Enabled || d.DeletedAt != nil || d.Stats.FailedDeliveries != 1 {
+		t.Fatalf("after the other client's calls, the endpoint = %+v, %v; want it enabled, not deleted, one failed delivery", d, err)
 	}
 
 	must(t, s.Webhooks.RedeliverFor(ctx, e.client.ID, j.DeliveryID))

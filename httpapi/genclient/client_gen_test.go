@@ -645,6 +645,11 @@ type APIKey struct {
 	Prefix string `json:"prefix"`
 }
 
+// APIKeyList defines model for APIKeyList.
+type APIKeyList struct {
+	ApiKeys []APIKey `json:"api_keys"`
+}
+
 // Attempt One attempt to deliver an event, as recorded. Optional fields without a value are absent.
 type Attempt struct {
 	// At RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
@@ -2193,6 +2198,18 @@ type UploadStockFileTextRequestBody = StockCSV
 // CreateWarehouseOrderJSONRequestBody defines body for CreateWarehouseOrder for application/json ContentType.
 type CreateWarehouseOrderJSONRequestBody = NewWarehouseOrder
 
+// PartnerCreateEndpointJSONRequestBody defines body for PartnerCreateEndpoint for application/json ContentType.
+type PartnerCreateEndpointJSONRequestBody = CreateEndpointRequest
+
+// PartnerUpdateEndpointJSONRequestBody defines body for PartnerUpdateEndpoint for application/json ContentType.
+type PartnerUpdateEndpointJSONRequestBody = UpdateEndpointRequest
+
+// PartnerRecoverDeliveriesJSONRequestBody defines body for PartnerRecoverDeliveries for application/json ContentType.
+type PartnerRecoverDeliveriesJSONRequestBody = RecoverRequest
+
+// PartnerRotateSecretJSONRequestBody defines body for PartnerRotateSecret for application/json ContentType.
+type PartnerRotateSecretJSONRequestBody = RotateSecretRequest
+
 // PartnerTestEndpointJSONRequestBody defines body for PartnerTestEndpoint for application/json ContentType.
 type PartnerTestEndpointJSONRequestBody = TestRequest
 
@@ -2511,7 +2528,8 @@ type ClientInterface interface {
 	//
 	// Makes a new API key for the client, for example to rotate keys. The
 	// key is shown in this answer only. The client's earlier keys stay
-	// valid until they are deleted. No request body is read.
+	// valid until they are deleted. A client holds at most 5 keys: a
+	// sixth is a 409. No request body is read.
 	//
 	// Corresponds with POST /admin/clients/{client_id}/api-keys (the `CreateAPIKey` operationId).
 	CreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2949,6 +2967,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
 	TestWebhookEndpoint(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerListAPIKeys The client's API keys
+	//
+	// The client's keys, oldest first: each key's id, the first
+	// characters of the key (`prefix`) and when it was made. Never a key
+	// itself.
+	//
+	// Corresponds with GET /clients/{client_id}/api-keys (the `PartnerListAPIKeys` operationId).
+	PartnerListAPIKeys(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerCreateAPIKey Make a further API key for the client
+	//
+	// Makes a new key, shown in this answer only, valid at once; the
+	// client's other keys stay valid until they are revoked. A client
+	// holds at most 5 keys: a sixth is a 409. No request body is read.
+	//
+	// Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
+	PartnerCreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRevokeAPIKey Revoke one of the client's API keys
+	//
+	// Revokes the key at once: the next request with it gets 401. The
+	// client's last key cannot be revoked (409): make another first. A
+	// key id that is not the client's is a 404, as a random one. No
+	// request body is read.
+	//
+	// Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
+	PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PullEvents Pull the client's order events in the order they happened
 	//
@@ -3684,6 +3730,110 @@ type ClientInterface interface {
 	// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
 	PartnerListEndpoints(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PartnerCreateEndpointWithBody Register a webhook endpoint for the client
+	//
+	// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+	// client's own key: the same body, rules and address guard (422 for a
+	// URL the guard refuses), and the endpoint's secret shown in this
+	// answer only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+	PartnerCreateEndpointWithBody(ctx context.Context, clientId ClientID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerCreateEndpoint Register a webhook endpoint for the client
+	//
+	// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+	// client's own key: the same body, rules and address guard (422 for a
+	// URL the guard refuses), and the endpoint's secret shown in this
+	// answer only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+	PartnerCreateEndpoint(ctx context.Context, clientId ClientID, body PartnerCreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerDeleteEndpoint Delete one of the client's endpoints
+	//
+	// `DELETE /admin/webhooks/{endpoint_id}` for the partner: its pending
+	// deliveries become `cancelled`; the endpoint must be the client's
+	// (404 otherwise, as for one that does not exist). No request body is
+	// read.
+	//
+	// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
+	PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerUpdateEndpointWithBody Change, disable or enable one of the client's endpoints
+	//
+	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+	// body and rules; the endpoint must be the client's (404 otherwise,
+	// as for one that does not exist).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+	PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerUpdateEndpoint Change, disable or enable one of the client's endpoints
+	//
+	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+	// body and rules; the endpoint must be the client's (404 otherwise,
+	// as for one that does not exist).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+	PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRecoverDeliveriesWithBody Send again every failed delivery of one of the client's endpoints since a time
+	//
+	// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+	// endpoint's failed deliveries queued at or after `since` become
+	// pending again, in order per order, and the answer says how many.
+	// The endpoint must be the client's (404 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+	PartnerRecoverDeliveriesWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRecoverDeliveries Send again every failed delivery of one of the client's endpoints since a time
+	//
+	// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+	// endpoint's failed deliveries queued at or after `since` become
+	// pending again, in order per order, and the answer says how many.
+	// The endpoint must be the client's (404 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+	PartnerRecoverDeliveries(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRecoverDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRotateSecretWithBody Give one of the client's endpoints a new signing secret
+	//
+	// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+	// the same optional `overlap`, the new secret shown in this answer
+	// only, and `previous_secret_until` saying until when the old one
+	// still signs. The endpoint must be the client's (404 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+	PartnerRotateSecretWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerRotateSecret Give one of the client's endpoints a new signing secret
+	//
+	// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+	// the same optional `overlap`, the new secret shown in this answer
+	// only, and `previous_secret_until` saying until when the old one
+	// still signs. The endpoint must be the client's (404 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+	PartnerRotateSecret(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PartnerTestEndpointWithBody Send a test event to one of the client's endpoints now
 	//
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
@@ -3755,7 +3905,8 @@ func (c *Client) GetClient(ctx context.Context, clientId ClientID, reqEditors ..
 //
 // Makes a new API key for the client, for example to rotate keys. The
 // key is shown in this answer only. The client's earlier keys stay
-// valid until they are deleted. No request body is read.
+// valid until they are deleted. A client holds at most 5 keys: a
+// sixth is a 409. No request body is read.
 //
 // Corresponds with POST /admin/clients/{client_id}/api-keys (the `CreateAPIKey` operationId).
 func (c *Client) CreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4424,6 +4575,64 @@ func (c *Client) TestWebhookEndpointWithBody(ctx context.Context, endpointId End
 // Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
 func (c *Client) TestWebhookEndpoint(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTestWebhookEndpointRequest(c.Server, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerListAPIKeys The client's API keys
+//
+// The client's keys, oldest first: each key's id, the first
+// characters of the key (`prefix`) and when it was made. Never a key
+// itself.
+//
+// Corresponds with GET /clients/{client_id}/api-keys (the `PartnerListAPIKeys` operationId).
+func (c *Client) PartnerListAPIKeys(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerListAPIKeysRequest(c.Server, clientId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerCreateAPIKey Make a further API key for the client
+//
+// Makes a new key, shown in this answer only, valid at once; the
+// client's other keys stay valid until they are revoked. A client
+// holds at most 5 keys: a sixth is a 409. No request body is read.
+//
+// Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
+func (c *Client) PartnerCreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerCreateAPIKeyRequest(c.Server, clientId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRevokeAPIKey Revoke one of the client's API keys
+//
+// Revokes the key at once: the next request with it gets 401. The
+// client's last key cannot be revoked (409): make another first. A
+// key id that is not the client's is a 404, as a random one. No
+// request body is read.
+//
+// Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
+func (c *Client) PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRevokeAPIKeyRequest(c.Server, clientId, keyId)
 	if err != nil {
 		return nil, err
 	}
@@ -5508,6 +5717,200 @@ func (c *Client) PartnerListEndpoints(ctx context.Context, clientId ClientID, re
 	return c.Client.Do(req)
 }
 
+// PartnerCreateEndpointWithBody Register a webhook endpoint for the client
+//
+// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+// client's own key: the same body, rules and address guard (422 for a
+// URL the guard refuses), and the endpoint's secret shown in this
+// answer only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+func (c *Client) PartnerCreateEndpointWithBody(ctx context.Context, clientId ClientID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerCreateEndpointRequestWithBody(c.Server, clientId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerCreateEndpoint Register a webhook endpoint for the client
+//
+// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+// client's own key: the same body, rules and address guard (422 for a
+// URL the guard refuses), and the endpoint's secret shown in this
+// answer only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+func (c *Client) PartnerCreateEndpoint(ctx context.Context, clientId ClientID, body PartnerCreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerCreateEndpointRequest(c.Server, clientId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerDeleteEndpoint Delete one of the client's endpoints
+//
+// `DELETE /admin/webhooks/{endpoint_id}` for the partner: its pending
+// deliveries become `cancelled`; the endpoint must be the client's
+// (404 otherwise, as for one that does not exist). No request body is
+// read.
+//
+// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
+func (c *Client) PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerDeleteEndpointRequest(c.Server, clientId, endpointId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerUpdateEndpointWithBody Change, disable or enable one of the client's endpoints
+//
+// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+// body and rules; the endpoint must be the client's (404 otherwise,
+// as for one that does not exist).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+func (c *Client) PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerUpdateEndpointRequestWithBody(c.Server, clientId, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerUpdateEndpoint Change, disable or enable one of the client's endpoints
+//
+// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+// body and rules; the endpoint must be the client's (404 otherwise,
+// as for one that does not exist).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+func (c *Client) PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerUpdateEndpointRequest(c.Server, clientId, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRecoverDeliveriesWithBody Send again every failed delivery of one of the client's endpoints since a time
+//
+// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+// endpoint's failed deliveries queued at or after `since` become
+// pending again, in order per order, and the answer says how many.
+// The endpoint must be the client's (404 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+func (c *Client) PartnerRecoverDeliveriesWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRecoverDeliveriesRequestWithBody(c.Server, clientId, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRecoverDeliveries Send again every failed delivery of one of the client's endpoints since a time
+//
+// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+// endpoint's failed deliveries queued at or after `since` become
+// pending again, in order per order, and the answer says how many.
+// The endpoint must be the client's (404 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+func (c *Client) PartnerRecoverDeliveries(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRecoverDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRecoverDeliveriesRequest(c.Server, clientId, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRotateSecretWithBody Give one of the client's endpoints a new signing secret
+//
+// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+// the same optional `overlap`, the new secret shown in this answer
+// only, and `previous_secret_until` saying until when the old one
+// still signs. The endpoint must be the client's (404 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+func (c *Client) PartnerRotateSecretWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRotateSecretRequestWithBody(c.Server, clientId, endpointId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerRotateSecret Give one of the client's endpoints a new signing secret
+//
+// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+// the same optional `overlap`, the new secret shown in this answer
+// only, and `previous_secret_until` saying until when the old one
+// still signs. The endpoint must be the client's (404 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+func (c *Client) PartnerRotateSecret(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerRotateSecretRequest(c.Server, clientId, endpointId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PartnerTestEndpointWithBody Send a test event to one of the client's endpoints now
 //
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
@@ -6444,6 +6847,115 @@ func NewTestWebhookEndpointRequestWithBody(server string, endpointId EndpointID,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPartnerListAPIKeysRequest constructs an http.Request for the PartnerListAPIKeys method
+func NewPartnerListAPIKeysRequest(server string, clientId ClientID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/clients/%s/api-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerCreateAPIKeyRequest constructs an http.Request for the PartnerCreateAPIKey method
+func NewPartnerCreateAPIKeyRequest(server string, clientId ClientID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/clients/%s/api-keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerRevokeAPIKeyRequest constructs an http.Request for the PartnerRevokeAPIKey method
+func NewPartnerRevokeAPIKeyRequest(server string, clientId ClientID, keyId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/clients/%s/api-keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7816,6 +8328,256 @@ func NewPartnerListEndpointsRequest(server string, clientId ClientID) (*http.Req
 	return req, nil
 }
 
+// NewPartnerCreateEndpointRequest calls the generic PartnerCreateEndpoint builder with application/json body
+func NewPartnerCreateEndpointRequest(server string, clientId ClientID, body PartnerCreateEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPartnerCreateEndpointRequestWithBody(server, clientId, "application/json", bodyReader)
+}
+
+// NewPartnerCreateEndpointRequestWithBody constructs an http.Request for the PartnerCreateEndpoint method, with any body, and a specified content type
+func NewPartnerCreateEndpointRequestWithBody(server string, clientId ClientID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPartnerDeleteEndpointRequest constructs an http.Request for the PartnerDeleteEndpoint method
+func NewPartnerDeleteEndpointRequest(server string, clientId ClientID, endpointId EndpointID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPartnerUpdateEndpointRequest calls the generic PartnerUpdateEndpoint builder with application/json body
+func NewPartnerUpdateEndpointRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPartnerUpdateEndpointRequestWithBody(server, clientId, endpointId, "application/json", bodyReader)
+}
+
+// NewPartnerUpdateEndpointRequestWithBody constructs an http.Request for the PartnerUpdateEndpoint method, with any body, and a specified content type
+func NewPartnerUpdateEndpointRequestWithBody(server string, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPartnerRecoverDeliveriesRequest calls the generic PartnerRecoverDeliveries builder with application/json body
+func NewPartnerRecoverDeliveriesRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerRecoverDeliveriesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPartnerRecoverDeliveriesRequestWithBody(server, clientId, endpointId, "application/json", bodyReader)
+}
+
+// NewPartnerRecoverDeliveriesRequestWithBody constructs an http.Request for the PartnerRecoverDeliveries method, with any body, and a specified content type
+func NewPartnerRecoverDeliveriesRequestWithBody(server string, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s/recover", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPartnerRotateSecretRequest calls the generic PartnerRotateSecret builder with application/json body
+func NewPartnerRotateSecretRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerRotateSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPartnerRotateSecretRequestWithBody(server, clientId, endpointId, "application/json", bodyReader)
+}
+
+// NewPartnerRotateSecretRequestWithBody constructs an http.Request for the PartnerRotateSecret method, with any body, and a specified content type
+func NewPartnerRotateSecretRequestWithBody(server string, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s/rotate-secret", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPartnerTestEndpointRequest calls the generic PartnerTestEndpoint builder with application/json body
 func NewPartnerTestEndpointRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerTestEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7946,7 +8708,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes a new API key for the client, for example to rotate keys. The
 	// key is shown in this answer only. The client's earlier keys stay
-	// valid until they are deleted. No request body is read.
+	// valid until they are deleted. A client holds at most 5 keys: a
+	// sixth is a 409. No request body is read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8400,6 +9163,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/webhooks/{endpoint_id}/test (the `TestWebhookEndpoint` operationId).
 	TestWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body TestWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookEndpointResponse, error)
+
+	// PartnerListAPIKeysWithResponse The client's API keys
+	//
+	// The client's keys, oldest first: each key's id, the first
+	// characters of the key (`prefix`) and when it was made. Never a key
+	// itself.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /clients/{client_id}/api-keys (the `PartnerListAPIKeys` operationId).
+	PartnerListAPIKeysWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerListAPIKeysResponse, error)
+
+	// PartnerCreateAPIKeyWithResponse Make a further API key for the client
+	//
+	// Makes a new key, shown in this answer only, valid at once; the
+	// client's other keys stay valid until they are revoked. A client
+	// holds at most 5 keys: a sixth is a 409. No request body is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
+	PartnerCreateAPIKeyWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerCreateAPIKeyResponse, error)
+
+	// PartnerRevokeAPIKeyWithResponse Revoke one of the client's API keys
+	//
+	// Revokes the key at once: the next request with it gets 401. The
+	// client's last key cannot be revoked (409): make another first. A
+	// key id that is not the client's is a 404, as a random one. No
+	// request body is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
+	PartnerRevokeAPIKeyWithResponse(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*PartnerRevokeAPIKeyResponse, error)
 
 	// PullEventsWithResponse Pull the client's order events in the order they happened
 	//
@@ -9171,6 +9968,112 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /webhooks/{client_id}/endpoints (the `PartnerListEndpoints` operationId).
 	PartnerListEndpointsWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerListEndpointsResponse, error)
 
+	// PartnerCreateEndpointWithBodyWithResponse Register a webhook endpoint for the client
+	//
+	// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+	// client's own key: the same body, rules and address guard (422 for a
+	// URL the guard refuses), and the endpoint's secret shown in this
+	// answer only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+	PartnerCreateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerCreateEndpointResponse, error)
+
+	// PartnerCreateEndpointWithResponse Register a webhook endpoint for the client
+	//
+	// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+	// client's own key: the same body, rules and address guard (422 for a
+	// URL the guard refuses), and the endpoint's secret shown in this
+	// answer only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+	PartnerCreateEndpointWithResponse(ctx context.Context, clientId ClientID, body PartnerCreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerCreateEndpointResponse, error)
+
+	// PartnerDeleteEndpointWithResponse Delete one of the client's endpoints
+	//
+	// `DELETE /admin/webhooks/{endpoint_id}` for the partner: its pending
+	// deliveries become `cancelled`; the endpoint must be the client's
+	// (404 otherwise, as for one that does not exist). No request body is
+	// read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
+	PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error)
+
+	// PartnerUpdateEndpointWithBodyWithResponse Change, disable or enable one of the client's endpoints
+	//
+	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+	// body and rules; the endpoint must be the client's (404 otherwise,
+	// as for one that does not exist).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+	PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
+
+	// PartnerUpdateEndpointWithResponse Change, disable or enable one of the client's endpoints
+	//
+	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+	// body and rules; the endpoint must be the client's (404 otherwise,
+	// as for one that does not exist).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+	PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
+
+	// PartnerRecoverDeliveriesWithBodyWithResponse Send again every failed delivery of one of the client's endpoints since a time
+	//
+	// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+	// endpoint's failed deliveries queued at or after `since` become
+	// pending again, in order per order, and the answer says how many.
+	// The endpoint must be the client's (404 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+	PartnerRecoverDeliveriesWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerRecoverDeliveriesResponse, error)
+
+	// PartnerRecoverDeliveriesWithResponse Send again every failed delivery of one of the client's endpoints since a time
+	//
+	// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+	// endpoint's failed deliveries queued at or after `since` become
+	// pending again, in order per order, and the answer says how many.
+	// The endpoint must be the client's (404 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+	PartnerRecoverDeliveriesWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRecoverDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerRecoverDeliveriesResponse, error)
+
+	// PartnerRotateSecretWithBodyWithResponse Give one of the client's endpoints a new signing secret
+	//
+	// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+	// the same optional `overlap`, the new secret shown in this answer
+	// only, and `previous_secret_until` saying until when the old one
+	// still signs. The endpoint must be the client's (404 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+	PartnerRotateSecretWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerRotateSecretResponse, error)
+
+	// PartnerRotateSecretWithResponse Give one of the client's endpoints a new signing secret
+	//
+	// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+	// the same optional `overlap`, the new secret shown in this answer
+	// only, and `previous_secret_until` saying until when the old one
+	// still signs. The endpoint must be the client's (404 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+	PartnerRotateSecretWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerRotateSecretResponse, error)
+
 	// PartnerTestEndpointWithBodyWithResponse Send a test event to one of the client's endpoints now
 	//
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
@@ -9412,6 +10315,8 @@ type CreateAPIKeyResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -9441,6 +10346,11 @@ func (r CreateAPIKeyResponse) GetApplicationproblemJSON401() *AdminUnauthorized 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateAPIKeyResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateAPIKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11179,6 +12089,304 @@ func (r TestWebhookEndpointResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TestWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerListAPIKeysResponse429Headers the declared response headers of an HTTP 429 response for PartnerListAPIKeys
+type PartnerListAPIKeysResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerListAPIKeysResponse503Headers the declared response headers of an HTTP 503 response for PartnerListAPIKeys
+type PartnerListAPIKeysResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerListAPIKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *APIKeyList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerListAPIKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerListAPIKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerListAPIKeysResponse) GetJSON200() *APIKeyList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerListAPIKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerListAPIKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerListAPIKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerListAPIKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerCreateAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateAPIKey
+type PartnerCreateAPIKeyResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerCreateAPIKeyResponse503Headers the declared response headers of an HTTP 503 response for PartnerCreateAPIKey
+type PartnerCreateAPIKeyResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerCreateAPIKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *NewAPIKey
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerCreateAPIKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerCreateAPIKeyResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PartnerCreateAPIKeyResponse) GetJSON201() *NewAPIKey {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerCreateAPIKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerCreateAPIKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerCreateAPIKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerCreateAPIKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerRevokeAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerRevokeAPIKey
+type PartnerRevokeAPIKeyResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerRevokeAPIKeyResponse503Headers the declared response headers of an HTTP 503 response for PartnerRevokeAPIKey
+type PartnerRevokeAPIKeyResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerRevokeAPIKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerRevokeAPIKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerRevokeAPIKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerRevokeAPIKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerRevokeAPIKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerRevokeAPIKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerRevokeAPIKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13768,6 +14976,617 @@ func (r PartnerListEndpointsResponse) ContentType() string {
 	return ""
 }
 
+// PartnerCreateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateEndpoint
+type PartnerCreateEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerCreateEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerCreateEndpoint
+type PartnerCreateEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerCreateEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *EndpointUnprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *EndpointWriteUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerCreateEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerCreateEndpointResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PartnerCreateEndpointResponse) GetJSON201() *EndpointWithSecret {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON422() *EndpointUnprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON503() *EndpointWriteUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerCreateEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerCreateEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerCreateEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerCreateEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerDeleteEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerDeleteEndpoint
+type PartnerDeleteEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerDeleteEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerDeleteEndpoint
+type PartnerDeleteEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerDeleteEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerDeleteEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerDeleteEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerDeleteEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerDeleteEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerDeleteEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerDeleteEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerUpdateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerUpdateEndpoint
+type PartnerUpdateEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerUpdateEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerUpdateEndpoint
+type PartnerUpdateEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerUpdateEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Endpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *EndpointUnprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *EndpointWriteUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerUpdateEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerUpdateEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerUpdateEndpointResponse) GetJSON200() *Endpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON422() *EndpointUnprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON503() *EndpointWriteUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerUpdateEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerUpdateEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerUpdateEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerUpdateEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerRecoverDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for PartnerRecoverDeliveries
+type PartnerRecoverDeliveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerRecoverDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for PartnerRecoverDeliveries
+type PartnerRecoverDeliveriesResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerRecoverDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RecoverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerRecoverDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerRecoverDeliveriesResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PartnerRecoverDeliveriesResponse) GetJSON202() *RecoverAccepted {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerRecoverDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerRecoverDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerRecoverDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerRecoverDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerRotateSecretResponse429Headers the declared response headers of an HTTP 429 response for PartnerRotateSecret
+type PartnerRotateSecretResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerRotateSecretResponse503Headers the declared response headers of an HTTP 503 response for PartnerRotateSecret
+type PartnerRotateSecretResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerRotateSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BodyBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *EndpointWriteUnavailable
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerRotateSecretResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerRotateSecretResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerRotateSecretResponse) GetJSON200() *EndpointWithSecret {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON400() *BodyBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON409() *EndpointDeleted {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON503() *EndpointWriteUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON507() *InsufficientStorage {
+	return r.ApplicationproblemJSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerRotateSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerRotateSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerRotateSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerRotateSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PartnerTestEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerTestEndpoint
 type PartnerTestEndpointResponse429Headers struct {
 	RetryAfter int
@@ -13937,7 +15756,8 @@ func (c *ClientWithResponses) GetClientWithResponse(ctx context.Context, clientI
 //
 // Makes a new API key for the client, for example to rotate keys. The
 // key is shown in this answer only. The client's earlier keys stay
-// valid until they are deleted. No request body is read.
+// valid until they are deleted. A client holds at most 5 keys: a
+// sixth is a 409. No request body is read.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14534,6 +16354,58 @@ func (c *ClientWithResponses) TestWebhookEndpointWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseTestWebhookEndpointResponse(rsp)
+}
+
+// PartnerListAPIKeysWithResponse The client's API keys
+//
+// The client's keys, oldest first: each key's id, the first
+// characters of the key (`prefix`) and when it was made. Never a key
+// itself.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /clients/{client_id}/api-keys (the `PartnerListAPIKeys` operationId).
+func (c *ClientWithResponses) PartnerListAPIKeysWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerListAPIKeysResponse, error) {
+	rsp, err := c.PartnerListAPIKeys(ctx, clientId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerListAPIKeysResponse(rsp)
+}
+
+// PartnerCreateAPIKeyWithResponse Make a further API key for the client
+//
+// Makes a new key, shown in this answer only, valid at once; the
+// client's other keys stay valid until they are revoked. A client
+// holds at most 5 keys: a sixth is a 409. No request body is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
+func (c *ClientWithResponses) PartnerCreateAPIKeyWithResponse(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*PartnerCreateAPIKeyResponse, error) {
+	rsp, err := c.PartnerCreateAPIKey(ctx, clientId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerCreateAPIKeyResponse(rsp)
+}
+
+// PartnerRevokeAPIKeyWithResponse Revoke one of the client's API keys
+//
+// Revokes the key at once: the next request with it gets 401. The
+// client's last key cannot be revoked (409): make another first. A
+// key id that is not the client's is a 404, as a random one. No
+// request body is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
+func (c *ClientWithResponses) PartnerRevokeAPIKeyWithResponse(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*PartnerRevokeAPIKeyResponse, error) {
+	rsp, err := c.PartnerRevokeAPIKey(ctx, clientId, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRevokeAPIKeyResponse(rsp)
 }
 
 // PullEventsWithResponse Pull the client's order events in the order they happened
@@ -15510,6 +17382,166 @@ func (c *ClientWithResponses) PartnerListEndpointsWithResponse(ctx context.Conte
 	return ParsePartnerListEndpointsResponse(rsp)
 }
 
+// PartnerCreateEndpointWithBodyWithResponse Register a webhook endpoint for the client
+//
+// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+// client's own key: the same body, rules and address guard (422 for a
+// URL the guard refuses), and the endpoint's secret shown in this
+// answer only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+func (c *ClientWithResponses) PartnerCreateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerCreateEndpointResponse, error) {
+	rsp, err := c.PartnerCreateEndpointWithBody(ctx, clientId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerCreateEndpointResponse(rsp)
+}
+
+// PartnerCreateEndpointWithResponse Register a webhook endpoint for the client
+//
+// `POST /admin/clients/{client_id}/webhooks` for the partner, with the
+// client's own key: the same body, rules and address guard (422 for a
+// URL the guard refuses), and the endpoint's secret shown in this
+// answer only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints (the `PartnerCreateEndpoint` operationId).
+func (c *ClientWithResponses) PartnerCreateEndpointWithResponse(ctx context.Context, clientId ClientID, body PartnerCreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerCreateEndpointResponse, error) {
+	rsp, err := c.PartnerCreateEndpoint(ctx, clientId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerCreateEndpointResponse(rsp)
+}
+
+// PartnerDeleteEndpointWithResponse Delete one of the client's endpoints
+//
+// `DELETE /admin/webhooks/{endpoint_id}` for the partner: its pending
+// deliveries become `cancelled`; the endpoint must be the client's
+// (404 otherwise, as for one that does not exist). No request body is
+// read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
+func (c *ClientWithResponses) PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error) {
+	rsp, err := c.PartnerDeleteEndpoint(ctx, clientId, endpointId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerDeleteEndpointResponse(rsp)
+}
+
+// PartnerUpdateEndpointWithBodyWithResponse Change, disable or enable one of the client's endpoints
+//
+// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+// body and rules; the endpoint must be the client's (404 otherwise,
+// as for one that does not exist).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+func (c *ClientWithResponses) PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
+	rsp, err := c.PartnerUpdateEndpointWithBody(ctx, clientId, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerUpdateEndpointResponse(rsp)
+}
+
+// PartnerUpdateEndpointWithResponse Change, disable or enable one of the client's endpoints
+//
+// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
+// body and rules; the endpoint must be the client's (404 otherwise,
+// as for one that does not exist).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
+func (c *ClientWithResponses) PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
+	rsp, err := c.PartnerUpdateEndpoint(ctx, clientId, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerUpdateEndpointResponse(rsp)
+}
+
+// PartnerRecoverDeliveriesWithBodyWithResponse Send again every failed delivery of one of the client's endpoints since a time
+//
+// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+// endpoint's failed deliveries queued at or after `since` become
+// pending again, in order per order, and the answer says how many.
+// The endpoint must be the client's (404 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+func (c *ClientWithResponses) PartnerRecoverDeliveriesWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerRecoverDeliveriesResponse, error) {
+	rsp, err := c.PartnerRecoverDeliveriesWithBody(ctx, clientId, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRecoverDeliveriesResponse(rsp)
+}
+
+// PartnerRecoverDeliveriesWithResponse Send again every failed delivery of one of the client's endpoints since a time
+//
+// `POST /admin/webhooks/{endpoint_id}/recover` for the partner: the
+// endpoint's failed deliveries queued at or after `since` become
+// pending again, in order per order, and the answer says how many.
+// The endpoint must be the client's (404 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover (the `PartnerRecoverDeliveries` operationId).
+func (c *ClientWithResponses) PartnerRecoverDeliveriesWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRecoverDeliveriesJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerRecoverDeliveriesResponse, error) {
+	rsp, err := c.PartnerRecoverDeliveries(ctx, clientId, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRecoverDeliveriesResponse(rsp)
+}
+
+// PartnerRotateSecretWithBodyWithResponse Give one of the client's endpoints a new signing secret
+//
+// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+// the same optional `overlap`, the new secret shown in this answer
+// only, and `previous_secret_until` saying until when the old one
+// still signs. The endpoint must be the client's (404 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+func (c *ClientWithResponses) PartnerRotateSecretWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerRotateSecretResponse, error) {
+	rsp, err := c.PartnerRotateSecretWithBody(ctx, clientId, endpointId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRotateSecretResponse(rsp)
+}
+
+// PartnerRotateSecretWithResponse Give one of the client's endpoints a new signing secret
+//
+// `POST /admin/webhooks/{endpoint_id}/rotate-secret` for the partner:
+// the same optional `overlap`, the new secret shown in this answer
+// only, and `previous_secret_until` saying until when the old one
+// still signs. The endpoint must be the client's (404 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret (the `PartnerRotateSecret` operationId).
+func (c *ClientWithResponses) PartnerRotateSecretWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerRotateSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerRotateSecretResponse, error) {
+	rsp, err := c.PartnerRotateSecret(ctx, clientId, endpointId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerRotateSecretResponse(rsp)
+}
+
 // PartnerTestEndpointWithBodyWithResponse Send a test event to one of the client's endpoints now
 //
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
@@ -15766,6 +17798,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
@@ -17477,6 +19516,289 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers TestWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerListAPIKeysResponse parses an HTTP response from a PartnerListAPIKeysWithResponse call
+func ParsePartnerListAPIKeysResponse(rsp *http.Response) (*PartnerListAPIKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerListAPIKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest APIKeyList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerListAPIKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerListAPIKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerCreateAPIKeyResponse parses an HTTP response from a PartnerCreateAPIKeyWithResponse call
+func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerCreateAPIKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest NewAPIKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerCreateAPIKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerCreateAPIKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerRevokeAPIKeyResponse parses an HTTP response from a PartnerRevokeAPIKeyWithResponse call
+func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerRevokeAPIKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerRevokeAPIKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerRevokeAPIKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -19985,6 +22307,590 @@ func ParsePartnerListEndpointsResponse(rsp *http.Response) (*PartnerListEndpoint
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PartnerListEndpointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerCreateEndpointResponse parses an HTTP response from a PartnerCreateEndpointWithResponse call
+func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerCreateEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest EndpointUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest EndpointWriteUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerCreateEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerCreateEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerDeleteEndpointResponse parses an HTTP response from a PartnerDeleteEndpointWithResponse call
+func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerDeleteEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerDeleteEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerDeleteEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerUpdateEndpointResponse parses an HTTP response from a PartnerUpdateEndpointWithResponse call
+func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerUpdateEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Endpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest EndpointUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest EndpointWriteUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerUpdateEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerUpdateEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerRecoverDeliveriesResponse parses an HTTP response from a PartnerRecoverDeliveriesWithResponse call
+func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerRecoverDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RecoverAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerRecoverDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerRecoverDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerRotateSecretResponse parses an HTTP response from a PartnerRotateSecretWithResponse call
+func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerRotateSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointDeleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest EndpointWriteUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PartnerRotateSecretResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerRotateSecretResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -178,7 +178,7 @@ func testBookkeeping(e *env) {
 	if len(eps) != 1 || eps[0].Enabled || eps[0].DisabledReason != "gone for the test" {
 		t.Fatalf("endpoints after a park = %+v, want disabled for the reason given", eps)
 	}
-	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, ep.ID, storelink.EndpointPatch{Enabled: &on})
+	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, "", ep.ID, storelink.EndpointPatch{Enabled: &on})
 	must(t, err)
 
 	// A process whose secret key is no longer the database's claims

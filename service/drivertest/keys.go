@@ -22,7 +22,7 @@ func testDeliveries(e *env) {
 	off, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://off.test/"}, secret)
 	must(e.t, err)
 	disabled := false
-	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, off.ID, storelink.EndpointPatch{Enabled: &disabled})
+	_, err = e.seed.Webhooks.UpdateEndpoint(e.ctx, "", off.ID, storelink.EndpointPatch{Enabled: &disabled})
 	must(e.t, err)
 
 	o := e.order("S1", eanA)

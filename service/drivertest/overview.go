@@ -22,7 +22,7 @@ func testClientFigureRows(e *env) {
 		eps = append(eps, ep)
 	}
 	off := false
-	_, err := e.seed.Webhooks.UpdateEndpoint(ctx, eps[1].ID, storelink.EndpointPatch{Enabled: &off})
+	_, err := e.seed.Webhooks.UpdateEndpoint(ctx, "", eps[1].ID, storelink.EndpointPatch{Enabled: &off})
 	must(t, err)
 	// Two failed deliveries to a, one to c, which is then deleted.
 	for _, ep := range []string{eps[0].ID, eps[0].ID, eps[2].ID} {
@@ -44,7 +44,7 @@ func testClientFigureRows(e *env) {
 		moves = append(moves, service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed})
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
-	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, eps[2].ID))
+	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, "", eps[2].ID))
 
 	// Uploads: rejected, rejected, applied, waiting.
 	var ups []*storelink.Upload
