@@ -93,7 +93,7 @@ func BenchmarkEndpointDetails(b *testing.B) {
 				statements += db.statements() - before
 			}
 			rows := float64(b.N * (n + 1))
-			b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/rows, "cpu-ns/endpoint")
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/rows, "cpu-ns/endpoint")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/rows, "ns/endpoint")
 			if db.name == "postgres" {
 				b.ReportMetric(float64(statements)/float64(b.N), "statements/op")
