@@ -243,7 +243,9 @@ type EndpointService interface {
 	// RotateSecret makes secret the endpoint's secret; the old one is still
 	// used to sign, beside the new one, for overlap.
 	RotateSecret(ctx context.Context, id, secret string, overlap time.Duration) (*Endpoint, error)
-	Endpoints(ctx context.Context, clientID string) ([]Endpoint, error)
+	// Endpoints lists the endpoints of the clients that are not deleted,
+	// oldest first, in one read however many clients are asked.
+	Endpoints(ctx context.Context, clientIDs ...string) ([]Endpoint, error)
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// Redeliver makes a delivery pending again, due now.
 	Redeliver(ctx context.Context, deliveryID string) error

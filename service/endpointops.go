@@ -114,7 +114,7 @@ func (s *Webhooks) Endpoint(ctx context.Context, clientID, id string) (*storelin
 // EndpointDetails lists a client's endpoints, oldest first, with their
 // stats: three statements however many endpoints the client has.
 func (s *Webhooks) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
-	list, err := s.d.ListEndpoints(ctx, clientID)
+	list, err := s.d.ListEndpoints(ctx, []string{clientID})
 	if err != nil {
 		return nil, err
 	}

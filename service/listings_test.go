@@ -52,6 +52,52 @@ func TestEndpointDetailsListsAWholePage(t *testing.T) {
 	})
 }
 
+// The endpoints of many clients are listed in one read, oldest first, and
+// those of no client are none.
+func TestEndpointsOfManyClients(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, db database) {
+		ctx := context.Background()
+		var clients []string
+		var want []string
+		for i := range 30 {
+			p, err := db.svc.Partners.CreatePartner(ctx, fmt.Sprintf("P%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := db.svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c.ID)
+			for j := range 3 {
+				db.clock.advance(time.Millisecond)
+				e, err := db.svc.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://c%d-e%d.test/", i, j)}, endpointSecret)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, e.URL)
+			}
+		}
+		list, err := db.svc.Webhooks.Endpoints(ctx, clients...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, e.URL)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("endpoints of 30 clients = %v\nwant %v", got, want)
+		}
+		if one, err := db.svc.Webhooks.Endpoints(ctx, clients[7]); err != nil || len(one) != 3 || one[0].URL != want[21] || one[2].URL != want[23] {
+			t.Fatalf("endpoints of one client = %+v, %v; want its three, oldest first", one, err)
+		}
+		if none, err := db.svc.Webhooks.Endpoints(ctx); err != nil || none == nil || len(none) != 0 {
+			t.Fatalf("endpoints of no client = %#v, %v; want none", none, err)
+		}
+	})
+}
+
 // EndpointDetails makes as many statements for 200 endpoints as for 10:
 // counted on PostgreSQL, between the services and the server.
 func TestEndpointDetailsStatementsDoNotGrow(t *testing.T) {

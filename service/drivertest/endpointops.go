@@ -167,7 +167,7 @@ func testEndpointOpRows(e *env) {
 	if deleted.DeletedAt == nil || !deleted.DeletedAt.Equal(deletedAt) || deleted.Enabled {
 		t.Fatalf("deleted endpoint = %+v, want deleted at %s, disabled", deleted, deletedAt)
 	}
-	eps, err := e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
+	eps, err := e.d.Webhooks.ListEndpoints(ctx, []string{e.client.ID})
 	must(t, err)
 	if len(eps) != 1 || eps[0].ID != b.ID {
 		t.Fatalf("ListEndpoints after deleting a = %+v, want b only", eps)
