@@ -239,7 +239,9 @@ type EndpointService interface {
 	// CreateEndpoint registers an endpoint with its signing secret (made by
 	// the caller, kept sealed).
 	CreateEndpoint(ctx context.Context, clientID string, n NewEndpoint, secret string) (*Endpoint, error)
-	Endpoints(ctx context.Context, clientID string) ([]Endpoint, error)
+	// Endpoints lists the endpoints of the clients that are not deleted,
+	// oldest first, in one read however many clients are asked.
+	Endpoints(ctx context.Context, clientIDs ...string) ([]Endpoint, error)
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// Redeliver makes a delivery pending again, due now.
 	Redeliver(ctx context.Context, deliveryID string) error

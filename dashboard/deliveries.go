@@ -113,15 +113,13 @@ func clientsOf(list []storelink.Delivery) []string {
 // endpointURLs maps the endpoints of the clients that are not deleted to
 // their URLs, with any password hidden.
 func (h *Handler) endpointURLs(ctx context.Context, clientIDs []string) (map[string]string, error) {
-	urls := map[string]string{}
-	for _, id := range clientIDs {
-		endpoints, err := h.Webhooks.Endpoints(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range endpoints {
-			urls[e.ID] = redactURL(e.URL)
-		}
+	endpoints, err := h.Webhooks.Endpoints(ctx, clientIDs...)
+	if err != nil {
+		return nil, err
+	}
+	urls := make(map[string]string, len(endpoints))
+	for _, e := range endpoints {
+		urls[e.ID] = redactURL(e.URL)
 	}
 	return urls, nil
 }

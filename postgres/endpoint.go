@@ -42,10 +42,10 @@ func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParam
 		secret = $2, updated_at = $3 WHERE id = $4 RETURNING `+endpointColumns, until, sealed, at, id))
 }
 
-// ListEndpoints reads a client's endpoints on the pool.
-func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = $1 AND deleted_at IS NULL
-		ORDER BY created_at, id`, clientID)
+// ListEndpoints reads the clients' endpoints on the pool.
+func (d *webhooks) ListEndpoints(ctx context.Context, clientIDs []string) ([]storelink.Endpoint, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ANY ($1) AND deleted_at IS NULL
+		ORDER BY created_at, id`, clientIDs)
 	if err != nil {
 		return nil, err
 	}

@@ -34,73 +34,88 @@ func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedK
 	return k, nil
 }
 
-// EndpointStats reads the counts (attemptCounts, deliveryCounts) when p asks
-// for them, and the durations at p's ranks (attemptDurations) when it gives
-// any.
-func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (service.EndpointFigures, error) {
-	var f service.EndpointFigures
-	if p.Counts {
-		var err error
-		if f, err = d.attemptCounts(ctx, p.EndpointID, p.Since); err != nil {
-			return f, err
-		}
-		if f.Pending, f.Failed, err = d.deliveryCounts(ctx, p.EndpointID); err != nil {
-			return f, err
+// EndpointStats reads the counts of p's endpoints (endpointCounts) when p
+// asks for them, and the durations at p's ranks (endpointDurations) when it
+// gives any: a statement each.
+func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (map[string]service.EndpointFigures, error) {
+	out := map[string]service.EndpointFigures{}
+	if p.Counts && len(p.EndpointIDs) > 0 {
+		if err := d.endpointCounts(ctx, out, p.EndpointIDs, p.Since); err != nil {
+			return nil, err
 		}
 	}
 	if len(p.Ranks) > 0 {
-		var err error
-		if f.Durations, err = d.attemptDurations(ctx, p.EndpointID, p.Since, p.Ranks); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
-}
-
-// attemptCounts reads the counts by ranges of the index, and the last
-// success and failure by its max of each outcome, in one statement.
-// "succeeded IN (false, true)" makes the start of the window a bound of the
-// index's scan, not a filter of every attempt of the endpoint.
-func (d *webhooks) attemptCounts(ctx context.Context, endpointID string, since time.Time) (service.EndpointFigures, error) {
-	var c service.EndpointFigures
-	err := d.db.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2),
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded AND at >= $2),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND succeeded),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = $1 AND NOT succeeded)`,
-		endpointID, since).Scan(&c.Attempts, &c.Succeeded, &c.LastSuccess, &c.LastFailure)
-	return c, err
-}
-
-// attemptDurations sorts the window's durations once and picks the ranks;
-// the window is read as attemptCounts reads it.
-func (d *webhooks) attemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT r, duration_ms FROM (
-			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
-			WHERE endpoint_id = $1 AND succeeded IN (false, true) AND at >= $2) AS ranked
-		WHERE r = ANY ($3)`, endpointID, since, ranks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	byRank := map[int64]int64{}
-	for rows.Next() {
-		var r, ms int64
-		if err := rows.Scan(&r, &ms); err != nil {
+		if err := d.endpointDurations(ctx, out, p.Since, p.Ranks); err != nil {
 			return nil, err
 		}
-		byRank[r] = ms
 	}
-	return byRank, rows.Err()
+	return out, nil
 }
 
-// deliveryCounts counts in the partial indexes of pending deliveries by
-// endpoint and order (deliveries_order) and of failed ones by endpoint.
-func (d *webhooks) deliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
-	err = d.db.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM deliveries WHERE state = 'pending' AND endpoint_id = $1),
-		(SELECT count(*) FROM deliveries WHERE state = 'failed' AND endpoint_id = $1)`, endpointID).Scan(&pending, &failed)
-	return pending, failed, err
+// endpointCounts reads, for each endpoint of ids, the counts by ranges of
+// the index and the last success and failure by its max of each outcome,
+// and counts its deliveries in the partial indexes of pending deliveries
+// by endpoint and order (deliveries_order) and of failed ones by endpoint,
+// in one statement. "succeeded IN (false, true)" makes the start of the
+// window a bound of the index's scan, not a filter of every attempt of
+// the endpoint.
+func (d *webhooks) endpointCounts(ctx context.Context, out map[string]service.EndpointFigures, ids []string, since time.Time) error {
+	rows, err := d.db.pool.Query(ctx, `SELECT ids.id,
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded IN (false, true) AND at >= $2),
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded AND at >= $2),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ids.id AND NOT succeeded),
+		(SELECT count(*) FROM deliveries WHERE state = 'pending' AND endpoint_id = ids.id),
+		(SELECT count(*) FROM deliveries WHERE state = 'failed' AND endpoint_id = ids.id)
+		FROM unnest($1::text[]) AS ids (id)`, ids, since)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var c service.EndpointFigures
+		if err := rows.Scan(&id, &c.Attempts, &c.Succeeded, &c.LastSuccess, &c.LastFailure, &c.Pending, &c.Failed); err != nil {
+			return err
+		}
+		out[id] = c
+	}
+	return rows.Err()
+}
+
+// endpointDurations sorts each endpoint's durations in the window once and
+// picks its ranks, setting them in out; the window is read as
+// endpointCounts reads it.
+func (d *webhooks) endpointDurations(ctx context.Context, out map[string]service.EndpointFigures, since time.Time, ranks map[string][]int64) error {
+	var es []string
+	var rs []int64
+	for id, list := range ranks {
+		for _, r := range list {
+			es, rs = append(es, id), append(rs, r)
+		}
+	}
+	rows, err := d.db.pool.Query(ctx, `SELECT w.e, w.r, ranked.duration_ms FROM (
+			SELECT endpoint_id, duration_ms, row_number() OVER (PARTITION BY endpoint_id ORDER BY duration_ms) - 1 AS r
+			FROM delivery_attempts WHERE endpoint_id = ANY ($1) AND succeeded IN (false, true) AND at >= $3) AS ranked
+		JOIN unnest($1::text[], $2::bigint[]) AS w (e, r) ON ranked.endpoint_id = w.e AND ranked.r = w.r`, es, rs, since)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var r, ms int64
+		if err := rows.Scan(&id, &r, &ms); err != nil {
+			return err
+		}
+		f := out[id]
+		if f.Durations == nil {
+			f.Durations = map[int64]int64{}
+		}
+		f.Durations[r] = ms
+		out[id] = f
+	}
+	return rows.Err()
 }
 
 // GetDelivery reads a delivery on the pool.

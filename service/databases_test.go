@@ -20,6 +20,9 @@ type database struct {
 	name  string
 	svc   *service.Services
 	clock *clock
+	// statements counts the statements run so far, where the database
+	// was opened to count them (openCounted).
+	statements func() int64
 }
 
 // clock is a settable clock for the services.
@@ -58,7 +61,7 @@ func eachDatabase(t *testing.T, fn func(t *testing.T, db database)) {
 func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
 
 // options are the services' options as serve sets them, on clock c.
-func options(t *testing.T, c *clock) []service.Option {
+func options(t testing.TB, c *clock) []service.Option {
 	key := make([]byte, storelink.SealKeySize)
 	_, _ = rand.Read(key)
 	sealer, err := storelink.NewSealer(key)
@@ -69,7 +72,7 @@ func options(t *testing.T, c *clock) []service.Option {
 }
 
 // client makes a partner with a client in Germany and stores S1 and S2.
-func client(t *testing.T, db database) *storelink.NewClient {
+func client(t testing.TB, db database) *storelink.NewClient {
 	ctx := context.Background()
 	p, err := db.svc.Partners.CreatePartner(ctx, "Acme")
 	if err != nil {

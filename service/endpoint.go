@@ -69,9 +69,9 @@ type EndpointCalls interface {
 	// secret moved aside is the one replaced, whatever runs meanwhile. It
 	// returns the endpoint as stored, or ErrNotFound.
 	RotateSecret(ctx context.Context, p RotateSecretParams) (*storelink.Endpoint, error)
-	// ListEndpoints returns a client's endpoints that are not deleted,
-	// oldest first, never nil.
-	ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error)
+	// ListEndpoints returns the endpoints of the clients that are not
+	// deleted, oldest first, never nil, in one statement.
+	ListEndpoints(ctx context.Context, clientIDs []string) ([]storelink.Endpoint, error)
 	// ListDeliveries returns the deliveries f selects, newest first, at most
 	// f.Limit, each with its attempts in their order; never nil. f.State is
 	// empty or one of the delivery states; f.Before, when set, is a
@@ -235,9 +235,12 @@ func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string
 	return e, nil
 }
 
-// Endpoints lists a client's endpoints, oldest first.
-func (s *Webhooks) Endpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	return s.d.ListEndpoints(ctx, clientID)
+// Endpoints lists the clients' endpoints, oldest first.
+func (s *Webhooks) Endpoints(ctx context.Context, clientIDs ...string) ([]storelink.Endpoint, error) {
+	if len(clientIDs) == 0 {
+		return []storelink.Endpoint{}, nil
+	}
+	return s.d.ListEndpoints(ctx, clientIDs)
 }
 
 // Deliveries lists deliveries, newest first, each with its attempts. A

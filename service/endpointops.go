@@ -19,25 +19,30 @@ type EndpointReads interface {
 	// EndpointKeys returns an endpoint's key and secrets, sealed as kept,
 	// or ErrNotFound.
 	EndpointKeys(ctx context.Context, id string) (SealedKeys, error)
-	// EndpointStats reads the figures p asks of an endpoint's attempts made
-	// at or after p.Since and of its deliveries now; those not asked are
-	// zero.
-	EndpointStats(ctx context.Context, p EndpointStatsParams) (EndpointFigures, error)
+	// EndpointStats reads the figures p asks of the attempts of each of
+	// p's endpoints made at or after p.Since and of its deliveries now, in
+	// a number of statements that does not grow with the endpoints; those
+	// not asked are zero, and an endpoint with no figures may be missing
+	// from the map.
+	EndpointStats(ctx context.Context, p EndpointStatsParams) (map[string]EndpointFigures, error)
 	// GetDelivery returns a delivery without its attempts, or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (*storelink.Delivery, error)
 }
 
-// EndpointStatsParams say which figures EndpointStats reads.
+// EndpointStatsParams say which figures EndpointStats reads, and of which
+// endpoints.
 type EndpointStatsParams struct {
-	EndpointID string
+	// EndpointIDs are the endpoints whose counts are read.
+	EndpointIDs []string
 	// Since is when the attempts counted begin.
 	Since time.Time
 	// Counts asks for the counts of attempts and deliveries and the times
-	// of the last attempts.
+	// of the last attempts of each of EndpointIDs.
 	Counts bool
-	// Ranks are the ranks, from 0, of the durations to read among the
-	// attempts counted, ordered by duration; none for no durations.
-	Ranks []int64
+	// Ranks are, by endpoint, the ranks from 0 of the durations to read
+	// among its attempts counted, ordered by duration; none for no
+	// durations. Its endpoints need not be among EndpointIDs.
+	Ranks map[string][]int64
 }
 
 // EndpointFigures are an endpoint's figures as a driver reads them.
@@ -99,28 +104,21 @@ func (s *Webhooks) Endpoint(ctx context.Context, clientID, id string) (*storelin
 	if err != nil {
 		return nil, err
 	}
-	d := &storelink.EndpointDetail{Endpoint: *e}
-	if d.Stats, err = s.endpointStats(ctx, e.ID); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// EndpointDetails lists a client's endpoints, oldest first, with their
-// stats.
-func (s *Webhooks) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
-	list, err := s.d.ListEndpoints(ctx, clientID)
+	out, err := s.withStats(ctx, []storelink.Endpoint{*e})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]storelink.EndpointDetail, len(list))
-	for i, e := range list {
-		out[i].Endpoint = e
-		if out[i].Stats, err = s.endpointStats(ctx, e.ID); err != nil {
-			return nil, err
-		}
+	return &out[0], nil
+}
+
+// EndpointDetails lists a client's endpoints, oldest first, with their
+// stats: three statements however many endpoints the client has.
+func (s *Webhooks) EndpointDetails(ctx context.Context, clientID string) ([]storelink.EndpointDetail, error) {
+	list, err := s.d.ListEndpoints(ctx, []string{clientID})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return s.withStats(ctx, list)
 }
 
 // endpointOf reads an endpoint; one of another client than clientID (when
@@ -136,35 +134,60 @@ func (s *Webhooks) endpointOf(ctx context.Context, clientID, id string) (*storel
 	return e, nil
 }
 
-// endpointStats works an endpoint's stats out of its attempts of the last
-// StatsWindow and its deliveries now. The latencies are by nearest rank:
-// the p-quantile of n durations is the ceil(p·n)-th smallest.
-func (s *Webhooks) endpointStats(ctx context.Context, id string) (storelink.EndpointStats, error) {
-	since := s.now().Add(-storelink.StatsWindow)
-	st := storelink.EndpointStats{Since: since}
-	c, err := s.d.EndpointStats(ctx, EndpointStatsParams{EndpointID: id, Since: since, Counts: true})
-	if err != nil {
-		return st, fmt.Errorf("count attempts and deliveries of endpoint %s: %w", id, err)
+// withStats works the endpoints' stats out of their attempts of the last
+// StatsWindow and their deliveries now: the counts of every endpoint in one
+// read, then the durations at the ranks of the latencies of those with
+// attempts in another. The latencies are by nearest rank: the p-quantile
+// of n durations is the ceil(p·n)-th smallest.
+func (s *Webhooks) withStats(ctx context.Context, list []storelink.Endpoint) ([]storelink.EndpointDetail, error) {
+	out := make([]storelink.EndpointDetail, len(list))
+	if len(list) == 0 {
+		return out, nil
 	}
-	st.Attempts, st.Succeeded, st.Failed = c.Attempts, c.Succeeded, c.Attempts-c.Succeeded
-	st.LastSuccessAt, st.LastFailureAt = c.LastSuccess, c.LastFailure
-	st.Pending, st.FailedDeliveries = c.Pending, c.Failed
-	if c.Attempts > 0 {
-		rate := math.Round(float64(c.Succeeded)/float64(c.Attempts)*1e4) / 1e4
-		st.SuccessRate = &rate
-		p50, p95 := nearestRank(0.5, c.Attempts), nearestRank(0.95, c.Attempts)
-		ds, err := s.d.EndpointStats(ctx, EndpointStatsParams{EndpointID: id, Since: since, Ranks: []int64{p50, p95}})
-		if err != nil {
-			return st, fmt.Errorf("read attempt durations of endpoint %s: %w", id, err)
+	since := s.now().Add(-storelink.StatsWindow)
+	ids := make([]string, len(list))
+	for i, e := range list {
+		out[i].Endpoint, ids[i] = e, e.ID
+	}
+	counts, err := s.d.EndpointStats(ctx, EndpointStatsParams{EndpointIDs: ids, Since: since, Counts: true})
+	if err != nil {
+		return nil, fmt.Errorf("count attempts and deliveries of %d endpoints: %w", len(ids), err)
+	}
+	ranks := map[string][]int64{}
+	for i, id := range ids {
+		c := counts[id]
+		st := storelink.EndpointStats{Since: since}
+		st.Attempts, st.Succeeded, st.Failed = c.Attempts, c.Succeeded, c.Attempts-c.Succeeded
+		st.LastSuccessAt, st.LastFailureAt = c.LastSuccess, c.LastFailure
+		st.Pending, st.FailedDeliveries = c.Pending, c.Failed
+		if c.Attempts > 0 {
+			rate := math.Round(float64(c.Succeeded)/float64(c.Attempts)*1e4) / 1e4
+			st.SuccessRate = &rate
+			ranks[id] = []int64{nearestRank(0.5, c.Attempts), nearestRank(0.95, c.Attempts)}
 		}
-		if d, ok := ds.Durations[p50]; ok {
+		out[i].Stats = st
+	}
+	if len(ranks) == 0 {
+		return out, nil
+	}
+	ds, err := s.d.EndpointStats(ctx, EndpointStatsParams{Since: since, Ranks: ranks})
+	if err != nil {
+		return nil, fmt.Errorf("read attempt durations of %d endpoints: %w", len(ranks), err)
+	}
+	for i, id := range ids {
+		r, ok := ranks[id]
+		if !ok {
+			continue
+		}
+		st := &out[i].Stats
+		if d, ok := ds[id].Durations[r[0]]; ok {
 			st.LatencyP50MS = &d
 		}
-		if d, ok := ds.Durations[p95]; ok {
+		if d, ok := ds[id].Durations[r[1]]; ok {
 			st.LatencyP95MS = &d
 		}
 	}
-	return st, nil
+	return out, nil
 }
 
 // nearestRank is the rank, from 0, of the p-quantile of n values.

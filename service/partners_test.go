@@ -199,7 +199,7 @@ func TestSessionsLastWhileTheirKey(t *testing.T) {
 
 // applyStockRows applies stock rows of the client through an upload, as
 // the worker applies one.
-func applyStockRows(t *testing.T, db database, clientID string, rows ...storelink.StockRow) {
+func applyStockRows(t testing.TB, db database, clientID string, rows ...storelink.StockRow) {
 	t.Helper()
 	ctx := context.Background()
 	_, _, err := db.svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},

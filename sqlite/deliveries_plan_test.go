@@ -42,13 +42,20 @@ func TestDeliveriesListingPlans(t *testing.T) {
 	}
 }
 
-// An endpoint's stats read only the covering index of its attempts, never
-// every attempt nor a row: the endpoint's range of it, from the start of
-// the window (or its last entry of each outcome).
+// The endpoints' stats read only the covering index of their attempts,
+// never every attempt nor a row: each endpoint's range of it, from the
+// start of the window (or its last entry of each outcome).
 func TestEndpointStatsPlans(t *testing.T) {
 	db, _ := batchFixture(t, 1)
-	for _, q := range []string{attemptCountsSQL, attemptDurationsSQL} {
-		rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+q, "e", 0, "[0]")
+	for _, c := range []struct {
+		q    string
+		args []any
+	}{
+		{endpointCountsSQL, []any{`["e","f"]`, 0}},
+		{endpointDurationsSQL, []any{0, `[["e",0],["f",1]]`}},
+	} {
+		q := c.q
+		rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+q, c.args...)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -92,9 +92,9 @@ func (d *webhooks) RotateSecret(ctx context.Context, p service.RotateSecretParam
 }
 
 // ListEndpoints reads a client's endpoints on the read pool.
-func (d *webhooks) ListEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE client_id = ? AND deleted_at IS NULL
-		ORDER BY created_at, id`, clientID)
+func (d *webhooks) ListEndpoints(ctx context.Context, clientIDs []string) ([]storelink.Endpoint, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints
+		WHERE client_id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL ORDER BY created_at, id`, jsonList(clientIDs))
 	if err != nil {
 		return nil, err
 	}

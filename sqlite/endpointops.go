@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 
 	"storelink"
@@ -15,21 +16,35 @@ import (
 // covering index delivery_attempts_endpoint (endpoint, outcome, time,
 // duration) and never a row.
 
-// The stats' statements: ?1 is the endpoint, ?2 the start of the window.
-// "succeeded IN (0, 1)" lets the index's time order serve both outcomes'
-// ranges.
+// The stats' statements read the figures of many endpoints at once, each
+// endpoint's by seeks of the indexes as one endpoint's would be.
 const (
-	attemptCountsSQL = `SELECT
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2),
-		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1 AND at >= ?2),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 1),
-		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ?1 AND succeeded = 0)`
-	// attemptDurationsSQL ranks the window's durations; ?3 is a JSON array
-	// of the ranks wanted.
-	attemptDurationsSQL = `SELECT r, duration_ms FROM (
-			SELECT duration_ms, row_number() OVER (ORDER BY duration_ms) - 1 AS r FROM delivery_attempts
-			WHERE endpoint_id = ?1 AND succeeded IN (0, 1) AND at >= ?2)
-		WHERE r IN (SELECT value FROM json_each(?3))`
+	// endpointCountsSQL counts the attempts and deliveries of the
+	// endpoints of ?1, a JSON array of ids, with attempts since ?2, and
+	// reads the times of their last successes and failures. "succeeded
+	// IN (0, 1)" lets the index's time order serve both outcomes' ranges.
+	// The pending deliveries are counted in one pass over the index of
+	// every pending one (an index of them by endpoint would cost a write
+	// on every delivery's way through the queue); the failed ones in
+	// their index by endpoint.
+	endpointCountsSQL = `WITH ids(id) AS (SELECT value FROM json_each(?1)),
+		pending(id, n) AS (SELECT endpoint_id, count(*) FROM deliveries INDEXED BY deliveries_pending
+			WHERE state = 'pending' AND endpoint_id IN (SELECT id FROM ids) GROUP BY endpoint_id)
+		SELECT ids.id,
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded IN (0, 1) AND at >= ?2),
+		(SELECT count(*) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded = 1 AND at >= ?2),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded = 1),
+		(SELECT max(at) FROM delivery_attempts WHERE endpoint_id = ids.id AND succeeded = 0),
+		coalesce(pending.n, 0),
+		(SELECT count(*) FROM deliveries INDEXED BY deliveries_failed_endpoint WHERE state = 'failed' AND endpoint_id = ids.id)
+		FROM ids LEFT JOIN pending ON pending.id = ids.id`
+	// endpointDurationsSQL ranks the window's durations of each endpoint
+	// asked; ?2 is a JSON array of [endpoint, rank] pairs wanted.
+	endpointDurationsSQL = `WITH want(e, r) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?2))
+		SELECT e, r, duration_ms FROM (
+			SELECT endpoint_id AS e, duration_ms, row_number() OVER (PARTITION BY endpoint_id ORDER BY duration_ms) - 1 AS r
+			FROM delivery_attempts WHERE endpoint_id IN (SELECT e FROM want) AND succeeded IN (0, 1) AND at >= ?1)
+		WHERE (e, r) IN (SELECT e, r FROM want)`
 )
 
 // GetEndpoint reads an endpoint, deleted or not, on the read pool.
@@ -52,67 +67,76 @@ func (d *webhooks) EndpointKeys(ctx context.Context, id string) (service.SealedK
 	return k, nil
 }
 
-// EndpointStats reads the counts (attemptCounts, deliveryCounts) when p asks
-// for them, and the durations at p's ranks (attemptDurations) when it gives
-// any.
-func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (service.EndpointFigures, error) {
-	var f service.EndpointFigures
-	if p.Counts {
-		var err error
-		if f, err = d.attemptCounts(ctx, p.EndpointID, p.Since); err != nil {
-			return f, err
-		}
-		if f.Pending, f.Failed, err = d.deliveryCounts(ctx, p.EndpointID); err != nil {
-			return f, err
+// EndpointStats reads the counts of p's endpoints (endpointCounts) when p
+// asks for them, and the durations at p's ranks (endpointDurations) when it
+// gives any: a statement each.
+func (d *webhooks) EndpointStats(ctx context.Context, p service.EndpointStatsParams) (map[string]service.EndpointFigures, error) {
+	out := map[string]service.EndpointFigures{}
+	if p.Counts && len(p.EndpointIDs) > 0 {
+		if err := d.endpointCounts(ctx, out, p.EndpointIDs, p.Since); err != nil {
+			return nil, err
 		}
 	}
 	if len(p.Ranks) > 0 {
-		var err error
-		if f.Durations, err = d.attemptDurations(ctx, p.EndpointID, p.Since, p.Ranks); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
-}
-
-// attemptCounts reads the counts by ranges of the index, and the last
-// success and failure by its max of each outcome.
-func (d *webhooks) attemptCounts(ctx context.Context, endpointID string, since time.Time) (service.EndpointFigures, error) {
-	var c service.EndpointFigures
-	var success, failure sql.NullInt64
-	err := d.db.read.QueryRowContext(ctx, attemptCountsSQL, endpointID, ms(since)).Scan(&c.Attempts, &c.Succeeded, &success, &failure)
-	c.LastSuccess, c.LastFailure = fromNullMS(success), fromNullMS(failure)
-	return c, err
-}
-
-// attemptDurations sorts the window's durations once and picks the ranks.
-func (d *webhooks) attemptDurations(ctx context.Context, endpointID string, since time.Time, ranks []int64) (map[int64]int64, error) {
-	rows, err := d.db.read.QueryContext(ctx, attemptDurationsSQL, endpointID, ms(since), jsonInts(ranks))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	byRank := map[int64]int64{}
-	for rows.Next() {
-		var r, ms int64
-		if err := rows.Scan(&r, &ms); err != nil {
+		if err := d.endpointDurations(ctx, out, p.Since, p.Ranks); err != nil {
 			return nil, err
 		}
-		byRank[r] = ms
 	}
-	return byRank, rows.Err()
+	return out, nil
 }
 
-// deliveryCounts counts the pending deliveries in the index of every
-// pending one (an index of them by endpoint would cost a write on every
-// delivery's way through the queue), and the failed ones in their index by
-// endpoint.
-func (d *webhooks) deliveryCounts(ctx context.Context, endpointID string) (pending, failed int, err error) {
-	err = d.db.read.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND endpoint_id = ?1),
-		(SELECT count(*) FROM deliveries INDEXED BY deliveries_failed_endpoint WHERE state = 'failed' AND endpoint_id = ?1)`,
-		endpointID).Scan(&pending, &failed)
-	return pending, failed, err
+// endpointCounts sets the counts of the endpoints ids in out.
+func (d *webhooks) endpointCounts(ctx context.Context, out map[string]service.EndpointFigures, ids []string, since time.Time) error {
+	rows, err := d.db.read.QueryContext(ctx, endpointCountsSQL, jsonList(ids), ms(since))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var c service.EndpointFigures
+		var success, failure sql.NullInt64
+		if err := rows.Scan(&id, &c.Attempts, &c.Succeeded, &success, &failure, &c.Pending, &c.Failed); err != nil {
+			return err
+		}
+		c.LastSuccess, c.LastFailure = fromNullMS(success), fromNullMS(failure)
+		out[id] = c
+	}
+	return rows.Err()
+}
+
+// endpointDurations sorts each endpoint's durations in the window once and
+// picks its ranks, setting them in out.
+func (d *webhooks) endpointDurations(ctx context.Context, out map[string]service.EndpointFigures, since time.Time, ranks map[string][]int64) error {
+	b := []byte{'['}
+	for id, rs := range ranks {
+		for _, r := range rs {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(appendJSONString(append(b, '['), id), ',')
+			b = append(strconv.AppendInt(b, r, 10), ']')
+		}
+	}
+	rows, err := d.db.read.QueryContext(ctx, endpointDurationsSQL, ms(since), string(append(b, ']')))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var r, ms int64
+		if err := rows.Scan(&id, &r, &ms); err != nil {
+			return err
+		}
+		f := out[id]
+		if f.Durations == nil {
+			f.Durations = map[int64]int64{}
+		}
+		f.Durations[r] = ms
+		out[id] = f
+	}
+	return rows.Err()
 }
 
 // GetDelivery reads a delivery on the read pool.

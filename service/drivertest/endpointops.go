@@ -73,24 +73,31 @@ func testEndpointOpRows(e *env) {
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
 
-	c, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Counts: true})
+	both, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointIDs: []string{a.ID, b.ID, "nope"}, Since: at, Counts: true})
 	must(t, err)
+	c := both[a.ID]
 	if c.Attempts != 3 || c.Succeeded != 1 || c.LastSuccess == nil || !c.LastSuccess.Equal(at) || c.LastFailure == nil || !c.LastFailure.Equal(at) {
 		t.Fatalf("EndpointStats(a, since the attempts) = %+v, want 3, 1 succeeded, the last of each at %s", c, at)
 	}
-	c, err = e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at.Add(time.Millisecond), Counts: true})
-	must(t, err)
+	if c := both[b.ID]; c.Attempts != 1 || c.Succeeded != 1 || c.LastSuccess == nil || !c.LastSuccess.Equal(at) || c.LastFailure != nil {
+		t.Fatalf("EndpointStats(b, read with a) = %+v, want its one attempt, succeeded at %s", c, at)
+	}
+	if c := both["nope"]; c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
+		t.Fatalf("EndpointStats of no endpoint, read with a = %+v", c)
+	}
+	c = e.figures(service.EndpointStatsParams{EndpointIDs: []string{a.ID}, Since: at.Add(time.Millisecond), Counts: true})[a.ID]
 	if c.Attempts != 0 || c.Succeeded != 0 || c.LastSuccess == nil || c.LastFailure == nil {
 		t.Fatalf("EndpointStats(a, after the attempts) = %+v, want none counted, the last of each however long ago", c)
 	}
-	f, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Ranks: []int64{2, 0, 3}})
-	must(t, err)
-	ds := f.Durations
-	if len(ds) != 2 || ds[0] != 10 || ds[2] != 30 {
+	ranked := e.figures(service.EndpointStatsParams{Since: at, Ranks: map[string][]int64{a.ID: {2, 0, 3}, b.ID: {0, 1}, "nope": {0}}})
+	if ds := ranked[a.ID].Durations; len(ds) != 2 || ds[0] != 10 || ds[2] != 30 {
 		t.Fatalf("EndpointStats(a, ranks 2, 0, 3) = %v, want 0: 10 ms, 2: 30 ms and no rank 3", ds)
 	}
-	if c, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: "nope", Since: at, Counts: true}); err != nil || c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
-		t.Fatalf("EndpointStats of no endpoint = %+v, %v", c, err)
+	if ds := ranked[b.ID].Durations; len(ds) != 1 || ds[0] != 99 {
+		t.Fatalf("EndpointStats(b, ranks 0, 1) = %v, want 0: 99 ms and no rank 1", ds)
+	}
+	if c := e.figures(service.EndpointStatsParams{EndpointIDs: []string{"nope"}, Since: at, Counts: true})["nope"]; c.Attempts != 0 || c.LastSuccess != nil || c.LastFailure != nil {
+		t.Fatalf("EndpointStats of no endpoint = %+v", c)
 	}
 	list, err := e.d.Webhooks.ListDeliveries(ctx, storelink.DeliveryFilter{EndpointID: a.ID, Limit: 10})
 	must(t, err)
@@ -102,10 +109,12 @@ func testEndpointOpRows(e *env) {
 			t.Fatalf("delivery to a = %+v, want its attempt with the URL it went to", d)
 		}
 	}
-	f, err = e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Since: at, Counts: true})
-	pending, failed := f.Pending, f.Failed
-	if err != nil || pending != 1 || failed != 1 {
-		t.Fatalf("EndpointStats(a) = %d, %d, %v; want 1 pending, 1 failed", pending, failed, err)
+	f := e.figures(service.EndpointStatsParams{EndpointIDs: []string{a.ID, b.ID}, Since: at, Counts: true})
+	if pending, failed := f[a.ID].Pending, f[a.ID].Failed; pending != 1 || failed != 1 {
+		t.Fatalf("EndpointStats(a) = %d, %d; want 1 pending, 1 failed", pending, failed)
+	}
+	if pending, failed := f[b.ID].Pending, f[b.ID].Failed; pending != 0 || failed != 0 {
+		t.Fatalf("EndpointStats(b) = %d, %d; want none pending or failed", pending, failed)
 	}
 	failedID := byEvent[claimed[1].Job.EventID]
 	d, err := e.d.Webhooks.GetDelivery(ctx, failedID)
@@ -158,7 +167,7 @@ func testEndpointOpRows(e *env) {
 	if deleted.DeletedAt == nil || !deleted.DeletedAt.Equal(deletedAt) || deleted.Enabled {
 		t.Fatalf("deleted endpoint = %+v, want deleted at %s, disabled", deleted, deletedAt)
 	}
-	eps, err := e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
+	eps, err := e.d.Webhooks.ListEndpoints(ctx, []string{e.client.ID})
 	must(t, err)
 	if len(eps) != 1 || eps[0].ID != b.ID {
 		t.Fatalf("ListEndpoints after deleting a = %+v, want b only", eps)
@@ -175,8 +184,8 @@ func testEndpointOpRows(e *env) {
 	if len(ids) != 2 || !slices.Contains(ids, failedID) {
 		t.Fatalf("cancelled deliveries = %v, want the recovered one and the retried one", ids)
 	}
-	if f, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointID: a.ID, Counts: true}); err != nil || f.Pending != 0 || f.Failed != 0 {
-		t.Fatalf("EndpointStats(a) after its deletion = %d, %d, %v; want none", f.Pending, f.Failed, err)
+	if f := e.figures(service.EndpointStatsParams{EndpointIDs: []string{a.ID}, Counts: true})[a.ID]; f.Pending != 0 || f.Failed != 0 {
+		t.Fatalf("EndpointStats(a) after its deletion = %d, %d; want none", f.Pending, f.Failed)
 	}
 	// The attempt in flight is recorded and moves nothing.
 	flying := again[0].Job
@@ -282,4 +291,12 @@ func testListingRows(e *env) {
 	if got := countries("", "", nil); len(got) != 3 {
 		t.Fatalf("ListClients = %q, want all 3", got)
 	}
+}
+
+// figures reads the endpoints' figures p asks.
+func (e *env) figures(p service.EndpointStatsParams) map[string]service.EndpointFigures {
+	e.t.Helper()
+	f, err := e.d.Webhooks.EndpointStats(e.ctx, p)
+	must(e.t, err)
+	return f
 }

@@ -48,14 +48,17 @@ func testEndpointRows(e *env) {
 		Enabled: true, CreatedAt: at2, UpdatedAt: at2}
 	e.sameEndpoint("inserted without key or states", plain, wantPlain)
 
-	list, err := e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
+	list, err := e.d.Webhooks.ListEndpoints(ctx, []string{e.client.ID})
 	must(t, err)
 	if len(list) != 2 {
 		t.Fatalf("ListEndpoints = %+v, want both, oldest first", list)
 	}
 	e.sameEndpoint("listed first", &list[0], want)
 	e.sameEndpoint("listed second", &list[1], wantPlain)
-	if none, err := e.d.Webhooks.ListEndpoints(ctx, "nope"); err != nil || none == nil || len(none) != 0 {
+	if both, err := e.d.Webhooks.ListEndpoints(ctx, []string{"nope", e.client.ID}); err != nil || len(both) != 2 || both[0].ID != keyed.ID || both[1].ID != plain.ID {
+		t.Fatalf("ListEndpoints of no client and the client = %+v, %v; want the client's two, oldest first", both, err)
+	}
+	if none, err := e.d.Webhooks.ListEndpoints(ctx, []string{"nope"}); err != nil || none == nil || len(none) != 0 {
 		t.Fatalf("ListEndpoints of no client = %#v, %v; want empty, not nil", none, err)
 	}
 
@@ -92,7 +95,7 @@ func testEndpointRows(e *env) {
 	_, err = tx.UpdateEndpoint(ctx, keyed.ID, service.EndpointChange{URL: &other, At: e.tick()})
 	must(t, err)
 	must(t, tx.Rollback(ctx))
-	list, err = e.d.Webhooks.ListEndpoints(ctx, e.client.ID)
+	list, err = e.d.Webhooks.ListEndpoints(ctx, []string{e.client.ID})
 	must(t, err)
 	e.sameEndpoint("after a rolled back update", &list[0], want)
 }
