@@ -16,6 +16,7 @@ const (
 	ENOTFOUND      = "not_found"            // 404
 	EGONE          = "gone"                 // it existed and is no longer kept: 410
 	ECONFLICT      = "conflict"             // the current state does not allow it: 409
+	ECURSORAHEAD   = "cursor_ahead"         // a feed's cursor is past its newest event: 409
 	ETOOLARGE      = "too_large"            // 413
 	EUNSUPPORTED   = "unsupported"          // unsupported media type: 415
 	EUNPROCESSABLE = "unprocessable"        // well-formed but semantically wrong: 422
@@ -37,6 +38,8 @@ type Error struct {
 	// which the same request should fit) and on EUNAVAILABLE (when to try
 	// again).
 	RetryAfter int
+	// Cursor is set on ECURSORAHEAD: the feed's newest cursor.
+	Cursor string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("storelink: %s: %s", e.Code, e.Message) }
@@ -65,6 +68,17 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Internal error."
+}
+
+// CursorAhead is the answer to a feed read with a cursor past the feed's
+// newest event, newest ("0" when the feed has none yet).
+func CursorAhead(after, newest string) *Error {
+	if len(after) > 64 {
+		after = after[:64]
+	}
+	return &Error{Code: ECURSORAHEAD, Cursor: newest, Message: fmt.Sprintf(
+		"after %q is past the newest event of this feed, %s: this database did not give it out, or has been restored from a backup taken before that event. Read on with after=%s.",
+		after, newest, newest)}
 }
 
 // NoSpace is the answer to a write that found the disk full, whichever

@@ -301,6 +301,7 @@ type OrderService interface {
 type EventService interface {
 	// Events lists events after the cursor ("" for the start) and the
 	// cursor to continue from (the last event's, or after when none).
-	// Errors: EINVALID for a cursor this service did not make.
+	// Errors: EINVALID for a cursor this service did not make,
+	// ECURSORAHEAD (with the newest cursor) for one past the newest event.
 	Events(ctx context.Context, clientID, after string, limit int) ([]EventRecord, string, error)
 }

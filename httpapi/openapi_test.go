@@ -479,6 +479,7 @@ func orderConformCalls(a *api, admin map[string]string, otherClient string) []ca
 		{"GET", "/events/" + c, "", key, 200},
 		{"GET", "/events/" + c + "?after=2&limit=3", "", key, 200},
 		{"GET", "/events/" + c + "?after=abc", "", key, 400},
+		{"GET", "/events/" + c + "?after=9999999", "", key, 409},
 		{"GET", "/events/" + c + "?limit=0", "", key, 400},
 		{"GET", "/events/" + c, "", nil, 401},
 		{"GET", "/events/" + otherClient, "", key, 403},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -274,6 +275,29 @@ func TestOrderLifecycle(t *testing.T) {
 			t.Errorf("pulled event %d = %s, want %s", i, pulled[i], raws[i])
 		}
 	}
+	// A cursor past the newest event (the consumer's, after the database
+	// was restored from an older backup) is a 409 naming the newest; the
+	// newest itself is an empty page.
+	var all eventPage
+	resp, b = a.do("GET", "/events/"+a.ClientID+"?limit=1000", nil, map[string]string{"x-api-key": a.APIKey})
+	if resp.StatusCode != 200 || json.Unmarshal(b, &all) != nil || all.NextCursor == "" {
+		t.Fatalf("GET /events = %d %s", resp.StatusCode, b)
+	}
+	newest := all.NextCursor
+	n, _ := strconv.Atoi(newest)
+	resp, b = a.do("GET", "/events/"+a.ClientID+"?after="+strconv.Itoa(n+7), nil, map[string]string{"x-api-key": a.APIKey})
+	if p := problem(t, resp, b, 409); p.Type != "/problems/cursor_ahead" || p.NewestCursor != newest || !strings.Contains(p.Detail, "after="+newest) {
+		t.Fatalf("after a cursor past the newest: %+v, want cursor_ahead naming %s", p, newest)
+	}
+	resp, b = a.do("GET", "/events/"+a.ClientID+"?after="+newest, nil, map[string]string{"x-api-key": a.APIKey})
+	if resp.StatusCode != 200 || string(b) != `{"events":[],"next_cursor":"`+newest+`"}`+"\n" {
+		t.Fatalf("after the newest cursor = %d %s, want an empty page", resp.StatusCode, b)
+	}
+	resp, b = a.do("GET", "/problems/cursor_ahead", nil, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "newest_cursor") {
+		t.Fatalf("GET /problems/cursor_ahead = %d %s", resp.StatusCode, b)
+	}
+
 	// The partner's client for another country: its key here is 403.
 	var other storelink.NewClient
 	a.admin("POST", "/admin/partners/"+a.PartnerID+"/clients", `{"country_code":"FR","currency":"EUR"}`, 201, &other)

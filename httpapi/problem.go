@@ -19,6 +19,7 @@ var statusOf = map[string]int{
 	storelink.ENOTFOUND:      http.StatusNotFound,
 	storelink.EGONE:          http.StatusGone,
 	storelink.ECONFLICT:      http.StatusConflict,
+	storelink.ECURSORAHEAD:   http.StatusConflict,
 	storelink.ETOOLARGE:      http.StatusRequestEntityTooLarge,
 	storelink.EUNSUPPORTED:   http.StatusUnsupportedMediaType,
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
@@ -41,6 +42,8 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
+	// NewestCursor is the feed's newest cursor, on cursor_ahead only.
+	NewestCursor string `json:"newest_cursor,omitempty"`
 }
 
 // writeError answers with the problem for err. Only internal errors are
@@ -80,13 +83,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.health.full(time.Now())
 	}
 	var e *storelink.Error
-	if asError(err, &e) && e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	cursor := ""
+	if asError(err, &e) {
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		cursor = e.Cursor
 	}
-	writeProblem(w, r, code, storelink.ErrorMessage(err))
+	sendProblem(w, code, storelink.ErrorMessage(err), cursor)
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
+	sendProblem(w, code, detail, "")
+}
+
+// sendProblem answers with the problem of code; newest is its
+// newest_cursor, if any.
+func sendProblem(w http.ResponseWriter, code, detail, newest string) {
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError
@@ -95,10 +108,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, code, detail string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(Problem{
-		Type:   "/problems/" + code,
-		Title:  http.StatusText(status),
-		Status: status,
-		Detail: detail,
+		Type:         "/problems/" + code,
+		Title:        http.StatusText(status),
+		Status:       status,
+		Detail:       detail,
+		NewestCursor: newest,
 	})
 }
 
@@ -120,6 +134,7 @@ var problemDocs = map[string]string{
 	storelink.ENOTFOUND:      "The thing named in the path does not exist.",
 	storelink.EGONE:          "The thing named in the path existed and is no longer kept: an upload's file and error file are removed once --upload-retention has passed since the upload was received. The detail says when.",
 	storelink.ECONFLICT:      "The current state does not allow this request.",
+	storelink.ECURSORAHEAD:   "The after cursor given to the event feed (GET /events/{client_id}) is past the feed's newest event: this database did not give it out, or it was restored from a backup taken before that event, and the events after the backup are not in it. newest_cursor names the feed's newest cursor. The consumer reads on with after=newest_cursor, and checks the orders it learnt of from events it had read past newest_cursor, since the restored database does not have those changes. An after equal to the newest cursor is an empty page, as always.",
 	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",
 	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",
 	storelink.EUNPROCESSABLE: "The request is well-formed but its content breaks a rule.",

@@ -255,7 +255,13 @@ func (s *Orders) OrderEvents(ctx context.Context, id string) ([]storelink.EventR
 }
 
 // Events lists a client's events after a cursor, in the order they were
-// committed. The cursor is the event's number among its client's events.
+// committed. The cursor is the event's number (on PostgreSQL among its
+// client's events, on SQLite among all events): a bare number that says
+// nothing of the database that gave it out. A cursor past the client's
+// newest event is ECURSORAHEAD naming the newest, since an empty page would
+// hide that the feed does not go on from there (a restore from a backup
+// taken before the cursor's event); one equal to the newest is an empty
+// page.
 func (s *Orders) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
 	var from int64
 	if after != "" {
@@ -267,6 +273,15 @@ func (s *Orders) Events(ctx context.Context, clientID, after string, limit int) 
 	list, err := s.d.ListEvents(ctx, clientID, from, limit)
 	if err != nil {
 		return nil, "", err
+	}
+	if len(list) == 0 && from > 0 {
+		newest, err := s.d.NewestEvent(ctx, clientID)
+		if err != nil {
+			return nil, "", err
+		}
+		if from > newest {
+			return nil, "", storelink.CursorAhead(after, strconv.FormatInt(newest, 10))
+		}
 	}
 	next := after
 	if len(list) > 0 {

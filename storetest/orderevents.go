@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,14 @@ func testOrderEvents(e *env) {
 	must(t, err)
 	if len(list) != 0 || next != "" {
 		t.Fatalf("events of a new client = %+v, %q; want none and the same cursor", list, next)
+	}
+	if list, next, err := s.Orders.Events(ctx, id, "0", 10); err != nil || len(list) != 0 || next != "0" {
+		t.Fatalf("events of a new client after 0 = %+v, %q, %v; want none and the same cursor", list, next, err)
+	}
+	// A cursor given out before a restore, to a feed that has none yet.
+	_, _, err = s.Orders.Events(ctx, id, "3", 10)
+	if e := asError(err); e == nil || e.Code != storelink.ECURSORAHEAD || e.Cursor != "0" || !strings.Contains(e.Message, "after=0") {
+		t.Fatalf("events of a new client after 3: %v; want cursor_ahead naming 0", err)
 	}
 	e.feed(row("S1", eanA, 10, 1999), row("S2", eanB, 10, 100))
 	// Another client's events are never listed with this client's.
@@ -122,6 +131,21 @@ func testOrderEvents(e *env) {
 	for _, bad := range []string{"x", "-1", "1.5"} {
 		_, _, err = s.Orders.Events(ctx, id, bad, 2)
 		wantCode(t, err, storelink.EINVALID)
+	}
+	// A cursor past the newest event, as a consumer holds after the
+	// database was restored from an older backup, is refused naming the
+	// newest; the newest itself is an empty page.
+	newest := next
+	last, err := strconv.ParseInt(newest, 10, 64)
+	must(t, err)
+	for _, ahead := range []string{strconv.FormatInt(last+1, 10), strconv.FormatInt(last+1000, 10), "9223372036854775807"} {
+		page, _, err := s.Orders.Events(ctx, id, ahead, 2)
+		if e := asError(err); e == nil || e.Code != storelink.ECURSORAHEAD || e.Cursor != newest || page != nil {
+			t.Fatalf("events after %s (newest %s) = %+v, %v; want cursor_ahead naming %s", ahead, newest, page, err, newest)
+		}
+	}
+	if page, next, err := s.Orders.Events(ctx, id, newest, 2); err != nil || len(page) != 0 || next != newest {
+		t.Fatalf("events after the newest = %+v, %q, %v; want none and the same cursor", page, next, err)
 	}
 
 	// An order's events, oldest first; the payload is the whole event.

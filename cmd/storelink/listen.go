@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -25,12 +26,23 @@ const (
 	listenSeenIDs = 100_000
 	// listenMaxBody bounds one event; real ones are a few KB.
 	listenMaxBody = 10 << 20
+	// forwardTimeout is --forward-timeout's default: under serve's
+	// --webhook-timeout default (10s), so that the service hears listen's
+	// 502 rather than timing out itself.
+	forwardTimeout = 8 * time.Second
+	// forwardMaxAnswer bounds the application's answer body that listen
+	// reads and passes back to the service; the rest is dropped.
+	forwardMaxAnswer = 64 << 10
 )
 
 // listenConfig is the configuration of storelink listen.
 type listenConfig struct {
 	Addr string
 	Keys [][]byte
+	// ForwardTo is the partner's application that verified deliveries are
+	// passed on to; empty when listen only prints them.
+	ForwardTo      string
+	ForwardTimeout time.Duration
 }
 
 // secretsValue collects --secret, repeated or comma-separated.
@@ -47,15 +59,25 @@ func (v secretsValue) Set(s string) error {
 }
 
 func parseListenConfig(args []string, getenv func(string) string, stderr io.Writer) (*listenConfig, error) {
-	c := &listenConfig{Addr: "127.0.0.1:8090"}
+	c := &listenConfig{Addr: "127.0.0.1:8090", ForwardTimeout: forwardTimeout}
 	if v := getenv("STORELINK_LISTEN_ADDR"); v != "" {
 		c.Addr = v
+	}
+	c.ForwardTo = getenv("STORELINK_LISTEN_FORWARD_TO")
+	if v := getenv("STORELINK_LISTEN_FORWARD_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("STORELINK_LISTEN_FORWARD_TIMEOUT: %w", err)}
+		}
+		c.ForwardTimeout = d
 	}
 	var secrets []string
 	fs := flag.NewFlagSet("storelink listen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (STORELINK_LISTEN_ADDR)")
 	fs.Var(secretsValue{&secrets}, "secret", "whsec_ signing secret; repeat or separate with commas during a rotation (STORELINK_WEBHOOK_SECRET)")
+	fs.StringVar(&c.ForwardTo, "forward-to", c.ForwardTo, "pass each verified delivery on to this URL (your application) and answer with its status; 502 when it cannot be reached (STORELINK_LISTEN_FORWARD_TO)")
+	fs.DurationVar(&c.ForwardTimeout, "forward-timeout", c.ForwardTimeout, "time the application at --forward-to has to answer; later is a 502 (STORELINK_LISTEN_FORWARD_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
@@ -73,12 +95,23 @@ func parseListenConfig(args []string, getenv func(string) string, stderr io.Writ
 		return nil, usageError{fmt.Errorf("--secret: %w", err)}
 	}
 	c.Keys = keys
+	if c.ForwardTo != "" {
+		u, err := url.Parse(c.ForwardTo)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usageError{fmt.Errorf("--forward-to %q: want an http:// or https:// URL", c.ForwardTo)}
+		}
+	}
+	if c.ForwardTimeout <= 0 {
+		return nil, usageError{fmt.Errorf("--forward-timeout %s: want a positive duration", c.ForwardTimeout)}
+	}
 	return c, nil
 }
 
 // listen is the partner-side webhook receiver: it verifies,
 // deduplicates and prints events, one JSON line each on stdout, until ctx
-// ends.
+// ends. With --forward-to it passes each verified delivery on to the
+// partner's application, prints only the events the application accepted,
+// and logs the application's status and time of every delivery on stderr.
 func listen(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseListenConfig(args, getenv, stderr)
 	if err != nil {
@@ -89,13 +122,21 @@ func listen(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	errOut := &lockedWriter{w: stderr}
+	rc := newReceiver(c.Keys, stdout, errOut, time.Now)
+	if c.ForwardTo != "" {
+		rc.forward = newForwarder(c.ForwardTo, c.ForwardTimeout)
+		defer rc.forward.client.CloseIdleConnections()
+	}
 	srv := &http.Server{
-		Handler:           newReceiver(c.Keys, stdout, errOut, time.Now),
+		Handler:           rc,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
 	}
 	fmt.Fprintf(errOut, "storelink: listening on http://%s\n", ln.Addr())
+	if c.ForwardTo != "" {
+		fmt.Fprintf(errOut, "storelink listen: forwarding verified deliveries to %s\n", c.ForwardTo)
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -117,9 +158,10 @@ func listen(ctx context.Context, args []string, getenv func(string) string, stdo
 
 // receiver is the HTTP handler of listen.
 type receiver struct {
-	keys   [][]byte
-	now    func() time.Time
-	stderr io.Writer
+	keys    [][]byte
+	now     func() time.Time
+	stderr  io.Writer
+	forward *forwarder // nil without --forward-to
 
 	mu     sync.Mutex // guards seen and stdout, so lines never interleave
 	seen   *idSet
@@ -162,6 +204,10 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	line.WriteByte('\n')
 
 	id := r.Header.Get(webhook.HeaderID)
+	if rc.forward != nil {
+		rc.forwardDelivery(w, r, id, body, line.Bytes())
+		return
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.seen.has(id) {
@@ -175,6 +221,99 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.seen.add(id)
 	io.WriteString(w, "ok\n")
+}
+
+// forwarder passes verified deliveries on to the partner's application.
+type forwarder struct {
+	url    string
+	client *http.Client
+}
+
+func newForwarder(to string, timeout time.Duration) *forwarder {
+	return &forwarder{url: to, client: &http.Client{
+		Timeout:   timeout,
+		Transport: http.DefaultTransport.(*http.Transport).Clone(),
+		// The application's redirect is its answer, passed back as it is.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// hopHeaders are the headers of one connection, not passed on (RFC 9110
+// 7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// forwardDelivery sends a verified delivery to the application with the
+// same method, body and headers, and answers the service with the
+// application's status, Retry-After and (bounded) body: a 2xx settles the
+// delivery, anything else makes the service retry it. An application that
+// cannot be reached or does not answer in time is a 502. An event is
+// printed, and remembered as seen, once the application accepted it; a
+// redelivery of a seen event is answered 200 without forwarding it again.
+func (rc *receiver) forwardDelivery(w http.ResponseWriter, r *http.Request, id string, body, line []byte) {
+	rc.mu.Lock()
+	dup := rc.seen.has(id)
+	rc.mu.Unlock()
+	if dup {
+		fmt.Fprintf(rc.stderr, "storelink listen: %s: duplicate, already accepted by the application\n", id)
+		io.WriteString(w, "duplicate\n")
+		return
+	}
+
+	f := rc.forward
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.url, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, "cannot forward", http.StatusInternalServerError)
+		return
+	}
+	req.Header = r.Header.Clone()
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	req.Header.Del("Accept-Encoding") // the transport asks for gzip itself and undoes it
+	start := time.Now()
+	resp, err := f.client.Do(req)
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		reason := "unreachable"
+		if isTimeout(err) {
+			reason = "no answer within the forward timeout"
+		}
+		fmt.Fprintf(rc.stderr, "storelink listen: %s -> %s: %s after %s; answered 502\n", id, f.url, reason, took)
+		http.Error(w, "the application at --forward-to is "+reason, http.StatusBadGateway)
+		return
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, forwardMaxAnswer))
+	resp.Body.Close()
+	if err != nil {
+		fmt.Fprintf(rc.stderr, "storelink listen: %s -> %s: %d, its answer broke off after %s; answered 502\n", id, f.url, resp.StatusCode, took)
+		http.Error(w, "the application's answer broke off", http.StatusBadGateway)
+		return
+	}
+	fmt.Fprintf(rc.stderr, "storelink listen: %s -> %s: %d in %s\n", id, f.url, resp.StatusCode, took)
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		rc.mu.Lock()
+		if !rc.seen.has(id) {
+			if _, err := rc.stdout.Write(line); err == nil {
+				rc.seen.add(id)
+			}
+		}
+		rc.mu.Unlock()
+	}
+	for _, h := range []string{"Content-Type", "Retry-After"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(answer)
+}
+
+// isTimeout reports whether err is a deadline that ran out.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
 }
 
 // idSet remembers the last n ids added: enough for the retries of an

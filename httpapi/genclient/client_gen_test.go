@@ -292,6 +292,7 @@ const (
 	ProblemsauthLimited         ProblemType = "/problems/auth_limited"
 	ProblemsbodyTimeout         ProblemType = "/problems/body_timeout"
 	Problemsconflict            ProblemType = "/problems/conflict"
+	ProblemscursorAhead         ProblemType = "/problems/cursor_ahead"
 	Problemsforbidden           ProblemType = "/problems/forbidden"
 	Problemsgone                ProblemType = "/problems/gone"
 	ProblemsinsufficientStorage ProblemType = "/problems/insufficient_storage"
@@ -318,6 +319,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemsbodyTimeout:
 		return true
 	case Problemsconflict:
+		return true
+	case ProblemscursorAhead:
 		return true
 	case Problemsforbidden:
 		return true
@@ -360,6 +363,7 @@ func (e ProblemType) Valid() bool {
 const (
 	ProblemCodeAuthLimited      ProblemCode = "auth_limited"
 	ProblemCodeConflict         ProblemCode = "conflict"
+	ProblemCodeCursorAhead      ProblemCode = "cursor_ahead"
 	ProblemCodeForbidden        ProblemCode = "forbidden"
 	ProblemCodeInternal         ProblemCode = "internal"
 	ProblemCodeInvalid          ProblemCode = "invalid"
@@ -380,6 +384,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeAuthLimited:
 		return true
 	case ProblemCodeConflict:
+		return true
+	case ProblemCodeCursorAhead:
 		return true
 	case ProblemCodeForbidden:
 		return true
@@ -1478,6 +1484,9 @@ type PartnerPage struct {
 type Problem struct {
 	// Detail What was wrong, for the caller to read.
 	Detail string `json:"detail"`
+
+	// NewestCursor On `cursor_ahead` only, the event feed's newest cursor ("0" when it has no event yet).
+	NewestCursor *string `json:"newest_cursor,omitempty"`
 
 	// Status The HTTP status code of the answer.
 	Status int `json:"status"`
@@ -3006,6 +3015,15 @@ type ClientInterface interface {
 	// are no events at all): an empty page means there is nothing new yet,
 	// and the same cursor can be asked again later. An `after` that is not
 	// in the form of the cursors this call gives out gives 400.
+	//
+	// An `after` past the feed's newest event gives 409
+	// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
+	// this database did not give that cursor out, or it was restored from
+	// a backup taken before that event. Read on with
+	// `after=newest_cursor`, and check the orders of the events read past
+	// it, whose changes the restored database does not have. A cursor is
+	// a bare number: one from another database that is not past this
+	// feed's newest event cannot be told from this feed's own.
 	//
 	// **Authentication** is that of the stock calls: `x-api-key` must be a
 	// valid key of the client in the path. A missing key, a key that is not
@@ -4653,6 +4671,15 @@ func (c *Client) PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, key
 // are no events at all): an empty page means there is nothing new yet,
 // and the same cursor can be asked again later. An `after` that is not
 // in the form of the cursors this call gives out gives 400.
+//
+// An `after` past the feed's newest event gives 409
+// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
+// this database did not give that cursor out, or it was restored from
+// a backup taken before that event. Read on with
+// `after=newest_cursor`, and check the orders of the events read past
+// it, whose changes the restored database does not have. A cursor is
+// a bare number: one from another database that is not past this
+// feed's newest event cannot be told from this feed's own.
 //
 // **Authentication** is that of the stock calls: `x-api-key` must be a
 // valid key of the client in the path. A missing key, a key that is not
@@ -9209,6 +9236,15 @@ type ClientWithResponsesInterface interface {
 	// and the same cursor can be asked again later. An `after` that is not
 	// in the form of the cursors this call gives out gives 400.
 	//
+	// An `after` past the feed's newest event gives 409
+	// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
+	// this database did not give that cursor out, or it was restored from
+	// a backup taken before that event. Read on with
+	// `after=newest_cursor`, and check the orders of the events read past
+	// it, whose changes the restored database does not have. A cursor is
+	// a bare number: one from another database that is not past this
+	// feed's newest event cannot be told from this feed's own.
+	//
 	// **Authentication** is that of the stock calls: `x-api-key` must be a
 	// valid key of the client in the path. A missing key, a key that is not
 	// valid, an unknown `client_id` and a key of another partner give the
@@ -12414,6 +12450,8 @@ type PullEventsResponse struct {
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -12444,6 +12482,11 @@ func (r PullEventsResponse) GetApplicationproblemJSON401() *PartnerUnauthorized 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r PullEventsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PullEventsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -16419,6 +16462,15 @@ func (c *ClientWithResponses) PartnerRevokeAPIKeyWithResponse(ctx context.Contex
 // and the same cursor can be asked again later. An `after` that is not
 // in the form of the cursors this call gives out gives 400.
 //
+// An `after` past the feed's newest event gives 409
+// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
+// this database did not give that cursor out, or it was restored from
+// a backup taken before that event. Read on with
+// `after=newest_cursor`, and check the orders of the events read past
+// it, whose changes the restored database does not have. A cursor is
+// a bare number: one from another database that is not past this
+// feed's newest event cannot be told from this feed's own.
+//
 // **Authentication** is that of the stock calls: `x-api-key` must be a
 // valid key of the client in the path. A missing key, a key that is not
 // valid, an unknown `client_id` and a key of another partner give the
@@ -19853,6 +19905,13 @@ func ParsePullEventsResponse(rsp *http.Response) (*PullEventsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
