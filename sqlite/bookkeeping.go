@@ -83,7 +83,7 @@ func batchStatements(head string, columns int, tail string) []string {
 	return out
 }
 
-var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, lastSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
+var deliveryStatements = slices.Concat([]string{candidatesSQL, queueSQL, disabledSQL, lastSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
 	insertAttemptsSQL, endedSQL, retrySQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
@@ -170,7 +170,7 @@ func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // and only this process, which checked its key against the file before it
 // was given it, can change the file's key.
 func (r *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
 	if err != nil {
 		r.claimFailed = true
 	} else {

@@ -71,6 +71,25 @@ func (b *leaseBook) liveLeases(now int64, ending []*deliveryLease) []*deliveryLe
 	return out
 }
 
+// inFlight returns the deliveries in flight at now, by seq, and how many
+// per endpoint: the live leases, but for those ending.
+func (b *leaseBook) inFlight(now int64, ending []*deliveryLease) (map[int64]bool, map[string]int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ended := make(map[*deliveryLease]bool, len(ending))
+	for _, l := range ending {
+		ended[l] = true
+	}
+	seqs, endpoints := make(map[int64]bool, len(b.held)), map[string]int{}
+	for _, l := range b.held {
+		if l.until >= now && l.owner != "" && !ended[l] {
+			seqs[l.seq] = true
+			endpoints[l.endpointID]++
+		}
+	}
+	return seqs, endpoints
+}
+
 // expired returns the leases that ran out before now, but for those ending.
 func (b *leaseBook) expired(now int64, ending []*deliveryLease) []*deliveryLease {
 	b.mu.Lock()
