@@ -330,6 +330,5 @@ var statesToPass = map[string]int{
 	"sqlite/endpoint.go 'pending'":      2,
 	"sqlite/endpointops.go 'failed'":    2,
 	"sqlite/endpointops.go 'pending'":   2,
-	"sqlite/queue.go 'pending'":         1,
 	"sqlite/sqlite.go 'pending'":        1,
 }
