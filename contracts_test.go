@@ -325,10 +325,10 @@ var statesToPass = map[string]int{
 	"postgres/endpointops.go 'failed'":  2,
 	"postgres/endpointops.go 'pending'": 2,
 	"sqlite/bookkeeping.go 'pending'":   2,
-	"sqlite/claim.go 'pending'":         1,
 	"sqlite/endpoint.go 'failed'":       2,
 	"sqlite/endpoint.go 'pending'":      2,
 	"sqlite/endpointops.go 'failed'":    2,
 	"sqlite/endpointops.go 'pending'":   2,
+	"sqlite/queue.go 'pending'":         1,
 	"sqlite/sqlite.go 'pending'":        1,
 }

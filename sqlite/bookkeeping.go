@@ -24,8 +24,9 @@ import (
 // statement of its own costs more than the rows it changes.
 const (
 	// pickedSQL reads what the attempts of the deliveries a claim picked
-	// (?1, a JSON array of their seqs) need: each row by its seq, its
-	// rowid, and the event's payload by event_seq, the event's.
+	// (?1, a JSON array of their seqs) need, and whether each is still
+	// pending and due (deliveryQueue): each row by its seq, its rowid, and
+	// the event's payload by event_seq, the event's.
 	pickedSQL = `SELECT d.seq, d.id, d.event_id, d.attempts, d.tries, d.state, coalesce(d.next_attempt_at, 9223372036854775807), ev.payload
 		FROM deliveries d JOIN events ev ON ev.seq = d.event_seq AND ev.id = d.event_id
 		WHERE d.seq IN (SELECT value FROM json_each(?1))`
@@ -82,7 +83,7 @@ func batchStatements(head string, columns int, tail string) []string {
 	return out
 }
 
-var deliveryStatements = slices.Concat([]string{candidatesSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
+var deliveryStatements = slices.Concat([]string{queueSQL, disabledSQL, lastSQL, pickedSQL, endpointsSQL, goneSQL, disableSQL},
 	insertAttemptsSQL, endedSQL, retrySQL)
 
 // execBatch runs statements[i] (for batchSizes[i] rows) on rows, cut into
@@ -119,14 +120,17 @@ func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJ
 		return err
 	}
 	defer conn.Close()
-	db.leases.release(jobs)
+	for _, l := range db.leases.release(jobs) {
+		db.queue.unlease(l, nil)
+	}
 	return nil
 }
 
 // BeginRound starts a round of the deliverer's bookkeeping on the write
 // connection, committed without fsync (unsyncedTx). The leases are held in
-// memory (leaseBook): the round's claim only reads the file, and the book
-// follows the round as it commits.
+// memory (leaseBook) and the pending deliveries are queued in memory
+// (deliveryQueue): the round's claim only reads the file, and the book
+// and the queue follow the round as it commits.
 func (d *webhooks) BeginRound(ctx context.Context) (service.RoundTx, error) {
 	tx, err := d.db.beginUnsynced(ctx)
 	if err != nil {
@@ -135,35 +139,41 @@ func (d *webhooks) BeginRound(ctx context.Context) (service.RoundTx, error) {
 	return &roundTx{db: d.db, tx: tx}, nil
 }
 
-// roundTx is a round of the deliverer's bookkeeping. The leases the round
-// ends and takes are applied to the book after the commit and before the write connection
+// roundTx is a round of the deliverer's bookkeeping. The queue changes as
+// the round goes (the claim sees the record's outcomes); should the round
+// not commit, or its claim fail, the queue is dropped, and read again from
+// the file by the next round. The leases the round ends and takes are
+// applied to the book after the commit and before the write connection
 // goes back, so that no other writer sees the file and the book disagree.
 type roundTx struct {
-	db      *DB
-	tx      *unsyncedTx
-	ended   []*deliveryLease          // by the record
-	taken   map[string]*deliveryLease // by the claim
-	claimed bool                      // ClaimDue ended the round
-	done    bool
+	db          *DB
+	tx          *unsyncedTx
+	ended       []*deliveryLease          // by the record
+	taken       map[string]*deliveryLease // by the claim
+	claimFailed bool
+	claimed     bool // ClaimDue ended the round
+	done        bool
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on
 // (record).
 func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
 	// As in beginUnsynced: the write connection is ours.
-	ended, err := record(context.WithoutCancel(ctx), r.tx, &r.db.leases, results, moves, ms(now))
+	ended, err := record(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, results, moves, ms(now))
 	r.ended = ended
 	return err
 }
 
-// ClaimDue picks due deliveries from the file, leases them in the book
+// ClaimDue picks due deliveries from the queue, leases them in the book
 // (claim) and commits the round. It takes no lock and reads no key: the
 // round holds the one write connection, which keeps every other claim out,
 // and only this process, which checked its key against the file before it
 // was given it, can change the file's key.
 func (r *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
-	if err == nil {
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
+	if err != nil {
+		r.claimFailed = true
+	} else {
 		r.taken = taken
 	}
 	r.claimed = true
@@ -188,21 +198,26 @@ func (r *roundTx) Commit(context.Context) error {
 	r.done = true
 	db := r.db
 	if err := r.tx.Tx.Commit(); err != nil {
+		db.queue.reset()
 		r.tx.release()
 		return err
 	}
 	db.leases.settle(r.ended, r.taken)
+	if r.claimFailed {
+		db.queue.reset()
+	}
 	r.tx.release()
 	return nil
 }
 
-// Rollback rolls back, unless the round ended already, and gives the write
-// connection back.
+// Rollback rolls back, unless the round ended already, drops the queue and
+// gives the write connection back.
 func (r *roundTx) Rollback(context.Context) error {
 	if r.done {
 		return nil
 	}
 	r.done = true
+	r.db.queue.reset()
 	return r.tx.Rollback()
 }
 
@@ -290,14 +305,16 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 // parking, which disables an endpoint: one at a time, as 410s are rare. Every attempt is recorded; only those
 // whose lease is still theirs (leaseBook.holder) move their delivery on. It
 // returns those leases, to end once the transaction commits.
-func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, results []storelink.AttemptResult,
+func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult,
 	moves []service.Move, now int64) ([]*deliveryLease, error) {
 	if len(results) == 0 {
 		return nil, nil
 	}
 	attempts := make([][]any, len(results))
 	var held [service.MovePark][][]any                // the rows of each kind's statements
+	var moved [service.MovePark][]*deliveryLease      // the leases of held's rows
 	var end [service.MovePark]storelink.DeliveryState // the state each ended kind goes to (Move.End)
+	var retryAt []int64                               // of moved[service.MoveRetry]
 	ended := make([]*deliveryLease, 0, len(results))
 	type parkedResult struct {
 		r *storelink.AttemptResult
@@ -328,10 +345,12 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, results []stor
 			continue
 		case service.MoveRetry:
 			row = []any{l.seq, l.attempt, l.try, ms(m.NextAt)}
+			retryAt = append(retryAt, ms(m.NextAt))
 		default:
 			row = []any{l.seq, l.attempt, l.try}
 		}
 		held[m.Kind], end[m.Kind] = append(held[m.Kind], row), m.End
+		moved[m.Kind] = append(moved[m.Kind], l)
 	}
 	if err := execBatch(ctx, tx, insertAttemptsSQL, nil, attempts); err != nil {
 		return nil, fmt.Errorf("insert attempts: %w", err)
@@ -349,10 +368,27 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, results []stor
 		l := p.l
 		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, p.m.Tries, ms(p.m.NextAt))
 		if n, _ := rowsAffected(res, err); n > 0 {
-			_, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID, ms(p.m.Since))
+			res, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID, ms(p.m.Since))
+			if n, _ := rowsAffected(res, err); n > 0 {
+				if e := q.endpoints[l.endpointID]; e != nil {
+					e.disabled = true
+				}
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("park delivery %s: %w", p.r.Job.DeliveryID, err)
+		}
+		q.unlease(l, func(d *queued) { d.next = ms(p.m.NextAt) })
+	}
+	// The queue follows: a round that fails drops it (roundTx).
+	if q.loaded {
+		for i, l := range moved[service.MoveRetry] {
+			q.unlease(l, func(d *queued) { d.next = retryAt[i] })
+		}
+		for _, kind := range [...]service.MoveKind{service.MoveSucceeded, service.MoveFailed} {
+			for _, l := range moved[kind] {
+				q.done(l)
+			}
 		}
 	}
 	return ended, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -12,89 +13,42 @@ import (
 	"storelink/service"
 )
 
-// candidatesSQL reads the pending deliveries due at ?1 that are the first
-// of their order's to their endpoint (an order's events go in order), of
-// enabled endpoints, oldest due first: deliveries_due walks them, and
-// deliveries_order finds an earlier one of the same order. p is inlined in
-// both places (a view, not materialized), each then carrying the predicate
-// of the partial indexes.
-const candidatesSQL = `WITH p AS NOT MATERIALIZED (SELECT seq, endpoint_id, order_id, event_seq, next_attempt_at
-		FROM deliveries WHERE state = 'pending')
-	SELECT h.seq, h.endpoint_id FROM p AS h JOIN endpoints e ON e.id = h.endpoint_id
-	WHERE h.next_attempt_at <= ?1 AND e.enabled
-		AND NOT EXISTS (SELECT 1 FROM p WHERE p.endpoint_id = h.endpoint_id AND p.order_id = h.order_id
-			AND p.event_seq < h.event_seq)
-	ORDER BY h.next_attempt_at, h.seq`
-
-// claim picks up to limit due deliveries for owner, at most caps.Cap leased
-// per endpoint, and returns them and the leases to take for them once the
-// transaction commits. It reads only: the due deliveries first in their
-// line, oldest first, until it has limit; then the picked rows and their
-// endpoints. The deliveries in flight, and how many per endpoint, are the
-// live leases in the book, but for those ending (the results recorded in the
-// same transaction).
-func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, ending []*deliveryLease, owner string,
+// claim picks up to limit due deliveries for owner from the queue, at
+// most caps.Cap leased per endpoint, and returns them and the leases
+// to take for them once the transaction commits. It reads only: the picked
+// rows, their endpoints, and the rows queued since the last claim. The
+// leases ending, those of the results recorded in the same transaction,
+// count as ended.
+func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, ending []*deliveryLease, owner string,
 	now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]service.Claimed, map[string]*deliveryLease, error) {
 	nowMS := ms(now)
-	leased, inFlight := book.inFlight(nowMS, ending)
-	type pick struct {
-		seq      int64
-		endpoint string
+	if err := q.sync(ctx, tx, book, ending, nowMS); err != nil {
+		return nil, nil, err
 	}
-	var picks []pick
-	picking := map[string]int{}
-	rows, err := tx.QueryContext(ctx, candidatesSQL, nowMS)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read due deliveries: %w", err)
-	}
-	var endpointID sql.RawBytes
-	for len(picks) < limit && rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq, &endpointID); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		if leased[seq] {
-			continue
-		}
-		id := string(endpointID)
-		// The leases are all this process's (one holds the file): the
-		// owner's cap and every owner's bound count the same.
-		c := caps.Cap(id)
-		if caps.All > 0 {
-			c = min(c, caps.All)
-		}
-		if inFlight[id]+picking[id] >= c {
-			continue
-		}
-		picking[id]++
-		picks = append(picks, pick{seq, id})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read due deliveries: %w", err)
-	}
-	if len(picks) == 0 {
+	lines := q.pick(nowMS, limit, caps)
+	if len(lines) == 0 {
 		return nil, nil, nil
 	}
-	seqs := make([]int64, len(picks))
-	for i, p := range picks {
-		seqs[i] = p.seq
+	seqs := make([]int64, len(lines))
+	for i, l := range lines {
+		seqs[i] = l.entries[0].seq
 	}
-	picked := make(map[int64]*claimed, len(picks))
+	rows := make(map[int64]*claimed, len(lines))
 	if err := eachRow(ctx, tx, pickedSQL, jsonInts(seqs), func(r *sql.Rows) error {
 		var c claimed
 		if err := r.Scan(&c.seq, &c.id, &c.eventID, &c.attempts, &c.tries, &c.state, &c.next, &c.payload); err != nil {
 			return err
 		}
-		picked[c.seq] = &c
+		rows[c.seq] = &c
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
-	endpoints := make([]string, 0, len(picking))
-	for id := range picking {
-		endpoints = append(endpoints, id)
+	endpoints := make([]string, 0, 1)
+	for _, l := range lines {
+		if id := l.key.endpoint.id; !slices.Contains(endpoints, id) {
+			endpoints = append(endpoints, id)
+		}
 	}
 	targets := make(map[string]*target, len(endpoints))
 	if err := eachRow(ctx, tx, endpointsSQL, jsonList(endpoints), func(rows *sql.Rows) error {
@@ -113,13 +67,27 @@ func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, ending []*deliv
 	}); err != nil {
 		return nil, nil, fmt.Errorf("read claimed endpoints: %w", err)
 	}
-	out := make([]service.Claimed, 0, len(picks))
-	taken := make(map[string]*deliveryLease, len(picks))
+	out := make([]service.Claimed, 0, len(lines))
+	taken := make(map[string]*deliveryLease, len(lines))
 	until := ms(now.Add(lease))
-	for _, pk := range picks {
-		p, t := picked[pk.seq], targets[pk.endpoint]
-		if p == nil || t == nil {
-			continue // read in the same transaction: never
+	for _, l := range lines {
+		e, d := l.key.endpoint, &l.entries[0]
+		p, t := rows[d.seq], targets[e.id]
+		switch {
+		case p == nil || p.state != string(storelink.DeliveryPending):
+			// Not pending (or gone) in the file: out of the queue.
+			l.entries = slices.Delete(l.entries, 0, 1)
+			q.fix(l)
+			continue
+		case p.next > nowMS:
+			d.next = p.next
+			q.fix(l)
+			continue
+		case t == nil:
+			// Disabled (or gone): its deliveries wait, parked.
+			e.disabled = true
+			q.fix(l)
+			continue
 		}
 		// A lease that ran out on this delivery was an attempt and a try,
 		// whether or not its result came in.
@@ -128,10 +96,12 @@ func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, ending []*deliv
 			attempts, tries = max(attempts, a), max(tries, t)
 			lostAttempt, lostTry = attempts, tries
 		}
-		out = append(out, service.Claimed{Job: storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: pk.endpoint,
+		out = append(out, service.Claimed{Job: storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: e.id,
 			Attempt: attempts + 1, Try: tries + 1, URL: t.url, Body: p.payload, Owner: owner}, Keys: t.keys})
-		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: pk.endpoint, owner: owner, until: until,
+		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
 			attempt: attempts + 1, try: tries + 1, lostAttempt: lostAttempt, lostTry: lostTry}
+		d.leased = true
+		e.leased++
 	}
 	return out, taken, nil
 }

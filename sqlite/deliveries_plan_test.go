@@ -66,27 +66,3 @@ func TestEndpointStatsPlans(t *testing.T) {
 		}
 	}
 }
-
-// A claim walks the due pending deliveries by when they are due, with no
-// sort, and finds an earlier event of the same order by the index of the
-// pending deliveries by order: never a scan of every delivery.
-func TestClaimPlan(t *testing.T) {
-	db, _ := batchFixture(t, 1)
-	rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+candidatesSQL, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for _, r := range rows {
-		plan = append(plan, r["detail"])
-	}
-	joined := strings.Join(plan, "; ")
-	for _, want := range []string{"USING INDEX deliveries_due (next_attempt_at<?)", "deliveries_order (endpoint_id=? AND order_id=? AND event_seq<?)"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("plan %q, want %s", plan, want)
-		}
-	}
-	if strings.Contains(joined, "TEMP B-TREE") {
-		t.Errorf("plan %q sorts", plan)
-	}
-}

@@ -122,7 +122,9 @@ func (tx *endpointTx) Rollback(ctx context.Context) error { return tx.w.Rollback
 
 // UpdateEndpoint looks the endpoint up first, as SQLite's UPDATE here says
 // nothing of a missing row, then writes the fields c sets and reads it
-// back.
+// back. A change of the enabled flag has the deliverer's queue read again
+// which endpoints are disabled: at its next round, which cannot run before
+// this transaction ends, as it needs the one write connection.
 func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
 	if _, err := loadEndpoint(ctx, tx.w, id); err != nil {
 		return nil, err
@@ -149,17 +151,29 @@ func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.E
 	if _, err := tx.w.ExecContext(ctx, `UPDATE endpoints SET `+strings.Join(sets, ", ")+` WHERE id = ?`, append(args, id)...); err != nil {
 		return nil, fmt.Errorf("update endpoint %s: %w", id, err)
 	}
-	return loadEndpoint(ctx, tx.w, id)
+	e, err := loadEndpoint(ctx, tx.w, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Enabled != nil {
+		tx.w.db.queue.endpointsChanged.Store(true)
+	}
+	return e, nil
 }
 
 // Redeliver updates the delivery on the write connection, held, which keeps
 // claims out between the look at its lease and the update. The leases are
-// held in memory here (leaseBook), so the lease is looked at there. A
-// delivery of a deleted endpoint is not updated.
+// held in memory here (leaseBook), so the lease is looked at there, and
+// the deliverer's in-memory queue (deliveryQueue) is told of the delivery
+// at once: it is a cache of the file's pending deliveries that only the
+// holder of the write connection changes, dropped when the update fails.
+// A delivery of a deleted endpoint is not updated, and not queued.
 func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) error {
 	db, id := d.db, p.ID
-	var seq int64
-	if err := db.read.QueryRowContext(ctx, `SELECT seq FROM deliveries WHERE id = ?`, id).Scan(&seq); err != nil {
+	var seq, eventSeq int64
+	var endpointID, orderID string
+	if err := db.read.QueryRowContext(ctx, `SELECT seq, event_seq, endpoint_id, order_id FROM deliveries WHERE id = ?`, id).
+		Scan(&seq, &eventSeq, &endpointID, &orderID); err != nil {
 		return noRow(err)
 	}
 	conn, err := db.write.Conn(ctx)
@@ -174,8 +188,14 @@ func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) err
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET state = ?, tries = 0, next_attempt_at = ?, updated_at = ?
 		WHERE seq = ? AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id AND e.deleted_at IS NOT NULL)`,
 		p.Pending, now, now, seq)
-	_, err = rowsAffected(res, err)
-	return err
+	if n, err := rowsAffected(res, err); err != nil {
+		db.queue.reset()
+		return err
+	} else if n == 0 {
+		return nil
+	}
+	db.queue.redeliver(endpointID, orderID, queued{seq: seq, eventSeq: eventSeq, next: now})
+	return nil
 }
 
 // deliveriesQuery is the query of a listing of deliveries.

@@ -135,7 +135,10 @@ func (tx *endpointTx) LockEndpoint(ctx context.Context, id string) (*storelink.E
 // write connection, and no event is written until it ends.
 func (tx *endpointTx) LockClientEvents(context.Context, string) error { return nil }
 
-// CancelDeliveries cancels on the write connection.
+// CancelDeliveries cancels on the write connection and drops the
+// deliverer's queue (deliveryQueue), held in memory, which the next round
+// reads again from the file: the transaction holds the write connection,
+// so no round runs in between.
 func (tx *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
 	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_pending SET state = ?, next_attempt_at = NULL,
 		updated_at = ? WHERE state = 'pending' AND endpoint_id = ?`, p.To, ms(p.At), p.EndpointID)
@@ -143,11 +146,15 @@ func (tx *endpointTx) CancelDeliveries(ctx context.Context, p service.MoveDelive
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries: %w", err)
 	}
+	tx.w.db.queue.reset()
 	return int(n), nil
 }
 
-// RecoverDeliveries updates on the write connection. Their leases ended
-// when they failed, so the lease book has nothing of them to forget.
+// RecoverDeliveries updates on the write connection and drops the
+// deliverer's queue, as CancelDeliveries does: the next round reads the
+// recovered deliveries into their orders' lines, in their events' places.
+// Their leases ended when they failed, so the lease book has nothing of
+// them to forget.
 func (tx *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliveriesParams) (int, error) {
 	res, err := tx.w.ExecContext(ctx, `UPDATE deliveries INDEXED BY deliveries_failed_endpoint SET state = ?4, tries = 0,
 		next_attempt_at = ?1, updated_at = ?1 WHERE state = 'failed' AND endpoint_id = ?2 AND created_at >= ?3`,
@@ -155,6 +162,9 @@ func (tx *endpointTx) RecoverDeliveries(ctx context.Context, p service.MoveDeliv
 	n, err := rowsAffected(res, err)
 	if err != nil {
 		return 0, fmt.Errorf("recover deliveries: %w", err)
+	}
+	if n > 0 {
+		tx.w.db.queue.reset()
 	}
 	return int(n), nil
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"math"
 	"slices"
 	"sync"
 
@@ -34,6 +35,10 @@ import (
 type leaseBook struct {
 	mu   sync.Mutex
 	held map[string]*deliveryLease // by delivery id
+	// soonest is when the first lease in held runs out, at the earliest
+	// (math.MinInt64 while one is held by no one): until then expired,
+	// which every round asks, has nothing to find and looks at none.
+	soonest int64
 }
 
 // deliveryLease is a claimed delivery: who holds it, until when (Unix ms), and
@@ -42,6 +47,7 @@ type deliveryLease struct {
 	id           string // the delivery's
 	seq          int64
 	endpointID   string
+	order        uint64 // the hash of its order's id (deliveryQueue)
 	owner        string // "" for one given back: no result holds it
 	until        int64
 	attempt, try int
@@ -51,23 +57,42 @@ type deliveryLease struct {
 	lostAttempt, lostTry int
 }
 
-// inFlight returns the deliveries in flight at now, by seq, and how many
-// per endpoint: the live leases, but for those ending.
-func (b *leaseBook) inFlight(now int64, ending []*deliveryLease) (map[int64]bool, map[string]int) {
+// liveLeases returns the leases that have not run out at now, but for
+// those ending (the round's results, recorded in the same transaction).
+func (b *leaseBook) liveLeases(now int64, ending []*deliveryLease) []*deliveryLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ended := make(map[*deliveryLease]bool, len(ending))
-	for _, l := range ending {
-		ended[l] = true
-	}
-	seqs, endpoints := make(map[int64]bool, len(b.held)), map[string]int{}
+	var out []*deliveryLease
 	for _, l := range b.held {
-		if l.until >= now && l.owner != "" && !ended[l] {
-			seqs[l.seq] = true
-			endpoints[l.endpointID]++
+		if l.until >= now && l.owner != "" && !slices.Contains(ending, l) {
+			out = append(out, l)
 		}
 	}
-	return seqs, endpoints
+	return out
+}
+
+// expired returns the leases that ran out before now, but for those ending.
+func (b *leaseBook) expired(now int64, ending []*deliveryLease) []*deliveryLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now <= b.soonest {
+		return nil
+	}
+	// Those ending count for soonest too: should their round not commit,
+	// they stay.
+	var out []*deliveryLease
+	b.soonest = math.MaxInt64
+	for _, l := range b.held {
+		if l.owner == "" {
+			b.soonest = math.MinInt64
+		} else {
+			b.soonest = min(b.soonest, l.until)
+		}
+		if (l.until < now || l.owner == "") && !slices.Contains(ending, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // previous returns the lease that ran out on a delivery claimed again, if
@@ -111,6 +136,7 @@ func (b *leaseBook) redeliverable(id string, now int64) bool {
 	}
 	// The lost attempt's result, should it still come, moves nothing.
 	l.owner, l.try = "", 0
+	b.soonest = math.MinInt64
 	return true
 }
 
@@ -129,6 +155,7 @@ func (b *leaseBook) settle(ended []*deliveryLease, taken map[string]*deliveryLea
 	}
 	for id, l := range taken {
 		b.held[id] = l
+		b.soonest = min(b.soonest, l.until)
 	}
 }
 
@@ -146,8 +173,9 @@ func (b *leaseBook) release(jobs []storelink.DeliveryJob) []*deliveryLease {
 		}
 		out = append(out, l)
 		if l.lostAttempt > 0 {
-			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID,
+			b.held[j.DeliveryID] = &deliveryLease{id: l.id, seq: l.seq, endpointID: l.endpointID, order: l.order,
 				attempt: l.lostAttempt, try: l.lostTry}
+			b.soonest = math.MinInt64
 		} else {
 			delete(b.held, j.DeliveryID)
 		}

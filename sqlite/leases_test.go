@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -229,37 +228,48 @@ func TestConcurrentClaims(t *testing.T) {
 	}
 }
 
-// inFlight counts a lease until it runs out, per endpoint, but not one
-// ending in the round, nor one held by no one (given back after it took
-// over from a lost one, or redelivered).
-func TestLeaseBookInFlight(t *testing.T) {
+// expired finds a lease once it has run out, and one held by no one (given
+// back after it took over from a lost one, or redelivered) at once,
+// whenever the leases before them ran out; before the first runs out it
+// finds none, and those ending in the round are never among them.
+func TestLeaseBookExpired(t *testing.T) {
 	var b leaseBook
-	a := &deliveryLease{id: "a", seq: 1, endpointID: "e", owner: "w1", until: 100, attempt: 1, try: 1}
-	c := &deliveryLease{id: "c", seq: 3, endpointID: "e", owner: "w1", until: 200, attempt: 2, try: 2, lostAttempt: 1, lostTry: 1}
-	d := &deliveryLease{id: "d", seq: 4, endpointID: "f", owner: "w2", until: 400, attempt: 1, try: 1}
-	b.settle(nil, map[string]*deliveryLease{"a": a, "c": c, "d": d})
-	check := func(now int64, ending []*deliveryLease, wantSeqs []int64, wantCounts map[string]int) {
-		t.Helper()
-		seqs, counts := b.inFlight(now, ending)
-		var got []int64
-		for s := range seqs {
-			got = append(got, s)
+	a := &deliveryLease{id: "a", owner: "w1", until: 100, attempt: 1, try: 1}
+	c := &deliveryLease{id: "c", owner: "w1", until: 200, attempt: 2, try: 2, lostAttempt: 1, lostTry: 1}
+	b.settle(nil, map[string]*deliveryLease{"a": a, "c": c})
+	ids := func(ls []*deliveryLease) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.id)
 		}
-		slices.Sort(got)
-		if !slices.Equal(got, wantSeqs) || !maps.Equal(counts, wantCounts) {
-			t.Errorf("in flight at %d: %v %v, want %v %v", now, got, counts, wantSeqs, wantCounts)
+		slices.Sort(out)
+		return out
+	}
+	check := func(now int64, ending []*deliveryLease, want ...string) {
+		t.Helper()
+		if got := ids(b.expired(now, ending)); !slices.Equal(got, want) {
+			t.Errorf("expired at %d: %v, want %v", now, got, want)
 		}
 	}
-	check(50, nil, []int64{1, 3, 4}, map[string]int{"e": 2, "f": 1})
-	check(100, nil, []int64{1, 3, 4}, map[string]int{"e": 2, "f": 1})
-	check(101, nil, []int64{3, 4}, map[string]int{"e": 1, "f": 1})
-	check(50, []*deliveryLease{a, d}, []int64{3}, map[string]int{"e": 1})
+	check(50, nil)
+	check(100, nil)
+	check(101, nil, "a")
+	check(101, []*deliveryLease{a})
+	check(150, nil, "a")
 	// c is given back: the lease it took over from stays, held by no one.
 	b.release([]storelink.DeliveryJob{{DeliveryID: "c", Owner: "w1", Attempt: 2}})
-	check(50, nil, []int64{1, 4}, map[string]int{"e": 1, "f": 1})
-	// Redelivered after its lease ran out: held by no one.
-	if !b.redeliverable("d", 401) {
-		t.Fatal("d not redeliverable after its lease ran out")
+	check(50, nil, "c")
+	b.settle([]*deliveryLease{a}, nil)
+	check(50, nil, "c")
+	// Taken again: nothing runs out before the new lease.
+	c2 := &deliveryLease{id: "c", owner: "w2", until: 300, attempt: 2, try: 2}
+	b.settle(nil, map[string]*deliveryLease{"c": c2})
+	check(50, nil)
+	check(301, nil, "c")
+	b.settle(nil, map[string]*deliveryLease{"d": {id: "d", owner: "w2", until: 400}})
+	// Redelivered after its lease ran out: held by no one, found at once.
+	if !b.redeliverable("c", 350) {
+		t.Fatal("c not redeliverable after its lease ran out")
 	}
-	check(50, nil, []int64{1}, map[string]int{"e": 1})
+	check(50, nil, "c")
 }

@@ -6,10 +6,13 @@
 // process at a time.
 //
 // The file is the only truth. Because one process owns it, the deliverer's
-// bookkeeping keeps the leases of the attempts in flight in memory behind
-// the driver (leaseBook): only this process could ever read them and they
-// die with it, so that a claim writes nothing. Everything a restart needs
-// is in the file.
+// bookkeeping keeps two things in memory behind the driver: the queue of
+// pending deliveries (deliveryQueue), a cache of the file's pending rows
+// that is read from the file at the first round and dropped and read again
+// whenever a round fails, so that a claim need not walk an index of the
+// file; and the leases of the attempts in flight (leaseBook), which only
+// this process could ever read and which die with it, so that a claim
+// writes nothing. Everything a restart needs is in the file.
 package sqlite
 
 import (
@@ -54,9 +57,11 @@ type DB struct {
 	orderSince time.Time
 	prepared   map[string]*sql.Stmt
 
-	// leases holds the leases of the deliveries in flight; it changes
-	// only while the write connection is held.
+	// leases holds the leases of the deliveries in flight, queue the
+	// pending deliveries; both change only while the write connection is
+	// held.
 	leases leaseBook
+	queue  deliveryQueue
 	// checkpoints copies the WAL back into the file in the background.
 	checkpoints *checkpointer
 	// uploadTurn orders the upload calls' transactions.
@@ -68,8 +73,8 @@ type DB struct {
 
 // Open opens (creating it if needed) the database file at path and applies
 // the migrations. It takes an exclusive lock on path+".lock" so that a second
-// process on the same file fails at once: this process keeps the leases
-// of deliveries in its memory (see the package comment), and a
+// process on the same file fails at once: this process keeps the queue and
+// the leases of deliveries in its memory (see the package comment), and a
 // second one would claim and send the same deliveries.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
@@ -229,6 +234,7 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	}
 	defer conn.Close()
 	db.leases.clear()
+	db.queue.reset()
 	_, err = conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
 		WHERE state = 'pending' AND lease_until IS NOT NULL`)
 	return err

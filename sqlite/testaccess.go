@@ -20,7 +20,9 @@ type TestAccess struct{ db *DB }
 func (db *DB) TestAccess() TestAccess { return TestAccess{db: db} }
 
 // Exec runs one statement on the write connection, which settings of the
-// connection (a PRAGMA) reach too.
+// connection (a PRAGMA) reach too. The queue of pending deliveries is read
+// again from the file afterwards, as the statement may have changed
+// deliveries behind its back.
 func (a TestAccess) Exec(ctx context.Context, query string) error {
 	db := a.db
 	conn, err := db.write.Conn(ctx)
@@ -29,6 +31,7 @@ func (a TestAccess) Exec(ctx context.Context, query string) error {
 	}
 	defer conn.Close()
 	_, err = conn.ExecContext(ctx, query)
+	db.queue.reset()
 	return err
 }
 

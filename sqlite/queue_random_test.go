@@ -12,11 +12,12 @@ import (
 	"storelink"
 )
 
-// TestClaimRandomized drives the real store and its lease book through
-// random steps:
+// TestQueueRandomized drives the real store, the in-memory queue of
+// pending deliveries and the lease book with it, through random steps:
 // orders and their events, claims, results of every outcome, claims given
 // back, redeliveries, endpoints disabled and enabled, a clock that moves
-// past leases and retries, and the process restarted on the same file. After every claim it checks what a
+// past leases and retries, the queue dropped and read again, and the
+// process restarted on the same file. After every claim it checks what a
 // receiver relies on against the file:
 //
 //   - nothing is sent that should not go now: every claimed delivery is
@@ -30,14 +31,14 @@ import (
 //     (checkClaim, 3);
 //   - nothing waits for no reason: a claim takes all that may go, as
 //     far as its limits allow (checkClaim, liveness);
-//   - nothing is lost: in the end, with every endpoint enabled, the
-//     pending deliveries are gone in a bounded number of rounds, and each delivery succeeded or
+//   - nothing is lost: in the end, with every endpoint enabled, the queue
+//     empties in a bounded number of rounds, and each delivery succeeded or
 //     failed because a result said so (drain).
 //
 // It is deterministic in the test's choices (the store's ids and hash
 // seeds are its own); a failure names its seed and step, and one seed runs
-// alone with -run 'TestClaimRandomized/seed=N$'.
-func TestClaimRandomized(t *testing.T) {
+// alone with -run 'TestQueueRandomized/seed=N$'.
+func TestQueueRandomized(t *testing.T) {
 	// The race detector slows SQLite (Go translated from C) about tenfold:
 	// under it, the first seeds only.
 	seeds, steps := uint64(22), 300
@@ -171,8 +172,12 @@ func (h *queueHarness) randomStep() {
 		h.redeliver()
 	case r < 770:
 		h.toggleEndpoint()
-	case r < 997:
+	case r < 940:
 		h.advance()
+	case r < 997:
+		// Drops the queue: the next round reads it from the file.
+		h.must(h.db.TestAccess().Exec(h.ctx, "SELECT 1"), "TestAccess.Exec")
+		h.stats["queue dropped"]++
 	default:
 		h.reopen()
 	}
