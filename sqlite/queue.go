@@ -58,10 +58,10 @@ import (
 // h-claim) walks, each round, every due row ahead of what it takes: the
 // deliveries in flight, the later events of their orders, and the backlog
 // of endpoints at their cap (the hanging ones). On bench/webhook-endpoints,
-// interleaved with this queue, serve's CPU per event was 0.286 and 0.293
-// ms against 0.177 and 0.189 (+55% and more), the backlog 982 and 1,015
-// events/s against 2,525 and 1,233: far outside the 10% that would have
-// let the queue go (docs/benchmarks.md, 2026-11-29 02:10).
+// three pairs interleaved with this queue, serve's CPU per event was
+// 0.293 ms against 0.189 (medians, +55%) and the backlog 1,015 events/s
+// against 1,233 (−18%): outside the 10% that would have let the queue go
+// (docs/benchmarks.md, 2026-11-29 02:23).
 type deliveryQueue struct {
 	loaded    bool
 	last      int64 // the highest seq read from the file
