@@ -65,8 +65,8 @@ type portalUploadsData struct {
 	// HasErrors is the has_errors filter as given: "", "true" or "false".
 	HasErrors string
 	Statuses  []storelink.UploadStatus
-	Uploads  []storelink.Upload
-	Next     string
+	Uploads   []storelink.Upload
+	Next      string
 }
 
 func (h *Handler) handlePortalUploads(w http.ResponseWriter, r *http.Request, v view, c portalClient) {

@@ -20,7 +20,7 @@ type uploadsData struct {
 	// HasErrors is the has_errors filter as given: "", "true" or "false".
 	HasErrors string
 	Statuses  []storelink.UploadStatus
-	Uploads  []uploadRow
+	Uploads   []uploadRow
 	// Next is the before= of the next page; paging needs one client.
 	Next string
 }
