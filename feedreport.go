@@ -24,12 +24,21 @@ const (
 // how many lines there were in all.
 const MaxLineRefs = 1000
 
+// MaxRefValue bounds, in runes, the offending value a line reference
+// shows: enough to recognise it, and a garbage field of a megabyte does
+// not end up a thousand times in the report.
+const MaxRefValue = 50
+
 // LineRef points at one line of the file; StoreID and EAN are the row's
-// values as far as they could be read.
+// values as far as they could be read. Value is, for a problem caused by
+// one field's value, that value, cut to its first MaxRefValue runes; it is
+// empty when the problem is of no one value (a missing value, a row with
+// the wrong number of fields, a duplicate).
 type LineRef struct {
 	LineNumber int    `json:"line_number"`
 	StoreID    string `json:"store_id,omitempty"`
 	EAN        string `json:"ean,omitempty"`
+	Value      string `json:"value,omitempty"`
 }
 
 // Problem is one kind of problem found in a feed, with the lines that have it.

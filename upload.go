@@ -56,6 +56,12 @@ type Upload struct {
 	Warnings      []Problem `json:"warnings"`
 }
 
+// HasErrors tells whether the upload dropped any row (RowsRejected): an
+// applied upload with errors applied only part of its file. It is derived
+// from the count and not stored, so the two cannot disagree; answers show it
+// as has_errors.
+func (u Upload) HasErrors() bool { return u.RowsRejected > 0 }
+
 // NewUpload is a received file on its way into the store.
 type NewUpload struct {
 	ClientID string
@@ -171,12 +177,27 @@ type StockFilter struct {
 // UploadFilter selects uploads of one client, newest first; Before is an
 // upload id from the previous page. Status, when set, selects uploads in
 // that status; Since and Until, when not zero, those received at or after
-// Since and before Until.
+// Since and before Until; HasErrors, when set, those that dropped rows
+// (true) or dropped none (false), as Upload.HasErrors tells.
 type UploadFilter struct {
 	Limit        int
 	Before       string
 	Status       UploadStatus
 	Since, Until time.Time
+	HasErrors    *bool
+}
+
+// ParseHasErrors reads the has_errors filter of an upload listing: "true"
+// or "false", nothing else, so that a typo is not read as one of them.
+// Errors: EINVALID.
+func ParseHasErrors(v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, Errorf(EINVALID, "has_errors must be true or false.")
 }
 
 // UploadStatuses are the statuses an upload can be in, in the order it

@@ -281,6 +281,86 @@ func (s *session) checkNarrow(paths ...string) {
 	}
 }
 
+// rejectedJS describes the rejected-rows badge of the page's first upload
+// with one, and how it stands to its status badge: its count, its colour,
+// whether it lies inside the screen once scrolled to (a table at 390 px
+// scrolls sideways within itself: scrolled tells it had to), on the status
+// badge's line to its right (beside), and clear of it.
+const rejectedJS = `(() => {
+	const b = document.querySelector(".s-haserrors");
+	if (!b) return {found: false};
+	b.scrollIntoView({block: "center", inline: "nearest"});
+	const table = b.closest("table");
+	const st = b.parentElement.querySelector(".status:not(.s-haserrors)").getBoundingClientRect();
+	const r = b.getBoundingClientRect();
+	return {
+		found: true, count: b.dataset.rejected, text: b.textContent, color: getComputedStyle(b).color,
+		statusColor: getComputedStyle(b.parentElement.querySelector(".status:not(.s-haserrors)")).color,
+		inside: r.left >= 0 && r.right <= innerWidth && r.width > 0,
+		scrolled: table !== null && table.scrollLeft > 0,
+		beside: r.left >= st.right && Math.abs(r.top - st.top) < st.height,
+		clear: r.left >= st.right || r.top >= st.bottom,
+	};
+})()`
+
+// checkRejected opens path and checks its upload's rejected-rows badge:
+// amber, with the count, inside the screen and clear of the (green)
+// status badge. With wide set (1280 px) it is beside the status badge on
+// its line, and seen without scrolling a table sideways.
+func (s *session) checkRejected(path, count string, wide bool) {
+	s.t.Helper()
+	s.open(path, "main")
+	type badge struct {
+		Found                 bool
+		Count, Text, Color    string
+		StatusColor           string
+		Inside, Beside, Clear bool
+		Scrolled              bool
+	}
+	got := eval[badge](s, rejectedJS)
+	switch {
+	case !got.Found:
+		s.t.Errorf("%s: no rejected-rows badge", path)
+	case got.Count != count || got.Text != count+" rejected":
+		s.t.Errorf("%s: the badge says %q (data-rejected %q), want %s rejected", path, got.Text, got.Count, count)
+	case got.Color != "rgb(168, 100, 0)" || got.StatusColor == got.Color:
+		s.t.Errorf("%s: the badge is %s beside a status of %s, want amber rgb(168, 100, 0)", path, got.Color, got.StatusColor)
+	case !got.Inside || !got.Clear || wide && (!got.Beside || got.Scrolled):
+		s.t.Errorf("%s: the badge is inside the screen %v, clear of the status %v, beside it %v, its table scrolled sideways %v",
+			path, got.Inside, got.Clear, got.Beside, got.Scrolled)
+	}
+}
+
+// checkValues opens path, an upload's report, and checks that its rejected
+// lines show these values, as text, each inside the screen.
+func (s *session) checkValues(path string, values ...string) {
+	s.t.Helper()
+	s.open(path, ".problem-group")
+	type cell struct {
+		Text   string
+		Inside bool
+	}
+	cells := eval[[]cell](s, `[...document.querySelectorAll(".report.errors td.value")].map(td => {
+		td.closest("details").open = true;
+		const r = td.getBoundingClientRect();
+		return {text: td.textContent, inside: r.left >= 0 && r.right <= innerWidth};
+	})`)
+	for _, v := range values {
+		found := false
+		for _, c := range cells {
+			if c.Text == v {
+				found = true
+				if !c.Inside {
+					s.t.Errorf("%s: the value %q lies outside the screen", path, v)
+				}
+			}
+		}
+		if !found {
+			s.t.Errorf("%s: no rejected line shows the value %q (values: %+v)", path, v, cells)
+		}
+	}
+}
+
 // checkNarrowShot takes a full-page screenshot of the page open now (the
 // last one checkNarrow opened) and fails unless it is 390 px wide: a page
 // that overflowed would come out wider. With -screenshots it is kept.
@@ -463,6 +543,16 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	s.screenshot("upload-report")
+	// It applied some rows and rejected 4: an amber badge says so beside
+	// the green "applied", and each rejected line shows its value.
+	badPage := "/dashboard/clients/" + c.ID + "/uploads/" + badUp.ID
+	s.checkRejected(badPage, "4", true)
+	s.checkValues(badPage, "S9", "4006381333932", "-1")
+	s.open("/dashboard/uploads?has_errors=true", "main")
+	if got := eval[[]string](s, `[...document.querySelectorAll("tr[data-upload]")].map(r => r.dataset.upload)`); len(got) != 1 || got[0] != badUp.ID {
+		t.Errorf("uploads with has_errors=true = %v, want only %s", got, badUp.ID)
+	}
+	s.checkRejected("/dashboard/uploads?has_errors=true", "4", true)
 
 	// An order, and its event delivered to the failing endpoint until the
 	// schedule is spent.
@@ -634,7 +724,10 @@ func TestBrowser(t *testing.T) {
 	// bar.
 	s.narrow()
 	s.checkNarrow("/dashboard/", clientPage, "/dashboard/uploads", uploadPage, "/dashboard/stock?client="+c.ID, "/dashboard/orders",
-		"/dashboard/orders/"+o.ID, "/dashboard/endpoints/"+ep.ID, "/dashboard/deliveries")
+		"/dashboard/orders/"+o.ID, "/dashboard/endpoints/"+ep.ID, "/dashboard/deliveries", badPage, "/dashboard/uploads?has_errors=true")
+	s.checkRejected(badPage, "4", false)
+	s.checkValues(badPage, "S9", "4006381333932", "-1")
+	s.checkRejected("/dashboard/uploads?has_errors=true", "4", false)
 	s.checkNarrowShot("deliveries-390") // the widest: tables of attempts
 
 	// Log out: the pages need a login again.
@@ -733,6 +826,10 @@ func TestPortalBrowser(t *testing.T) {
 		t.Errorf("the error file from the report's link = %d %q %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
 	}
 	s.screenshot("portal-upload")
+	badPage := "/portal/uploads/" + sd.Bad.ID
+	s.checkRejected(badPage, "4", true)
+	s.checkValues(badPage, "S9", "4006381333932", "<b>-3</b>")
+	s.checkRejected("/portal/uploads?has_errors=true", "4", true)
 
 	// The other client's upload, file and order are not found.
 	for _, p := range []string{"/portal/uploads/" + o.Upload.ID, "/portal/orders/" + o.OrderID} {
@@ -779,7 +876,10 @@ func TestPortalBrowser(t *testing.T) {
 	// At 390 px wide.
 	s.narrow()
 	s.checkNarrow("/portal/", "/portal/uploads", "/portal/uploads/"+sd.Bad.ID, "/portal/stock", "/portal/orders",
-		"/portal/orders/"+sd.OrderID, "/portal/endpoints", "/portal/deliveries")
+		"/portal/orders/"+sd.OrderID, "/portal/endpoints", "/portal/deliveries", "/portal/uploads?has_errors=true")
+	s.checkRejected(badPage, "4", false)
+	s.checkValues(badPage, "S9", "4006381333932", "<b>-3</b>")
+	s.checkRejected("/portal/uploads?has_errors=true", "4", false)
 	s.checkNarrowShot("portal-deliveries-390")
 
 	// Sign out: the pages need a sign-in again.

@@ -413,11 +413,43 @@ func TestPages(t *testing.T) {
 			t.Errorf("status=lost = %d, want 400", resp.StatusCode)
 		}
 	})
+	t.Run("uploads with rejected rows", func(t *testing.T) {
+		// stock-bad.csv applied 1 row of 5: beside its green "applied",
+		// an amber badge counts the 4 lines rejected; the others have none.
+		body := b.page("/dashboard/uploads")
+		wantContains(t, "the uploads", body, `<span class="status s-haserrors" data-rejected="4" title="4 rows rejected">4 rejected</span>`,
+			`<option value="true">some rejected</option>`)
+		if n := strings.Count(body, "s-haserrors"); n != 1 {
+			t.Errorf("%d uploads have the rejected badge, want 1", n)
+		}
+		body = b.page("/dashboard/uploads?has_errors=true")
+		wantContains(t, "uploads with rejected rows", body, "stock-bad.csv", `<option value="true" selected>`)
+		if strings.Contains(body, "stock-full.csv") || strings.Contains(body, "stock-later.csv") {
+			t.Error("has_errors=true lists an upload without rejected rows")
+		}
+		body = b.page("/dashboard/uploads?has_errors=false&client=" + s.ClientID + "&status=applied")
+		wantContains(t, "applied uploads without rejected rows", body, "stock-full.csv")
+		if strings.Contains(body, "stock-bad.csv") || strings.Contains(body, "s-haserrors") {
+			t.Error("has_errors=false lists the upload with rejected rows")
+		}
+		if resp, _ := b.get("/dashboard/uploads?has_errors=maybe"); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("has_errors=maybe = %d, want 400", resp.StatusCode)
+		}
+		// The page after the first keeps the filter.
+		body = b.page("/dashboard/uploads?has_errors=false&client=" + s.ClientID + "&limit=1")
+		wantContains(t, "the first page", body, "has_errors=false")
+	})
 	t.Run("upload report", func(t *testing.T) {
 		body := b.page(cl + "/uploads/" + s.Bad.ID)
 		wantContains(t, "the upload report", body, `data-status="applied"`, s.Bad.SHA256,
 			storelink.ProblemUnknownStore, storelink.ProblemInvalidValue, storelink.ProblemMissingValues, storelink.ProblemUnknownColumns,
-			"<td class=\"num\">3</td><td>S9</td>", "4006381333932", "colour")
+			"<td class=\"num\">3</td><td>S9</td>", "4006381333932", "colour",
+			// Each rejected line shows the value that was wrong, escaped.
+			`<td class="mono value">S9</td>`, `<td class="mono value">4006381333932</td>`, `<td class="mono value">&lt;b&gt;-3&lt;/b&gt;</td>`,
+			`<span class="status s-haserrors" data-rejected="4"`)
+		if strings.Contains(body, "<b>-3</b>") {
+			t.Error("the value of a rejected line is not escaped")
+		}
 		if strings.Contains(body, `http-equiv="refresh"`) {
 			t.Error("a finished upload reloads")
 		}

@@ -279,7 +279,7 @@ func (f *fixture) seedData() seed {
 		"S1;"+ean3+";SKU-3;4;9.99;red\n"+
 		"S9;"+ean3+";SKU-3;4;9.99;red\n"+
 		"S1;4006381333932;SKU-4;4;9.99;red\n"+
-		"S1;"+ean1+";SKU-1;-3;19.99;red\n"+
+		"S1;"+ean1+";SKU-1;<b>-3</b>;19.99;red\n"+
 		"S2;"+ean2+";SKU-2;1;;blue\n")
 	f.processAll()
 	s.Waiting = f.accept(c.ID, "stock-later.csv", "store;ean;article_number;quantity;price\nS2;"+ean2+";SKU-2;3;5.00\n")

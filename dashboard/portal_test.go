@@ -227,10 +227,11 @@ func TestPortalScope(t *testing.T) {
 		}
 	}
 	for path, want := range map[string][]string{
-		"/portal/":        {"Acme Retail · DE", "stock-full.csv", "MP-1001"},
-		"/portal/uploads": {"stock-full.csv", "stock-bad.csv", "stock-later.csv"},
+		"/portal/":        {"Acme Retail · DE", "stock-full.csv", "MP-1001", `data-rejected="4"`},
+		"/portal/uploads": {"stock-full.csv", "stock-bad.csv", "stock-later.csv", `<select name="has_errors">`},
 		"/portal/uploads?client=" + s.OtherClientID: {"stock-full.csv"},
-		"/portal/uploads/" + s.Bad.ID:               {"stock-bad.csv", storelink.ProblemUnknownStore, "errors.csv"},
+		"/portal/uploads/" + s.Bad.ID:               {"stock-bad.csv", storelink.ProblemUnknownStore, "errors.csv", `data-rejected="4"`, `<td class="mono value">&lt;b&gt;-3&lt;/b&gt;</td>`},
+		"/portal/uploads?has_errors=true":           {"stock-bad.csv", `data-rejected="4" title="4 rows rejected">4 rejected</span>`},
 		"/portal/stock":                             {"Trail shoe", ean1},
 		"/portal/stock?store=S2":                    {"Trail shoe"},
 		"/portal/orders":                            {"MP-1001"},

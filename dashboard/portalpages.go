@@ -61,22 +61,29 @@ func (h *Handler) handlePortalHome(w http.ResponseWriter, r *http.Request, v vie
 }
 
 type portalUploadsData struct {
-	Status   string
-	Statuses []storelink.UploadStatus
-	Uploads  []storelink.Upload
-	Next     string
+	Status string
+	// HasErrors is the has_errors filter as given: "", "true" or "false".
+	HasErrors string
+	Statuses  []storelink.UploadStatus
+	Uploads   []storelink.Upload
+	Next      string
 }
 
 func (h *Handler) handlePortalUploads(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
 	q := r.URL.Query()
-	d := portalUploadsData{Status: q.Get("status"), Statuses: storelink.UploadStatuses}
+	d := portalUploadsData{Status: q.Get("status"), HasErrors: q.Get("has_errors"), Statuses: storelink.UploadStatuses}
 	if d.Status != "" && !slices.Contains(storelink.UploadStatuses, storelink.UploadStatus(d.Status)) {
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
 		return
 	}
+	f, err := uploadListFilter(d.Status, d.HasErrors)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	limit := queryLimit(r, uploadsPage, 500)
-	var err error
-	d.Uploads, err = h.Uploads.Uploads(r.Context(), c.ID, storelink.UploadFilter{Status: storelink.UploadStatus(d.Status), Before: q.Get("before"), Limit: limit})
+	f.Before, f.Limit = q.Get("before"), limit
+	d.Uploads, err = h.Uploads.Uploads(r.Context(), c.ID, f)
 	if err != nil {
 		h.renderError(w, r, err)
 		return

@@ -14,11 +14,13 @@ type uploadRow struct {
 }
 
 type uploadsData struct {
-	Clients  []clientOption
-	Client   string
-	Status   string
-	Statuses []storelink.UploadStatus
-	Uploads  []uploadRow
+	Clients []clientOption
+	Client  string
+	Status  string
+	// HasErrors is the has_errors filter as given: "", "true" or "false".
+	HasErrors string
+	Statuses  []storelink.UploadStatus
+	Uploads   []uploadRow
 	// Next is the before= of the next page; paging needs one client.
 	Next string
 }
@@ -28,12 +30,16 @@ const uploadsPage = 50
 
 func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) {
 	ctx, q := r.Context(), r.URL.Query()
-	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), Statuses: storelink.UploadStatuses}
+	d := uploadsData{Client: q.Get("client"), Status: q.Get("status"), HasErrors: q.Get("has_errors"), Statuses: storelink.UploadStatuses}
 	if d.Status != "" && !slices.Contains(storelink.UploadStatuses, storelink.UploadStatus(d.Status)) {
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
 		return
 	}
-	var err error
+	f, err := uploadListFilter(d.Status, d.HasErrors)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	if d.Clients, err = h.clientOptions(ctx); err != nil {
 		h.renderError(w, r, err)
 		return
@@ -51,12 +57,12 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 		return
 	}
 	limit := queryLimit(r, uploadsPage, 500)
-	before := ""
+	f.Limit = limit
 	if d.Client != "" {
-		before = q.Get("before")
+		f.Before = q.Get("before")
 	}
 	for _, id := range ids {
-		list, err := h.Uploads.Uploads(ctx, id, storelink.UploadFilter{Status: storelink.UploadStatus(d.Status), Before: before, Limit: limit})
+		list, err := h.Uploads.Uploads(ctx, id, f)
 		if err != nil {
 			h.renderError(w, r, err)
 			return
@@ -79,6 +85,20 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 	}
 	v.Title, v.Nav, v.Data = "Uploads", "uploads", d
 	h.render(w, r, http.StatusOK, "uploads", v)
+}
+
+// uploadListFilter is the filter of an upload list page: status, already
+// checked, and has_errors ("" for either). Errors: EINVALID.
+func uploadListFilter(status, hasErrors string) (storelink.UploadFilter, error) {
+	f := storelink.UploadFilter{Status: storelink.UploadStatus(status)}
+	if hasErrors != "" {
+		has, err := storelink.ParseHasErrors(hasErrors)
+		if err != nil {
+			return f, err
+		}
+		f.HasErrors = &has
+	}
+	return f, nil
 }
 
 // problemGroup is the problems of one type: each message with its lines.

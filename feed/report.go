@@ -54,6 +54,7 @@ func (c *collector) add(typ, msg string, warn bool, ref storelink.LineRef) {
 	p.Count++
 	if len(p.LineNumbers) < storelink.MaxLineRefs {
 		ref.StoreID, ref.EAN = refValue(ref.StoreID), refValue(ref.EAN)
+		ref.Value = cutRunes(ref.Value, storelink.MaxRefValue)
 		p.LineNumbers = append(p.LineNumbers, ref)
 	}
 }
@@ -107,6 +108,22 @@ func refValue(s string) string {
 			n--
 		}
 		s = s[:n]
+	}
+	return strings.Clone(s)
+}
+
+// cutRunes copies the first n runes of s, so that a reference does not pin
+// the whole record it came from. The decoder made s valid UTF-8; a byte
+// that is not is counted as one rune, as a range over s counts it.
+func cutRunes(s string, n int) string {
+	if len(s) > n {
+		for i := range s {
+			if n == 0 {
+				s = s[:i]
+				break
+			}
+			n--
+		}
 	}
 	return strings.Clone(s)
 }

@@ -64,53 +64,57 @@ func (c *checker) row(rec []string, line int) error {
 	}
 	ref := storelink.LineRef{LineNumber: line, StoreID: v[colStore], EAN: v[colEAN]}
 	bad := false
-	fail := func(typ, msg string) {
+	// fail records a problem of the row; value is the field's value that
+	// caused it, "" when it is of no one value.
+	fail := func(typ, msg, value string) {
 		bad = true
-		c.col.add(typ, msg, false, ref)
+		r := ref
+		r.Value = value
+		c.col.add(typ, msg, false, r)
 		c.errs.problem(typ, msg)
 	}
 	for col := range numMandatory {
 		if v[col] == "" {
-			fail(storelink.ProblemMissingValues, h.missing[col])
+			fail(storelink.ProblemMissingValues, h.missing[col], "")
 		}
 	}
 
 	store, storeOK := c.store(v[colStore])
 	if !storeOK && v[colStore] != "" {
-		fail(storelink.ProblemUnknownStore, msgUnknownStore)
+		fail(storelink.ProblemUnknownStore, msgUnknownStore, v[colStore])
 	}
 	ean, eanOK := eanValue(v[colEAN])
 	if !eanOK && v[colEAN] != "" {
-		fail(storelink.ProblemInvalidValue, h.invalid[colEAN])
+		fail(storelink.ProblemInvalidValue, h.invalid[colEAN], v[colEAN])
 	}
 	if s := v[colArticleNumber]; len(s) > maxArticleNumber && utf8.RuneCountInString(s) > maxArticleNumber {
-		fail(storelink.ProblemInvalidValue, h.invalid[colArticleNumber])
+		fail(storelink.ProblemInvalidValue, h.invalid[colArticleNumber], s)
 	} else if hasControl(s, false) {
-		fail(storelink.ProblemInvalidValue, h.control[colArticleNumber])
+		fail(storelink.ProblemInvalidValue, h.control[colArticleNumber], s)
 	}
 	qty, qtyOK := parseQuantity(v[colQuantity])
 	if !qtyOK && v[colQuantity] != "" {
-		fail(storelink.ProblemInvalidValue, h.invalid[colQuantity])
+		fail(storelink.ProblemInvalidValue, h.invalid[colQuantity], v[colQuantity])
 	}
 	price, err := storelink.ParseMoney(v[colPrice])
 	priceOK := err == nil && price > 0
 	if !priceOK && v[colPrice] != "" {
-		fail(storelink.ProblemInvalidValue, h.invalid[colPrice])
+		fail(storelink.ProblemInvalidValue, h.invalid[colPrice], v[colPrice])
 	}
 	var retail storelink.Money
 	hasRetail := v[colRetailPrice] != ""
 	if hasRetail {
 		if retail, err = storelink.ParseMoney(v[colRetailPrice]); err != nil {
-			fail(storelink.ProblemInvalidValue, h.invalid[colRetailPrice])
+			fail(storelink.ProblemInvalidValue, h.invalid[colRetailPrice], v[colRetailPrice])
 		} else if priceOK && retail < price {
-			fail(storelink.ProblemMinimumPrice, msgMinimumPrice)
+			fail(storelink.ProblemMinimumPrice, msgMinimumPrice, v[colRetailPrice])
 		}
 	}
 	for _, col := range textColumns {
 		if s := v[col]; len(s) > maxText && utf8.RuneCountInString(s) > maxText {
-			fail(storelink.ProblemInvalidValue, h.invalid[col])
+			fail(storelink.ProblemInvalidValue, h.invalid[col], s)
 		} else if hasControl(s, true) {
-			fail(storelink.ProblemInvalidValue, h.control[col])
+			fail(storelink.ProblemInvalidValue, h.control[col], s)
 		}
 	}
 	if bad {

@@ -360,7 +360,18 @@ func (s *Server) handleGetUpload(w http.ResponseWriter, r *http.Request, c *stor
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, u)
+	writeJSON(w, http.StatusOK, answerUpload(u))
+}
+
+// uploadAnswer is an upload as the API answers it: with has_errors, which
+// is derived from rows_rejected and not stored.
+type uploadAnswer struct {
+	*storelink.Upload
+	HasErrors bool `json:"has_errors"`
+}
+
+func answerUpload(u *storelink.Upload) uploadAnswer {
+	return uploadAnswer{Upload: u, HasErrors: u.HasErrors()}
 }
 
 // handleCancelUpload cancels an upload that waits to be processed; its
@@ -374,7 +385,7 @@ func (s *Server) handleCancelUpload(w http.ResponseWriter, r *http.Request, c *s
 	if capacity, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity); err == nil {
 		setRateLimit(w, capacity)
 	}
-	writeJSON(w, http.StatusOK, u)
+	writeJSON(w, http.StatusOK, answerUpload(u))
 }
 
 func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
@@ -395,9 +406,12 @@ func (s *Server) handleListUploads(w http.ResponseWriter, r *http.Request, c *st
 		return
 	}
 	resp := struct {
-		Uploads    []storelink.Upload `json:"uploads"`
-		NextBefore string             `json:"next_before,omitempty"`
-	}{Uploads: list}
+		Uploads    []uploadAnswer `json:"uploads"`
+		NextBefore string         `json:"next_before,omitempty"`
+	}{Uploads: make([]uploadAnswer, len(list))}
+	for i := range list {
+		resp.Uploads[i] = answerUpload(&list[i])
+	}
 	if len(list) == limit {
 		resp.NextBefore = list[len(list)-1].ID
 	}
@@ -425,8 +439,9 @@ func (s *Server) handleListStock(w http.ResponseWriter, r *http.Request, c *stor
 }
 
 // queryLimit reads ?limit= with a default and an upper bound.
-// uploadFilter reads the filters of the upload listing: status, and the
-// time range since (inclusive) to until (exclusive), RFC 3339 each.
+// uploadFilter reads the filters of the upload listing: status, the time
+// range since (inclusive) to until (exclusive), RFC 3339 each, and
+// has_errors, true or false.
 func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
 	q := r.URL.Query()
 	f := storelink.UploadFilter{Before: q.Get("before"), Status: storelink.UploadStatus(q.Get("status"))}
@@ -454,6 +469,13 @@ func uploadFilter(r *http.Request) (storelink.UploadFilter, error) {
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
 		return f, storelink.Errorf(storelink.EINVALID, "since must be before until.")
+	}
+	if v := q.Get("has_errors"); v != "" {
+		has, err := storelink.ParseHasErrors(v)
+		if err != nil {
+			return f, err
+		}
+		f.HasErrors = &has
 	}
 	return f, nil
 }

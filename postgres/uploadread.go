@@ -216,6 +216,9 @@ func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]sto
 	if !p.Until.IsZero() {
 		q += ` AND received_at < ` + a.add(p.Until)
 	}
+	if p.HasErrors != nil {
+		q += hasErrorsSQL(*p.HasErrors)
+	}
 	q += ` ORDER BY seq DESC LIMIT ` + a.add(p.Limit)
 	rows, err := d.db.pool.Query(ctx, q, a...)
 	if err != nil {
@@ -289,4 +292,13 @@ func (d *uploads) ExpireFiles(ctx context.Context, p service.ExpireParams) (int,
 		return 0, err
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// hasErrorsSQL is the term of a listing that selects uploads by
+// storelink.Upload.HasErrors: whether they dropped rows.
+func hasErrorsSQL(has bool) string {
+	if has {
+		return ` AND rows_rejected > 0`
+	}
+	return ` AND rows_rejected = 0`
 }

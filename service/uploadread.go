@@ -33,7 +33,7 @@ func (s *Uploads) Uploads(ctx context.Context, clientID string, f storelink.Uplo
 			return nil, storelink.CursorError("before", f.Before)
 		}
 	}
-	return s.d.ListUploads(ctx, UploadQuery{ClientID: clientID, Before: f.Before, Status: f.Status, Since: f.Since, Until: f.Until, Limit: f.Limit})
+	return s.d.ListUploads(ctx, UploadQuery{ClientID: clientID, Before: f.Before, Status: f.Status, Since: f.Since, Until: f.Until, HasErrors: f.HasErrors, Limit: f.Limit})
 }
 
 // UploadQuery selects a page of a client's uploads, newest first.
@@ -47,7 +47,10 @@ type UploadQuery struct {
 	// Since and Until, when not zero, select the uploads received at or
 	// after Since and before Until.
 	Since, Until time.Time
-	Limit        int
+	// HasErrors, when set, selects the uploads with rows_rejected above
+	// zero (true) or at zero (false).
+	HasErrors *bool
+	Limit     int
 }
 
 // QueueDepth counts uploads not yet finished.

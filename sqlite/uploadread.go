@@ -233,6 +233,9 @@ func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]sto
 		q += ` AND received_at < ?`
 		args = append(args, ms(p.Until))
 	}
+	if p.HasErrors != nil {
+		q += hasErrorsSQL(*p.HasErrors)
+	}
 	q += ` ORDER BY seq DESC LIMIT ?`
 	args = append(args, p.Limit)
 	rows, err := d.db.read.QueryContext(ctx, q, args...)
@@ -317,4 +320,13 @@ func statusList[S ~string](list []S) string {
 		out[i] = string(s)
 	}
 	return jsonList(out)
+}
+
+// hasErrorsSQL is the term of a listing that selects uploads by
+// storelink.Upload.HasErrors: whether they dropped rows.
+func hasErrorsSQL(has bool) string {
+	if has {
+		return ` AND rows_rejected > 0`
+	}
+	return ` AND rows_rejected = 0`
 }

@@ -63,6 +63,70 @@ func testUploadListingFilters(e *env) {
 	same("accepted since", list(storelink.UploadFilter{Status: storelink.UploadAccepted, Since: start.Add(3 * time.Minute)}), ids[5], ids[4])
 }
 
+// Uploads that dropped rows (has_errors) are told from those that dropped
+// none by their rows_rejected, whatever their status, and the filter holds
+// on every page.
+func testUploadListingHasErrors(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	apply := func(name string, rs ...storelink.StockRow) *storelink.Upload {
+		t.Helper()
+		e.accept(name, 1)
+		c, err := s.Uploads.Claim(ctx, "w", time.Minute)
+		must(t, err)
+		u, err := s.Uploads.Apply(ctx, c, rows(rs...))
+		must(t, err)
+		return u
+	}
+	clean := apply("clean.csv", row("S1", "4006381333931", 1, 100))
+	partial := apply("partial.csv", row("S1", "4006381333931", 2, 100), row("S9", "4006381333931", 1, 100), row("S9", "96385074", 1, 100))
+	none := apply("none.csv", row("S9", "4006381333931", 1, 100))
+	waiting := e.accept("waiting.csv", 1)
+	for _, c := range []struct {
+		u      *storelink.Upload
+		status storelink.UploadStatus
+		has    bool
+	}{{clean, storelink.UploadApplied, false}, {partial, storelink.UploadApplied, true}, {none, storelink.UploadRejected, true}, {waiting, storelink.UploadAccepted, false}} {
+		got, err := s.Uploads.Upload(ctx, id, c.u.ID)
+		must(t, err)
+		if got.Status != c.status || got.HasErrors() != c.has || c.u.HasErrors() != c.has {
+			t.Fatalf("%s: status %s, rows_rejected %d, has errors %v; want %s, %v", got.FileName, got.Status, got.RowsRejected, got.HasErrors(), c.status, c.has)
+		}
+	}
+	if partial.RowsRejected != 2 || partial.RowsApplied != 1 {
+		t.Fatalf("partial upload: %d applied, %d rejected; want 1 and 2", partial.RowsApplied, partial.RowsRejected)
+	}
+	list := func(f storelink.UploadFilter) []string {
+		t.Helper()
+		var out []string
+		for pages := 0; ; pages++ {
+			f.Limit = 1
+			page, err := s.Uploads.Uploads(ctx, id, f)
+			must(t, err)
+			for _, u := range page {
+				if u.HasErrors() != *f.HasErrors {
+					t.Fatalf("listing has_errors=%v gave upload %s with %d rows rejected", *f.HasErrors, u.FileName, u.RowsRejected)
+				}
+				out = append(out, u.FileName)
+			}
+			if len(page) == 0 || pages > 10 {
+				return out
+			}
+			f.Before = page[len(page)-1].ID
+		}
+	}
+	yes, no := true, false
+	same := func(what string, got []string, want ...string) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+	same("has errors", list(storelink.UploadFilter{HasErrors: &yes}), "none.csv", "partial.csv")
+	same("has no errors", list(storelink.UploadFilter{HasErrors: &no}), "waiting.csv", "clean.csv")
+	same("applied with errors", list(storelink.UploadFilter{HasErrors: &yes, Status: storelink.UploadApplied}), "partial.csv")
+	same("applied without errors", list(storelink.UploadFilter{HasErrors: &no, Status: storelink.UploadApplied}), "clean.csv")
+}
+
 // Stock is listed by article number, alone or with a store, and paged.
 func testStockListingByArticle(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID

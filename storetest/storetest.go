@@ -114,6 +114,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Upload files kept for the retention", testUploadFiles},
 		{"Upload listing", testUploadListing},
 		{"Upload listing by status and time", testUploadListingFilters},
+		{"Upload listing by has_errors", testUploadListingHasErrors},
 		{"Stock listing and paging", testStockListing},
 		{"Stock listing by article number", testStockListingByArticle},
 		{"Stock listing of one EAN in every store", testStockListingByEAN},

@@ -137,7 +137,7 @@ func testApply(e *env) {
 		}
 		return storelink.FeedReport{RowsTotal: 4, RowsValid: 3, RowsApplied: 2, RowsRejected: 1,
 			Errors: []storelink.Problem{{Type: storelink.ProblemInvalidValue, Message: "bad", Count: 1,
-				LineNumbers: []storelink.LineRef{{LineNumber: 4, StoreID: "S1", EAN: "x"}}}},
+				LineNumbers: []storelink.LineRef{{LineNumber: 4, StoreID: "S1", EAN: "x", Value: "<x>"}}}},
 			Warnings: []storelink.Problem{{Type: storelink.ProblemDuplicated, Message: "dup", Count: 1,
 				LineNumbers: []storelink.LineRef{{LineNumber: 2, StoreID: "S1", EAN: "4006381333931"}}}},
 		}, nil
@@ -150,7 +150,8 @@ func testApply(e *env) {
 	}
 	again, err := s.Uploads.Upload(ctx, id, u.ID)
 	must(t, err)
-	if len(again.Errors) != 1 || again.Errors[0].LineNumbers[0].LineNumber != 4 ||
+	if len(again.Errors) != 1 || again.Errors[0].LineNumbers[0].LineNumber != 4 || again.Errors[0].LineNumbers[0].Value != "<x>" ||
+		!again.HasErrors() ||
 		len(again.Warnings) != 1 || again.Warnings[0].Type != storelink.ProblemDuplicated {
 		t.Fatalf("stored report = %+v / %+v", again.Errors, again.Warnings)
 	}

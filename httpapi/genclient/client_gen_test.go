@@ -1175,6 +1175,11 @@ type LineRef struct {
 
 	// StoreId The row's `store` value as far as it could be read (at most 64 bytes); omitted when empty.
 	StoreId *string `json:"store_id,omitempty"`
+
+	// Value For an error caused by one field's value (an unknown store, an invalid value, a retail price below the price), that value as the file has it, cut to its first 50 characters (Unicode code points, never within one). Omitted when empty, and for problems of no one value: a missing value, a row with the wrong number of fields, a file error, a warning.
+	//
+	// Example: 12,5
+	Value *string `json:"value,omitempty"`
 }
 
 // Money An exact decimal amount with at most 2 decimals, in the client's currency.
@@ -1704,6 +1709,9 @@ type Upload struct {
 	// FinishedAt When the upload was applied or rejected; null until then.
 	FinishedAt *time.Time `json:"finished_at"`
 
+	// HasErrors True when any row was dropped (`rows_rejected` above 0): an `applied` upload with `has_errors` applied only part of its file. It is derived from `rows_rejected`, so the two always agree; false until the upload is processed. It tells of dropped rows only: a file rejected as a whole is told by `status` `rejected` and its file-level problem in `errors`.
+	HasErrors bool `json:"has_errors"`
+
 	// ReceivedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
 	// Example: 2026-11-21T07:54:21.605Z
@@ -2093,6 +2101,9 @@ type ListUploadsParams struct {
 
 	// Until Only uploads received before this time, RFC 3339, later than `since` (400 otherwise).
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// HasErrors `true`: only uploads that dropped rows (`has_errors`, that is `rows_rejected` above 0); `false`: only those that dropped none. 400 for another value.
+	HasErrors *bool `form:"has_errors,omitempty" json:"has_errors,omitempty"`
 }
 
 // ValidateStockFileParams defines parameters for ValidateStockFile.
@@ -3408,7 +3419,11 @@ type ClientInterface interface {
 	// upload is picked up, respectively finished. Problems are grouped by
 	// type and message, with the lines that have them (the header is line
 	// 1); at most 1000 line references are kept per problem, `count` gives
-	// the total. An upload of another client gives 404.
+	// the total. A line reference of an error caused by one field's value
+	// shows that `value` (its first 50 characters). `has_errors` is true
+	// when any row was dropped (`rows_rejected` above 0): an `applied`
+	// upload with `has_errors` applied only part of its file. An upload of
+	// another client gives 404.
 	//
 	// Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
 	GetUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5284,7 +5299,11 @@ func (c *Client) CancelUpload(ctx context.Context, clientId ClientID, uploadId U
 // upload is picked up, respectively finished. Problems are grouped by
 // type and message, with the lines that have them (the header is line
 // 1); at most 1000 line references are kept per problem, `count` gives
-// the total. An upload of another client gives 404.
+// the total. A line reference of an error caused by one field's value
+// shows that `value` (its first 50 characters). `has_errors` is true
+// when any row was dropped (`rows_rejected` above 0): an `applied`
+// upload with `has_errors` applied only part of its file. An upload of
+// another client gives 404.
 //
 // Corresponds with GET /stock/{client_id}/uploads/{upload_id} (the `GetUpload` operationId).
 func (c *Client) GetUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7819,6 +7838,18 @@ func NewListUploadsRequest(server string, clientId ClientID, params *ListUploads
 
 		}
 
+		if params.HasErrors != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "has_errors", *params.HasErrors, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -9652,7 +9683,11 @@ type ClientWithResponsesInterface interface {
 	// upload is picked up, respectively finished. Problems are grouped by
 	// type and message, with the lines that have them (the header is line
 	// 1); at most 1000 line references are kept per problem, `count` gives
-	// the total. An upload of another client gives 404.
+	// the total. A line reference of an error caused by one field's value
+	// shows that `value` (its first 50 characters). `has_errors` is true
+	// when any row was dropped (`rows_rejected` above 0): an `applied`
+	// upload with `has_errors` applied only part of its file. An upload of
+	// another client gives 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17010,7 +17045,11 @@ func (c *ClientWithResponses) CancelUploadWithResponse(ctx context.Context, clie
 // upload is picked up, respectively finished. Problems are grouped by
 // type and message, with the lines that have them (the header is line
 // 1); at most 1000 line references are kept per problem, `count` gives
-// the total. An upload of another client gives 404.
+// the total. A line reference of an error caused by one field's value
+// shows that `value` (its first 50 characters). `has_errors` is true
+// when any row was dropped (`rows_rejected` above 0): an `applied`
+// upload with `has_errors` applied only part of its file. An upload of
+// another client gives 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

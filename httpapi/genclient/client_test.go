@@ -100,8 +100,20 @@ func TestGeneratedClient(t *testing.T) {
 			t.Fatalf("upload still %s after 10 s", st.JSON200.Status)
 		}
 	}
-	if status.Status != UploadStatusApplied || status.RowsApplied != 1 || status.RowsRejected != 1 || len(status.Errors) != 1 {
+	if status.Status != UploadStatusApplied || status.RowsApplied != 1 || status.RowsRejected != 1 || !status.HasErrors || len(status.Errors) != 1 {
 		t.Fatalf("upload = %s", body(mustJSON(status)))
+	}
+	if refs := status.Errors[0].LineNumbers; len(refs) != 1 || refs[0].Value == nil || *refs[0].Value != "S9" {
+		t.Fatalf("the rejected line does not show its store S9: %s", body(mustJSON(status.Errors)))
+	}
+	for _, f := range []struct {
+		has  bool
+		want int
+	}{{true, 1}, {false, 0}} {
+		l, err := c.ListUploadsWithResponse(ctx, clientID, &ListUploadsParams{HasErrors: &f.has}, key)
+		if err != nil || l.JSON200 == nil || len(l.JSON200.Uploads) != f.want {
+			t.Fatalf("uploads with has_errors=%v: %v %s, want %d", f.has, err, body(l.Body), f.want)
+		}
 	}
 	ef, err := c.GetUploadErrorFileWithResponse(ctx, clientID, uploadID, key)
 	if err != nil || ef.StatusCode() != 200 || !bytes.HasPrefix(ef.Body, []byte("store;ean;article_number;quantity;price;line;problem_type;problem_detail\nS9;4006381333931;SKU-2;5;19.99;3;Store does not exist;")) {
