@@ -40,7 +40,7 @@ func TestTestSendSlowerThanDatabaseTimeout(t *testing.T) {
 	go func() {
 		for i, part := range []string{form[:len(form)/2], form[len(form)/2:]} {
 			if i > 0 {
-				time.Sleep(3 * timeout)
+				time.Sleep(3 * timeout) // a slow client: the form's second half comes late
 			}
 			if _, err := io.WriteString(w, part); err != nil {
 				return

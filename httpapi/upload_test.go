@@ -244,7 +244,7 @@ func TestUploadCapacity(t *testing.T) {
 	if !strings.Contains(string(b), "Retry after") || !strings.HasPrefix(resp.Header.Get("RateLimit"), `"upload";r=`) {
 		t.Fatalf("429 answer = %s / %q", b, resp.Header.Get("RateLimit"))
 	}
-	time.Sleep(time.Duration(retry) * time.Second)
+	time.Sleep(time.Duration(retry) * time.Second) // a client that waits as Retry-After says, and no longer
 	resp, b = a.upload("b.csv", body, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("the same upload after Retry-After = %d %s", resp.StatusCode, b)

@@ -257,7 +257,9 @@ func TestWebhookDeleteEndpoint(t *testing.T) {
 		a.placeOrder(fmt.Sprintf("WH-DEL-%d", i))
 	}
 	rec.waitFor(t, 1)
-	time.Sleep(100 * time.Millisecond) // the deliverer's rounds (10ms apart) claim ahead
+	// Time for the deliverer's rounds (10ms apart) to claim ahead, which
+	// nothing outside the deliverer shows: the claims are in its memory.
+	time.Sleep(100 * time.Millisecond)
 	inFlight := len(rec.got())
 
 	resp, body := a.do("DELETE", "/admin/webhooks/"+ep.ID, nil, map[string]string{"Authorization": "Bearer " + adminToken})
@@ -265,6 +267,7 @@ func TestWebhookDeleteEndpoint(t *testing.T) {
 		t.Fatalf("DELETE = %d %s, want 204", resp.StatusCode, body)
 	}
 	rec.unblock() // the attempts in flight end, and their places free
+	// An absence: a window in which what was claimed ahead would be sent.
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rec.got()); n != inFlight {
 		t.Fatalf("receiver got %d requests, want the %d in flight when it was deleted and no more", n, inFlight)
@@ -346,9 +349,9 @@ func TestWebhookRecover(t *testing.T) {
 	ep := a.endpointAt(rec.URL)
 	failed := func(d storelink.Delivery) bool { return d.State == storelink.DeliveryFailed }
 	_, early := a.placeOrder("WH-REC-0")
-	a.waitDelivery(early, ep.ID, "failed", failed)
-	time.Sleep(5 * time.Millisecond)
-	since := time.Now().UTC()
+	// A millisecond after the early delivery was queued, which is the
+	// precision the recovery compares at: the early one is before it.
+	since := a.waitDelivery(early, ep.ID, "failed", failed).CreatedAt.Add(time.Millisecond).UTC()
 	o, assigned := a.placeOrder("WH-REC-1")
 	a.waitDelivery(assigned, ep.ID, "failed", failed)
 	fulfilled := a.fulfil(o.ID)

@@ -102,7 +102,7 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 					return
 				}
 				if len(claims) == 0 {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // nothing claimable now: poll again
 					continue
 				}
 				last := map[string]string{} // client → its last upload in the batch
@@ -195,17 +195,7 @@ func TestApplyWritesUnderItsLocks(t *testing.T) {
 	defer btx.Rollback(ctx)
 	_, err = btx.Exec(ctx, `SELECT 1 FROM stock WHERE ean = $1 FOR UPDATE`, ean)
 	must(t, err)
-	waiters := func(n int) {
-		for range 200 {
-			var k int
-			must(t, blocker.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&k))
-			if k >= n {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("fewer than %d sessions waiting on a lock", n)
-	}
+	waiters := func(n int) { waitLockWaiters(t, blocker, n) }
 	r1 := make(chan error, 1)
 	go func() { r1 <- a.Uploads.ApplyBatch(ctx, c1, putQty(2))[0].Err }()
 	waiters(1)                         // w1's write waits for the stock row

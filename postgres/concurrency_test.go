@@ -55,7 +55,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 					return
 				}
 				if c == nil {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // nothing claimable now: poll again
 					continue
 				}
 				mu.Lock()
@@ -355,7 +355,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 				}
 				mu.Unlock()
 				if len(jobs) == 0 {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // nothing claimable now: poll again
 					continue
 				}
 				time.Sleep(2 * time.Millisecond) // the attempts

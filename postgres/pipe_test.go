@@ -202,8 +202,11 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 // client's events) decide where the event goes: an endpoint created or
 // enabled meanwhile gets it, one that no longer wants its state does not.
 func TestEndpointChangedWhileOrderWaits(t *testing.T) {
-	_, svc, ds, client := pipeEnv(t)
+	dbURL, svc, ds, client := pipeEnv(t)
 	ctx := context.Background()
+	watch, err := pgx.Connect(ctx, dbURL)
+	must(t, err)
+	defer watch.Close(ctx)
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	e1, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e1.test/"}, secret)
 	must(t, err)
@@ -224,7 +227,7 @@ func TestEndpointChangedWhileOrderWaits(t *testing.T) {
 			Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the create waits for the client's events
+	waitLockWaiters(t, watch, 1) // the create waits for the client's events
 	e2, err := svc.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://e2.test/"}, secret)
 	must(t, err)
 	fulfilled := []storelink.OrderState{storelink.StateFulfilled}

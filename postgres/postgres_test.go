@@ -254,3 +254,23 @@ func TestSecretsSealedAtRest(t *testing.T) {
 		}
 	}
 }
+
+// waitLockWaiters polls, for at most 10s, until at least n sessions of the
+// test database wait for a lock: a statement the test blocked has then
+// reached the lock it blocks on.
+func waitLockWaiters(tb testing.TB, conn *pgx.Conn, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var k int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&k); err != nil {
+			tb.Fatalf("sessions waiting on a lock: %v", err)
+		}
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d sessions waiting on a lock after 10s, want %d", k, n)
+		}
+	}
+}

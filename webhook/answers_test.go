@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,42 @@ func rawServer(t *testing.T, handle func(c net.Conn)) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// waitUntil polls cond, for at most 5s, until it is true.
+func waitUntil(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not %s after 5s", what)
+		}
+	}
+}
+
+// closings counts the connections c closes from now on.
+func closings(c *Client) *atomic.Int32 {
+	n := new(atomic.Int32)
+	dial := c.transport.DialContext
+	c.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &closeCounting{Conn: conn, n: n}, nil
+	}
+	return n
+}
+
+// closeCounting is a connection that counts its first Close.
+type closeCounting struct {
+	net.Conn
+	n    *atomic.Int32
+	once sync.Once
+}
+
+func (c *closeCounting) Close() error {
+	c.once.Do(func() { c.n.Add(1) })
+	return c.Conn.Close()
 }
 
 // answering runs a raw server that reads each request of a connection and
@@ -88,7 +125,7 @@ func readHead(br *bufio.Reader) (string, error) {
 func TestWebhookSendTLSHandshakeTimeout(t *testing.T) {
 	addr := rawServer(t, func(c net.Conn) {
 		defer c.Close()
-		time.Sleep(10 * time.Second)
+		io.Copy(io.Discard, c) // never answers the handshake: reads until the client leaves
 	})
 	done := make(chan Result, 1)
 	go func() {
@@ -145,6 +182,12 @@ func TestWebhookSendStaleKeepAlive(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	srv.Config.IdleTimeout = 50 * time.Millisecond
+	var closed atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Add(1)
+		}
+	}
 	srv.Start()
 	defer srv.Close()
 	c := testClient(t, 2*time.Second)
@@ -152,7 +195,7 @@ func TestWebhookSendStaleKeepAlive(t *testing.T) {
 		if res := c.Send(context.Background(), testRequest(t, srv.URL), time.Now()); !res.Success() {
 			t.Fatalf("attempt %d after the receiver closed the idle connection: %+v", i, res)
 		}
-		time.Sleep(150 * time.Millisecond)
+		waitUntil(t, "the idle connection closed by the receiver", func() bool { return closed.Load() == int32(i+1) })
 	}
 }
 
@@ -186,7 +229,7 @@ func TestWebhookSendInformationalAnswers(t *testing.T) {
 	addr := answering(t, func(c net.Conn, _ string) bool {
 		i := n.Add(1)
 		io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the final answer comes later than the 103
 		code := 200
 		if i%2 == 0 {
 			code = 500

@@ -35,13 +35,12 @@ func tlsRawServer(t *testing.T, handle func(c net.Conn)) (string, *Client) {
 	return addr, c
 }
 
-// strayWindow is how long the tests of stray answers leave a connection
-// idle before the next attempt. The Transport reads each connection as it
-// goes idle and drops it when anything comes; a request sent in the
-// instant before it has looked would take what came for its own answer.
-// Only a receiver that answers twice brings that about, and the standard
-// library's window is accepted.
-const strayWindow = 100 * time.Millisecond
+// The tests of stray answers wait, before the next attempt, until the
+// client has dropped the connection the stray answer came on. The
+// Transport reads each connection as it goes idle and drops it when
+// anything comes; a request sent in the instant before it has looked would
+// take what came for its own answer. Only a receiver that answers twice
+// brings that about, and the standard library's window is accepted.
 
 // An answer no request asked for that follows a large answer in the same
 // write is not taken for the next request's answer, also when it is not in
@@ -71,11 +70,12 @@ func TestWebhookSendUnaskedAnswerAfterLargeBody(t *testing.T) {
 				} else {
 					addr, c = rawServer(t, handle), testClient(t, 2*time.Second)
 				}
+				closed := closings(c)
 				url := scheme + "://" + addr + "/"
 				if res := c.Send(context.Background(), testRequest(t, url), time.Now()); res.StatusCode != 200 {
 					t.Fatalf("first attempt: %+v", res)
 				}
-				time.Sleep(strayWindow)
+				waitUntil(t, "the connection with the unasked answer dropped", func() bool { return closed.Load() == 1 })
 				if res := c.Send(context.Background(), testRequest(t, url), time.Now()); res.StatusCode != 202 || res.Excerpt != "mine" {
 					t.Fatalf("second attempt: status %d, excerpt %q, err %v; want its own 202", res.StatusCode, res.Excerpt, res.Err)
 				}
@@ -110,10 +110,11 @@ func TestWebhookSendUnaskedAnswer(t *testing.T) {
 				return true
 			})
 			c := testClient(t, time.Second)
+			closed := closings(c)
 			if res := c.Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now()); res.StatusCode != 204 {
 				t.Fatalf("first attempt: %+v", res)
 			}
-			time.Sleep(4*tt.pause + strayWindow)
+			waitUntil(t, "the connection with the unasked answer dropped", func() bool { return closed.Load() == 1 })
 			if res := c.Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now()); res.StatusCode != 202 || res.Excerpt != "mine" {
 				t.Fatalf("second attempt: %+v, want its own 202", res)
 			}
@@ -129,7 +130,7 @@ func TestWebhookSendIdle408(t *testing.T) {
 	addr := answering(t, func(c net.Conn, _ string) bool {
 		if n.Add(1) == 1 {
 			io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n")
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the 408 comes once the connection is idle
 			io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 			return false
 		}
@@ -137,11 +138,14 @@ func TestWebhookSendIdle408(t *testing.T) {
 		return true
 	})
 	c := testClient(t, time.Second)
+	closed := closings(c)
 	for i := range 2 {
 		if res := c.Send(context.Background(), testRequest(t, "http://"+addr+"/"), time.Now()); !res.Success() {
 			t.Fatalf("attempt %d: %+v, want a 204", i, res)
 		}
-		time.Sleep(200 * time.Millisecond)
+		if i == 0 {
+			waitUntil(t, "the connection closed with a 408 dropped", func() bool { return closed.Load() == 1 })
+		}
 	}
 }
 

@@ -351,7 +351,7 @@ func (rc *epReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &ev)
 	ts, _ := time.Parse(storelink.EventTimeLayout, ev.Timestamp)
-	time.Sleep(time.Until(in.Add(epAnswerAfter)))
+	time.Sleep(time.Until(in.Add(epAnswerAfter))) // a receiver that answers late
 	id := r.Header.Get("webhook-id")
 	now := time.Now()
 	rc.mu.Lock()
@@ -672,7 +672,7 @@ func epDrive(b *testing.B, p *proc, clients []*epClient, orders, rate int, d tim
 		go func() {
 			start, every := time.Now(), time.Second/time.Duration(rate)
 			for i := range n {
-				time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
+				time.Sleep(time.Until(start.Add(time.Duration(i) * every))) // the offered load's pace
 				ticks <- struct{}{}
 			}
 			close(ticks)

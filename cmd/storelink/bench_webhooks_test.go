@@ -428,7 +428,7 @@ func (t *whTarget) steady(b *testing.B, rate int, d time.Duration) ([]committed,
 		})
 	}
 	for i := range n {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
+		time.Sleep(time.Until(start.Add(time.Duration(i) * every))) // the offered load's pace
 		ticks <- struct{}{}
 	}
 	close(ticks)

@@ -198,7 +198,7 @@ func TestServeUploadMemoryBudget(t *testing.T) {
 				t.Fatalf("held upload %d, piece %d: %v", i, k, err)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a slow sender
 	}
 
 	// Once serve has received the held bodies, an upload is refused.
@@ -289,7 +289,9 @@ func TestServeUploadMemoryBoundsRSS(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	time.Sleep(time.Second) // what was sent is read
+	// What was sent is read, which no condition shows from here: the
+	// refused connections keep their bytes unread for good.
+	time.Sleep(time.Second)
 	rss := vmRSS(t, p.PID())
 	refused, receiving := 0, 0
 	for i, r := range conns {

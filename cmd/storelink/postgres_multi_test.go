@@ -218,7 +218,7 @@ func TestPostgresKillWhileDelivering(t *testing.T) {
 	}
 	rec := &crashReceiver{keys: [][]byte{key}, seen: map[string]int{}}
 	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // a slow receiver: attempts overlap across the processes
 		rec.serve(w, r)
 	}))
 	t.Cleanup(rec.Close)

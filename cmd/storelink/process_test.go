@@ -213,6 +213,16 @@ func (p *proc) get(tb testing.TB, path string) (int, map[string]any) {
 	return doJSON(tb, req)
 }
 
+// waitUntil polls cond until it is true, for at most limit.
+func waitUntil(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not %s after %s", what, limit)
+		}
+	}
+}
+
 // waitUpload polls an upload until it is applied or rejected.
 func (p *proc) waitUpload(tb testing.TB, id string, timeout time.Duration) map[string]any {
 	tb.Helper()

@@ -80,7 +80,7 @@ func TestWebhookConcurrencyFlag(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // an absence: a window for one request too many
 	mu.Lock()
 	got := peak
 	mu.Unlock()

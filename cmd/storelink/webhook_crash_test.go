@@ -87,7 +87,7 @@ func (r *crashReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		case <-req.Context().Done():
 		}
 	}
-	time.Sleep(time.Duration(10+sum%50) * time.Millisecond)
+	time.Sleep(time.Duration(10+sum%50) * time.Millisecond) // a receiver that takes 10-60 ms to answer
 	status := http.StatusNoContent
 	if first && sum%5 == 0 {
 		status = http.StatusInternalServerError
