@@ -66,14 +66,14 @@ func (u Upload) HasErrors() bool { return u.RowsRejected > 0 }
 type NewUpload struct {
 	ClientID string
 	FileName string
-	Body     []byte
+	Body     Chunks
 	SHA256   string
 }
 
 // Claim is an upload a processor holds a lease on, with its bytes.
 type Claim struct {
 	Upload
-	Body  []byte
+	Body  Chunks
 	Owner string // lease holder; the apply only commits while it still holds
 	// Attempts counts claims of this upload, this one included; a claim
 	// given back uncounted (Release) is not among them. An upload claimed
@@ -273,7 +273,7 @@ type UploadService interface {
 	Cancel(ctx context.Context, clientID, uploadID string, policy CapacityPolicy) (*Upload, error)
 	// UploadFile returns the file of an upload as it was received
 	// (decompressed). Errors: ENOTFOUND; EGONE once it is no longer kept.
-	UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error)
+	UploadFile(ctx context.Context, clientID, uploadID string) (Chunks, error)
 	// UploadErrorFile returns the error file of a processed upload: every
 	// row dropped by an error as it stood in the file, with its line and
 	// problems, or for a file rejected as a whole its problem at line 0.

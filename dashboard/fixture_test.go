@@ -300,7 +300,7 @@ func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 	f.t.Helper()
 	sum := sha256.Sum256([]byte(body))
 	u, _, err := f.services.Uploads.Accept(context.Background(), storelink.NewUpload{
-		ClientID: clientID, FileName: name, Body: []byte(body), SHA256: hex.EncodeToString(sum[:]),
+		ClientID: clientID, FileName: name, Body: storelink.ChunksOf([]byte(body)), SHA256: hex.EncodeToString(sum[:]),
 	}, capacity)
 	must(f.t, err)
 	return u

@@ -147,7 +147,7 @@ func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, 
 		h.renderError(w, r, err)
 		return
 	}
-	download(w, "text/csv; charset=utf-8", id+"-errors.csv", data)
+	download(w, "text/csv; charset=utf-8", id+"-errors.csv", storelink.ChunksOf(data))
 }
 
 // download takes a place among the file downloads, in the share of the
@@ -177,14 +177,14 @@ func (h *Handler) shareOf(r *http.Request, client string) (string, error) {
 // download answers a file as an attachment named name, as the API's
 // downloads are. ServeHTTP sets nosniff on every answer; it is set here too
 // because a download, the partner's own bytes, is where it matters.
-func download(w http.ResponseWriter, contentType, name string, data []byte) {
+func download(w http.ResponseWriter, contentType, name string, data storelink.Chunks) {
 	hd := w.Header()
 	hd.Set("Content-Type", contentType)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	hd.Set("Content-Length", strconv.Itoa(len(data)))
+	hd.Set("Content-Length", strconv.FormatInt(data.Len(), 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	_, _ = data.WriteTo(w)
 }
 
 func (h *Handler) handlePortalStock(w http.ResponseWriter, r *http.Request, v view, c portalClient) {

@@ -29,8 +29,8 @@ func TestReadBodyHoldsLargeByBytesReceived(t *testing.T) {
 	small := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader([]byte("store;ean\n")))
 	small.ContentLength = 10 << 20
 	body, _, release, err := readBody(small, 10<<20, gc, nil, "")
-	if err != nil || len(body) != 10 {
-		t.Fatalf("readBody: %d bytes, %v", len(body), err)
+	if err != nil || body.Len() != 10 {
+		t.Fatalf("readBody: %d bytes, %v", body.Len(), err)
 	}
 	if got := gcPercent(); got != gc.SmallHeap {
 		t.Fatalf("GC percent %d with 10 bytes in memory (10 MiB declared), want %d", got, gc.SmallHeap)
@@ -40,8 +40,8 @@ func TestReadBodyHoldsLargeByBytesReceived(t *testing.T) {
 	large := httptest.NewRequest("PUT", "/stock/c/f.csv", bytes.NewReader(make([]byte, 2<<20)))
 	large.ContentLength = -1
 	body, _, release, err = readBody(large, 10<<20, gc, nil, "")
-	if err != nil || len(body) != 2<<20 {
-		t.Fatalf("readBody: %d bytes, %v", len(body), err)
+	if err != nil || body.Len() != 2<<20 {
+		t.Fatalf("readBody: %d bytes, %v", body.Len(), err)
 	}
 	if got := gcPercent(); got != gc.LargeBody {
 		t.Fatalf("GC percent %d with 2 MiB in memory, want %d", got, gc.LargeBody)

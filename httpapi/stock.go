@@ -104,7 +104,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	// The body is in memory until it is stored: while a large one is,
 	// garbage is collected eagerly (gcmode).
-	var body []byte
+	var body storelink.Chunks
 	var sum string
 	release := func() {}
 	defer func() { release() }()
@@ -187,7 +187,7 @@ func checkFileName(name string) error {
 // release gives the memory back and ends the eager collection
 // (gc.HoldLarge) that starts once the body is large; it is to be called
 // when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory, partner string) (body []byte, sum string, release func(), err error) {
+func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory, partner string) (body storelink.Chunks, sum string, release func(), err error) {
 	declared := declaredCSVLength(r)
 	if declared > max {
 		return nil, "", func() {}, tooLarge(max)
@@ -199,7 +199,7 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory
 	}
 	buf := &bodyBuffer{limit: max, max: max, mem: mem, partner: partner, gc: gc}
 	if declared > 0 {
-		buf.limit, buf.declared = declared, true
+		buf.limit = declared
 	}
 	src, err := csvReader(r, max)
 	if err != nil {
@@ -223,10 +223,10 @@ func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory
 	if n == 0 {
 		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
 	}
-	if err := notGzipped(r, buf.buf); err != nil {
+	if err := notGzipped(r, buf.chunks[0]); err != nil {
 		return nil, "", buf.done, err
 	}
-	return buf.buf, hex.EncodeToString(h.Sum(nil)), buf.done, nil
+	return buf.chunks, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
 
 type validation struct {

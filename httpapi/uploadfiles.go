@@ -117,19 +117,19 @@ func (s *Server) handleUploadErrorFile(w http.ResponseWriter, r *http.Request, c
 		s.writeError(w, r, err)
 		return
 	}
-	writeCSV(w, "text/csv; charset=utf-8", id+"-errors.csv", data)
+	writeCSV(w, "text/csv; charset=utf-8", id+"-errors.csv", storelink.ChunksOf(data))
 }
 
 // writeCSV answers a CSV file as a download named name. The file is the
 // partner's own bytes: nosniff keeps a browser from running it as HTML or
 // script whatever it holds.
-func writeCSV(w http.ResponseWriter, contentType, name string, data []byte) {
+func writeCSV(w http.ResponseWriter, contentType, name string, data storelink.Chunks) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	h.Set("Content-Length", strconv.Itoa(len(data)))
+	h.Set("Content-Length", strconv.FormatInt(data.Len(), 10))
 	h.Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	_, _ = data.WriteTo(w)
 }

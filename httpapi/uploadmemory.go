@@ -71,22 +71,18 @@ func (m *uploadMemory) refused(r refusal) error {
 // not grow its buffer many times.
 const minBodyBuffer = 4 << 10
 
-// trustDeclaredFrom is how much of a declared body must have arrived
-// before its buffer is made the declared size at once. A client that
-// declares 10 MiB and sends a byte costs a few KiB; one that has sent a
-// megabyte is sending its file, and doubling up to the declared size would
-// copy it again each time and hold two copies at the last step.
-const trustDeclaredFrom = 1 << 20
-
 // bodyBuffer receives a body into memory reserved in mem for partner (none
-// when mem is nil). Its buffer doubles as bytes arrive, up to limit: the declared
-// Content-Length when there is one (net/http delivers no more), else the
-// largest file size, beyond which Write refuses the body as too large. It
-// turns on gc's eager collection once it holds gc.LargeFrom bytes.
+// when mem is nil), in pieces (storelink.Chunks): the first doubles as
+// bytes arrive, up to storelink.ChunkSize, and those after are of that
+// size, each up to limit: the declared Content-Length when there is one
+// (net/http delivers no more), else the largest file size, beyond which
+// Write refuses the body as too large. Nothing is copied again once it is
+// in a full piece, and no allocation is larger than a piece. It turns on
+// gc's eager collection once it holds gc.LargeFrom bytes.
 type bodyBuffer struct {
-	buf      []byte
+	chunks   storelink.Chunks
+	n        int64 // bytes held
 	limit    int64
-	declared bool  // limit is the declared Content-Length
 	max      int64 // the largest file size, for the error
 	mem      *uploadMemory
 	partner  string
@@ -96,30 +92,69 @@ type bodyBuffer struct {
 }
 
 func (b *bodyBuffer) Write(p []byte) (int, error) {
-	need := int64(len(b.buf)) + int64(len(p))
-	if need > int64(cap(b.buf)) {
-		if need > b.limit {
-			return 0, tooLarge(b.max)
-		}
-		size := min(max(2*int64(cap(b.buf)), need, minBodyBuffer), b.limit)
-		if b.declared && need >= trustDeclaredFrom {
-			size = b.limit
-		}
-		if b.mem != nil {
-			if err := b.mem.reserve(b.partner, size-b.reserved); err != nil {
+	if b.n+int64(len(p)) > b.limit {
+		return 0, tooLarge(b.max)
+	}
+	written := len(p)
+	for len(p) > 0 {
+		last := len(b.chunks) - 1
+		if last < 0 || len(b.chunks[last]) == cap(b.chunks[last]) {
+			if err := b.more(len(p)); err != nil {
 				return 0, err
 			}
-			b.reserved = size
+			continue
 		}
-		grown := make([]byte, len(b.buf), size)
-		copy(grown, b.buf)
-		b.buf = grown
+		c := b.chunks[last]
+		k := min(cap(c)-len(c), len(p))
+		b.chunks[last] = append(c, p[:k]...)
+		p = p[k:]
+		b.n += int64(k)
 	}
-	b.buf = append(b.buf, p...)
-	if b.end == nil && b.gc != nil && int64(len(b.buf)) >= b.gc.LargeFrom {
-		b.end = b.gc.HoldLarge(int64(len(b.buf)))
+	if b.end == nil && b.gc != nil && b.n >= b.gc.LargeFrom {
+		b.end = b.gc.HoldLarge(b.n)
 	}
-	return len(p), nil
+	return written, nil
+}
+
+// more makes room for need more bytes (at least one), all pieces being
+// full: the first piece grows while it is smaller than a piece, else a new
+// piece is added. Neither goes past limit.
+func (b *bodyBuffer) more(need int) error {
+	left := b.limit - b.n
+	grow := len(b.chunks) == 1 && cap(b.chunks[0]) < storelink.ChunkSize
+	var size int64
+	switch {
+	case len(b.chunks) == 0:
+		size = max(int64(need), minBodyBuffer)
+	case grow:
+		size = max(2*int64(cap(b.chunks[0])), b.n+int64(need))
+	default:
+		size = storelink.ChunkSize
+	}
+	size = min(size, storelink.ChunkSize)
+	if grow {
+		size = min(size, b.limit)
+	} else {
+		size = min(size, left)
+	}
+	more := size
+	if grow {
+		more -= int64(cap(b.chunks[0]))
+	}
+	if b.mem != nil {
+		if err := b.mem.reserve(b.partner, more); err != nil {
+			return err
+		}
+		b.reserved += more
+	}
+	if grow {
+		grown := make([]byte, len(b.chunks[0]), size)
+		copy(grown, b.chunks[0])
+		b.chunks[0] = grown
+		return nil
+	}
+	b.chunks = append(b.chunks, make([]byte, 0, size))
+	return nil
 }
 
 // done is called once the body is no longer in memory: it gives back the

@@ -26,8 +26,8 @@ func TestReadBodyReservesUploadMemory(t *testing.T) {
 
 	// A declared body reserves its length, no more, while it is held.
 	body, _, lean, err := readBody(put(600<<10, true), 1<<20, nil, mem, "P")
-	if err != nil || len(body) != 600<<10 {
-		t.Fatalf("readBody: %d bytes, %v", len(body), err)
+	if err != nil || body.Len() != 600<<10 {
+		t.Fatalf("readBody: %d bytes, %v", body.Len(), err)
 	}
 	if mem.inUse() != 600<<10 {
 		t.Fatalf("%d bytes reserved for a body of %d", mem.inUse(), 600<<10)
@@ -57,8 +57,8 @@ func TestReadBodyReservesUploadMemory(t *testing.T) {
 	lean()
 	// The whole budget can be taken by one body of the largest size.
 	body, _, lean, err = readBody(put(1<<20, false), 1<<20, nil, mem, "P")
-	if err != nil || len(body) != 1<<20 || mem.inUse() != 1<<20 {
-		t.Fatalf("body of the largest size in a budget of that size: %d bytes, %v, %d reserved", len(body), err, mem.inUse())
+	if err != nil || body.Len() != 1<<20 || mem.inUse() != 1<<20 {
+		t.Fatalf("body of the largest size in a budget of that size: %d bytes, %v, %d reserved", body.Len(), err, mem.inUse())
 	}
 	lean()
 	if mem.inUse() != 0 {
@@ -93,8 +93,8 @@ func TestReadBodyUploadMemoryShare(t *testing.T) {
 		lean()
 	}
 	body, _, leanQ, err := readBody(put(1<<20, false), 1<<20, nil, mem, "Q")
-	if err != nil || len(body) != 1<<20 {
-		t.Fatalf("Q's body of the largest size beside P's at its share: %d bytes, %v", len(body), err)
+	if err != nil || body.Len() != 1<<20 {
+		t.Fatalf("Q's body of the largest size beside P's at its share: %d bytes, %v", body.Len(), err)
 	}
 	leanQ()
 	if mem.holding("P") != 600<<10 || mem.holding("Q") != 0 {

@@ -26,7 +26,7 @@ func TestBatchClaimBehindALockedUpload(t *testing.T) {
 	ctx := context.Background()
 	clients := setup(t, db, 2)
 	accept := func(client string) *storelink.Upload {
-		u, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		u, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 		must(t, err)
 		return u
 	}
@@ -76,7 +76,7 @@ func TestBatchesAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -174,7 +174,7 @@ func TestApplyWritesUnderItsLocks(t *testing.T) {
 		}
 	}
 	accept := func() {
-		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 		must(t, err)
 	}
 	limit := storelink.BatchLimit{Uploads: 10, Bytes: 1 << 20}

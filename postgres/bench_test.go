@@ -28,7 +28,7 @@ func BenchmarkApply(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited); err != nil {
 			b.Fatal(err)
 		}
 		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)

@@ -29,7 +29,7 @@ func TestClaimsAcrossProcesses(t *testing.T) {
 	order := map[string][]string{} // client → upload ids in acceptance order
 	for i := range perClient {
 		for _, c := range clients {
-			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+			u, _, err := []*service.Services{a, b}[i%2].Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 			must(t, err)
 			order[c] = append(order[c], u.ID)
 		}
@@ -129,7 +129,7 @@ func TestSharedBucket(t *testing.T) {
 		db := []*service.Services{a, b}[w%2]
 		wg.Go(func() {
 			for range 5 {
-				_, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: make([]byte, 700)}, policy)
+				_, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: storelink.ChunksOf(make([]byte, 700))}, policy)
 				switch storelink.ErrorCode(err) {
 				case "":
 					accepted.Add(1)
@@ -256,7 +256,7 @@ func TestListenWakes(t *testing.T) {
 	wait(postgres.ChannelUploads)
 	wait(postgres.ChannelDeliveries)
 	client := setup(t, b, 1)[0]
-	_, _, err := b.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: []byte("x")}, unlimited)
+	_, _, err := b.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: client, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 	must(t, err)
 	wait(postgres.ChannelUploads)
 

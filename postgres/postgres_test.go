@@ -198,7 +198,7 @@ func TestReleaseOwnLeases(t *testing.T) {
 	ctx := context.Background()
 	clients := setup(t, a, 2)
 	for _, c := range clients {
-		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: []byte("x")}, unlimited)
+		_, _, err := a.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited)
 		must(t, err)
 	}
 	mine, err := a.Uploads.Claim(ctx, "a", time.Hour)

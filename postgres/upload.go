@@ -165,24 +165,55 @@ const lockBucketSQL = `SELECT (SELECT count(*) FROM stores WHERE client_id = k.c
 const waitingSQL = `SELECT count(*) FROM uploads
 	WHERE status IN ('accepted', 'processing') AND status = $2 AND client_id = $1`
 
-// acceptWriteSQL stores the bucket taken from, the upload row and its bytes
-// in one statement.
+// acceptWriteSQL stores the bucket taken from, the upload row, the last
+// pieces of its file ($12, numbered from $11) and the row that names the
+// file ($10) in one statement.
 const acceptWriteSQL = `WITH bucket AS (
 	UPDATE capacity SET tokens = $2, updated_at = $3 WHERE client_id = $1
 ), upload AS (
 	INSERT INTO uploads (id, client_id, file_name, size_bytes, sha256, status, received_at)
 	VALUES ($4, $1, $5, $6, $7, $8, $9) RETURNING id
+), chunks AS (
+	INSERT INTO upload_chunks (file_id, n, data)
+	SELECT $10, $11 + i - 1, d FROM unnest($12::bytea[]) WITH ORDINALITY AS t (d, i)
 )
-INSERT INTO upload_bodies (upload_id, body) SELECT id, $10 FROM upload`
+INSERT INTO upload_bodies (upload_id, file_id) SELECT id, $10 FROM upload`
 
 // InsertUpload queues the one statement that writes the bucket, the upload
-// and its bytes, to go with COMMIT; the processes on the database are told
+// and its file, to go with COMMIT; the processes on the database are told
 // of the upload once it committed (wake).
-func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
+func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, f service.NewFile, next storelink.Bucket) error {
 	t.p.b.Queue(acceptWriteSQL, u.ClientID, next.Tokens, next.UpdatedAt, u.ID, u.FileName, u.SizeBytes, u.SHA256,
-		u.Status, u.ReceivedAt, body)
+		u.Status, u.ReceivedAt, f.ID, f.First, [][]byte(f.Chunks))
 	t.wake = true
 	return nil
+}
+
+// PutChunks writes the pieces in one statement, which commits on its own:
+// PostgreSQL's writers do not wait for one another's rows.
+func (d *uploads) PutChunks(ctx context.Context, fileID string, first int, chunks storelink.Chunks) error {
+	_, err := d.db.pool.Exec(ctx, `INSERT INTO upload_chunks (file_id, n, data)
+		SELECT $1, $2 + i - 1, d FROM unnest($3::bytea[]) WITH ORDINALITY AS t (d, i)`, fileID, first, [][]byte(chunks))
+	return err
+}
+
+// DropFile removes the pieces of a file no upload names, in one statement.
+func (d *uploads) DropFile(ctx context.Context, fileID string) error {
+	_, err := d.db.pool.Exec(ctx, `DELETE FROM upload_chunks WHERE file_id = $1
+		AND NOT EXISTS (SELECT 1 FROM upload_bodies WHERE file_id = $1)`, fileID)
+	return err
+}
+
+// DropOrphanFiles removes the pieces of the files it finds in one
+// statement.
+func (d *uploads) DropOrphanFiles(ctx context.Context, before string, limit int) (int, error) {
+	var n int
+	err := d.db.pool.QueryRow(ctx, `WITH orphans AS (
+			SELECT DISTINCT file_id FROM upload_chunks c WHERE file_id < $1
+			AND NOT EXISTS (SELECT 1 FROM upload_bodies b WHERE b.file_id = c.file_id) LIMIT $2),
+		gone AS (DELETE FROM upload_chunks WHERE file_id IN (SELECT file_id FROM orphans) RETURNING file_id)
+		SELECT count(DISTINCT file_id) FROM gone`, before, limit).Scan(&n)
+	return n, err
 }
 
 // wake notifies the processes on the database that there is work, once the

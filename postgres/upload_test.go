@@ -59,7 +59,7 @@ func TestApplyPaths(t *testing.T) {
 				rows = append(rows, storelink.StockRow{StoreID: fmt.Sprintf("S%d", k%3), EAN: fmt.Sprintf("%013d", k),
 					ArticleNumber: "SKU", Quantity: 2, Price: 2000, ProductName: "later", Repeats: true})
 			}
-			if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+			if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited); err != nil {
 				t.Fatal(err)
 			}
 			cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
@@ -135,7 +135,7 @@ func TestApplyPaths(t *testing.T) {
 			}
 			rows = append(rows, r)
 		}
-		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited); err != nil {
 			t.Fatal(err)
 		}
 		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)
@@ -159,7 +159,7 @@ func TestApplyPaths(t *testing.T) {
 	})
 
 	t.Run("file rejected after two batches were copied", func(t *testing.T) {
-		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("x")}, unlimited); err != nil {
+		if _, _, err := db.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, unlimited); err != nil {
 			t.Fatal(err)
 		}
 		cl, err := db.Uploads.Claim(ctx, "w", time.Hour)

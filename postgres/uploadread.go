@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -128,10 +127,9 @@ var leaseSQL = `
 UPDATE uploads SET status = $2, lease_owner = $1, lease_until = $4, started_at = $3, attempts = attempts + 1
 WHERE uploads.seq = ANY ($5) AND uploads.status IN ($6, $2)
 	AND (uploads.status = $6 OR uploads.lease_until + ` + backoffSQL("uploads", "$7", "$8") + ` < $3)
-RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures,
-	(SELECT body FROM upload_bodies WHERE upload_id = uploads.id)`
+RETURNING uploads.seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures`
 
-// LeaseUploads leases in one statement, the bodies read with it.
+// LeaseUploads leases in one statement.
 func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs []int64) ([]*storelink.Claim, error) {
 	rows, err := t.p.Query(ctx, leaseSQL, p.Owner, p.Processing, p.Now, p.Until, seqs, p.Accepted,
 		p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds())
@@ -149,7 +147,7 @@ func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs
 		c := &storelink.Claim{}
 		c.StartedAt = &at
 		var seq int64
-		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Failures, &c.Body); err != nil {
+		if err := rows.Scan(&seq, &c.ID, &c.ClientID, &c.FileName, &c.SizeBytes, &c.SHA256, &c.ReceivedAt, &c.Attempts, &c.Failures); err != nil {
 			return nil, err
 		}
 		list = append(list, claimed{seq, c})
@@ -160,9 +158,6 @@ func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs
 	slices.SortFunc(list, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]*storelink.Claim, len(list))
 	for i, l := range list {
-		if l.c.Body == nil {
-			return nil, fmt.Errorf("upload %s: its body is missing", l.c.ID)
-		}
 		out[i] = l.c
 	}
 	return out, nil
@@ -254,22 +249,64 @@ func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery
 	return n, nil
 }
 
-// UploadFile reads one of the kept files with the upload's row.
-func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
-	col := "b.body"
-	if errorFile {
-		col = "b.errors_csv"
-	}
-	var f service.UploadFile
-	var removed *time.Time
-	err := d.db.pool.QueryRow(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
-		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`, clientID, id).
-		Scan(&f.Data, &f.Kept, &removed)
+// UploadBodies reads the files in one statement, a row per piece.
+func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]storelink.Chunks, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT b.upload_id, c.data FROM upload_bodies b
+		JOIN upload_chunks c ON c.file_id = b.file_id
+		WHERE b.upload_id = ANY ($1) ORDER BY b.upload_id, c.n`, ids)
 	if err != nil {
-		return service.UploadFile{}, noRow(err)
+		return nil, err
 	}
-	if removed != nil {
-		f.Removed = *removed
+	defer rows.Close()
+	out := make(map[string]storelink.Chunks, len(ids))
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], data)
+	}
+	return out, rows.Err()
+}
+
+// UploadFile reads one of the kept files with the upload's row, in one
+// statement (a row per piece of the file), so that they are of one
+// moment.
+func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
+	query := `SELECT c.data, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id LEFT JOIN upload_chunks c ON c.file_id = b.file_id
+		WHERE u.client_id = $1 AND u.id = $2 ORDER BY c.n`
+	if errorFile {
+		query = `SELECT b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`
+	}
+	rows, err := d.db.pool.Query(ctx, query, clientID, id)
+	if err != nil {
+		return service.UploadFile{}, err
+	}
+	defer rows.Close()
+	var f service.UploadFile
+	found := false
+	for rows.Next() {
+		var data []byte
+		var removed *time.Time
+		if err := rows.Scan(&data, &f.Kept, &removed); err != nil {
+			return service.UploadFile{}, err
+		}
+		found = true
+		if removed != nil {
+			f.Removed = *removed
+		}
+		if data != nil {
+			f.Data = append(f.Data, data)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return service.UploadFile{}, err
+	}
+	if !found {
+		return service.UploadFile{}, service.ErrNotFound
 	}
 	return f, nil
 }

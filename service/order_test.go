@@ -19,7 +19,7 @@ const (
 func putStock(t *testing.T, db database, clientID string, rows ...storelink.StockRow) {
 	t.Helper()
 	ctx := context.Background()
-	_, _, err := db.svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},
+	_, _, err := db.svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: storelink.ChunksOf([]byte("x")), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,40 @@ func (s *Uploads) inUploadTx(ctx context.Context, fn func(tx UploadTx) error) er
 // it commits: the uploads of one client, from any process, take from it one
 // at a time. The client's waiting uploads are counted under the same lock,
 // so the limit on them holds however many accepts race.
+//
+// The file's pieces but the last are written first, each on its own
+// (PutChunks): the transaction writes the last with the upload, so a file
+// of one piece costs one transaction, and a larger one keeps the bucket
+// and, on a database with one writer, every other writer waiting for one
+// piece of it at most. When the upload is refused the pieces are removed.
 func (s *Uploads) Accept(ctx context.Context, nu storelink.NewUpload, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
+	size := nu.Body.Len()
+	file := NewFile{ID: storelink.NewID(s.now()), Chunks: nu.Body}
+	if n := len(nu.Body); n > 1 {
+		if err := s.d.PutChunks(ctx, file.ID, 0, nu.Body[:n-1]); err != nil {
+			s.dropFile(ctx, file.ID)
+			return nil, storelink.Capacity{}, fmt.Errorf("store the file: %w", err)
+		}
+		file.First, file.Chunks = n-1, nu.Body[n-1:]
+	}
+	u, capacity, err := s.accept(ctx, nu, size, file, policy)
+	if err != nil && file.First > 0 {
+		s.dropFile(ctx, file.ID)
+	}
+	return u, capacity, err
+}
+
+// dropFile removes the pieces of a file put for an upload that was not
+// accepted; one left behind (the database away) is nobody's, and the file
+// sweeper removes it later (DropOrphanFiles).
+func (s *Uploads) dropFile(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = s.d.DropFile(ctx, id)
+}
+
+// accept is Accept's transaction.
+func (s *Uploads) accept(ctx context.Context, nu storelink.NewUpload, size int64, file NewFile, policy storelink.CapacityPolicy) (*storelink.Upload, storelink.Capacity, error) {
 	var u *storelink.Upload
 	var capacity storelink.Capacity
 	err := s.inUploadTx(ctx, func(tx UploadTx) error {
@@ -48,7 +81,7 @@ func (s *Uploads) Accept(ctx context.Context, nu storelink.NewUpload, policy sto
 			return fmt.Errorf("lock capacity: %w", err)
 		}
 		now := s.now() // after the lock: another upload may have been waited for
-		next, c, err := policy.Take(b.Bucket, b.Stores, int64(len(nu.Body)), now)
+		next, c, err := policy.Take(b.Bucket, b.Stores, size, now)
 		capacity = c
 		if err != nil {
 			return err
@@ -57,11 +90,11 @@ func (s *Uploads) Accept(ctx context.Context, nu storelink.NewUpload, policy sto
 			return storelink.Errorf(storelink.EBACKLOG, "%d uploads of this client are waiting to be processed.", b.Waiting)
 		}
 		up := &storelink.Upload{
-			ID: storelink.NewID(now), ClientID: nu.ClientID, FileName: nu.FileName, SizeBytes: int64(len(nu.Body)),
+			ID: storelink.NewID(now), ClientID: nu.ClientID, FileName: nu.FileName, SizeBytes: size,
 			SHA256: nu.SHA256, Status: storelink.UploadAccepted, ReceivedAt: now,
 			Errors: []storelink.Problem{}, Warnings: []storelink.Problem{},
 		}
-		if err := tx.InsertUpload(ctx, up, nu.Body, next); err != nil {
+		if err := tx.InsertUpload(ctx, up, file, next); err != nil {
 			return fmt.Errorf("insert upload: %w", err)
 		}
 		u = up

@@ -18,7 +18,7 @@ func accept(t *testing.T, db database, clientID, body string) *storelink.Upload 
 	t.Helper()
 	db.clock.advance(time.Millisecond)
 	u, _, err := db.svc.Uploads.Accept(context.Background(),
-		storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: []byte(body), SHA256: "00"}, anyCapacity)
+		storelink.NewUpload{ClientID: clientID, FileName: "feed.csv", Body: storelink.ChunksOf([]byte(body)), SHA256: "00"}, anyCapacity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func claimBatch(t *testing.T, db database, owner string, limit storelink.BatchLi
 	got, wanted := []string{}, []string{}
 	for _, c := range claims {
 		got = append(got, c.ID)
-		if c.Owner != owner || c.Status != storelink.UploadProcessing || c.Attempts != attempts || int64(len(c.Body)) != c.SizeBytes {
-			t.Errorf("claim %+v with a body of %d bytes; want %s's, attempt %d", c.Upload, len(c.Body), owner, attempts)
+		if c.Owner != owner || c.Status != storelink.UploadProcessing || c.Attempts != attempts || c.Body.Len() != c.SizeBytes {
+			t.Errorf("claim %+v with a body of %d bytes; want %s's, attempt %d", c.Upload, c.Body.Len(), owner, attempts)
 		}
 	}
 	for _, u := range want {

@@ -48,8 +48,27 @@ func (s *Uploads) ClaimBatch(ctx context.Context, owner string, lease time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("claim uploads: %w", err)
 	}
-	for _, c := range claims {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(claims))
+	for i, c := range claims {
 		c.Owner, c.Status = owner, storelink.UploadProcessing
+		ids[i] = c.ID
+	}
+	// The files are read once the claim committed: they are the claim's
+	// now, and no other call changes them until it ends.
+	bodies, err := s.d.UploadBodies(ctx, ids)
+	if err != nil {
+		// Given back uncounted, to be claimed again at once: the files
+		// were not even read.
+		for _, c := range claims {
+			_ = s.Release(context.WithoutCancel(ctx), c, 0)
+		}
+		return nil, fmt.Errorf("read the files of the uploads claimed: %w", err)
+	}
+	for _, c := range claims {
+		c.Body = bodies[c.ID]
 	}
 	return claims, nil
 }

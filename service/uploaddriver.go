@@ -29,6 +29,25 @@ type UploadDriver interface {
 	// away), or returns it as it is.
 	Fault(err error) error
 
+	// PutChunks writes pieces of a file under fileID, numbered from first
+	// on, before the transaction that accepts its upload names the file
+	// (InsertUpload): a piece, or a few, in each transaction of their own,
+	// so that on a database with one writer a piece is all another writer
+	// waits for. A file that no upload names is nobody's: DropFile removes
+	// it, and DropOrphanFiles once it is old.
+	PutChunks(ctx context.Context, fileID string, first int, chunks storelink.Chunks) error
+	// DropFile removes the pieces put under fileID, unless an upload names
+	// the file.
+	DropFile(ctx context.Context, fileID string) error
+	// DropOrphanFiles removes the pieces of up to limit files that no
+	// upload names and whose ids sort before before (ids are made by
+	// storelink.NewID, which sort by time), and returns how many files.
+	DropOrphanFiles(ctx context.Context, before string, limit int) (int, error)
+	// UploadBodies returns the files of the uploads of ids, by upload id,
+	// as committed: the claims' files, read once the claim committed, so
+	// that no transaction holds its locks while megabytes are read.
+	UploadBodies(ctx context.Context, ids []string) (map[string]storelink.Chunks, error)
+
 	// GetBucket returns a client's capacity bucket (Bucket nil when it
 	// never took from it) and its number of stores, or ErrNotFound for no
 	// client.
@@ -91,9 +110,19 @@ type ReleaseParams struct {
 	Failed bool
 }
 
+// NewFile is the file of an upload being accepted (UploadTx.InsertUpload).
+type NewFile struct {
+	ID string
+	// First is the number of the first piece of Chunks: those before it
+	// were put under ID with PutChunks.
+	First  int
+	Chunks storelink.Chunks
+}
+
 // UploadFile is one of an upload's files as a driver reads it.
 type UploadFile struct {
-	Data []byte
+	// Data is nil for an error file that was not written.
+	Data storelink.Chunks
 	// Kept is false once the files are no longer kept; Removed is then
 	// when they were removed (zero when not known).
 	Kept    bool
@@ -143,10 +172,11 @@ type UploadTx interface {
 	// with p.Waiting set, it also counts the client's uploads in that
 	// status as committed once the lock is held. ErrNotFound for no client.
 	LockBucket(ctx context.Context, p LockBucketParams) (ClientBucket, error)
-	// InsertUpload writes the client's bucket as next, and the upload row
-	// and its bytes, and lets the processors know there is work once the
-	// transaction commits.
-	InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error
+	// InsertUpload writes the client's bucket as next, the upload row, and
+	// the pieces of its file from f.First on, naming f.ID as its file (the
+	// pieces before f.First were put with PutChunks), and lets the
+	// processors know there is work once the transaction commits.
+	InsertUpload(ctx context.Context, u *storelink.Upload, f NewFile, next storelink.Bucket) error
 	// CancelUpload sets the client's upload to p.To at p.At, and drops its
 	// bytes, if it is still in p.From; it returns the upload as it then
 	// stands and whether this call cancelled it, or ErrNotFound.
@@ -172,8 +202,8 @@ type UploadTx interface {
 	// LeaseUploads leases the uploads of seqs (of ClaimableUploads, in this
 	// transaction) to p.Owner until p.Until, starting at p.Now, setting them
 	// in p.Processing, and counts an attempt of each; it returns their
-	// claims, with their bodies, attempts (this one counted) and failures,
-	// in acceptance order.
+	// claims, with their attempts (this one counted) and failures, in
+	// acceptance order, and without their bodies (UploadBodies).
 	LeaseUploads(ctx context.Context, p ClaimParams, seqs []int64) ([]*storelink.Claim, error)
 
 	// LockUploads keeps every other transaction from changing the uploads

@@ -149,7 +149,7 @@ func (s *Uploads) Stock(ctx context.Context, clientID string, f storelink.StockF
 }
 
 // UploadFile returns the file of an upload as it was received.
-func (s *Uploads) UploadFile(ctx context.Context, clientID, uploadID string) ([]byte, error) {
+func (s *Uploads) UploadFile(ctx context.Context, clientID, uploadID string) (storelink.Chunks, error) {
 	u, err := s.d.GetUpload(ctx, clientID, uploadID)
 	if err != nil {
 		return nil, s.fileError(err, uploadID)
@@ -210,7 +210,7 @@ func (s *Uploads) UploadErrorFile(ctx context.Context, clientID, uploadID string
 	case f.Data == nil:
 		return feed.ProblemFile(u.Errors), nil
 	}
-	return f.Data, nil
+	return f.Data.Bytes(), nil
 }
 
 func (s *Uploads) fileError(err error, uploadID string) error {
@@ -233,17 +233,37 @@ func goneError(what, uploadID string, removed time.Time) error {
 // transaction, so that the apply of an upload never waits long for it.
 const expireBatch = 100
 
+// orphanAge is how old a file that no upload names must be before
+// ExpireFiles removes it: its accept put its pieces and then failed
+// without removing them (the database was away). An accept in progress is
+// far younger; its request would have timed out long before.
+const orphanAge = time.Hour
+
 // ExpireFiles removes, in batches, the files of the finished uploads
 // received more than retention ago; an upload still waiting or processing
-// keeps its file, whatever its age.
+// keeps its file, whatever its age. It then removes the files no upload
+// names (orphanAge), which it does not count.
 func (s *Uploads) ExpireFiles(ctx context.Context, retention time.Duration) (int, error) {
 	now := s.now()
 	total := 0
 	for {
 		n, err := s.d.ExpireFiles(ctx, ExpireParams{Final: finalStatuses, Cutoff: now.Add(-retention), At: now, Limit: expireBatch})
 		total += n
-		if err != nil || n < expireBatch {
+		if err != nil {
 			return total, err
+		}
+		if n < expireBatch {
+			break
+		}
+	}
+	before := storelink.NewID(now.Add(-orphanAge))
+	for {
+		n, err := s.d.DropOrphanFiles(ctx, before, expireBatch)
+		if err != nil {
+			return total, fmt.Errorf("remove the files of uploads never accepted: %w", err)
+		}
+		if n < expireBatch {
+			return total, nil
 		}
 	}
 }

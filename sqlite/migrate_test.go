@@ -115,7 +115,7 @@ func TestMigrationUploadCancelledKeepsUploads(t *testing.T) {
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	var ids []string
 	for i := range 3 {
-		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: fmt.Sprintf("f%d.csv", i), Body: storelink.ChunksOf([]byte("store;ean\n"))}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,7 +175,7 @@ func TestUploadRetentionAnswersGoneOnTime(t *testing.T) {
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	accept := func() *storelink.Upload {
-		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("store;ean\n"))}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,8 +195,14 @@ func TestUploadRetentionAnswersGoneOnTime(t *testing.T) {
 		t.Fatalf("file a moment before the retention ends: %v", err)
 	}
 	now = now.Add(time.Millisecond)
-	for _, read := range []func(context.Context, string, string) ([]byte, error){svc.Uploads.UploadFile, svc.Uploads.UploadErrorFile} {
-		_, err := read(ctx, c.ID, done.ID)
+	for _, read := range []func(context.Context, string, string) error{
+		func(ctx context.Context, c, u string) error { _, err := svc.Uploads.UploadFile(ctx, c, u); return err },
+		func(ctx context.Context, c, u string) error {
+			_, err := svc.Uploads.UploadErrorFile(ctx, c, u)
+			return err
+		},
+	} {
+		err := read(ctx, c.ID, done.ID)
 		var e *storelink.Error
 		if !errors.As(err, &e) || e.Code != storelink.EGONE || !strings.Contains(e.Message, "2026-11-26T10:00:00.000Z") {
 			t.Fatalf("a file when the retention has passed: %v, want gone since 10:00:00.000", err)

@@ -89,8 +89,8 @@ func (t *uploadTx) exec(ctx context.Context, query string, args ...any) error {
 // (accepts, claims, applies), prepared once on the write connection
 // (DB.prepare): parsing them again each time cost a small upload about a
 // fifth of its accept and half of its apply (docs/benchmarks.md).
-var uploadStatements = slices.Concat([]string{bucketSQL, waitingSQL, putBucketSQL, insertUploadSQL, insertBodySQL,
-	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimableSQL, leaseSQL, claimBodiesSQL}, stockStatements)
+var uploadStatements = slices.Concat([]string{bucketSQL, waitingSQL, putBucketSQL, insertUploadSQL, insertChunkSQL, insertBodySQL,
+	finishSQL, errorFileSQL, lockUploadsSQL, lockStoresSQL, claimableSQL, leaseSQL}, stockStatements)
 
 // Commit commits and gives the turn back. When it returns nil what was
 // written is on disk (synchronous=FULL).
@@ -194,18 +194,24 @@ func scanBucket(row *sql.Row) (service.ClientBucket, error) {
 	return b, nil
 }
 
-// InsertUpload writes the bucket, the upload and its bytes. Nothing else
-// is told: only one process holds the file, and its server wakes its own
-// processor after an accept.
-func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, body []byte, next storelink.Bucket) error {
+// InsertUpload writes the bucket, the upload, the last pieces of its file
+// and the row that names the file. Nothing else is told: only one process
+// holds the database, and its server wakes its own processor after an
+// accept.
+func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, f service.NewFile, next storelink.Bucket) error {
 	if err := t.exec(ctx, putBucketSQL, u.ClientID, next.Tokens, ms(next.UpdatedAt)); err != nil {
 		return fmt.Errorf("update capacity: %w", err)
 	}
 	if err := t.exec(ctx, insertUploadSQL, u.ID, u.ClientID, u.FileName, u.SizeBytes, u.SHA256, u.Status, ms(u.ReceivedAt)); err != nil {
 		return err
 	}
-	if err := t.exec(ctx, insertBodySQL, u.ID, body); err != nil {
-		return fmt.Errorf("insert upload body: %w", err)
+	for i, c := range f.Chunks {
+		if err := t.exec(ctx, insertChunkSQL, f.ID, f.First+i, c); err != nil {
+			return fmt.Errorf("insert upload file: %w", err)
+		}
+	}
+	if err := t.exec(ctx, insertBodySQL, u.ID, f.ID); err != nil {
+		return fmt.Errorf("insert upload file: %w", err)
 	}
 	return nil
 }
@@ -215,8 +221,77 @@ const (
 		ON CONFLICT (client_id) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`
 	insertUploadSQL = `INSERT INTO uploads (id, client_id, file_name, size_bytes, sha256, status, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	insertBodySQL = `INSERT INTO upload_bodies (upload_id, body) VALUES (?, ?)`
+	insertChunkSQL = `INSERT INTO upload_chunks (file_id, n, data) VALUES (?, ?, ?)`
+	insertBodySQL  = `INSERT INTO upload_bodies (upload_id, file_id) VALUES (?, ?)`
 )
+
+// PutChunks writes each piece in a transaction of its own, in the upload
+// calls' turn: an accept, a claim or an apply waits for one piece, never
+// for a whole file. Each commit is on disk before the next piece (one
+// fsync of the WAL per piece, a millisecond or two here; see
+// docs/benchmarks.md).
+func (d *uploads) PutChunks(ctx context.Context, fileID string, first int, chunks storelink.Chunks) error {
+	for i, c := range chunks {
+		if err := d.db.uploadTurn.take(ctx); err != nil {
+			return err
+		}
+		_, err := d.db.write.ExecContext(ctx, insertChunkSQL, fileID, first+i, c)
+		d.db.uploadTurn.give()
+		if err != nil {
+			return fmt.Errorf("insert upload file: %w", err)
+		}
+	}
+	return nil
+}
+
+// DropFile removes the pieces of a file no upload names, in one statement.
+func (d *uploads) DropFile(ctx context.Context, fileID string) error {
+	if err := d.db.uploadTurn.take(ctx); err != nil {
+		return err
+	}
+	defer d.db.uploadTurn.give()
+	_, err := d.db.write.ExecContext(ctx, `DELETE FROM upload_chunks WHERE file_id = ?1
+		AND NOT EXISTS (SELECT 1 FROM upload_bodies WHERE file_id = ?1)`, fileID)
+	return err
+}
+
+// DropOrphanFiles reads the files' ids and removes their pieces, in one
+// transaction.
+func (d *uploads) DropOrphanFiles(ctx context.Context, before string, limit int) (int, error) {
+	if err := d.db.uploadTurn.take(ctx); err != nil {
+		return 0, err
+	}
+	defer d.db.uploadTurn.give()
+	tx, err := d.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT file_id FROM upload_chunks c WHERE file_id < ?
+		AND NOT EXISTS (SELECT 1 FROM upload_bodies b WHERE b.file_id = c.file_id) LIMIT ?`, before, limit)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, rows.Err()
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM upload_chunks WHERE file_id IN (SELECT value FROM json_each(?))`, jsonList(ids)); err != nil {
+		return 0, err
+	}
+	return len(ids), tx.Commit()
+}
 
 // LockUploads reads the lease owners and the clients' stores, two
 // queries: the transaction holds the one write connection, which is

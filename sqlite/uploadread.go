@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"storelink"
@@ -103,11 +102,7 @@ const leaseSQL = `UPDATE uploads SET status = ?2, lease_owner = ?1, lease_until 
 WHERE seq IN (SELECT value FROM json_each(?5))
 RETURNING seq, id, client_id, file_name, size_bytes, sha256, received_at, attempts, failures`
 
-// claimBodiesSQL reads the bodies of the uploads claimed, a JSON array of
-// their ids.
-const claimBodiesSQL = `SELECT upload_id, body FROM upload_bodies WHERE upload_id IN (SELECT value FROM json_each(?))`
-
-// LeaseUploads leases the uploads and reads their bodies, two statements.
+// LeaseUploads leases the uploads in one statement.
 func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs []int64) ([]*storelink.Claim, error) {
 	lease, err := t.stmt(ctx, leaseSQL)
 	if err != nil {
@@ -122,8 +117,6 @@ func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs
 		c   *storelink.Claim
 	}
 	var list []claimed
-	byID := map[string]*storelink.Claim{}
-	ids := make([]string, 0, len(seqs))
 	at := p.Now
 	for rows.Next() {
 		c := &storelink.Claim{}
@@ -134,43 +127,12 @@ func (t *uploadTx) LeaseUploads(ctx context.Context, p service.ClaimParams, seqs
 		}
 		c.ReceivedAt, c.StartedAt = fromMS(received), &at
 		list = append(list, claimed{seq, c})
-		byID[c.ID] = c
-		ids = append(ids, c.ID)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
 	if err := rows.Err(); err != nil || len(list) == 0 {
 		return nil, err
-	}
-	read, err := t.stmt(ctx, claimBodiesSQL)
-	if err != nil {
-		return nil, err
-	}
-	bodies, err := read.QueryContext(ctx, jsonList(ids))
-	if err != nil {
-		return nil, fmt.Errorf("read upload bodies: %w", err)
-	}
-	for bodies.Next() {
-		var id string
-		var body []byte
-		if err := bodies.Scan(&id, &body); err != nil {
-			bodies.Close()
-			return nil, fmt.Errorf("read upload bodies: %w", err)
-		}
-		if c := byID[id]; c != nil {
-			c.Body = body
-			delete(byID, id)
-		}
-	}
-	if err := bodies.Close(); err != nil {
-		return nil, err
-	}
-	if err := bodies.Err(); err != nil {
-		return nil, fmt.Errorf("read upload bodies: %w", err)
-	}
-	if len(byID) > 0 {
-		return nil, fmt.Errorf("uploads %v: their bodies are missing", slices.Sorted(maps.Keys(byID)))
 	}
 	slices.SortFunc(list, func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]*storelink.Claim, len(list))
@@ -271,22 +233,65 @@ func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery
 	return n, nil
 }
 
-// UploadFile reads from the read pool; a big file is one blob read.
-func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
-	col := "b.body"
-	if errorFile {
-		col = "b.errors_csv"
-	}
-	var f service.UploadFile
-	var removed sql.NullInt64
-	err := d.db.read.QueryRowContext(ctx, `SELECT `+col+`, b.upload_id IS NOT NULL, u.file_expired_at
-		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`, clientID, id).
-		Scan(&f.Data, &f.Kept, &removed)
+// UploadBodies reads the files from the read pool, a piece at a time, in
+// one statement.
+func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]storelink.Chunks, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT b.upload_id, c.data FROM upload_bodies b
+		JOIN upload_chunks c ON c.file_id = b.file_id
+		WHERE b.upload_id IN (SELECT value FROM json_each(?)) ORDER BY b.upload_id, c.n`, jsonList(ids))
 	if err != nil {
-		return service.UploadFile{}, noRow(err)
+		return nil, err
 	}
-	if removed.Valid {
-		f.Removed = fromMS(removed.Int64)
+	defer rows.Close()
+	out := make(map[string]storelink.Chunks, len(ids))
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], data)
+	}
+	return out, rows.Err()
+}
+
+// UploadFile reads from the read pool, in one statement, so that the
+// pieces are those of one moment: a file is a row per piece, each with
+// the upload's columns.
+func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
+	query := `SELECT c.data, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id LEFT JOIN upload_chunks c ON c.file_id = b.file_id
+		WHERE u.client_id = ? AND u.id = ? ORDER BY c.n`
+	if errorFile {
+		query = `SELECT b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
+		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`
+	}
+	rows, err := d.db.read.QueryContext(ctx, query, clientID, id)
+	if err != nil {
+		return service.UploadFile{}, err
+	}
+	defer rows.Close()
+	var f service.UploadFile
+	found := false
+	for rows.Next() {
+		var data []byte
+		var removed sql.NullInt64
+		if err := rows.Scan(&data, &f.Kept, &removed); err != nil {
+			return service.UploadFile{}, err
+		}
+		found = true
+		if removed.Valid {
+			f.Removed = fromMS(removed.Int64)
+		}
+		if data != nil {
+			f.Data = append(f.Data, data)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return service.UploadFile{}, err
+	}
+	if !found {
+		return service.UploadFile{}, service.ErrNotFound
 	}
 	return f, nil
 }

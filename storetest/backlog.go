@@ -17,7 +17,7 @@ func testBacklog(e *env) {
 	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
 	must(t, err)
 	send := func(clientID string) error {
-		_, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: []byte("x"), SHA256: "00"}, limited)
+		_, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x")), SHA256: "00"}, limited)
 		return err
 	}
 

@@ -34,7 +34,7 @@ func (e *env) batchClient(name string) string {
 // acceptFor stores an upload of a client, named name.
 func (e *env) acceptFor(clientID, name string) *storelink.Upload {
 	e.t.Helper()
-	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: clientID, FileName: name, Body: []byte(name), SHA256: "00"},
+	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: clientID, FileName: name, Body: storelink.ChunksOf([]byte(name)), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
 	return u

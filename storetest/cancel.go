@@ -13,7 +13,7 @@ import (
 func testCancelUpload(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	up := func(n int) *storelink.Upload {
-		u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: make([]byte, n), SHA256: "00"}, policy)
+		u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: storelink.ChunksOf(make([]byte, n)), SHA256: "00"}, policy)
 		must(t, err)
 		return u
 	}

@@ -15,7 +15,7 @@ func testCapacity(e *env) {
 		t.Fatalf("fresh capacity = %+v, want 1200 of 1200", c)
 	}
 	up := func(n int) (*storelink.Upload, storelink.Capacity, error) {
-		return s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: make([]byte, n), SHA256: "00"}, policy)
+		return s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: "f.csv", Body: storelink.ChunksOf(make([]byte, n)), SHA256: "00"}, policy)
 	}
 	_, c, err = up(700)
 	must(t, err)
@@ -55,12 +55,12 @@ func testCapacity(e *env) {
 	if len(list) != 2 {
 		t.Fatalf("%d uploads stored, want the 2 accepted", len(list))
 	}
-	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: []byte("x")}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "nope", FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 	// An id that PostgreSQL cannot even store fails inside the transaction;
 	// the store is left as usable as after any other refusal, with nothing
 	// written.
-	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "\xff\x00", FileName: "f.csv", Body: []byte("x")}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: "\xff\x00", FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))}, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 	_, _, err = up(1000)
 	must(t, err)
@@ -84,7 +84,7 @@ func testCapacity(e *env) {
 }
 
 func testCapacityTooLarge(e *env) {
-	_, c, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "f.csv", Body: make([]byte, 1201)}, policy)
+	_, c, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "f.csv", Body: storelink.ChunksOf(make([]byte, 1201))}, policy)
 	wantCode(e.t, err, storelink.ETOOLARGE)
 	if c.BytesLeft != 1200 {
 		e.t.Fatalf("capacity after a refused upload = %+v", c)

@@ -15,7 +15,7 @@ func testUploadFiles(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	body := []byte("store;ean;article_number;quantity;price\nS1;4006381333931;SKU;5;1.00\n")
 	accept := func(name string) *storelink.Upload {
-		u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: name, Body: body, SHA256: "00"}, policy)
+		u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: id, FileName: name, Body: storelink.ChunksOf(body), SHA256: "00"}, policy)
 		must(t, err)
 		return u
 	}
@@ -46,7 +46,7 @@ func testUploadFiles(e *env) {
 	for _, u := range []*storelink.Upload{applied, failed, waiting} {
 		got, err := s.Uploads.UploadFile(ctx, id, u.ID)
 		must(t, err)
-		if !bytes.Equal(got, body) {
+		if !bytes.Equal(got.Bytes(), body) {
 			t.Fatalf("file of %s = %q, want the bytes received", u.FileName, got)
 		}
 	}
@@ -97,7 +97,7 @@ func testUploadFiles(e *env) {
 	}
 	_, err = s.Uploads.UploadErrorFile(ctx, id, applied.ID)
 	wantCode(t, err, storelink.EGONE)
-	if got, err := s.Uploads.UploadFile(ctx, id, waiting.ID); err != nil || !bytes.Equal(got, body) {
+	if got, err := s.Uploads.UploadFile(ctx, id, waiting.ID); err != nil || !bytes.Equal(got.Bytes(), body) {
 		t.Fatalf("the waiting upload's file after the sweep: %q, %v; want it kept", got, err)
 	}
 	// Its upload is still there, and it is still processed from its bytes.
@@ -106,7 +106,7 @@ func testUploadFiles(e *env) {
 	}
 	c, err = s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)
-	if c == nil || c.ID != waiting.ID || !bytes.Equal(c.Body, body) {
+	if c == nil || c.ID != waiting.ID || !bytes.Equal(c.Body.Bytes(), body) {
 		t.Fatalf("claim after the sweep = %+v, want the waiting upload with its bytes", c)
 	}
 	n, err = s.Uploads.ExpireFiles(ctx, retention)

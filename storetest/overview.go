@@ -26,7 +26,7 @@ func testClientSummaries(e *env) {
 
 	// 1150 of 1200 bytes sent; a file no store of the client knows is
 	// rejected.
-	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "big.csv", Body: make([]byte, 1150), SHA256: "00"}, policy)
+	_, _, err = s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "big.csv", Body: storelink.ChunksOf(make([]byte, 1150)), SHA256: "00"}, policy)
 	must(t, err)
 	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
 	must(t, err)

@@ -13,7 +13,7 @@ var policy = storelink.CapacityPolicy{Base: 1000, PerStore: 100, Window: time.Ho
 // accept stores an upload of n bytes for the env's client.
 func (e *env) accept(name string, n int) *storelink.Upload {
 	e.t.Helper()
-	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: name, Body: make([]byte, n), SHA256: "00"}, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
+	u, _, err := e.s.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: name, Body: storelink.ChunksOf(make([]byte, n)), SHA256: "00"}, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
 	return u
 }
@@ -53,7 +53,7 @@ func testClaimOrder(e *env) {
 	must(t, err)
 	a1 := e.accept("a1.csv", 10)
 	a2 := e.accept("a2.csv", 10)
-	b1, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "b1.csv", Body: []byte("x")}, policy)
+	b1, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "b1.csv", Body: storelink.ChunksOf([]byte("x"))}, policy)
 	must(t, err)
 	depth, err := s.Uploads.QueueDepth(ctx)
 	must(t, err)
@@ -63,7 +63,7 @@ func testClaimOrder(e *env) {
 
 	c1, err := s.Uploads.Claim(ctx, "w1", time.Minute)
 	must(t, err)
-	if c1 == nil || c1.ID != a1.ID || c1.Attempts != 1 || len(c1.Body) != 10 {
+	if c1 == nil || c1.ID != a1.ID || c1.Attempts != 1 || c1.Body.Len() != 10 {
 		t.Fatalf("first claim = %+v, want a1 with its body", c1)
 	}
 	// a2 waits for a1; the other client's upload does not.

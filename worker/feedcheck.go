@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -22,7 +21,7 @@ const (
 // mebibyte. Every dropped row of a file with up to about half its rows bad
 // fits; a file of short rows that are all bad, each given a long message,
 // is cut there rather than grown to fifty times its size.
-func errorFileLimit(size int) int { return max(1<<20, 2*size) }
+func errorFileLimit(size int64) int { return int(max(1<<20, 2*size)) }
 
 // errStopped ends the check when the writer has stopped taking rows.
 var errStopped = errors.New("the writer stopped")
@@ -32,7 +31,7 @@ var errStopped = errors.New("the writer stopped")
 // decoding and checking the next rows overlaps with writing the earlier
 // ones, and an import takes about as long as its database writes. put sees the same rows in the same (file) order as
 // when Check calls it directly. A panic in the check comes back as an error.
-func checkInBackground(body []byte, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+func checkInBackground(body storelink.Chunks, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	full := make(chan []storelink.StockRow, checkDepth)
 	free := make(chan []storelink.StockRow, checkDepth+1)
 	stop := make(chan struct{})
@@ -64,12 +63,12 @@ func checkInBackground(body []byte, stores map[string]bool, put func(storelink.S
 			}
 			return nil
 		}
-		res.report, res.err = feed.CheckWithErrorFile(bytes.NewReader(body), stores, func(r storelink.StockRow) error {
+		res.report, res.err = feed.CheckWithErrorFile(body.Reader(), stores, func(r storelink.StockRow) error {
 			if batch = append(batch, r); len(batch) == checkBatch {
 				return send()
 			}
 			return nil
-		}, errorFileLimit(len(body)))
+		}, errorFileLimit(body.Len()))
 		if res.err == nil && len(batch) > 0 {
 			res.err = send()
 		}

@@ -35,7 +35,7 @@ func TestCheckInBackgroundRecordBound(t *testing.T) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				rep, err = checkInBackground(body, checkStores, func(storelink.StockRow) error { puts++; return nil })
+				rep, err = checkInBackground(storelink.ChunksOf(body), checkStores, func(storelink.StockRow) error { puts++; return nil })
 				runtime.ReadMemStats(&after)
 				if err != nil {
 					t.Fatal(err)

@@ -37,7 +37,7 @@ func TestFileSweeperRemovesExpiredFiles(t *testing.T) {
 	}
 	policy := storelink.CapacityPolicy{Base: 1 << 20, Window: time.Hour}
 	accept := func() *storelink.Upload {
-		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: []byte("store;ean\n")}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("store;ean\n"))}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}

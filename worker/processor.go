@@ -4,7 +4,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -385,7 +384,7 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	}()
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
-	defer p.GC.HoldLarge(int64(len(body)))()
+	defer p.GC.HoldLarge(body.Len())()
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkInBackground(body, stores, p.hooked(c, put))
 	})
@@ -413,6 +412,6 @@ func (p *Processor) checkSmall(c *storelink.Claim) storelink.FeedApply {
 				err = fmt.Errorf("panic while checking: %v", r)
 			}
 		}()
-		return feed.CheckWithErrorFile(bytes.NewReader(c.Body), stores, p.hooked(c, put), errorFileLimit(len(c.Body)))
+		return feed.CheckWithErrorFile(c.Body.Reader(), stores, p.hooked(c, put), errorFileLimit(c.Body.Len()))
 	}
 }

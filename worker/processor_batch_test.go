@@ -23,7 +23,7 @@ func TestProcessorBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	accept := func(body string) *storelink.Upload {
-		u, _, err := f.service.Uploads.Accept(ctx, storelink.NewUpload{ClientID: f.clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
+		u, _, err := f.service.Uploads.Accept(ctx, storelink.NewUpload{ClientID: f.clientID, FileName: "f.csv", Body: storelink.ChunksOf([]byte(body)), SHA256: "00"},
 			storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)

@@ -42,7 +42,7 @@ func (s *syncBuffer) String() string {
 // accept stores a valid feed for client, which has store S1.
 func (f *fixture) accept(clientID, body string) *storelink.Upload {
 	f.t.Helper()
-	u, _, err := f.service.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: []byte(body), SHA256: "00"},
+	u, _, err := f.service.Uploads.Accept(context.Background(), storelink.NewUpload{ClientID: clientID, FileName: "f.csv", Body: storelink.ChunksOf([]byte(body)), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	if err != nil {
 		f.t.Fatal(err)

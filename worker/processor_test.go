@@ -96,12 +96,12 @@ func TestCheckInBackgroundPutsWhatCheckPuts(t *testing.T) {
 			wantReport, err := feed.CheckWithErrorFile(bytes.NewReader(body), checkStores, func(r storelink.StockRow) error {
 				direct = append(direct, r)
 				return nil
-			}, errorFileLimit(len(body)))
+			}, errorFileLimit(int64(len(body))))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantRows := values(direct) // read now, before anything could reuse memory
-			report, err := checkInBackground(body, checkStores, func(r storelink.StockRow) error {
+			report, err := checkInBackground(storelink.ChunksOf(body), checkStores, func(r storelink.StockRow) error {
 				ahead = append(ahead, r)
 				return nil
 			})
@@ -136,7 +136,7 @@ func TestCheckInBackgroundPutError(t *testing.T) {
 	before := runtime.NumGoroutine()
 	boom := errors.New("disk full")
 	calls := 0
-	_, err := checkInBackground(checkFeed(20*checkBatch, 0), checkStores, func(r storelink.StockRow) error {
+	_, err := checkInBackground(storelink.ChunksOf(checkFeed(20*checkBatch, 0)), checkStores, func(r storelink.StockRow) error {
 		calls++
 		if calls == 3*checkBatch+5 {
 			return boom
@@ -164,7 +164,7 @@ func TestCheckInBackgroundPutPanic(t *testing.T) {
 			}
 		}()
 		calls := 0
-		_, _ = checkInBackground(checkFeed(20*checkBatch, 0), checkStores, func(storelink.StockRow) error {
+		_, _ = checkInBackground(storelink.ChunksOf(checkFeed(20*checkBatch, 0)), checkStores, func(storelink.StockRow) error {
 			if calls++; calls == 2*checkBatch {
 				panic("put broke")
 			}

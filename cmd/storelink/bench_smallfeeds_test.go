@@ -397,7 +397,7 @@ func benchSmallBatchApply(b *testing.B, svc *service.Services) {
 	for b.Loop() {
 		b.StopTimer()
 		for u := range smallUploaders {
-			if _, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clients[u%len(clients)], FileName: "f.csv", Body: smallFeed(u, n)}, policy); err != nil {
+			if _, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: clients[u%len(clients)], FileName: "f.csv", Body: storelink.ChunksOf(smallFeed(u, n))}, policy); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -761,7 +761,7 @@ func BenchmarkStockApply(b *testing.B) {
 		feeds[v] = benchFeed(benchFeedBytes, -1, uint64(v))
 	}
 	apply := func(f benchFeedData) {
-		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: f.csv}, policy)
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: storelink.ChunksOf(f.csv)}, policy)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,7 +19,7 @@ func (e *env) acceptFor(clientID, body string) *storelink.Upload {
 	tx := e.beginUpload()
 	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: clientID})
 	must(e.t, err)
-	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
+	must(e.t, tx.InsertUpload(e.ctx, u, service.NewFile{ID: storelink.NewID(now), Chunks: storelink.ChunksOf([]byte(body))}, storelink.Bucket{Tokens: 100, UpdatedAt: now}))
 	must(e.t, tx.Commit(e.ctx))
 	return u
 }
@@ -56,10 +56,10 @@ func (e *env) claimBatch(owner string, limit storelink.BatchLimit, attempts int,
 		e.t.Fatalf("%s claimed %v within %+v, want %v", owner, got, limit, wanted)
 	}
 	for i, c := range claims {
-		if c.ClientID != want[i].ClientID || c.SizeBytes != want[i].SizeBytes || int64(len(c.Body)) != c.SizeBytes ||
+		if c.ClientID != want[i].ClientID || c.SizeBytes != want[i].SizeBytes || c.Body.Len() != c.SizeBytes ||
 			c.Attempts != attempts || c.StartedAt == nil || !c.StartedAt.Equal(now) {
 			e.t.Fatalf("claim %d = %+v with a body of %d bytes, want upload %s, attempt %d, started at %v",
-				i, c.Upload, len(c.Body), want[i].ID, attempts, now)
+				i, c.Upload, c.Body.Len(), want[i].ID, attempts, now)
 		}
 		c.Owner = owner
 	}

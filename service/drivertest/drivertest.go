@@ -175,7 +175,7 @@ func wantNotFound(t *testing.T, what string, err error) {
 // applies one.
 func (e *env) feed(rows ...storelink.StockRow) {
 	e.t.Helper()
-	_, _, err := e.seed.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "feed.csv", Body: []byte("x"), SHA256: "00"},
+	_, _, err := e.seed.Uploads.Accept(e.ctx, storelink.NewUpload{ClientID: e.client.ID, FileName: "feed.csv", Body: storelink.ChunksOf([]byte("x")), SHA256: "00"},
 		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
 	must(e.t, err)
 	c, err := e.seed.Uploads.Claim(e.ctx, "drivertest", time.Minute)

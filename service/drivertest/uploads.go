@@ -31,7 +31,7 @@ func (e *env) accept(body string) *storelink.Upload {
 	tx := e.beginUpload()
 	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: e.client.ID})
 	must(e.t, err)
-	must(e.t, tx.InsertUpload(e.ctx, u, []byte(body), storelink.Bucket{Tokens: 100, UpdatedAt: now}))
+	must(e.t, tx.InsertUpload(e.ctx, u, service.NewFile{ID: storelink.NewID(now), Chunks: storelink.ChunksOf([]byte(body))}, storelink.Bucket{Tokens: 100, UpdatedAt: now}))
 	must(e.t, tx.Commit(e.ctx))
 	return u
 }
@@ -205,7 +205,7 @@ func testUploadRows(e *env) {
 func testUploadClaims(e *env) {
 	first, second := e.accept("first"), e.accept("second")
 	c := e.claim("w1", first)
-	if string(c.Body) != "first" || c.Attempts != 1 {
+	if string(c.Body.Bytes()) != "first" || c.Attempts != 1 {
 		e.t.Fatalf("claim body %q, attempts %d; want first, 1", c.Body, c.Attempts)
 	}
 	// The client's second upload waits for its first to be finished.
