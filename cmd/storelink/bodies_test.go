@@ -269,12 +269,40 @@ func waitInFlightFull(tb testing.TB, p *proc) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		req, _ := http.NewRequest("PUT", p.URL+"/stock/"+p.ClientID+"/validate", strings.NewReader(bodyTestFeed))
 		req.Header.Set("x-api-key", p.APIKey)
-		if code, _ := doJSON(tb, req); code == http.StatusTooManyRequests {
+		if code, v := doJSON(tb, req); code == http.StatusTooManyRequests && v["type"] == "/problems/"+codeInFlight {
 			return
 		}
 	}
 	tb.Fatal("the held bodies did not take the client's uploads in flight within 10s")
 }
+
+// stallUpload opens an upload of p's client whose body stops after its
+// first bytes, and returns it once it holds the partner's one upload in
+// flight (--max-uploads-in-flight 1). The probe that finds the slot taken
+// (waitInFlightFull) is an upload in flight itself: when it reaches serve
+// first, the stalled upload is the one refused, and it is opened again.
+func stallUpload(t *testing.T, p *proc) *rawConn {
+	t.Helper()
+	for range 10 {
+		stalled := dialRaw(t, p)
+		stalled.head("PUT", "/stock/"+p.ClientID+"/stalled.csv", 100000,
+			map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}, "store;ean;")
+		waitInFlightFull(t, p)
+		resp, body, err := stalled.answer(500 * time.Millisecond)
+		if err != nil {
+			return stalled // no answer: it holds the slot
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || problemType(t, resp, body) != "/problems/"+codeInFlight {
+			t.Fatalf("the upload to stall was answered %d %s before its body was sent", resp.StatusCode, body)
+		}
+	}
+	t.Fatal("the upload to stall was refused 10 times: the probes took the slot first")
+	return nil
+}
+
+// codeInFlight is the problem type of the 429 of a partner's uploads in
+// flight (httpapi).
+const codeInFlight = "uploads_in_flight"
 
 type clientCreds struct{ id, key string }
 
@@ -463,10 +491,7 @@ func TestServeMaxConnections(t *testing.T) {
 func TestServeStopWithStalledUpload(t *testing.T) {
 	p := startServe(t, t.TempDir(), "--demo", "--max-uploads-in-flight", "1")
 	id := mustUpload(t, p, "before.csv", []byte(bodyTestFeed))
-	stalled := dialRaw(t, p)
-	stalled.head("PUT", "/stock/"+p.ClientID+"/stalled.csv", 100000,
-		map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}, "store;ean;")
-	waitInFlightFull(t, p)
+	stalled := stallUpload(t, p)
 	code, took := stopWithin(t, p, 20*time.Second)
 	if code != 0 {
 		t.Fatalf("exit code %d after SIGTERM with a stalled upload, want 0:\n%s", code, p.stderr)
