@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -100,4 +102,61 @@ func TestReadBodyUploadMemoryShare(t *testing.T) {
 	if mem.holding("P") != 600<<10 || mem.holding("Q") != 0 {
 		t.Fatalf("held: P %d, Q %d; want %d and 0", mem.holding("P"), mem.holding("Q"), 600<<10)
 	}
+}
+
+// A body is held in pieces of at most storelink.ChunkSize, in order, whether
+// its length was declared or not and however the reads cut it: no buffer
+// larger than a piece is ever made, the bytes and their hash are those
+// sent, and the memory reserved is the pieces' (at most one piece more than
+// the body) and all given back.
+func TestReadBodyHoldsPieces(t *testing.T) {
+	want := make([]byte, 3*storelink.ChunkSize+12345)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	sum := sha256.Sum256(want)
+	for _, declared := range []bool{true, false} {
+		for _, read := range []int{1000, 64 << 10, storelink.ChunkSize + 1} {
+			mem := newUploadMemory(64<<20, 64<<20)
+			r := httptest.NewRequest("PUT", "/stock/c/f.csv", &cutReader{b: want, n: read})
+			r.ContentLength = -1
+			if declared {
+				r.ContentLength = int64(len(want))
+			}
+			body, hash, release, err := readBody(r, 10<<20, nil, mem, "P")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range body {
+				if len(p) == 0 || cap(p) > storelink.ChunkSize {
+					t.Fatalf("declared %v, reads of %d: piece %d of %d bytes (capacity %d); want 1 to %d", declared, read, i, len(p), cap(p), storelink.ChunkSize)
+				}
+			}
+			if !bytes.Equal(body.Bytes(), want) || hash != hex.EncodeToString(sum[:]) {
+				t.Fatalf("declared %v, reads of %d: %d bytes, hash %s; want the %d bytes sent", declared, read, body.Len(), hash, len(want))
+			}
+			if n := mem.inUse(); n < int64(len(want)) || n > int64(len(want))+storelink.ChunkSize {
+				t.Fatalf("declared %v, reads of %d: %d bytes reserved for a body of %d", declared, read, n, len(want))
+			}
+			release()
+			if n := mem.inUse(); n != 0 {
+				t.Fatalf("%d bytes reserved after release", n)
+			}
+		}
+	}
+}
+
+// cutReader reads b at most n bytes at a time.
+type cutReader struct {
+	b []byte
+	n int
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[k:]
+	return k, nil
 }

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Locks: a second routing, key or client events lock waits for the first", testLocks},
 		{"Uploads: rows, bucket and queue read back as written", testUploadRows},
 		{"Uploads: claims keep a client's order; releases and leases", testUploadClaims},
+		{"Uploads: a file put in pieces reads back whole; unnamed files are removed", testUploadFilePieces},
 		{"Uploads: an apply puts its rows in force, a rejection none", testUploadApply},
 		{"Uploads: a claim takes a batch client by client, within its bounds", testUploadBatchClaims},
 		{"Uploads: a batch's rows are locked at once, each upload undone alone", testUploadBatchApply},

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
@@ -356,5 +357,74 @@ func sameUpload(t *testing.T, what string, got, want *storelink.Upload) {
 	b, _ := json.Marshal(want)
 	if string(a) != string(b) {
 		t.Fatalf("%s:\n got  %s\n want %s", what, a, b)
+	}
+}
+
+// testUploadFilePieces: a file put in pieces before its accept
+// (PutChunks) and finished by it reads back whole, in order, by the claim
+// and as the upload's file; a file no upload names is removed by DropFile
+// or, once its id is before the cutoff, by DropOrphanFiles, which leaves
+// named files alone; and a file goes with its upload when the upload's
+// row of files is dropped (a cancel).
+func testUploadFilePieces(e *env) {
+	piece := func(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+	file := storelink.Chunks{piece('a', storelink.ChunkSize), piece('b', storelink.ChunkSize), piece('c', 10)}
+	now := e.tick()
+	f := service.NewFile{ID: storelink.NewID(now), First: 2, Chunks: file[2:]}
+	must(e.t, e.d.Uploads.PutChunks(e.ctx, f.ID, 0, file[:2]))
+	u := &storelink.Upload{ID: storelink.NewID(now), ClientID: e.client.ID, FileName: "f.csv", SizeBytes: file.Len(),
+		SHA256: "00", Status: storelink.UploadAccepted, ReceivedAt: now, Errors: []storelink.Problem{}, Warnings: []storelink.Problem{}}
+	tx := e.beginUpload()
+	_, err := tx.LockBucket(e.ctx, service.LockBucketParams{ClientID: e.client.ID})
+	must(e.t, err)
+	must(e.t, tx.InsertUpload(e.ctx, u, f, storelink.Bucket{Tokens: 100, UpdatedAt: now}))
+	must(e.t, tx.Commit(e.ctx))
+
+	c := e.claim("w1", u)
+	if len(c.Body) != 3 || !bytes.Equal(c.Body.Bytes(), file.Bytes()) {
+		e.t.Fatalf("claimed file of %d pieces, %d bytes; want the 3 pieces put, %d bytes, in order", len(c.Body), c.Body.Len(), file.Len())
+	}
+	read, err := e.d.Uploads.UploadFile(e.ctx, e.client.ID, u.ID, false)
+	must(e.t, err)
+	if !read.Kept || !bytes.Equal(read.Data.Bytes(), file.Bytes()) {
+		e.t.Fatalf("upload file: kept %v, %d bytes; want the file of %d bytes", read.Kept, read.Data.Len(), file.Len())
+	}
+	// DropFile leaves a file an upload names.
+	must(e.t, e.d.Uploads.DropFile(e.ctx, f.ID))
+	if again, err := e.d.Uploads.UploadBodies(e.ctx, []string{u.ID}); err != nil || again[u.ID].Len() != file.Len() {
+		e.t.Fatalf("file after DropFile of a named file: %d bytes, %v; want all %d", again[u.ID].Len(), err, file.Len())
+	}
+
+	// Two files no upload names, one older than the other.
+	old, young := storelink.NewID(e.tick()), ""
+	must(e.t, e.d.Uploads.PutChunks(e.ctx, old, 0, file[:2]))
+	cutoff := storelink.NewID(e.tick())
+	young = storelink.NewID(e.tick())
+	must(e.t, e.d.Uploads.PutChunks(e.ctx, young, 0, file[:1]))
+	if n, err := e.d.Uploads.DropOrphanFiles(e.ctx, cutoff, 10); err != nil || n != 1 {
+		e.t.Fatalf("DropOrphanFiles before the cutoff = %d, %v; want the older file alone", n, err)
+	}
+	must(e.t, e.d.Uploads.DropFile(e.ctx, young))
+	future := storelink.NewID(e.tick().Add(time.Hour))
+	if n, err := e.d.Uploads.DropOrphanFiles(e.ctx, future, 10); err != nil || n != 0 {
+		e.t.Fatalf("DropOrphanFiles after DropFile = %d, %v; want nothing left to remove", n, err)
+	}
+
+	// A waiting upload's file goes with it when it is cancelled: nothing
+	// is left that no upload names.
+	second := e.accept("store;ean\n")
+	tx = e.beginUpload()
+	res, err := tx.CancelUpload(e.ctx, service.CancelParams{ClientID: e.client.ID, ID: second.ID, At: e.tick(),
+		From: storelink.UploadAccepted, To: storelink.UploadCancelled})
+	must(e.t, err)
+	must(e.t, tx.Commit(e.ctx))
+	if !res.Cancelled {
+		e.t.Fatalf("cancel of a waiting upload: %+v", res)
+	}
+	if n, err := e.d.Uploads.DropOrphanFiles(e.ctx, future, 10); err != nil || n != 0 {
+		e.t.Fatalf("DropOrphanFiles after a cancel = %d, %v; want 0: the file went with its upload", n, err)
+	}
+	if b, err := e.d.Uploads.UploadBodies(e.ctx, []string{second.ID}); err != nil || len(b) != 0 {
+		e.t.Fatalf("files of a cancelled upload = %v, %v; want none", b, err)
 	}
 }
