@@ -127,8 +127,14 @@ type DeliveryFilter struct {
 	ClientID   string
 	EndpointID string
 	State      DeliveryState
-	Limit      int
-	Before     string
+	// OrderID, OrderNumber and EventID, when set, select the deliveries
+	// of that order's events (an order number of ClientID's, when set) or
+	// of that one event.
+	OrderID     string
+	OrderNumber string
+	EventID     string
+	Limit       int
+	Before      string
 }
 
 // DeliveryJob is a claimed delivery with all that its attempt needs.

@@ -259,6 +259,8 @@ func conformWebhookOperations(t *testing.T, a *api, router routers.Router, ok, g
 		{"GET", c + "/endpoints", "", otherKey, 403},
 		{"GET", c + "/deliveries?state=succeeded&endpoint_id=" + ok + "&after=" + page.NextCursor, "", key, 200},
 		{"GET", c + "/deliveries?after=garbage", "", key, 400},
+		{"GET", c + "/deliveries?order_id=" + done + "&order_number=N-1&event_id=" + done, "", key, 200},
+		{"GET", c + "/deliveries?event_id=" + strings.Repeat("e", 129), "", key, 400},
 		{"GET", c + "/deliveries", "", nil, 401},
 		{"GET", c + "/deliveries", "", otherKey, 403},
 		{"POST", c + "/deliveries/" + done + "/redeliver", "", key, 202},

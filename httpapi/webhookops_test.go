@@ -480,12 +480,24 @@ func TestPartnerWebhooks(t *testing.T) {
 		t.Fatalf("partner deliveries paged by 2 = %v, want %v newest first", ids, events)
 	}
 
+	// Filtered by event, by its order and by its order number.
+	second, _ := a.delivery(events[1], ep.ID)
+	for _, q := range []string{"event_id=" + events[1], "order_id=" + second.OrderID, "order_number=WH-P-1"} {
+		resp, body := a.partner("GET", c+"/deliveries?"+q, "", a.APIKey)
+		var p page
+		decodeInto(t, body, &p)
+		if resp.StatusCode != 200 || len(p.Deliveries) != 1 || p.Deliveries[0].EventID != events[1] {
+			t.Fatalf("partner deliveries ?%s = %d %s, want the event's one delivery", q, resp.StatusCode, body)
+		}
+	}
+
 	other := a.otherClient()
 	d, _ := a.delivery(events[0], ep.ID)
 	for _, cl := range []struct {
 		method, path, key string
 		status            int
 	}{
+		{"GET", c + "/deliveries?order_number=" + strings.Repeat("9", 129), a.APIKey, 400},
 		{"GET", c + "/deliveries?after=garbage", a.APIKey, 400},
 		{"GET", c + "/deliveries?state=lost", a.APIKey, 400},
 		{"GET", "/webhooks/" + other.ID + "/deliveries?after=" + d.ID, other.APIKey, 400},

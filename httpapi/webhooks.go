@@ -120,7 +120,8 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID s
 }
 
 // deliveryFilter reads the filters of a listing of deliveries (state,
-// endpoint_id, limit) and its cursor, named param.
+// endpoint_id, order_id, order_number, event_id, limit) and its cursor,
+// named param.
 func deliveryFilter(r *http.Request, param string) (storelink.DeliveryFilter, error) {
 	limit, err := queryLimit(r, 50, 500)
 	if err != nil {
@@ -131,8 +132,19 @@ func deliveryFilter(r *http.Request, param string) (storelink.DeliveryFilter, er
 	if state != "" && !slices.Contains(storelink.DeliveryStates, state) {
 		return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled.")
 	}
-	return storelink.DeliveryFilter{State: state, EndpointID: q.Get("endpoint_id"), Limit: limit, Before: q.Get(param)}, nil
+	f := storelink.DeliveryFilter{State: state, EndpointID: q.Get("endpoint_id"), OrderID: q.Get("order_id"),
+		OrderNumber: q.Get("order_number"), EventID: q.Get("event_id"), Limit: limit, Before: q.Get(param)}
+	for name, v := range map[string]string{"endpoint_id": f.EndpointID, "order_id": f.OrderID, "order_number": f.OrderNumber, "event_id": f.EventID} {
+		if len(v) > maxFilterValue {
+			return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "%s is %d bytes long; at most %d are allowed.", name, len(v), maxFilterValue)
+		}
+	}
+	return f, nil
 }
+
+// maxFilterValue is the longest value a listing's filter takes: ids are
+// 36 bytes, and order numbers at most 64 characters.
+const maxFilterValue = 128
 
 func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
 	f, err := deliveryFilter(r, "before")

@@ -136,6 +136,23 @@ func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilte
 	if f.State != "" {
 		q += ` AND state = ` + a.add(f.State)
 	}
+	// An order's or an event's deliveries are read by their order
+	// (deliveries_order_seq); an event is found by its order, an order
+	// number among the client's orders.
+	if f.OrderID != "" {
+		q += ` AND order_id = ` + a.add(f.OrderID)
+	}
+	if f.OrderNumber != "" {
+		q += ` AND order_id IN (SELECT id FROM orders WHERE order_number = ` + a.add(f.OrderNumber)
+		if f.ClientID != "" {
+			q += ` AND client_id = ` + a.add(f.ClientID)
+		}
+		q += `)`
+	}
+	if f.EventID != "" {
+		id := a.add(f.EventID)
+		q += ` AND order_id = (SELECT order_id FROM events WHERE id = ` + id + `) AND event_id = ` + id
+	}
 	if f.Before != "" {
 		q += ` AND seq < (SELECT seq FROM deliveries WHERE id = ` + a.add(f.Before) + `)`
 	}

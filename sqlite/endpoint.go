@@ -207,6 +207,11 @@ func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) err
 // partial index is only used for a literal. Without a state, or for
 // succeeded, most rows match: the table is read newest first, or the
 // client's rows are.
+//
+// A listing of an order's or an event's deliveries reads the order's rows
+// (deliveries_order_seq): a few per event and endpoint, whatever the state.
+// An event is found by its order, an order number among the client's
+// orders.
 func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
 	from, client := `deliveries`, ` AND client_id = ?`
 	var where string
@@ -218,13 +223,32 @@ func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
 	case storelink.DeliveryFailed:
 		from, where, client = `deliveries INDEXED BY deliveries_failed`, ` AND state = 'failed'`, ` AND +client_id = ?`
 	}
-	q := `SELECT ` + deliveryColumns + ` FROM ` + from + ` WHERE 1 = 1` + where
 	var args []any
+	if f.OrderID != "" || f.OrderNumber != "" || f.EventID != "" {
+		from, client = `deliveries INDEXED BY deliveries_order_seq`, ` AND client_id = ?`
+		if f.State != "" {
+			where, args = ` AND state = ?`, append(args, f.State)
+		}
+	}
+	q := `SELECT ` + deliveryColumns + ` FROM ` + from + ` WHERE 1 = 1` + where
 	if f.ClientID != "" {
 		q, args = q+client, append(args, f.ClientID)
 	}
 	if f.EndpointID != "" {
 		q, args = q+` AND endpoint_id = ?`, append(args, f.EndpointID)
+	}
+	if f.OrderID != "" {
+		q, args = q+` AND order_id = ?`, append(args, f.OrderID)
+	}
+	if f.OrderNumber != "" {
+		q, args = q+` AND order_id IN (SELECT id FROM orders WHERE order_number = ?`, append(args, f.OrderNumber)
+		if f.ClientID != "" {
+			q, args = q+` AND client_id = ?`, append(args, f.ClientID)
+		}
+		q += `)`
+	}
+	if f.EventID != "" {
+		q, args = q+` AND order_id = (SELECT order_id FROM events WHERE id = ?) AND event_id = ?`, append(args, f.EventID, f.EventID)
 	}
 	if f.Before != "" {
 		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)

@@ -7,8 +7,9 @@ import (
 	"storelink"
 )
 
-// testDeliveryListing: deliveries newest first, by client and state, a
-// page at a time, each with its attempts in order.
+// testDeliveryListing: deliveries newest first, by client, state, order,
+// order number and event, a page at a time, each with its attempts in
+// order.
 func testDeliveryListing(e *env) {
 	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
 	e.feed(row("S1", eanA, 10, 100))
@@ -23,7 +24,7 @@ func testDeliveryListing(e *env) {
 	must(t, err)
 	price := storelink.Money(100)
 
-	var ids []string // in the order the deliveries were made
+	var ids, orders, events []string // in the order the deliveries were made
 	add := func(o *storelink.Order) {
 		t.Helper()
 		list, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{Limit: 1})
@@ -31,7 +32,7 @@ func testDeliveryListing(e *env) {
 		if len(list) != 1 || list[0].OrderID != o.ID {
 			t.Fatalf("newest delivery = %+v, want order %s's", list, o.ID)
 		}
-		ids = append(ids, list[0].ID)
+		ids, orders, events = append(ids, list[0].ID), append(orders, o.ID), append(events, list[0].EventID)
 		e.clock.Advance(time.Millisecond)
 	}
 	add(e.create(e.newOrder("L-1", eanA)))
@@ -76,6 +77,20 @@ func testDeliveryListing(e *env) {
 		{storelink.DeliveryFilter{ClientID: id, State: storelink.DeliveryFailed, Limit: 10}, []string{d2}},
 		{storelink.DeliveryFilter{ClientID: other.ID, State: storelink.DeliveryFailed, Limit: 10}, []string{}},
 		{storelink.DeliveryFilter{ClientID: other.ID, Limit: 10}, []string{dx}},
+		{storelink.DeliveryFilter{ClientID: id, OrderID: orders[1], Limit: 10}, []string{d2}},
+		{storelink.DeliveryFilter{OrderID: orders[2], Limit: 10}, []string{dx}},
+		{storelink.DeliveryFilter{ClientID: id, OrderID: orders[2], Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{ClientID: id, OrderID: orders[0], State: storelink.DeliverySucceeded, Limit: 10}, []string{d1}},
+		{storelink.DeliveryFilter{ClientID: id, OrderID: orders[0], State: storelink.DeliveryFailed, Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{ClientID: id, OrderNumber: "L-3", Limit: 10}, []string{d3}},
+		{storelink.DeliveryFilter{ClientID: id, OrderNumber: "X", Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{ClientID: other.ID, OrderNumber: "L-3", Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{OrderNumber: "X", Limit: 10}, []string{dx}},
+		{storelink.DeliveryFilter{ClientID: id, OrderNumber: "L-4", State: storelink.DeliveryPending, Limit: 10}, []string{d4}},
+		{storelink.DeliveryFilter{ClientID: id, EventID: events[4], Limit: 10}, []string{d4}},
+		{storelink.DeliveryFilter{ClientID: other.ID, EventID: events[4], Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{ClientID: id, EventID: storelink.NewID(time.Now()), Limit: 10}, []string{}},
+		{storelink.DeliveryFilter{ClientID: id, OrderID: orders[1], EventID: events[3], Limit: 10}, []string{}},
 	} {
 		list, err := s.Webhooks.Deliveries(ctx, c.f)
 		must(t, err)
