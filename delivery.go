@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Endpoint is a partner URL that receives a client's order events.
@@ -15,6 +17,8 @@ type Endpoint struct {
 	URL      string       `json:"url"`
 	States   []OrderState `json:"states"` // empty: every state
 	Enabled  bool         `json:"enabled"`
+	// Description is the partner's own note on the endpoint ("" for none).
+	Description string `json:"description,omitempty"`
 	// HasAPIKey tells whether an x-api-key is sent; the key is not shown.
 	HasAPIKey bool `json:"has_api_key"`
 	// DisabledReason says why the service disabled the endpoint (410 Gone).
@@ -36,9 +40,10 @@ func (e *Endpoint) Wants(s OrderState) bool {
 
 // NewEndpoint registers an endpoint.
 type NewEndpoint struct {
-	URL    string       `json:"url"`
-	APIKey string       `json:"api_key,omitempty"`
-	States []OrderState `json:"states,omitempty"`
+	URL         string       `json:"url"`
+	APIKey      string       `json:"api_key,omitempty"`
+	States      []OrderState `json:"states,omitempty"`
+	Description string       `json:"description,omitempty"`
 }
 
 // EndpointPatch changes an endpoint; nil fields stay as they are.
@@ -47,6 +52,29 @@ type EndpointPatch struct {
 	Enabled *bool         `json:"enabled,omitempty"`
 	States  *[]OrderState `json:"states,omitempty"`
 	APIKey  *string       `json:"api_key,omitempty"`
+	// Description "" removes the note.
+	Description *string `json:"description,omitempty"`
+}
+
+// MaxDescription is the longest endpoint description, in characters.
+const MaxDescription = 200
+
+// CheckDescription checks an endpoint's description: at most
+// MaxDescription characters of UTF-8 text, without control or invisible
+// characters (it is shown in the portal and the dashboard).
+func CheckDescription(d string) error {
+	switch {
+	case !utf8.ValidString(d):
+		return Errorf(EUNPROCESSABLE, "description is not valid UTF-8.")
+	case utf8.RuneCountInString(d) > MaxDescription:
+		return Errorf(EUNPROCESSABLE, "description is %d characters long; at most %d are allowed.", utf8.RuneCountInString(d), MaxDescription)
+	case strings.IndexFunc(d, unicode.IsControl) >= 0:
+		return Errorf(EUNPROCESSABLE, "description holds a control character (a line break, a tab…).")
+	}
+	if p := InvisibleProblem(d); p != "" {
+		return Errorf(EUNPROCESSABLE, "description %s.", p)
+	}
+	return nil
 }
 
 // EndpointSecret is an endpoint with its signing secret: the answer to

@@ -49,8 +49,9 @@ func TestPartnerManagesEndpoints(t *testing.T) {
 	base := "/webhooks/" + a.ClientID + "/endpoints"
 
 	var ep storelink.EndpointSecret
-	a.partnerJSON("POST", base, `{"url":"`+rec.URL+`/hooks","states":["assigned"]}`, 201, &ep)
-	if ep.ID == "" || ep.ClientID != a.ClientID || !strings.HasPrefix(ep.Secret, webhook.SecretPrefix) || !ep.Enabled {
+	a.partnerJSON("POST", base, `{"url":"`+rec.URL+`/hooks","states":["assigned"],"description":"ERP (staging)"}`, 201, &ep)
+	if ep.ID == "" || ep.ClientID != a.ClientID || !strings.HasPrefix(ep.Secret, webhook.SecretPrefix) || !ep.Enabled ||
+		ep.Description != "ERP (staging)" {
 		t.Fatalf("registered endpoint = %+v", ep)
 	}
 	var list struct{ Endpoints []storelink.EndpointDetail }
@@ -62,14 +63,16 @@ func TestPartnerManagesEndpoints(t *testing.T) {
 		`{"url":"ftp://example.test/"}`:               422,
 		`{"url":"` + rec.URL + `","states":["nope"]}`: 422,
 		`{"url":1}`: 400,
+		`{"url":"` + rec.URL + `","description":"a\tb"}`:                             422,
+		`{"url":"` + rec.URL + `","description":"` + strings.Repeat("x", 201) + `"}`: 422,
 	} {
 		resp, answer := a.partner("POST", base, body, a.APIKey)
 		problem(t, resp, answer, status)
 	}
 
 	var changed storelink.Endpoint
-	a.partnerJSON("PATCH", base+"/"+ep.ID, `{"url":"`+rec.URL+`/v2","states":["assigned","fulfilled"]}`, 200, &changed)
-	if changed.URL != rec.URL+"/v2" || len(changed.States) != 2 {
+	a.partnerJSON("PATCH", base+"/"+ep.ID, `{"url":"`+rec.URL+`/v2","states":["assigned","fulfilled"],"description":"ERP"}`, 200, &changed)
+	if changed.URL != rec.URL+"/v2" || len(changed.States) != 2 || changed.Description != "ERP" {
 		t.Fatalf("changed endpoint = %+v", changed)
 	}
 	var rotated storelink.EndpointSecret

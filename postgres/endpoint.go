@@ -13,12 +13,12 @@ import (
 // endpointColumns show whether the endpoint has a key, never the key. The
 // states are a text array, which pgx reads into the state type itself.
 const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key <> '', previous_secret_until, deleted_at,
-	created_at, updated_at`
+	created_at, updated_at, description`
 
 func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 	var e storelink.Endpoint
 	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &e.States, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &e.PreviousSecretUntil,
-		&e.DeletedAt, &e.CreatedAt, &e.UpdatedAt); err != nil {
+		&e.DeletedAt, &e.CreatedAt, &e.UpdatedAt, &e.Description); err != nil {
 		return nil, noRow(err)
 	}
 	if e.States == nil {
@@ -29,9 +29,9 @@ func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 
 // InsertEndpoint inserts and reads the endpoint back in one statement.
 func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
-	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING `+endpointColumns,
-		n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At))
+	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) RETURNING `+endpointColumns,
+		n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At, n.Description))
 }
 
 // RotateSecret is one statement, outside a transaction: the secret it moves
@@ -66,8 +66,9 @@ func (d *webhooks) ListEndpoints(ctx context.Context, clientIDs []string) ([]sto
 func (t *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.EndpointChange) (*storelink.Endpoint, error) {
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `UPDATE endpoints SET url = coalesce($2, url), states = coalesce($3, states),
 		api_key = coalesce($4, api_key), enabled = coalesce($5, enabled), disabled_reason = coalesce($6, disabled_reason),
-		deleted_at = coalesce($8, deleted_at), updated_at = $7
-		WHERE id = $1 RETURNING `+endpointColumns, id, c.URL, statesArg(c.States), c.APIKey, c.Enabled, c.DisabledReason, c.At, c.DeletedAt))
+		deleted_at = coalesce($8, deleted_at), description = coalesce($9, description), updated_at = $7
+		WHERE id = $1 RETURNING `+endpointColumns, id, c.URL, statesArg(c.States), c.APIKey, c.Enabled, c.DisabledReason, c.At, c.DeletedAt,
+		c.Description))
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,7 @@ type NewEndpoint struct {
 	ID, ClientID, URL string
 	States            []storelink.OrderState
 	APIKey, Secret    string // sealed; APIKey "" for none
+	Description       string
 	At                time.Time
 }
 
@@ -144,6 +145,7 @@ type EndpointChange struct {
 	URL            *string
 	States         *[]storelink.OrderState
 	APIKey         *string // sealed
+	Description    *string
 	Enabled        *bool
 	DisabledReason *string
 	DeletedAt      *time.Time
@@ -159,6 +161,9 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storel
 	if err := storelink.CheckStates(n.States); err != nil {
 		return nil, err
 	}
+	if err := storelink.CheckDescription(n.Description); err != nil {
+		return nil, err
+	}
 	if ok, err := s.d.ClientExists(ctx, clientID); err != nil {
 		return nil, err
 	} else if !ok {
@@ -166,14 +171,14 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storel
 	}
 	now := s.now()
 	e, err := s.d.InsertEndpoint(ctx, NewEndpoint{ID: storelink.NewID(now), ClientID: clientID, URL: n.URL, States: n.States,
-		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), At: now})
+		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), Description: n.Description, At: now})
 	if err != nil {
 		return nil, fmt.Errorf("insert endpoint: %w", err)
 	}
 	return e, nil
 }
 
-// UpdateEndpoint changes URL, states, key or the enabled flag of an
+// UpdateEndpoint changes URL, states, key, description or the enabled flag of an
 // endpoint of clientID's (any when ""). Enabling or disabling an endpoint
 // by hand clears the reason it was disabled (a 410 Gone); an endpoint
 // enabled again sends its parked deliveries.
@@ -187,7 +192,12 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p st
 			return nil, err
 		}
 	}
-	c := EndpointChange{URL: p.URL, States: p.States, Enabled: p.Enabled, At: s.now()}
+	if p.Description != nil {
+		if err := storelink.CheckDescription(*p.Description); err != nil {
+			return nil, err
+		}
+	}
+	c := EndpointChange{URL: p.URL, States: p.States, Enabled: p.Enabled, Description: p.Description, At: s.now()}
 	if p.APIKey != nil {
 		sealed := sealer.Seal(*p.APIKey)
 		c.APIKey = &sealed

@@ -35,7 +35,7 @@ func parseStates(col string) []storelink.OrderState {
 // endpointColumns are what an endpoint shows of its row: whether it has a
 // key, not the key.
 const endpointColumns = `id, client_id, url, states, enabled, disabled_reason, api_key != '', previous_secret_until, deleted_at,
-	created_at, updated_at`
+	created_at, updated_at, description`
 
 func scanEndpoint(row interface{ Scan(...any) error }) (*storelink.Endpoint, error) {
 	e := &storelink.Endpoint{}
@@ -43,7 +43,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*storelink.Endpoint, err
 	var until, deleted sql.NullInt64
 	var created, updated int64
 	if err := row.Scan(&e.ID, &e.ClientID, &e.URL, &states, &e.Enabled, &e.DisabledReason, &e.HasAPIKey, &until, &deleted,
-		&created, &updated); err != nil {
+		&created, &updated, &e.Description); err != nil {
 		return nil, noRow(err)
 	}
 	e.States, e.PreviousSecretUntil, e.DeletedAt = parseStates(states), fromNullMS(until), fromNullMS(deleted)
@@ -59,8 +59,8 @@ func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoin
 // InsertEndpoint inserts on the write connection, outside a transaction
 // (the insert is one), and reads the endpoint back on the read pool.
 func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
-	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, ms(n.At), ms(n.At))
+	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, description, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, n.Description, ms(n.At), ms(n.At))
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +138,9 @@ func (tx *endpointTx) UpdateEndpoint(ctx context.Context, id string, c service.E
 	}
 	if c.APIKey != nil {
 		sets, args = append(sets, "api_key = ?"), append(args, *c.APIKey)
+	}
+	if c.Description != nil {
+		sets, args = append(sets, "description = ?"), append(args, *c.Description)
 	}
 	if c.Enabled != nil {
 		sets, args = append(sets, "enabled = ?"), append(args, *c.Enabled)

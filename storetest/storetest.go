@@ -142,6 +142,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Orders: idempotency keys expire", testOrderKeyExpiry},
 		{"Orders: a failed call leaves its key unused", testOrderKeyFailures},
 		{"Webhooks: endpoints and secret rotation", testEndpoints},
+		{"Webhooks: an endpoint's description", testEndpointDescription},
 		{"Webhooks: deliveries are written with their event", testDeliveriesWithEvents},
 		{"Webhooks: claim and lease", testClaimDeliveries},
 		{"Webhooks: per order and endpoint, in order", testDeliveryOrder},

@@ -798,6 +798,11 @@ type CreateEndpointRequest struct {
 	// Example: partner-key-1
 	ApiKey *string `json:"api_key,omitempty"`
 
+	// Description A note of the partner's own on the endpoint, shown with it (at most 200 characters; no control or invisible characters, or the answer is 422).
+	//
+	// Example: Orders to the ERP
+	Description *string `json:"description,omitempty"`
+
 	// States The order states whose events the endpoint receives; absent or empty for all six.
 	States *[]OrderState `json:"states,omitempty"`
 
@@ -921,6 +926,11 @@ type Endpoint struct {
 	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
 	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
 
+	// Description The partner's note on the endpoint; absent when it has none.
+	//
+	// Example: Orders to the ERP
+	Description *string `json:"description,omitempty"`
+
 	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
 	//
 	// Example: The endpoint answered 410 Gone at 2026-11-21T08:40:12Z.
@@ -959,6 +969,11 @@ type EndpointDetail struct {
 
 	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
 	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
+
+	// Description The partner's note on the endpoint; absent when it has none.
+	//
+	// Example: Orders to the ERP
+	Description *string `json:"description,omitempty"`
 
 	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
 	//
@@ -1050,6 +1065,11 @@ type EndpointWithSecret struct {
 
 	// DeletedAt When the endpoint was deleted (`DELETE /admin/webhooks/{endpoint_id}`); absent while it is not.
 	DeletedAt *Timestamp `json:"deleted_at,omitempty"`
+
+	// Description The partner's note on the endpoint; absent when it has none.
+	//
+	// Example: Orders to the ERP
+	Description *string `json:"description,omitempty"`
 
 	// DisabledReason Why the service disabled it, when it did (the endpoint answered 410); cleared when it is enabled or disabled by the operator.
 	//
@@ -1688,6 +1708,9 @@ type UpdateEndpointRequest struct {
 	// ApiKey A new `x-api-key` to send, under the rules of registration; `""` sends none from now on.
 	ApiKey *string `json:"api_key,omitempty"`
 
+	// Description A new note, under the rules of registration; `""` removes it.
+	Description *string `json:"description,omitempty"`
+
 	// Enabled `false` disables the endpoint; `true` enables it and clears `disabled_reason`.
 	Enabled *bool `json:"enabled,omitempty"`
 
@@ -1818,8 +1841,17 @@ type ClientID = string
 // ContentEncoding defines model for ContentEncoding.
 type ContentEncoding string
 
+// DeliveryEventID defines model for DeliveryEventID.
+type DeliveryEventID = string
+
 // DeliveryID defines model for DeliveryID.
 type DeliveryID = string
+
+// DeliveryOrderID defines model for DeliveryOrderID.
+type DeliveryOrderID = string
+
+// DeliveryOrderNumber defines model for DeliveryOrderNumber.
+type DeliveryOrderNumber = string
 
 // EndpointID defines model for EndpointID.
 type EndpointID = string
@@ -1994,6 +2026,15 @@ type ListDeliveriesParams struct {
 	// EndpointId Only deliveries to this endpoint (a deleted one's too).
 	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
 
+	// OrderId Only deliveries of this order's events (at most 128 bytes; 400 otherwise).
+	OrderId *DeliveryOrderID `form:"order_id,omitempty" json:"order_id,omitempty"`
+
+	// OrderNumber Only deliveries of the events of the order with this order number (of the client's orders, when a client is named; at most 128 bytes).
+	OrderNumber *DeliveryOrderNumber `form:"order_number,omitempty" json:"order_number,omitempty"`
+
+	// EventId Only the deliveries of this event, one per endpoint that takes it (at most 128 bytes).
+	EventId *DeliveryEventID `form:"event_id,omitempty" json:"event_id,omitempty"`
+
 	// Limit Page size, 1 to 500 (400 otherwise).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2162,6 +2203,15 @@ type PartnerListDeliveriesParams struct {
 
 	// EndpointId Only deliveries to this endpoint.
 	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
+
+	// OrderId Only deliveries of this order's events (at most 128 bytes; 400 otherwise).
+	OrderId *DeliveryOrderID `form:"order_id,omitempty" json:"order_id,omitempty"`
+
+	// OrderNumber Only deliveries of the events of the order with this order number (of the client's orders, when a client is named; at most 128 bytes).
+	OrderNumber *DeliveryOrderNumber `form:"order_number,omitempty" json:"order_number,omitempty"`
+
+	// EventId Only the deliveries of this event, one per endpoint that takes it (at most 128 bytes).
+	EventId *DeliveryEventID `form:"event_id,omitempty" json:"event_id,omitempty"`
 
 	// Limit Page size, 1 to 500 (400 otherwise).
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -6404,6 +6454,42 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.OrderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_id", *params.OrderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrderNumber != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_number", *params.OrderNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "event_id", *params.EventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -8264,6 +8350,42 @@ func NewPartnerListDeliveriesRequest(server string, clientId ClientID, params *P
 		if params.EndpointId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endpoint_id", *params.EndpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrderId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_id", *params.OrderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrderNumber != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_number", *params.OrderNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "event_id", *params.EventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
