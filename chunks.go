@@ -31,6 +31,16 @@ func ChunksOf(b []byte) Chunks {
 	return c
 }
 
+// Place puts piece n of a file in c, growing c as needed, and returns c:
+// pieces read in any order end in their places.
+func Place(c Chunks, n int, piece []byte) Chunks {
+	if n >= len(c) {
+		c = append(c, make(Chunks, n+1-len(c))...)
+	}
+	c[n] = piece
+	return c
+}
+
 // Len is the file's size in bytes.
 func (c Chunks) Len() int64 {
 	var n int64

@@ -41,6 +41,9 @@ type APIKey struct {
 	ClientID  string    `json:"client_id"`
 	Prefix    string    `json:"prefix"` // first characters, to tell keys apart
 	CreatedAt time.Time `json:"created_at"`
+	// LastUsedAt is when the key last authenticated a request, to the
+	// minute; nil when it never did (or not since this was recorded).
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
 
 // Store is a physical store of a client. Its ID is chosen by the partner and

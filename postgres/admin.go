@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -101,8 +102,19 @@ func (d partners) Stores(ctx context.Context, clientID string) ([]storelink.Stor
 
 // APIKeys reads a client's keys on the pool, scanned as Stores are.
 func (d partners) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
-	rows, _ := d.db.pool.Query(ctx, `SELECT id, client_id, prefix, created_at FROM api_keys WHERE client_id = $1 ORDER BY created_at, id`, clientID)
+	rows, _ := d.db.pool.Query(ctx, `SELECT id, client_id, prefix, created_at, last_used_at FROM api_keys WHERE client_id = $1 ORDER BY created_at, id`, clientID)
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[storelink.APIKey])
+}
+
+// TouchAPIKeys writes the uses in one statement.
+func (d partners) TouchAPIKeys(ctx context.Context, uses []service.KeyUse) error {
+	hashes, at := make([]string, len(uses)), make([]time.Time, len(uses))
+	for i, u := range uses {
+		hashes[i], at[i] = u.Hash, u.At
+	}
+	_, err := d.db.pool.Exec(ctx, `UPDATE api_keys k SET last_used_at = greatest(k.last_used_at, u.at)
+		FROM unnest($1::text[], $2::timestamptz[]) AS u (hash, at) WHERE k.hash = u.hash`, hashes, at)
+	return err
 }
 
 // KeyClient reads the client and the key's client in one round trip.

@@ -249,11 +249,12 @@ func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery
 	return n, nil
 }
 
-// UploadBodies reads the files in one statement, a row per piece.
+// UploadBodies reads the files in one statement, a row per piece, which
+// are put in their places by number rather than sorted by the server.
 func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]storelink.Chunks, error) {
-	rows, err := d.db.pool.Query(ctx, `SELECT b.upload_id, c.data FROM upload_bodies b
+	rows, err := d.db.pool.Query(ctx, `SELECT b.upload_id, c.n, c.data FROM upload_bodies b
 		JOIN upload_chunks c ON c.file_id = b.file_id
-		WHERE b.upload_id = ANY ($1) ORDER BY b.upload_id, c.n`, ids)
+		WHERE b.upload_id = ANY ($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -261,11 +262,12 @@ func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]st
 	out := make(map[string]storelink.Chunks, len(ids))
 	for rows.Next() {
 		var id string
+		var n int
 		var data []byte
-		if err := rows.Scan(&id, &data); err != nil {
+		if err := rows.Scan(&id, &n, &data); err != nil {
 			return nil, err
 		}
-		out[id] = append(out[id], data)
+		out[id] = storelink.Place(out[id], n, data)
 	}
 	return out, rows.Err()
 }
@@ -274,11 +276,11 @@ func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]st
 // statement (a row per piece of the file), so that they are of one
 // moment.
 func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
-	query := `SELECT c.data, b.upload_id IS NOT NULL, u.file_expired_at
+	query := `SELECT c.n, c.data, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id LEFT JOIN upload_chunks c ON c.file_id = b.file_id
-		WHERE u.client_id = $1 AND u.id = $2 ORDER BY c.n`
+		WHERE u.client_id = $1 AND u.id = $2`
 	if errorFile {
-		query = `SELECT b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
+		query = `SELECT 0, b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = $1 AND u.id = $2`
 	}
 	rows, err := d.db.pool.Query(ctx, query, clientID, id)
@@ -289,17 +291,20 @@ func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile
 	var f service.UploadFile
 	found := false
 	for rows.Next() {
+		var n *int
 		var data []byte
 		var removed *time.Time
-		if err := rows.Scan(&data, &f.Kept, &removed); err != nil {
+		if err := rows.Scan(&n, &data, &f.Kept, &removed); err != nil {
 			return service.UploadFile{}, err
 		}
 		found = true
 		if removed != nil {
 			f.Removed = *removed
 		}
-		if data != nil {
-			f.Data = append(f.Data, data)
+		if data != nil && n != nil {
+			f.Data = storelink.Place(f.Data, *n, data)
+		} else if data != nil {
+			f.Data = storelink.Chunks{data}
 		}
 	}
 	if err := rows.Err(); err != nil {

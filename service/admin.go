@@ -21,7 +21,8 @@ var (
 // dashboard and the portal.
 type Partners struct {
 	config
-	d PartnerDriver
+	d    PartnerDriver
+	uses *keyUses
 }
 
 // PartnerDriver is what the partner calls ask of a database: the rows of
@@ -62,6 +63,10 @@ type PartnerDriver interface {
 	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
 	// APIKeys returns a client's keys, oldest first, never nil.
 	APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error)
+	// TouchAPIKeys sets when each key of uses, known by its hash, was last
+	// used, unless a later time is recorded; an unknown hash (a key
+	// revoked since) is passed over.
+	TouchAPIKeys(ctx context.Context, uses []KeyUse) error
 	// KeyClient returns the client clientID with the ids of the client
 	// that holds the API key of hash keyHash and of its partner. It
 	// returns ErrNotFound when there is no client clientID or no such key.
@@ -434,6 +439,7 @@ func (s *Partners) Authenticate(ctx context.Context, clientID, apiKey string) (*
 	if m.HolderClientID != clientID {
 		return nil, storelink.Errorf(storelink.EFORBIDDEN, "This API key belongs to another client of the same partner.")
 	}
+	s.uses.note(storelink.HashAPIKey(apiKey), s.now())
 	return &m.Client, nil
 }
 

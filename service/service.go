@@ -87,7 +87,7 @@ func New(d Drivers, opts ...Option) *Services {
 func newServices(d Drivers, c config) *Services {
 	keys := &SecretKeys{config: c, d: d.SecretKeys}
 	return &Services{
-		Partners:   &Partners{config: c, d: d.Partners},
+		Partners:   &Partners{config: c, d: d.Partners, uses: &keyUses{}},
 		SecretKeys: keys,
 		Orders:     &Orders{config: c, d: d.Orders},
 		Uploads:    &Uploads{config: c, d: d.Uploads},

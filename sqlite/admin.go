@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 
 	"storelink"
@@ -98,7 +99,7 @@ func (d partners) Stores(ctx context.Context, clientID string) ([]storelink.Stor
 
 // APIKeys reads a client's keys from the read pool.
 func (d partners) APIKeys(ctx context.Context, clientID string) ([]storelink.APIKey, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT id, prefix, created_at FROM api_keys WHERE client_id = ? ORDER BY created_at, id`, clientID)
+	rows, err := d.db.read.QueryContext(ctx, `SELECT id, prefix, created_at, last_used_at FROM api_keys WHERE client_id = ? ORDER BY created_at, id`, clientID)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +108,28 @@ func (d partners) APIKeys(ctx context.Context, clientID string) ([]storelink.API
 	for rows.Next() {
 		k := storelink.APIKey{ClientID: clientID}
 		var created int64
-		if err := rows.Scan(&k.ID, &k.Prefix, &created); err != nil {
+		var used sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.Prefix, &created, &used); err != nil {
 			return nil, err
 		}
-		k.CreatedAt = fromMS(created)
+		k.CreatedAt, k.LastUsedAt = fromMS(created), fromNullMS(used)
 		keys = append(keys, k)
 	}
 	return keys, rows.Err()
+}
+
+// TouchAPIKeys writes the uses in one statement on the write pool.
+func (d partners) TouchAPIKeys(ctx context.Context, uses []service.KeyUse) error {
+	hashes, at := make([]string, len(uses)), make([]int64, len(uses))
+	for i, u := range uses {
+		hashes[i], at[i] = u.Hash, ms(u.At)
+	}
+	h, _ := json.Marshal(hashes)
+	a, _ := json.Marshal(at)
+	_, err := d.db.write.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), u.at)
+		FROM (SELECT h.value AS hash, a.value AS at FROM json_each(?1) h JOIN json_each(?2) a ON a.key = h.key) u
+		WHERE api_keys.hash = u.hash`, string(h), string(a))
+	return err
 }
 
 // KeyClient looks the key up first and the client only for a known key:

@@ -315,3 +315,58 @@ func TestMigrationPortalSessions(t *testing.T) {
 		t.Fatalf("up again: the partner's session = %q, %v, %v", client, ok, err)
 	}
 }
+
+// Migration upload_chunks moves every stored file into pieces: down to
+// the migration before, each file is one blob again, byte for byte, and up
+// again it is pieces that read back as the same bytes.
+func TestMigrationUploadChunksKeepsFiles(t *testing.T) {
+	ctx := context.Background()
+	f := OpenFixture(t, nil)
+	svc := f.Services()
+	p, err := svc.Partners.CreatePartner(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour}
+	files := map[string][]byte{}
+	for _, size := range []int{10, storelink.ChunkSize, 2*storelink.ChunkSize + 1} {
+		body := make([]byte, size)
+		for i := range body {
+			body[i] = byte('a' + (i*31+size)%26)
+		}
+		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: "f.csv", Body: storelink.ChunksOf(body)}, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[u.ID] = body
+	}
+	pv, err := goose.NewProvider(goose.DialectSQLite3, f.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pv.DownTo(ctx, migrationVersion(t, pv, "upload_chunks")-1); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range files {
+		var got []byte
+		if err := f.write.QueryRowContext(ctx, `SELECT body FROM upload_bodies WHERE upload_id = ?`, id).Scan(&got); err != nil || string(got) != string(want) {
+			t.Fatalf("down: the file of %d bytes is %d bytes, %v; want it whole", len(want), len(got), err)
+		}
+	}
+	if _, err := pv.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range files {
+		got, err := svc.Uploads.UploadFile(ctx, c.ID, id)
+		if err != nil || string(got.Bytes()) != string(want) {
+			t.Fatalf("up again: the file of %d bytes reads %d bytes, %v", len(want), got.Len(), err)
+		}
+		if n := (len(want) + storelink.ChunkSize - 1) / storelink.ChunkSize; len(got) != n {
+			t.Fatalf("up again: the file of %d bytes is in %d pieces, want %d", len(want), len(got), n)
+		}
+	}
+}

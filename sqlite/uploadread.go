@@ -234,11 +234,13 @@ func (d *uploads) CountUnfinished(ctx context.Context, q service.UnfinishedQuery
 }
 
 // UploadBodies reads the files from the read pool, a piece at a time, in
-// one statement.
+// one statement. The pieces are put in their places by number rather than
+// sorted by the statement: a sort would copy every piece into SQLite's
+// sorter first.
 func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]storelink.Chunks, error) {
-	rows, err := d.db.read.QueryContext(ctx, `SELECT b.upload_id, c.data FROM upload_bodies b
+	rows, err := d.db.read.QueryContext(ctx, `SELECT b.upload_id, c.n, c.data FROM upload_bodies b
 		JOIN upload_chunks c ON c.file_id = b.file_id
-		WHERE b.upload_id IN (SELECT value FROM json_each(?)) ORDER BY b.upload_id, c.n`, jsonList(ids))
+		WHERE b.upload_id IN (SELECT value FROM json_each(?))`, jsonList(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +248,12 @@ func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]st
 	out := make(map[string]storelink.Chunks, len(ids))
 	for rows.Next() {
 		var id string
+		var n int
 		var data []byte
-		if err := rows.Scan(&id, &data); err != nil {
+		if err := rows.Scan(&id, &n, &data); err != nil {
 			return nil, err
 		}
-		out[id] = append(out[id], data)
+		out[id] = storelink.Place(out[id], n, data)
 	}
 	return out, rows.Err()
 }
@@ -259,11 +262,11 @@ func (d *uploads) UploadBodies(ctx context.Context, ids []string) (map[string]st
 // pieces are those of one moment: a file is a row per piece, each with
 // the upload's columns.
 func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile bool) (service.UploadFile, error) {
-	query := `SELECT c.data, b.upload_id IS NOT NULL, u.file_expired_at
+	query := `SELECT c.n, c.data, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id LEFT JOIN upload_chunks c ON c.file_id = b.file_id
-		WHERE u.client_id = ? AND u.id = ? ORDER BY c.n`
+		WHERE u.client_id = ? AND u.id = ?`
 	if errorFile {
-		query = `SELECT b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
+		query = `SELECT 0, b.errors_csv, b.upload_id IS NOT NULL, u.file_expired_at
 		FROM uploads u LEFT JOIN upload_bodies b ON b.upload_id = u.id WHERE u.client_id = ? AND u.id = ?`
 	}
 	rows, err := d.db.read.QueryContext(ctx, query, clientID, id)
@@ -274,9 +277,10 @@ func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile
 	var f service.UploadFile
 	found := false
 	for rows.Next() {
+		var n sql.NullInt64
 		var data []byte
 		var removed sql.NullInt64
-		if err := rows.Scan(&data, &f.Kept, &removed); err != nil {
+		if err := rows.Scan(&n, &data, &f.Kept, &removed); err != nil {
 			return service.UploadFile{}, err
 		}
 		found = true
@@ -284,7 +288,7 @@ func (d *uploads) UploadFile(ctx context.Context, clientID, id string, errorFile
 			f.Removed = fromMS(removed.Int64)
 		}
 		if data != nil {
-			f.Data = append(f.Data, data)
+			f.Data = storelink.Place(f.Data, int(n.Int64), data)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -57,6 +57,13 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
+// Set sets the clock.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
 // Advance moves the clock on.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
@@ -91,6 +98,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"API keys and authentication", testAuthentication},
 		{"Another partner's key is as good as none", testAuthenticationAcrossPartners},
 		{"API keys: racing creations stop at the limit", testAPIKeyRace},
+		{"API keys: last use written by the flush, never backwards", testKeyLastUsed},
 		{"Sessions of the operator and of partners", testSessions},
 		{"Client summaries for the overview", testClientSummaries},
 		{"Stores", testStores},

@@ -52,6 +52,7 @@ type server struct {
 	proc      *worker.Processor
 	deliverer *worker.Deliverer
 	sweeper   *worker.FileSweeper
+	keyUses   *worker.KeyUseFlusher
 	api       *httpapi.Server
 	http      *http.Server
 }
@@ -116,8 +117,8 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 }
 
 // newWorkers makes the metrics registry and the background workers: the
-// upload processor, the webhook deliverer and the sweeper of expired
-// upload files.
+// upload processor, the webhook deliverer, the sweeper of expired
+// upload files and the writer of API keys' last uses.
 func (s *server) newWorkers() {
 	c, db := s.c, s.db
 	s.reg = prometheus.NewRegistry()
@@ -130,6 +131,7 @@ func (s *server) newWorkers() {
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
 	s.sweeper = &worker.FileSweeper{Uploads: db.Uploads, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
+	s.keyUses = &worker.KeyUseFlusher{Flush: db.Partners.FlushKeyUses, Interval: worker.DefaultKeyUseInterval, Logger: s.logger}
 }
 
 // newAPI is the HTTP API with the dashboard, over the database and the
@@ -214,6 +216,7 @@ func (s *server) startWork() (stop func()) {
 	wg.Go(func() { _ = s.proc.Run(workCtx) })
 	wg.Go(func() { _ = s.deliverer.Run(workCtx) })
 	wg.Go(func() { _ = s.sweeper.Run(workCtx) })
+	wg.Go(func() { _ = s.keyUses.Run(workCtx) })
 	// Work that another process accepts wakes this one at once.
 	wg.Go(func() { listenForWork(workCtx, s.db, s.logger, s.proc.Wake, s.deliverer.Wake) })
 	return func() {

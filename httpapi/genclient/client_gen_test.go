@@ -645,6 +645,9 @@ type APIKey struct {
 	CreatedAt Timestamp `json:"created_at"`
 	KeyId     string    `json:"key_id"`
 
+	// LastUsedAt When the key last authenticated a request, to the minute (uses are recorded a minute apart); absent when it never did.
+	LastUsedAt *Timestamp `json:"last_used_at,omitempty"`
+
 	// Prefix The first characters of the key, to tell keys apart.
 	//
 	// Example: slk_809c7c
