@@ -482,13 +482,19 @@ func TestPartnerWebhooks(t *testing.T) {
 
 	// Filtered by event, by its order and by its order number.
 	second, _ := a.delivery(events[1], ep.ID)
-	for _, q := range []string{"event_id=" + events[1], "order_id=" + second.OrderID, "order_number=WH-P-1"} {
+	for _, q := range []string{"event_id=" + events[1], "order_id=" + second.OrderID, "order_number=WH-P-1",
+		"order_number=WH-P-1&status=succeeded", "order_number=WH-P-1&status=succeeded&state=succeeded"} {
 		resp, body := a.partner("GET", c+"/deliveries?"+q, "", a.APIKey)
 		var p page
 		decodeInto(t, body, &p)
 		if resp.StatusCode != 200 || len(p.Deliveries) != 1 || p.Deliveries[0].EventID != events[1] {
 			t.Fatalf("partner deliveries ?%s = %d %s, want the event's one delivery", q, resp.StatusCode, body)
 		}
+	}
+
+	if resp, body := a.partner("GET", c+"/deliveries?order_number=WH-P-1&status=failed", "", a.APIKey); resp.StatusCode != 200 ||
+		!strings.Contains(string(body), `"deliveries":[]`) {
+		t.Fatalf("partner deliveries of a succeeded order's number with status=failed = %d %s, want none", resp.StatusCode, body)
 	}
 
 	other := a.otherClient()
@@ -500,6 +506,8 @@ func TestPartnerWebhooks(t *testing.T) {
 		{"GET", c + "/deliveries?order_number=" + strings.Repeat("9", 129), a.APIKey, 400},
 		{"GET", c + "/deliveries?after=garbage", a.APIKey, 400},
 		{"GET", c + "/deliveries?state=lost", a.APIKey, 400},
+		{"GET", c + "/deliveries?status=lost", a.APIKey, 400},
+		{"GET", c + "/deliveries?status=failed&state=pending", a.APIKey, 400},
 		{"GET", "/webhooks/" + other.ID + "/deliveries?after=" + d.ID, other.APIKey, 400},
 		{"GET", c + "/deliveries", other.APIKey, 403},
 		{"GET", c + "/endpoints", "slk_wrong", 401},

@@ -128,9 +128,16 @@ func deliveryFilter(r *http.Request, param string) (storelink.DeliveryFilter, er
 		return storelink.DeliveryFilter{}, err
 	}
 	q := r.URL.Query()
+	// status is the contract's name of the filter, state the older one.
 	state := storelink.DeliveryState(q.Get("state"))
+	if status := storelink.DeliveryState(q.Get("status")); status != "" {
+		if state != "" && state != status {
+			return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "status and state name the same filter; give one of them.")
+		}
+		state = status
+	}
 	if state != "" && !slices.Contains(storelink.DeliveryStates, state) {
-		return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled.")
+		return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "status must be pending, succeeded, failed or cancelled.")
 	}
 	f := storelink.DeliveryFilter{State: state, EndpointID: q.Get("endpoint_id"), OrderID: q.Get("order_id"),
 		OrderNumber: q.Get("order_number"), EventID: q.Get("event_id"), Limit: limit, Before: q.Get(param)}

@@ -1856,6 +1856,15 @@ type DeliveryOrderID = string
 // DeliveryOrderNumber defines model for DeliveryOrderNumber.
 type DeliveryOrderNumber = string
 
+// DeliveryStatus Where the delivery of one event to one endpoint stands: `pending`
+// (not through yet: an attempt is due at `next_attempt_at`, or waits
+// for earlier events of the order, or for its endpoint to be
+// enabled), `succeeded` (the endpoint answered 2xx in time),
+// `failed` (the retry schedule is spent; it can be redelivered),
+// `cancelled` (it was pending when its endpoint was deleted; it is
+// never sent again).
+type DeliveryStatus = DeliveryState
+
 // EndpointID defines model for EndpointID.
 type EndpointID = string
 
@@ -2028,6 +2037,9 @@ type ListDeliveriesParams struct {
 
 	// EndpointId Only deliveries to this endpoint (a deleted one's too).
 	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
+
+	// Status Only deliveries in this state, as `state` (400 for another value, or when `state` names another).
+	Status *DeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// OrderId Only deliveries of this order's events (at most 128 bytes; 400 otherwise).
 	OrderId *DeliveryOrderID `form:"order_id,omitempty" json:"order_id,omitempty"`
@@ -2206,6 +2218,9 @@ type PartnerListDeliveriesParams struct {
 
 	// EndpointId Only deliveries to this endpoint.
 	EndpointId *string `form:"endpoint_id,omitempty" json:"endpoint_id,omitempty"`
+
+	// Status Only deliveries in this state, as `state` (400 for another value, or when `state` names another).
+	Status *DeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// OrderId Only deliveries of this order's events (at most 128 bytes; 400 otherwise).
 	OrderId *DeliveryOrderID `form:"order_id,omitempty" json:"order_id,omitempty"`
@@ -6457,6 +6472,18 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.OrderId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order_id", *params.OrderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -8353,6 +8380,18 @@ func NewPartnerListDeliveriesRequest(server string, clientId ClientID, params *P
 		if params.EndpointId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "endpoint_id", *params.EndpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
