@@ -77,7 +77,7 @@ func CursorAhead(after, newest string) *Error {
 		after = after[:64]
 	}
 	return &Error{Code: ECURSORAHEAD, Cursor: newest, Message: fmt.Sprintf(
-		"after %q is past the newest event of this feed, %s: this database did not give it out, or has been restored from a backup taken before that event. Read on with after=%s.",
+		"after %q is not an event of this feed, whose newest is %s: this database did not give it out, or has been restored from a backup taken before that event. Read on with after=%s.",
 		after, newest, newest)}
 }
 

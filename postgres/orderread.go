@@ -178,11 +178,13 @@ func (d orders) ListEvents(ctx context.Context, clientID string, after int64, li
 	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, clientID, after, limit)
 }
 
-// NewestEvent reads the number of the client's newest event.
-func (d orders) NewestEvent(ctx context.Context, clientID string) (int64, error) {
-	var n int64
-	err := d.db.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE client_id = $1`, clientID).Scan(&n)
-	return n, err
+// NewestEvent reads the client's newest event.
+func (d orders) NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error) {
+	list, err := queryEvents(ctx, d.db.pool, `client_id = $1 ORDER BY seq DESC LIMIT 1`, clientID)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[0], nil
 }
 
 func queryEvents(ctx context.Context, q querier, where string, args ...any) ([]storelink.EventRecord, error) {

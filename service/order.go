@@ -255,39 +255,78 @@ func (s *Orders) OrderEvents(ctx context.Context, id string) ([]storelink.EventR
 }
 
 // Events lists a client's events after a cursor, in the order they were
-// committed. The cursor is the event's number (on PostgreSQL among its
-// client's events, on SQLite among all events): a bare number that says
-// nothing of the database that gave it out. A cursor past the client's
-// newest event is ECURSORAHEAD naming the newest, since an empty page would
-// hide that the feed does not go on from there (a restore from a backup
-// taken before the cursor's event); one equal to the newest is an empty
-// page.
+// committed. A cursor names an event (storelink.EventCursor): its number
+// (on PostgreSQL among its client's events, on SQLite among all events)
+// and a tag of its id. A cursor whose event is not the client's event of
+// that number, or one past the client's newest event, is ECURSORAHEAD
+// naming the newest: this database did not give it out, or was restored
+// from a backup taken before it, and an empty page, or a page from there,
+// would hide that the feed does not go on from it. A bare number is taken
+// as cursors were before they had a tag: only checked against the newest.
+// The newest cursor itself is an empty page.
 func (s *Orders) Events(ctx context.Context, clientID, after string, limit int) ([]storelink.EventRecord, string, error) {
 	var from int64
+	var tag string
 	if after != "" {
-		var err error
-		if from, err = strconv.ParseInt(after, 10, 64); err != nil || from < 0 {
+		var ok bool
+		if from, tag, ok = storelink.ParseEventCursor(after); !ok {
 			return nil, "", storelink.CursorError("after", after)
 		}
 	}
-	list, err := s.d.ListEvents(ctx, clientID, from, limit)
+	var list []storelink.EventRecord
+	var err error
+	if tag != "" {
+		// The cursor's own event first, to check it is the one named.
+		list, err = s.d.ListEvents(ctx, clientID, from-1, limit+1)
+		if err == nil && (len(list) == 0 || eventNumber(list[0]) != from || !storelink.TagOf(tag, list[0].EventID)) {
+			return nil, "", s.cursorAhead(ctx, clientID, after)
+		}
+		if err == nil {
+			list = list[1:]
+		}
+	} else {
+		list, err = s.d.ListEvents(ctx, clientID, from, limit)
+	}
 	if err != nil {
 		return nil, "", err
 	}
-	if len(list) == 0 && from > 0 {
+	if len(list) == 0 && from > 0 && tag == "" {
 		newest, err := s.d.NewestEvent(ctx, clientID)
 		if err != nil {
 			return nil, "", err
 		}
-		if from > newest {
-			return nil, "", storelink.CursorAhead(after, strconv.FormatInt(newest, 10))
+		if newest == nil || from > eventNumber(*newest) {
+			return nil, "", s.cursorAhead(ctx, clientID, after)
 		}
+	}
+	for i := range list {
+		list[i].Cursor = storelink.EventCursor(eventNumber(list[i]), list[i].EventID)
 	}
 	next := after
 	if len(list) > 0 {
 		next = list[len(list)-1].Cursor
 	}
 	return list, next, nil
+}
+
+// cursorAhead is ECURSORAHEAD for after, naming the client's newest cursor
+// ("0" when it has no event).
+func (s *Orders) cursorAhead(ctx context.Context, clientID, after string) error {
+	newest, err := s.d.NewestEvent(ctx, clientID)
+	if err != nil {
+		return err
+	}
+	cursor := "0"
+	if newest != nil {
+		cursor = storelink.EventCursor(eventNumber(*newest), newest.EventID)
+	}
+	return storelink.CursorAhead(after, cursor)
+}
+
+// eventNumber is the number a driver gave an event record as its Cursor.
+func eventNumber(r storelink.EventRecord) int64 {
+	n, _ := strconv.ParseInt(r.Cursor, 10, 64)
+	return n
 }
 
 // orderNotFound turns ErrNotFound into ENOTFOUND for the order id.

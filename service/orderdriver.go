@@ -35,9 +35,9 @@ type OrderDriver interface {
 	// after, in the order of their numbers, which is the order their
 	// transactions committed; each record's Cursor is its number. Never nil.
 	ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error)
-	// NewestEvent returns the number of the client's newest event, 0 when
-	// it has none.
-	NewestEvent(ctx context.Context, clientID string) (int64, error)
+	// NewestEvent returns the client's newest event, its Cursor its number
+	// as ListEvents has it; nil when it has none.
+	NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error)
 }
 
 // OrderTx is one write transaction of the order calls: the rows they read,

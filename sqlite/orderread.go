@@ -175,11 +175,13 @@ func (d orders) ListEvents(ctx context.Context, clientID string, after int64, li
 	return queryEvents(ctx, d.db.read, `client_id = ? AND seq > ? ORDER BY seq LIMIT ?`, clientID, after, limit)
 }
 
-// NewestEvent reads the number of the client's newest event.
-func (d orders) NewestEvent(ctx context.Context, clientID string) (int64, error) {
-	var n int64
-	err := d.db.read.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE client_id = ?`, clientID).Scan(&n)
-	return n, err
+// NewestEvent reads the client's newest event.
+func (d orders) NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error) {
+	list, err := queryEvents(ctx, d.db.read, `client_id = ? ORDER BY seq DESC LIMIT 1`, clientID)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[0], nil
 }
 
 func queryEvents(ctx context.Context, q querier, where string, args ...any) ([]storelink.EventRecord, error) {

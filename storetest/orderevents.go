@@ -128,7 +128,7 @@ func testOrderEvents(e *env) {
 			t.Fatalf("event %+v listed for client %s", r, other.ID)
 		}
 	}
-	for _, bad := range []string{"x", "-1", "1.5"} {
+	for _, bad := range []string{"x", "-1", "1.5", "01", "1.ABCDEF01", "1.abcdef0", "1.abcdef012", "1.abcdefgh", "+1"} {
 		_, _, err = s.Orders.Events(ctx, id, bad, 2)
 		wantCode(t, err, storelink.EINVALID)
 	}
@@ -136,9 +136,12 @@ func testOrderEvents(e *env) {
 	// database was restored from an older backup, is refused naming the
 	// newest; the newest itself is an empty page.
 	newest := next
-	last, err := strconv.ParseInt(newest, 10, 64)
-	must(t, err)
-	for _, ahead := range []string{strconv.FormatInt(last+1, 10), strconv.FormatInt(last+1000, 10), "9223372036854775807"} {
+	last, tag, ok := storelink.ParseEventCursor(newest)
+	if !ok || tag == "" || !storelink.TagOf(tag, page[len(page)-1].EventID) {
+		t.Fatalf("cursor %q: want the event's number and a tag of its id %s", newest, page[len(page)-1].EventID)
+	}
+	for _, ahead := range []string{strconv.FormatInt(last+1, 10), strconv.FormatInt(last+1000, 10), "9223372036854775807",
+		storelink.EventCursor(last+1, page[len(page)-1].EventID)} {
 		page, _, err := s.Orders.Events(ctx, id, ahead, 2)
 		if e := asError(err); e == nil || e.Code != storelink.ECURSORAHEAD || e.Cursor != newest || page != nil {
 			t.Fatalf("events after %s (newest %s) = %+v, %v; want cursor_ahead naming %s", ahead, newest, page, err, newest)
@@ -146,6 +149,30 @@ func testOrderEvents(e *env) {
 	}
 	if page, next, err := s.Orders.Events(ctx, id, newest, 2); err != nil || len(page) != 0 || next != newest {
 		t.Fatalf("events after the newest = %+v, %q, %v; want none and the same cursor", page, next, err)
+	}
+	// A cursor this feed did not give out, though its number is one of the
+	// client's events: the tag of another event (as after a restore, when
+	// the number went to a new event), or of another client's event (on a
+	// database that numbers all clients' events together, its number may
+	// not even be the client's). Refused naming the newest, not read on
+	// from, which would skip or repeat events.
+	first := e.clientEvents(id)[0]
+	firstNumber, _, _ := storelink.ParseEventCursor(first.Cursor)
+	for _, foreign := range []string{
+		storelink.EventCursor(firstNumber, storelink.NewID(time.Now())),
+		storelink.EventCursor(firstNumber, theirs[0].EventID),
+		theirs[0].Cursor,
+	} {
+		page, _, err := s.Orders.Events(ctx, id, foreign, 2)
+		if e := asError(err); e == nil || e.Code != storelink.ECURSORAHEAD || e.Cursor != newest || page != nil {
+			t.Fatalf("events after %s, a cursor not given out for this feed = %+v, %v; want cursor_ahead naming %s", foreign, page, err, newest)
+		}
+	}
+	// The bare number of an event, as cursors were before they had a tag,
+	// still reads on from it.
+	if page, _, err := s.Orders.Events(ctx, id, strconv.FormatInt(firstNumber, 10), 1); err != nil || len(page) != 1 ||
+		page[0].EventID == first.EventID {
+		t.Fatalf("events after the bare number of the first = %+v, %v; want the one after it", page, err)
 	}
 
 	// An order's events, oldest first; the payload is the whole event.

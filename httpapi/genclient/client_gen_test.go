@@ -3095,14 +3095,17 @@ type ClientInterface interface {
 	// and the same cursor can be asked again later. An `after` that is not
 	// in the form of the cursors this call gives out gives 400.
 	//
-	// An `after` past the feed's newest event gives 409
-	// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
-	// this database did not give that cursor out, or it was restored from
-	// a backup taken before that event. Read on with
+	// A cursor names an event: its number in the feed and a tag of its
+	// id (`1234.9f86d081`). An `after` whose event this feed does not
+	// hold at that number, or one past the feed's newest event, gives
+	// 409 `/problems/cursor_ahead` with `newest_cursor`, never an empty
+	// page or a page from there: this database did not give that cursor
+	// out, or it was restored from a backup taken before that event (and
+	// has since given the number to another event). Read on with
 	// `after=newest_cursor`, and check the orders of the events read past
-	// it, whose changes the restored database does not have. A cursor is
-	// a bare number: one from another database that is not past this
-	// feed's newest event cannot be told from this feed's own.
+	// it, whose changes the restored database does not have. A bare
+	// number, as cursors were before they had a tag, is still taken, and
+	// checked only against the newest event.
 	//
 	// **Authentication** is that of the stock calls: `x-api-key` must be a
 	// valid key of the client in the path. A missing key, a key that is not
@@ -4755,14 +4758,17 @@ func (c *Client) PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, key
 // and the same cursor can be asked again later. An `after` that is not
 // in the form of the cursors this call gives out gives 400.
 //
-// An `after` past the feed's newest event gives 409
-// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
-// this database did not give that cursor out, or it was restored from
-// a backup taken before that event. Read on with
+// A cursor names an event: its number in the feed and a tag of its
+// id (`1234.9f86d081`). An `after` whose event this feed does not
+// hold at that number, or one past the feed's newest event, gives
+// 409 `/problems/cursor_ahead` with `newest_cursor`, never an empty
+// page or a page from there: this database did not give that cursor
+// out, or it was restored from a backup taken before that event (and
+// has since given the number to another event). Read on with
 // `after=newest_cursor`, and check the orders of the events read past
-// it, whose changes the restored database does not have. A cursor is
-// a bare number: one from another database that is not past this
-// feed's newest event cannot be told from this feed's own.
+// it, whose changes the restored database does not have. A bare
+// number, as cursors were before they had a tag, is still taken, and
+// checked only against the newest event.
 //
 // **Authentication** is that of the stock calls: `x-api-key` must be a
 // valid key of the client in the path. A missing key, a key that is not
@@ -9431,14 +9437,17 @@ type ClientWithResponsesInterface interface {
 	// and the same cursor can be asked again later. An `after` that is not
 	// in the form of the cursors this call gives out gives 400.
 	//
-	// An `after` past the feed's newest event gives 409
-	// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
-	// this database did not give that cursor out, or it was restored from
-	// a backup taken before that event. Read on with
+	// A cursor names an event: its number in the feed and a tag of its
+	// id (`1234.9f86d081`). An `after` whose event this feed does not
+	// hold at that number, or one past the feed's newest event, gives
+	// 409 `/problems/cursor_ahead` with `newest_cursor`, never an empty
+	// page or a page from there: this database did not give that cursor
+	// out, or it was restored from a backup taken before that event (and
+	// has since given the number to another event). Read on with
 	// `after=newest_cursor`, and check the orders of the events read past
-	// it, whose changes the restored database does not have. A cursor is
-	// a bare number: one from another database that is not past this
-	// feed's newest event cannot be told from this feed's own.
+	// it, whose changes the restored database does not have. A bare
+	// number, as cursors were before they had a tag, is still taken, and
+	// checked only against the newest event.
 	//
 	// **Authentication** is that of the stock calls: `x-api-key` must be a
 	// valid key of the client in the path. A missing key, a key that is not
@@ -16661,14 +16670,17 @@ func (c *ClientWithResponses) PartnerRevokeAPIKeyWithResponse(ctx context.Contex
 // and the same cursor can be asked again later. An `after` that is not
 // in the form of the cursors this call gives out gives 400.
 //
-// An `after` past the feed's newest event gives 409
-// `/problems/cursor_ahead` with `newest_cursor`, never an empty page:
-// this database did not give that cursor out, or it was restored from
-// a backup taken before that event. Read on with
+// A cursor names an event: its number in the feed and a tag of its
+// id (`1234.9f86d081`). An `after` whose event this feed does not
+// hold at that number, or one past the feed's newest event, gives
+// 409 `/problems/cursor_ahead` with `newest_cursor`, never an empty
+// page or a page from there: this database did not give that cursor
+// out, or it was restored from a backup taken before that event (and
+// has since given the number to another event). Read on with
 // `after=newest_cursor`, and check the orders of the events read past
-// it, whose changes the restored database does not have. A cursor is
-// a bare number: one from another database that is not past this
-// feed's newest event cannot be told from this feed's own.
+// it, whose changes the restored database does not have. A bare
+// number, as cursors were before they had a tag, is still taken, and
+// checked only against the newest event.
 //
 // **Authentication** is that of the stock calls: `x-api-key` must be a
 // valid key of the client in the path. A missing key, a key that is not

@@ -305,15 +305,16 @@ func testEvents(e *env) {
 	if page, err := e.d.Orders.ListEvents(e.ctx, e.client.ID, seqs[2], 10); err != nil || page == nil || len(page) != 0 {
 		e.t.Fatalf("ListEvents after the last = %+v, %v; want an empty list", page, err)
 	}
-	if n, err := e.d.Orders.NewestEvent(e.ctx, e.client.ID); err != nil || n != seqs[2] {
-		e.t.Fatalf("NewestEvent = %d, %v; want the last event's %d", n, err, seqs[2])
+	if n, err := e.d.Orders.NewestEvent(e.ctx, e.client.ID); err != nil || n == nil || n.Cursor != strconv.FormatInt(seqs[2], 10) ||
+		n.EventID != evs[2].EventID {
+		e.t.Fatalf("NewestEvent = %+v, %v; want the last event, number %d", n, err, seqs[2])
 	}
 	p2, err := e.seed.Partners.CreatePartner(e.ctx, "Quiet")
 	must(e.t, err)
 	quiet, err := e.seed.Partners.CreateClient(e.ctx, p2.ID, "AT", "EUR")
 	must(e.t, err)
-	if n, err := e.d.Orders.NewestEvent(e.ctx, quiet.ID); err != nil || n != 0 {
-		e.t.Fatalf("NewestEvent of a client without events = %d, %v; want 0", n, err)
+	if n, err := e.d.Orders.NewestEvent(e.ctx, quiet.ID); err != nil || n != nil {
+		e.t.Fatalf("NewestEvent of a client without events = %+v, %v; want none", n, err)
 	}
 	byOrder, err := e.d.Orders.ListOrderEvents(e.ctx, o.ID)
 	must(e.t, err)
