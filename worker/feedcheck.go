@@ -17,11 +17,19 @@ const (
 	checkDepth = 4
 )
 
-// errorFileLimit bounds a file's error file: twice the file, at least a
-// mebibyte. Every dropped row of a file with up to about half its rows bad
-// fits; a file of short rows that are all bad, each given a long message,
-// is cut there rather than grown to fifty times its size.
-func errorFileLimit(size int64) int { return int(max(1<<20, 2*size)) }
+// errorFileLimit bounds a file's error file: twice the file, at least one
+// and at most two mebibytes, beyond which its last line says how many
+// dropped rows it leaves out. Every dropped row of a small file with up to
+// about half its rows bad fits; a file of short rows that are all bad, each
+// given a long message, is cut there rather than grown to fifty times its
+// size. The error file is made while the file is applied, in the apply's
+// transaction: a 10 MiB file of bad rows made an error file of 20 MiB in
+// 0.45 s (against 0.08 s at 2 MiB), while every other writer of an
+// embedded database waited (bench/hostile csv-errors).
+func errorFileLimit(size int64) int { return int(min(max(1<<20, 2*size), maxErrorFile)) }
+
+// maxErrorFile is the largest error file.
+const maxErrorFile = 2 << 20
 
 // errStopped ends the check when the writer has stopped taking rows.
 var errStopped = errors.New("the writer stopped")

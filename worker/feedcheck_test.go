@@ -53,3 +53,14 @@ func TestCheckInBackgroundRecordBound(t *testing.T) {
 		})
 	}
 }
+
+// An error file may be twice its file, at least 1 MiB and at most 2 MiB:
+// a large file of bad rows does not make an error file of tens of
+// megabytes inside the apply's transaction.
+func TestErrorFileLimit(t *testing.T) {
+	for size, want := range map[int64]int{0: 1 << 20, 100: 1 << 20, 600 << 10: 1200 << 10, 1 << 20: 2 << 20, 10 << 20: 2 << 20} {
+		if got := errorFileLimit(size); got != want {
+			t.Errorf("errorFileLimit(%d) = %d, want %d", size, got, want)
+		}
+	}
+}

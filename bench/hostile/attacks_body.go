@@ -82,6 +82,37 @@ func csvUpload(ctx context.Context, e *env) {
 	<-ctx.Done()
 }
 
+// badRowsGzip is a feed of almost 10 MiB whose every row fails the check
+// (an EAN that is no EAN), gzipped: each row is a line of the error file,
+// with its problem, so the error file is larger than the feed.
+var badRowsGzip = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw.Write([]byte("store;ean;article_number;quantity;price;retail_price\n"))
+	row := []byte("S1;not-an-ean;SKU;1;19.99;29.99\n")
+	for n := len(row); n < 10<<20-64<<10; n += len(row) {
+		zw.Write(row)
+	}
+	zw.Close()
+	return b.Bytes()
+})
+
+// csvErrors sends the feed of bad rows as an upload, once from each of the
+// attacker's clients, then waits while serve processes them.
+func csvErrors(ctx context.Context, e *env) {
+	hc := attackerHTTP(time.Minute, attackerClients)
+	defer hc.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for i, c := range e.acc.attacker {
+		wg.Go(func() {
+			resp, err := putGzip(ctx, hc, e.base, fmt.Sprintf("/stock/%s/bad-%d.csv", c.id, i), c, badRowsGzip())
+			e.tally.answer(ctx, "upload", resp, err)
+		})
+	}
+	wg.Wait()
+	<-ctx.Done()
+}
+
 // jsonDepth keeps 20 webhook tests with a body of 1 MiB of '[' in flight,
 // to an endpoint id that does not exist.
 func jsonDepth(ctx context.Context, e *env) {
