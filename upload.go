@@ -221,6 +221,8 @@ type UploadService interface {
 	Accept(ctx context.Context, u NewUpload, policy CapacityPolicy) (*Upload, Capacity, error)
 	// Capacity reports a client's bucket without taking from it.
 	Capacity(ctx context.Context, clientID string, policy CapacityPolicy) (Capacity, error)
+	// ClientStores returns the ids of a client's stores as they are now.
+	ClientStores(ctx context.Context, clientID string) (map[string]bool, error)
 	// Claim leases the oldest unfinished upload of some client whose earlier
 	// uploads are all finished. It returns nil, nil when there is none.
 	Claim(ctx context.Context, owner string, lease time.Duration) (*Claim, error)

@@ -147,6 +147,21 @@ func (s *Uploads) Cancel(ctx context.Context, clientID, uploadID string, policy 
 	return u, nil
 }
 
+// ClientStores returns the ids of a client's stores as they are now: what a
+// check of its file ahead of the apply takes (the apply reads them again,
+// locked).
+func (s *Uploads) ClientStores(ctx context.Context, clientID string) (map[string]bool, error) {
+	list, err := s.d.Stores(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list))
+	for _, st := range list {
+		out[st.ID] = true
+	}
+	return out, nil
+}
+
 // Capacity reports the bucket of a client.
 func (s *Uploads) Capacity(ctx context.Context, clientID string, policy storelink.CapacityPolicy) (storelink.Capacity, error) {
 	b, err := s.d.GetBucket(ctx, clientID)

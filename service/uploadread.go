@@ -90,6 +90,8 @@ var _ storelink.StockService = (*Uploads)(nil)
 type StockReads interface {
 	// ClientExists tells whether a client of that id exists.
 	ClientExists(ctx context.Context, id string) (bool, error)
+	// Stores returns a client's stores ordered by id, never nil.
+	Stores(ctx context.Context, clientID string) ([]storelink.Store, error)
 	// ListStock returns up to q.Limit stock rows of a client, ordered by
 	// store and EAN, each with the units that order items hold reserved.
 	// Never nil.

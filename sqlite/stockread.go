@@ -13,6 +13,11 @@ func (d *uploads) ClientExists(ctx context.Context, id string) (bool, error) {
 	return partners{d.db}.ClientExists(ctx, id)
 }
 
+// Stores is the partners' read of a client's stores.
+func (d *uploads) Stores(ctx context.Context, clientID string) ([]storelink.Store, error) {
+	return partners{d.db}.Stores(ctx, clientID)
+}
+
 // ListStock reads a page from the read pool, walking the primary key from
 // the page's start.
 func (d *uploads) ListStock(ctx context.Context, p service.StockQuery) ([]storelink.Stock, error) {

@@ -4,10 +4,12 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -93,6 +95,10 @@ type Processor struct {
 	// putHook, set by tests, wraps the put of every apply: a way to make
 	// the apply of one file fail or panic with a real database.
 	putHook func(c *storelink.Claim, put func(storelink.StockRow) error) func(storelink.StockRow) error
+	// aheadHook, set by tests, runs between a file's check ahead and its
+	// apply; rowsAhead is checkAhead's bound (maxRowsAhead).
+	aheadHook func(c *storelink.Claim)
+	rowsAhead int
 
 	wake    chan struct{}
 	metrics processorMetrics
@@ -385,10 +391,79 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 	body := c.Body
 	c.Body = nil // the check streams from body; let the claim not pin it too
 	defer p.GC.HoldLarge(body.Len())()
+	if ahead, ok := p.checkAhead(ctx, c, body); ok {
+		if p.aheadHook != nil {
+			p.aheadHook(c)
+		}
+		return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+			put = p.hooked(c, put)
+			if !maps.Equal(stores, ahead.stores) {
+				// A store was added or removed since: checked again, here.
+				return checkInBackground(body, stores, put)
+			}
+			for _, r := range ahead.rows {
+				if err := put(r); err != nil {
+					return storelink.FeedReport{}, fmt.Errorf("put stock row of line %d: %w", r.Line, err)
+				}
+			}
+			return ahead.report, nil
+		})
+	}
 	return p.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 		return checkInBackground(body, stores, p.hooked(c, put))
 	})
 }
+
+// maxRowsAhead is the most valid rows a check ahead of the apply keeps
+// (checkAhead): about 10 MiB of rows.
+const maxRowsAhead = 50_000
+
+// checked is a file checked ahead of its apply, against stores.
+type checked struct {
+	stores map[string]bool
+	rows   []storelink.StockRow
+	report storelink.FeedReport
+}
+
+// checkAhead checks a file before its apply's transaction, against the
+// client's stores as they are now, keeping its valid rows; ok is false
+// when it has more than maxRowsAhead (the check stops there) or the check
+// could not run. The apply then writes the rows kept, unless the stores
+// changed in between. So the transaction, which on an embedded database
+// every other writer waits for, holds no parsing of a file that is
+// rejected, or that drops most of its rows, or that is small: only the
+// writes. A file of more valid rows is checked inside the transaction, as
+// its rows are written, the parse overlapping the writes that take longer
+// (checkInBackground); what the check ahead read of it, a fifth of a
+// 10 MiB feed, is done again there.
+func (p *Processor) checkAhead(ctx context.Context, c *storelink.Claim, body storelink.Chunks) (ch checked, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.Logger.Error("upload check ahead panicked", "upload_id", c.ID, "client_id", c.ClientID, "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	stores, err := p.Uploads.ClientStores(ctx, c.ClientID)
+	if err != nil {
+		return checked{}, false
+	}
+	ch.stores = stores
+	ch.report, err = feed.CheckWithErrorFile(body.Reader(), stores, func(r storelink.StockRow) error {
+		if len(ch.rows) == cmp.Or(p.rowsAhead, maxRowsAhead) {
+			return errTooManyAhead
+		}
+		ch.rows = append(ch.rows, r)
+		return nil
+	}, errorFileLimit(body.Len()))
+	if err != nil {
+		return checked{}, false
+	}
+	return ch, true
+}
+
+// errTooManyAhead stops a check ahead at maxRowsAhead valid rows.
+var errTooManyAhead = errors.New("more valid rows than a check ahead keeps")
 
 // hooked is put as the test hook wraps it, or put.
 func (p *Processor) hooked(c *storelink.Claim, put func(storelink.StockRow) error) func(storelink.StockRow) error {

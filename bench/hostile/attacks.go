@@ -26,16 +26,13 @@ type attack struct {
 	// run attacks until ctx ends, then closes everything it opened and
 	// returns.
 	run func(ctx context.Context, e *env)
-	// open marks an attack that serve does not withstand yet: it runs only
-	// when named with -attacks, and docs/benchmarks.md says why.
-	open bool
 }
 
 // attacks are run in this order.
 var attacks = []*attack{
 	{name: "csv-validate", what: "10 KB gzip of one line of ';' (about 10 MiB) to PUT /stock/{client}/validate, 3 at once", run: csvValidate},
 	{name: "csv-upload", what: "the same file as an upload, once per attacker client", run: csvUpload},
-	{name: "csv-errors", what: "10 MiB of rows that each fail the check, gzipped, once per attacker client", run: csvErrors, open: true},
+	{name: "csv-errors", what: "10 MiB of rows that each fail the check, gzipped, once per attacker client", run: csvErrors},
 	{name: "json-depth", what: "1 MiB of '[' to POST /webhooks/{client}/endpoints/{id}/test, 20 at once", run: jsonDepth},
 	{name: "slow-clients", what: "connections without credentials sending headers or a body slowly (-slow-conns)", run: slowClients},
 	{name: "big-headers", what: "1,000 connections each sending 1 MB of headers and no end", run: bigHeaders},
@@ -45,13 +42,10 @@ var attacks = []*attack{
 	{name: "tiny-uploads", what: "2,000 one-byte uploads as fast as they go", run: tinyUploads},
 }
 
-// attackNames are the attacks run by default: all but the open ones.
 func attackNames() []string {
 	var ns []string
 	for _, a := range attacks {
-		if !a.open {
-			ns = append(ns, a.name)
-		}
+		ns = append(ns, a.name)
 	}
 	return ns
 }
