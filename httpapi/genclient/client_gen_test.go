@@ -3508,7 +3508,9 @@ type ClientInterface interface {
 	// padded to the header's width), with its line number (the header is
 	// line 1), its problem types (each once, separated by `; `) and their
 	// messages. Every dropped row is listed, where the report keeps at most
-	// 1000 line references per problem. A file rejected as a whole has one
+	// 1000 line references per problem, up to the error file's bound (twice
+	// the file, at least 1 MiB and at most 2 MiB): past it, its last row
+	// says how many dropped rows it leaves out. A file rejected as a whole has one
 	// row instead, at line 0, with the file's problem (under the header
 	// when it could be read; with `;` and the three columns alone when
 	// not). A file without errors gives the header line alone. Always
@@ -5401,7 +5403,9 @@ func (c *Client) GetUpload(ctx context.Context, clientId ClientID, uploadId Uplo
 // padded to the header's width), with its line number (the header is
 // line 1), its problem types (each once, separated by `; `) and their
 // messages. Every dropped row is listed, where the report keeps at most
-// 1000 line references per problem. A file rejected as a whole has one
+// 1000 line references per problem, up to the error file's bound (twice
+// the file, at least 1 MiB and at most 2 MiB): past it, its last row
+// says how many dropped rows it leaves out. A file rejected as a whole has one
 // row instead, at line 0, with the file's problem (under the header
 // when it could be read; with `;` and the three columns alone when
 // not). A file without errors gives the header line alone. Always
@@ -9876,7 +9880,9 @@ type ClientWithResponsesInterface interface {
 	// padded to the header's width), with its line number (the header is
 	// line 1), its problem types (each once, separated by `; `) and their
 	// messages. Every dropped row is listed, where the report keeps at most
-	// 1000 line references per problem. A file rejected as a whole has one
+	// 1000 line references per problem, up to the error file's bound (twice
+	// the file, at least 1 MiB and at most 2 MiB): past it, its last row
+	// says how many dropped rows it leaves out. A file rejected as a whole has one
 	// row instead, at line 0, with the file's problem (under the header
 	// when it could be read; with `;` and the three columns alone when
 	// not). A file without errors gives the header line alone. Always
@@ -17247,7 +17253,9 @@ func (c *ClientWithResponses) GetUploadWithResponse(ctx context.Context, clientI
 // padded to the header's width), with its line number (the header is
 // line 1), its problem types (each once, separated by `; `) and their
 // messages. Every dropped row is listed, where the report keeps at most
-// 1000 line references per problem. A file rejected as a whole has one
+// 1000 line references per problem, up to the error file's bound (twice
+// the file, at least 1 MiB and at most 2 MiB): past it, its last row
+// says how many dropped rows it leaves out. A file rejected as a whole has one
 // row instead, at line 0, with the file's problem (under the header
 // when it could be read; with `;` and the three columns alone when
 // not). A file without errors gives the header line alone. Always
