@@ -415,8 +415,11 @@ func (p *Processor) apply(ctx context.Context, c *storelink.Claim) (u *storelink
 }
 
 // maxRowsAhead is the most valid rows a check ahead of the apply keeps
-// (checkAhead): about 10 MiB of rows.
-const maxRowsAhead = 50_000
+// (checkAhead), about a megabyte of them. A check ahead that stops there
+// has read about 2% of a 10 MiB feed of valid rows, which is then checked
+// again inside the apply; at 50,000 rows the re-sent 10 MiB feed of
+// BenchmarkStockImport was 27% slower (docs/benchmarks.md).
+const maxRowsAhead = 4096
 
 // checked is a file checked ahead of its apply, against stores.
 type checked struct {
@@ -434,8 +437,8 @@ type checked struct {
 // rejected, or that drops most of its rows, or that is small: only the
 // writes. A file of more valid rows is checked inside the transaction, as
 // its rows are written, the parse overlapping the writes that take longer
-// (checkInBackground); what the check ahead read of it, a fifth of a
-// 10 MiB feed, is done again there.
+// (checkInBackground); what the check ahead read of it is done again
+// there.
 func (p *Processor) checkAhead(ctx context.Context, c *storelink.Claim, body storelink.Chunks) (ch checked, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
