@@ -285,6 +285,10 @@ type UploadService interface {
 	// ExpireFiles removes the files of finished uploads received more
 	// than retention ago, and returns how many it removed.
 	ExpireFiles(ctx context.Context, retention time.Duration) (int, error)
+	// AllUploads lists every client's uploads, newest first, before
+	// f.Before when set: the operator's list. Errors: EINVALID when
+	// f.Before is no upload.
+	AllUploads(ctx context.Context, f UploadFilter) ([]Upload, error)
 	// Upload returns one upload of a client. Errors: ENOTFOUND.
 	Upload(ctx context.Context, clientID, uploadID string) (*Upload, error)
 	// Uploads lists a client's uploads, newest first, before f.Before when

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"cmp"
 	"net/http"
 	"slices"
 
@@ -61,24 +60,18 @@ func (h *Handler) handleUploads(w http.ResponseWriter, r *http.Request, v view) 
 	if d.Client != "" {
 		f.Before = q.Get("before")
 	}
-	for _, id := range ids {
-		list, err := h.Uploads.Uploads(ctx, id, f)
-		if err != nil {
-			h.renderError(w, r, err)
-			return
-		}
-		for _, u := range list {
-			d.Uploads = append(d.Uploads, uploadRow{Upload: u, ClientLabel: labels[id]})
-		}
+	var list []storelink.Upload
+	if d.Client != "" {
+		list, err = h.Uploads.Uploads(ctx, d.Client, f)
+	} else {
+		list, err = h.Uploads.AllUploads(ctx, f) // one read, whatever the number of clients
 	}
-	slices.SortStableFunc(d.Uploads, func(a, b uploadRow) int {
-		if c := b.ReceivedAt.Compare(a.ReceivedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
-	if len(d.Uploads) > limit {
-		d.Uploads = d.Uploads[:limit]
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	for _, u := range list {
+		d.Uploads = append(d.Uploads, uploadRow{Upload: u, ClientLabel: labels[u.ClientID]})
 	}
 	if d.Client != "" && len(d.Uploads) == limit {
 		d.Next = d.Uploads[limit-1].ID

@@ -192,15 +192,18 @@ func (d *uploads) GetUpload(ctx context.Context, clientID, id string) (*storelin
 // UploadExists tells an id that cannot be stored (not UTF-8) from a
 // failing database as no upload.
 func (d *uploads) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
-	return found(exists(ctx, d.db.pool, `SELECT 1 FROM uploads WHERE client_id = $1 AND id = $2`, clientID, id))
+	return found(exists(ctx, d.db.pool, `SELECT 1 FROM uploads WHERE (client_id = $1 OR $1 = '') AND id = $2`, clientID, id))
 }
 
 // ListUploads numbers its parameters as they are added (args).
 func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
 	var a args
-	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ` + a.add(p.ClientID)
+	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE true`
+	if p.ClientID != "" {
+		q += ` AND client_id = ` + a.add(p.ClientID)
+	}
 	if p.Before != "" {
-		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = $1 AND id = ` + a.add(p.Before) + `)`
+		q += ` AND seq < (SELECT seq FROM uploads WHERE id = ` + a.add(p.Before) + `)`
 	}
 	if p.Status != "" {
 		q += ` AND status = ` + a.add(string(p.Status))

@@ -63,7 +63,8 @@ type UploadDriver interface {
 	ReleaseUploadLeases(ctx context.Context, owner string, processing storelink.UploadStatus) error
 	// GetUpload returns one upload of a client, or ErrNotFound.
 	GetUpload(ctx context.Context, clientID, id string) (*storelink.Upload, error)
-	// UploadExists tells whether the client has an upload of that id.
+	// UploadExists tells whether the client has an upload of that id (any
+	// client, for clientID "").
 	UploadExists(ctx context.Context, clientID, id string) (bool, error)
 	// ListUploads returns up to q.Limit uploads of a client that q selects,
 	// newest first. Never nil.

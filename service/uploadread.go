@@ -23,6 +23,21 @@ func (s *Uploads) Upload(ctx context.Context, clientID, uploadID string) (*store
 
 // Uploads lists a client's uploads, newest first.
 func (s *Uploads) Uploads(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
+	if clientID == "" {
+		// "" is every client's to the driver (AllUploads); never here.
+		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client \"\" not found.")
+	}
+	return s.list(ctx, clientID, f)
+}
+
+// AllUploads lists every client's uploads, newest first, in one read: the
+// operator's list.
+func (s *Uploads) AllUploads(ctx context.Context, f storelink.UploadFilter) ([]storelink.Upload, error) {
+	return s.list(ctx, "", f)
+}
+
+// list is Uploads over the client of clientID, or every client for "".
+func (s *Uploads) list(ctx context.Context, clientID string, f storelink.UploadFilter) ([]storelink.Upload, error) {
 	// An unknown cursor would find no upload to list from and so an empty
 	// page, which reads as the end of the list: refuse it instead.
 	if f.Before != "" {
@@ -36,8 +51,10 @@ func (s *Uploads) Uploads(ctx context.Context, clientID string, f storelink.Uplo
 	return s.d.ListUploads(ctx, UploadQuery{ClientID: clientID, Before: f.Before, Status: f.Status, Since: f.Since, Until: f.Until, HasErrors: f.HasErrors, Limit: f.Limit})
 }
 
-// UploadQuery selects a page of a client's uploads, newest first.
+// UploadQuery selects a page of uploads, newest first.
 type UploadQuery struct {
+	// ClientID, when not "", selects one client's uploads; "" selects
+	// every client's.
 	ClientID string
 	// Before, when not "", is the upload the page follows: only uploads
 	// accepted before it are listed.

@@ -168,7 +168,7 @@ func (d *uploads) GetUpload(ctx context.Context, clientID, id string) (*storelin
 
 // UploadExists reads from the read pool.
 func (d *uploads) UploadExists(ctx context.Context, clientID, id string) (bool, error) {
-	err := exists(ctx, d.db.read, `SELECT 1 FROM uploads WHERE client_id = ? AND id = ?`, clientID, id)
+	err := exists(ctx, d.db.read, `SELECT 1 FROM uploads WHERE (client_id = ?1 OR ?1 = '') AND id = ?2`, clientID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -177,11 +177,14 @@ func (d *uploads) UploadExists(ctx context.Context, clientID, id string) (bool, 
 
 // ListUploads reads from the read pool, which never waits for the writer.
 func (d *uploads) ListUploads(ctx context.Context, p service.UploadQuery) ([]storelink.Upload, error) {
-	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE client_id = ?`
-	args := []any{p.ClientID}
+	q := `SELECT ` + uploadColumns + ` FROM uploads WHERE 1 = 1`
+	var args []any
+	if p.ClientID != "" {
+		q, args = q+` AND client_id = ?`, append(args, p.ClientID)
+	}
 	if p.Before != "" {
-		q += ` AND seq < (SELECT seq FROM uploads WHERE client_id = ? AND id = ?)`
-		args = append(args, p.ClientID, p.Before)
+		q += ` AND seq < (SELECT seq FROM uploads WHERE id = ?)`
+		args = append(args, p.Before)
 	}
 	if p.Status != "" {
 		q += ` AND status = ?`

@@ -121,6 +121,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Cancel a waiting upload", testCancelUpload},
 		{"Upload files kept for the retention", testUploadFiles},
 		{"Upload listing", testUploadListing},
+		{"Upload listing of every client, for the operator", testAllUploads},
 		{"Upload listing by status and time", testUploadListingFilters},
 		{"Upload listing by has_errors", testUploadListingHasErrors},
 		{"Stock listing and paging", testStockListing},
