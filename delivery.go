@@ -165,6 +165,22 @@ type DeliveryFilter struct {
 	Before      string
 }
 
+// MaxFilterValue is the longest value a listing of deliveries takes as a
+// filter: ids are 36 bytes, and order numbers at most 64 characters.
+const MaxFilterValue = 128
+
+// CheckValues refuses a filter value longer than MaxFilterValue, naming it
+// as the API's query parameter does.
+func (f DeliveryFilter) CheckValues() error {
+	for _, v := range []struct{ name, value string }{{"endpoint_id", f.EndpointID}, {"order_id", f.OrderID},
+		{"order_number", f.OrderNumber}, {"event_id", f.EventID}} {
+		if len(v.value) > MaxFilterValue {
+			return Errorf(EINVALID, "%s is %d bytes long; at most %d are allowed.", v.name, len(v.value), MaxFilterValue)
+		}
+	}
+	return nil
+}
+
 // DeliveryJob is a claimed delivery with all that its attempt needs.
 type DeliveryJob struct {
 	DeliveryID string

@@ -23,6 +23,8 @@ const (
 	ERATELIMIT     = "rate_limited"         // capacity used up: 429
 	EBACKLOG       = "too_many_waiting"     // too many of the client's uploads wait: 429
 	EBUSY          = "partner_busy"         // the partner holds its share of a shared pool: 429
+	EINFLIGHT      = "uploads_in_flight"    // the partner has as many uploads in flight as allowed: 429
+	EBODYTIMEOUT   = "body_timeout"         // the body did not arrive in full in time: 408
 	ENOSPACE       = "insufficient_storage" // the disk is full, nothing stored: 507
 	EINTERNAL      = "internal"             // a bug or an outage: 500
 	EUNAVAILABLE   = "unavailable"          // shutting down or database unreachable: 503

@@ -16,10 +16,6 @@ import (
 // Deps does not say.
 const DefaultBodyTimeout = 60 * time.Second
 
-// codeBodyTimeout is the problem type of a 408: the body did not arrive in
-// full within the body timeout.
-const codeBodyTimeout = "body_timeout"
-
 // closeLinger bounds how long a connection that is being closed with its
 // request body unread still takes in what the client sends. The answer is
 // already out; reading for a moment lets a client that is still sending
@@ -118,10 +114,10 @@ func (b *trackedBody) timedOut() error {
 		e.RetryAfter = shutdownRetryAfter
 		return e
 	case first && b.n.Load() == 0:
-		return storelink.Errorf(codeBodyTimeout,
+		return storelink.Errorf(storelink.EBODYTIMEOUT,
 			"No byte of the body arrived within %s of the service reading it; nothing was kept.", b.firstByte)
 	}
-	return storelink.Errorf(codeBodyTimeout,
+	return storelink.Errorf(storelink.EBODYTIMEOUT,
 		"The body did not arrive in full within %s (%d bytes received); nothing was kept.", b.timeout, b.n.Load())
 }
 

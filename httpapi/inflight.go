@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"storelink"
@@ -14,12 +12,6 @@ import (
 // say. A partner's exporter sends its clients' files one after another;
 // four at once is room for a retry and a validation beside it.
 const DefaultMaxUploadsInFlight = 4
-
-// codeUploadsInFlight is the problem type of a 429 given because the
-// partner already has as many uploads in flight as allowed. It is apart from
-// rate_limited (capacity) because waiting for Retry-After does not make the
-// same upload fit here: one of the client's other bodies has to end first.
-const codeUploadsInFlight = "uploads_in_flight"
 
 // inFlightRetryAfter is the Retry-After of that 429: a slot frees as soon as
 // one of the partner's bodies is received and answered, which is usually
@@ -69,8 +61,8 @@ func (f *inFlight) acquire(partnerID string) (release func(), ok bool) {
 // answer to an upload does.
 func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http.Request, *storelink.Client)) func(http.ResponseWriter, *http.Request, *storelink.Client) {
 	return func(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
-		release, ok := s.inFlight.acquire(c.PartnerID)
-		if !ok {
+		release, err := s.takeInFlight(c.PartnerID)
+		if err != nil {
 			if rateLimit {
 				cp, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity)
 				if err != nil {
@@ -79,15 +71,28 @@ func (s *Server) limitInFlight(rateLimit bool, h func(http.ResponseWriter, *http
 				}
 				setRateLimit(w, cp)
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(inFlightRetryAfter))
-			writeProblem(w, r, codeUploadsInFlight, fmt.Sprintf(
-				"This partner's clients already have %d uploads or validations in flight, the most allowed at once; "+
-					"send this one when one of them has been answered (Retry-After).", s.inFlight.max))
+			s.writeError(w, r, err)
 			return
 		}
 		defer release()
 		h(&answerReleases{ResponseWriter: w, release: release}, r, c)
 	}
+}
+
+// takeInFlight takes one of the partner's slots, or says why not: the
+// uploads_in_flight problem, apart from rate_limited (capacity) because
+// waiting for Retry-After does not make the same upload fit here: one of
+// the partner's other bodies has to end first.
+func (s *Server) takeInFlight(partnerID string) (release func(), err error) {
+	release, ok := s.inFlight.acquire(partnerID)
+	if !ok {
+		e := storelink.Errorf(storelink.EINFLIGHT,
+			"This partner's clients already have %d uploads or validations in flight, the most allowed at once; "+
+				"send this one when one of them has been answered (Retry-After).", s.inFlight.max)
+		e.RetryAfter = inFlightRetryAfter
+		return nil, e
+	}
+	return release, nil
 }
 
 // answerReleases gives the slot back as the answer starts, before its

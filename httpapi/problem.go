@@ -30,8 +30,8 @@ var statusOf = map[string]int{
 	storelink.EINTERNAL:      http.StatusInternalServerError,
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	"method_not_allowed":     http.StatusMethodNotAllowed,
-	codeBodyTimeout:          http.StatusRequestTimeout,
-	codeUploadsInFlight:      http.StatusTooManyRequests,
+	storelink.EBODYTIMEOUT:   http.StatusRequestTimeout,
+	storelink.EINFLIGHT:      http.StatusTooManyRequests,
 }
 
 // Problem is an RFC 9457 problem details object. It has no "instance": the
@@ -145,8 +145,8 @@ var problemDocs = map[string]string{
 	storelink.EINTERNAL:      "Something failed on the service's side. It has been logged.",
 	storelink.EUNAVAILABLE:   "The service cannot take the request right now, for example because its database cannot be reached or it is busy receiving other files. Try again after the number of seconds in Retry-After.",
 	"method_not_allowed":     "The path exists but does not take this method; the Allow header lists those it takes.",
-	codeBodyTimeout:          "The request body did not arrive in full within the service's body timeout (--body-timeout), or no byte of it within 10 s of the service reading it. Nothing was kept; send the request again, faster or smaller.",
-	codeUploadsInFlight:      "The partner's clients already have as many uploads and validations in flight as allowed at once (--max-uploads-in-flight, per partner). Nothing was kept; send it again when one of them has been answered (Retry-After).",
+	storelink.EBODYTIMEOUT:   "The request body did not arrive in full within the service's body timeout (--body-timeout), or no byte of it within 10 s of the service reading it. Nothing was kept; send the request again, faster or smaller.",
+	storelink.EINFLIGHT:      "The partner's clients already have as many uploads and validations in flight as allowed at once (--max-uploads-in-flight, per partner). Nothing was kept; send it again when one of them has been answered (Retry-After).",
 }
 
 func (s *Server) handleProblemDoc(w http.ResponseWriter, r *http.Request) {

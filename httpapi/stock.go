@@ -3,9 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +14,6 @@ import (
 
 	"storelink"
 	"storelink/feed"
-	"storelink/gcmode"
 )
 
 // countOrder counts an order call's answer by action and outcome for
@@ -102,31 +98,14 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 			return
 		}
 	}
-	// The body is in memory until it is stored: while a large one is,
-	// garbage is collected eagerly (gcmode).
-	var body storelink.Chunks
-	var sum string
-	release := func() {}
-	defer func() { release() }()
-	r = OutsideDB(r, func(context.Context) {
-		body, sum, release, err = readBody(r, s.MaxFileSize, s.GC, s.uploadMemory, c.PartnerID)
-	})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx = r.Context()
-	u, after, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: c.ID, FileName: name, Body: body, SHA256: sum}, s.Capacity)
+	u, after, r, err := s.receive(r, c, name, requestCSV(r))
 	if after.BytesPerWindow > 0 {
 		setRateLimit(w, after)
 	}
 	if err != nil {
-		s.writeError(w, r, s.refusedWaiting(ctx, c.ID, err))
+		s.writeError(w, r, err)
 		return
 	}
-	s.health.wrote()
-	s.bytesIn.Add(float64(u.SizeBytes))
-	s.Accepted()
 	writeJSON(w, http.StatusOK, uploadAccepted{
 		UploadID: u.ID, ClientID: u.ClientID, FileName: u.FileName, SizeBytes: u.SizeBytes, SHA256: u.SHA256,
 		Status: u.Status, ReceivedAt: u.ReceivedAt, StatusURL: "/stock/" + c.ID + "/uploads/" + u.ID,
@@ -174,59 +153,6 @@ func checkFileName(name string) error {
 		return storelink.Errorf(storelink.EINVALID, "The file name must end in .csv (got %q).", name)
 	}
 	return nil
-}
-
-// readBody reads the CSV file of a request, at most max bytes of it, and
-// hashes them on the way; a gzip body (checkBodyHeaders let it through) is
-// decompressed as it is read, and max and the hash are of the CSV bytes.
-// Memory follows the bytes that arrive, never the declared Content-Length:
-// a client can declare any length and send nothing. The memory is reserved
-// in mem, in partner's share, as it grows (unbounded when mem is nil); a
-// body that does not fit is refused, before it is read when its declared
-// length already cannot.
-// release gives the memory back and ends the eager collection
-// (gc.HoldLarge) that starts once the body is large; it is to be called
-// when the body is no longer in memory, and also after an error.
-func readBody(r *http.Request, max int64, gc *gcmode.Governor, mem *uploadMemory, partner string) (body storelink.Chunks, sum string, release func(), err error) {
-	declared := declaredCSVLength(r)
-	if declared > max {
-		return nil, "", func() {}, tooLarge(max)
-	}
-	if mem != nil && declared > 0 {
-		if err := mem.fits(partner, declared); err != nil {
-			return nil, "", func() {}, err
-		}
-	}
-	buf := &bodyBuffer{limit: max, max: max, mem: mem, partner: partner, gc: gc}
-	if declared > 0 {
-		buf.limit = declared
-	}
-	src, err := csvReader(r, max)
-	if err != nil {
-		return nil, "", func() {}, err
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(buf, h), io.LimitReader(src, max+1))
-	if err != nil {
-		var e *storelink.Error
-		if errors.As(err, &e) {
-			return nil, "", buf.done, err
-		}
-		if gzipped(r) {
-			return nil, "", buf.done, badGzip(err)
-		}
-		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
-	}
-	if n > max {
-		return nil, "", buf.done, tooLarge(max)
-	}
-	if n == 0 {
-		return nil, "", buf.done, storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
-	}
-	if err := notGzipped(r, buf.chunks[0]); err != nil {
-		return nil, "", buf.done, err
-	}
-	return buf.chunks, hex.EncodeToString(h.Sum(nil)), buf.done, nil
 }
 
 type validation struct {
@@ -284,12 +210,13 @@ func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, c *store
 // checkBody reads the CSV of a validation and checks it as it arrives;
 // the body it read tells whether it reached the end.
 func (s *Server) checkBody(r *http.Request, stores map[string]bool) (storelink.FeedReport, *validatedBody, error) {
-	src, err := csvReader(r, s.MaxFileSize)
+	src := requestCSV(r)
+	csv, err := src.csvReader(s.MaxFileSize)
 	if err != nil {
 		return storelink.FeedReport{}, nil, err
 	}
-	body := &validatedBody{r: bufio.NewReader(io.LimitReader(src, s.MaxFileSize+1))}
-	if err := body.start(r); err != nil {
+	body := &validatedBody{r: bufio.NewReader(io.LimitReader(csv, s.MaxFileSize+1))}
+	if err := body.start(src); err != nil {
 		return storelink.FeedReport{}, nil, err
 	}
 	rep, err := feed.Check(body, stores, nil)
@@ -297,7 +224,7 @@ func (s *Server) checkBody(r *http.Request, stores map[string]bool) (storelink.F
 		err = tooLarge(s.MaxFileSize)
 	}
 	if err != nil {
-		return storelink.FeedReport{}, nil, bodyError(r, err)
+		return storelink.FeedReport{}, nil, src.readError(err)
 	}
 	return rep, body, nil
 }
@@ -312,15 +239,15 @@ type validatedBody struct {
 
 // start refuses an empty body and a gzip stream sent without its
 // Content-Encoding, as an upload does, from the body's first bytes.
-func (b *validatedBody) start(r *http.Request) error {
+func (b *validatedBody) start(src csvSource) error {
 	head, err := b.r.Peek(len(gzipMagic))
 	if len(head) == 0 {
 		if err != nil && err != io.EOF {
-			return bodyError(r, err)
+			return src.readError(err)
 		}
-		return storelink.Errorf(storelink.EINVALID, "The body is empty; send the CSV file as the request body.")
+		return src.emptyError()
 	}
-	return notGzipped(r, head)
+	return src.notGzipped(head)
 }
 
 func (b *validatedBody) Read(p []byte) (int, error) {
@@ -328,23 +255,6 @@ func (b *validatedBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	b.eof = b.eof || err == io.EOF
 	return n, err
-}
-
-// bodyError is the answer to a body that could not be read to its end: a
-// storelink.Error (a timeout, a size limit) as it is, a broken gzip stream
-// as such, anything else as unreadable.
-func bodyError(r *http.Request, err error) error {
-	var e *storelink.Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case gzipped(r):
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner
-		}
-		return badGzip(err)
-	}
-	return storelink.Errorf(storelink.EINVALID, "The body could not be read to its end: %v.", err)
 }
 
 func nonNil(p []storelink.Problem) []storelink.Problem {

@@ -3,20 +3,10 @@ package httpapi
 import (
 	"net/http"
 	"slices"
-	"strings"
-	"time"
 
 	"storelink"
 	"storelink/webhook"
 )
-
-// defaultOverlap is how long, after a secret rotation, deliveries are
-// signed with both secrets: long enough for a partner to deploy the new one.
-const defaultOverlap = 24 * time.Hour
-
-func (s *Server) checkURL(raw string) error {
-	return webhook.ValidateURL(strings.TrimSpace(raw), s.WebhookAllowPrivate)
-}
 
 // ofAnyClient is an operator's call on endpoints, which reach every
 // client's; ofOwnClient is a partner's, which reach its client's only: an
@@ -42,12 +32,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, clientID
 		s.writeError(w, r, err)
 		return
 	}
-	n.URL = strings.TrimSpace(n.URL)
-	if err := s.checkURL(n.URL); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := webhook.ValidateAPIKey(n.APIKey); err != nil {
+	if err := webhook.CheckNewEndpoint(&n, s.WebhookAllowPrivate); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -68,18 +53,9 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request, clientID 
 		s.writeError(w, r, err)
 		return
 	}
-	if p.URL != nil {
-		*p.URL = strings.TrimSpace(*p.URL)
-		if err := s.checkURL(*p.URL); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	if p.APIKey != nil {
-		if err := webhook.ValidateAPIKey(*p.APIKey); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	if err := webhook.CheckEndpointPatch(&p, s.WebhookAllowPrivate); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	e, err := s.Webhooks.UpdateEndpoint(r.Context(), clientID, r.PathValue("endpoint_id"), p)
 	if err != nil {
@@ -101,14 +77,10 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID s
 		s.writeError(w, r, err)
 		return
 	}
-	overlap := defaultOverlap
-	if req.Overlap != "" {
-		d, err := time.ParseDuration(req.Overlap)
-		if err != nil || d < 0 || d > 30*24*time.Hour {
-			s.writeError(w, r, storelink.Errorf(storelink.EUNPROCESSABLE, "overlap must be a duration such as 24h, at most 720h."))
-			return
-		}
-		overlap = d
+	overlap, err := webhook.ParseOverlap(req.Overlap)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	secret := webhook.NewSecret()
 	e, err := s.Webhooks.RotateSecret(r.Context(), clientID, r.PathValue("endpoint_id"), secret, overlap)
@@ -141,17 +113,11 @@ func deliveryFilter(r *http.Request, param string) (storelink.DeliveryFilter, er
 	}
 	f := storelink.DeliveryFilter{State: state, EndpointID: q.Get("endpoint_id"), OrderID: q.Get("order_id"),
 		OrderNumber: q.Get("order_number"), EventID: q.Get("event_id"), Limit: limit, Before: q.Get(param)}
-	for name, v := range map[string]string{"endpoint_id": f.EndpointID, "order_id": f.OrderID, "order_number": f.OrderNumber, "event_id": f.EventID} {
-		if len(v) > maxFilterValue {
-			return storelink.DeliveryFilter{}, storelink.Errorf(storelink.EINVALID, "%s is %d bytes long; at most %d are allowed.", name, len(v), maxFilterValue)
-		}
+	if err := f.CheckValues(); err != nil {
+		return storelink.DeliveryFilter{}, err
 	}
 	return f, nil
 }
-
-// maxFilterValue is the longest value a listing's filter takes: ids are
-// 36 bytes, and order numbers at most 64 characters.
-const maxFilterValue = 128
 
 func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
 	f, err := deliveryFilter(r, "before")
