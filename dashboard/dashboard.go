@@ -1,8 +1,8 @@
 // Package dashboard is the operator dashboard under /dashboard/ and the
 // partners' portal under /portal/: server-rendered HTML pages over the
 // same domain services as the HTTP API. Templates and styles are embedded,
-// so the binary serves them with no build step, no script and no internet
-// access.
+// so the binary serves them with no build step and no internet access; the
+// one script, the portal's copy button, is embedded too.
 //
 // Every page and action needs a session, got by logging in: with the admin
 // token on the dashboard, with a client id and one of its API keys on the
@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -74,6 +75,16 @@ type Deps struct {
 	// EndpointDeleted is called after an endpoint was deleted, so that the
 	// deliverer drops what it claimed for it and has not sent. Optional.
 	EndpointDeleted func(endpointID string)
+	// WebhookAllowPrivate lets the portal register endpoints on loopback
+	// and private addresses, as the API's setting of the same name does.
+	WebhookAllowPrivate bool
+	// ReceiveUpload receives the file of the portal's upload form as the
+	// API receives a PUT /stock/{client_id}/{file} (httpapi's
+	// Server.ReceiveUpload): the same checks, places and errors. name is
+	// the file's name as chosen, file its bytes, read from r's body. It
+	// returns the request to go on with. Without it the portal takes no
+	// upload.
+	ReceiveUpload func(r *http.Request, c *storelink.Client, name string, file io.Reader) (*storelink.Upload, *http.Request, error)
 	// AdminToken is what an operator logs in with; it also keys the session
 	// signatures, so changing it ends every session.
 	AdminToken string
@@ -135,8 +146,9 @@ type Handler struct {
 	handler http.Handler
 	key     []byte // session and CSRF signing key
 	static  fs.FS
-	// cssVersion busts caches of the embedded stylesheet when it changes.
-	cssVersion string
+	// cssVersion and jsVersion bust caches of the embedded stylesheet and
+	// script when they change.
+	cssVersion, jsVersion string
 }
 
 // New returns the dashboard as one handler. It panics if the embedded
@@ -184,6 +196,8 @@ func New(d Deps) *Handler {
 	h.static, _ = fs.Sub(staticFS, "static")
 	css, _ := fs.ReadFile(h.static, "style.css")
 	h.cssVersion = shortHash(css)
+	js, _ := fs.ReadFile(h.static, "portal.js")
+	h.jsVersion = shortHash(js)
 	h.pages = parsePages()
 	h.routes()
 	// The cross-origin check refuses a POST that a browser says comes from
@@ -233,9 +247,11 @@ func (h *Handler) routes() {
 // ServeHTTP sets the headers every dashboard answer carries and routes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	// Nothing is loaded from elsewhere, no inline script or style runs, and
-	// no other site may frame a page or receive a form.
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; "+
+	// Nothing is loaded from elsewhere, no inline script or style runs (the
+	// one script is a file of ours), and no other site may frame a page or
+	// receive a form. Nothing is kept in a cache: a page may show a secret
+	// once.
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -251,8 +267,11 @@ func (h *Handler) handleStatic(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if strings.HasSuffix(name, ".css") {
+	switch {
+	case strings.HasSuffix(name, ".css"):
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 	}
 	w.Header().Set("Cache-Control", "public, max-age=86400")
 	_, _ = w.Write(b)
@@ -272,6 +291,7 @@ type view struct {
 	// (an upload that is still being processed).
 	Refresh    int
 	CSSVersion string
+	JSVersion  string
 	LoggedIn   bool
 	// Portal tells that the page is the partners' portal's; Who then names
 	// the client signed in.
@@ -288,7 +308,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		h.renderError(w, r, errors.New("no template "+name))
 		return
 	}
-	v.CSSVersion = h.cssVersion
+	v.CSSVersion, v.JSVersion = h.cssVersion, h.jsVersion
 	if v.Path == "" {
 		v.Path = r.URL.RequestURI()
 	}
@@ -315,6 +335,9 @@ var flashes = map[string]string{
 	"disabled":    "The endpoint is disabled; its deliveries wait until it is enabled.",
 	"recovered":   "Failed deliveries made pending again: %d. They go out at once, in event order per order.",
 	"deleted":     "The endpoint is deleted: nothing more is sent to it, its pending deliveries are cancelled, and its history stays here.",
+	"removed":     "The endpoint is deleted: nothing more is sent to it and its pending deliveries are cancelled; its deliveries stay on the deliveries page.",
+	"updated":     "The endpoint is changed.",
+	"revoked":     "The API key is revoked: it opens nothing any more, and sessions signed in with it are ended.",
 }
 
 // flash is the message a page's done= (and n=) ask for, "" for none.
@@ -342,6 +365,13 @@ var statusOf = map[string]int{
 	storelink.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	storelink.ENOSPACE:       http.StatusInsufficientStorage,
 	storelink.EBUSY:          http.StatusTooManyRequests,
+	// An upload from the portal's form is refused as the API refuses it.
+	storelink.ETOOLARGE:    http.StatusRequestEntityTooLarge,
+	storelink.EUNSUPPORTED: http.StatusUnsupportedMediaType,
+	storelink.ERATELIMIT:   http.StatusTooManyRequests,
+	storelink.EBACKLOG:     http.StatusTooManyRequests,
+	storelink.EINFLIGHT:    http.StatusTooManyRequests,
+	storelink.EBODYTIMEOUT: http.StatusRequestTimeout,
 }
 
 // fault returns err as the fault it is (a full disk, an unreachable

@@ -1,11 +1,14 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -21,6 +24,8 @@ import (
 	"storelink"
 	"storelink/dashboard"
 	"storelink/httpapi"
+	"storelink/internal/dbtest"
+	"storelink/postgres"
 	"storelink/service"
 	"storelink/sqlite"
 	"storelink/webhook"
@@ -28,9 +33,10 @@ import (
 )
 
 // fixture is a real server: the API with the dashboard mounted, on a temp
-// SQLite database, as serve wires it.
+// SQLite database (or a fresh PostgreSQL schema), as serve wires it.
 type fixture struct {
-	t      *testing.T
+	t *testing.T
+	// db and dbPath are the SQLite database's; db is nil on PostgreSQL.
 	db     *sqlite.DB
 	dbPath string
 	// services are the services of package service over db's driver,
@@ -52,6 +58,27 @@ type fixture struct {
 	// page.
 	mu      sync.Mutex
 	secrets []string
+	// logs is what the API and the dashboard logged: no secret may be in
+	// it either.
+	logs lockedBuffer
+}
+
+// lockedBuffer is a buffer that the server's goroutines write to at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var capacity = storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour}
@@ -72,23 +99,66 @@ type fixtureOptions struct {
 	loginLimit func(dashboard.LoginLimit) dashboard.LoginLimit
 	// databaseTimeout, when set, is the API's (Deps.DatabaseTimeout).
 	databaseTimeout time.Duration
+	// postgres runs the fixture on a fresh schema of the PostgreSQL
+	// database of STORELINK_TEST_DATABASE_URL (skipped without it) rather
+	// than on a temp SQLite file.
+	postgres bool
+	// denyPrivate refuses webhook URLs on loopback and private addresses,
+	// as serve does unless told otherwise.
+	denyPrivate bool
+	// maxFileSize, when set, is the largest stock file the API and the
+	// portal take (10 MiB otherwise).
+	maxFileSize int64
+}
+
+// eachDatabase runs fn as a subtest on a fixture on SQLite and on one on
+// PostgreSQL, the latter skipped without STORELINK_TEST_DATABASE_URL.
+func eachDatabase(t *testing.T, o fixtureOptions, fn func(t *testing.T, f *fixture)) {
+	for _, pg := range []bool{false, true} {
+		name := map[bool]string{false: "sqlite", true: "postgres"}[pg]
+		t.Run(name, func(t *testing.T) {
+			o.postgres = pg
+			fn(t, newFixture(t, o))
+		})
+	}
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
-	dbPath := filepath.Join(t.TempDir(), "storelink.db")
-	db, err := sqlite.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
+	var (
+		db      *sqlite.DB
+		dbPath  string
+		drivers service.Drivers
+		ping    func(context.Context) error
+		fault   = sqlite.Fault
+		err     error
+	)
+	if o.postgres {
+		pdb, err := postgres.Open(context.Background(), dbtest.Schema(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pdb.Close() })
+		drivers, ping, fault = postgres.NewDrivers(pdb), pdb.Ping, postgres.Fault
+	} else {
+		dbPath = filepath.Join(t.TempDir(), "storelink.db")
+		if db, err = sqlite.Open(context.Background(), dbPath); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		drivers, ping = sqlite.NewDrivers(db), db.Ping
 	}
-	t.Cleanup(func() { db.Close() })
+	maxFileSize := o.maxFileSize
+	if maxFileSize == 0 {
+		maxFileSize = 10 << 20
+	}
 	key := make([]byte, storelink.SealKeySize)
 	_, _ = rand.Read(key)
 	sealer, err := storelink.NewSealer(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(sqlite.NewDrivers(db), service.WithSealer(sealer))
+	svc := service.New(drivers, service.WithSealer(sealer))
 	f := &fixture{t: t, db: db, dbPath: dbPath, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()
@@ -122,17 +192,23 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.webhooks != nil {
 		webhooks = o.webhooks(f.services.Webhooks)
 	}
+	logger := slog.New(slog.NewTextHandler(&f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var api *httpapi.Server
+	receive := func(r *http.Request, c *storelink.Client, name string, file io.Reader) (*storelink.Upload, *http.Request, error) {
+		return api.ReceiveUpload(r, c, name, file)
+	}
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Webhooks: webhooks, Sessions: f.services.Partners, LoginLimit: loginLimit,
 		Auth: f.services.Partners, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
-		TestSend: f.testSends.Take, AdminToken: f.Token, Capacity: capacity, Fault: sqlite.Fault, ClientAddr: proxies.ClientAddr,
+		TestSend: f.testSends.Take, AdminToken: f.Token, Capacity: capacity, Fault: fault, ClientAddr: proxies.ClientAddr,
+		WebhookAllowPrivate: !o.denyPrivate, ReceiveUpload: receive, Logger: logger,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
-	api := httpapi.NewServer(httpapi.Deps{
-		Admin: f.services.Partners, Auth: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Events: f.services.Orders, Webhooks: f.services.Webhooks, Ping: db.Ping,
-		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: 10 << 20, WebhookAllowPrivate: true,
-		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash, DatabaseTimeout: o.databaseTimeout,
+	api = httpapi.NewServer(httpapi.Deps{
+		Admin: f.services.Partners, Auth: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Events: f.services.Orders, Webhooks: f.services.Webhooks, Ping: ping,
+		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: maxFileSize, WebhookAllowPrivate: !o.denyPrivate, Fault: fault,
+		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash, DatabaseTimeout: o.databaseTimeout, Logger: logger,
 	})
 	srv := httptest.NewServer(api)
 	f.URL = srv.URL
@@ -169,6 +245,13 @@ func (f *fixture) keep(secret string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.secrets = append(f.secrets, secret)
+}
+
+// checkNoSecretLogged fails when the server logged any secret of the
+// fixture.
+func (f *fixture) checkNoSecretLogged() {
+	f.t.Helper()
+	f.checkNoSecret("the log", f.logs.String())
 }
 
 // checkNoSecret fails when a page shows any secret of the fixture.

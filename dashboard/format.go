@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // pageNames are the page templates; each is parsed with the layout.
 var pageNames = []string{"login", "error", "overview", "client", "uploads", "upload", "stock", "orders", "order", "deliveries", "endpoint",
 	"portal_login", "portal_home", "portal_uploads", "portal_upload", "portal_stock", "portal_orders", "portal_order",
-	"portal_deliveries", "portal_endpoints"}
+	"portal_deliveries", "portal_endpoints", "portal_endpoint_edit", "portal_endpoint_delete", "portal_keys"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -61,6 +62,16 @@ var funcs = template.FuncMap{
 		return t.State
 	},
 	"onlyParam": func(only bool) string { return map[bool]string{true: "problems"}[only] },
+	// hasState tells whether a form's ticked states hold s.
+	"hasState": func(list []storelink.OrderState, s storelink.OrderState) bool { return slices.Contains(list, s) },
+	// failedFor is the refused action of that kind on the endpoint, nil
+	// when there was none.
+	"failedFor": func(f *endpointFailure, endpointID, action string) *endpointFailure {
+		if f == nil || f.EndpointID != endpointID || f.Action != action {
+			return nil
+		}
+		return f
+	},
 	// dict passes named values to a template: {{template "x" (dict "A" 1)}}.
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

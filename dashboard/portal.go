@@ -36,9 +36,20 @@ func (h *Handler) portalRoutes() {
 	m.HandleFunc("GET /portal/orders/{order_id}", h.portalPage(h.handlePortalOrder))
 	m.HandleFunc("GET /portal/deliveries", h.portalPage(h.handlePortalDeliveries))
 	m.HandleFunc("GET /portal/endpoints", h.portalPage(h.handlePortalEndpoints))
+	m.HandleFunc("GET /portal/endpoints/{endpoint_id}/edit", h.portalPage(h.handlePortalEditForm))
+	m.HandleFunc("GET /portal/endpoints/{endpoint_id}/delete", h.portalPage(h.handlePortalDeleteForm))
+	m.HandleFunc("GET /portal/api-keys", h.portalPage(h.handlePortalKeys))
 
+	m.HandleFunc("POST /portal/uploads", h.handlePortalSend)
 	m.HandleFunc("POST /portal/deliveries/{delivery_id}/redeliver", h.realmAction(portalRealm, h.handlePortalRedeliver))
+	m.HandleFunc("POST /portal/endpoints", h.portalAction(h.handlePortalRegister))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/edit", h.portalAction(h.handlePortalEdit))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/delete", h.realmAction(portalRealm, h.handlePortalDelete))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/rotate-secret", h.portalAction(h.handlePortalRotate))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/recover", h.portalAction(h.handlePortalRecover))
 	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/test", h.realmAction(portalRealm, h.handlePortalTest))
+	m.HandleFunc("POST /portal/api-keys", h.portalAction(h.handlePortalCreateKey))
+	m.HandleFunc("POST /portal/api-keys/{key_id}/revoke", h.portalAction(h.handlePortalRevokeKey))
 }
 
 // portalClient is the signed-in client as every portal page names it.
@@ -194,6 +205,6 @@ func (h *Handler) handlePortalTest(w http.ResponseWriter, r *http.Request, clien
 		h.renderError(w, r, err)
 		return
 	}
-	v := view{CSRF: h.csrfFor(r, portalRealm), LoggedIn: true, Portal: true, Who: c.Label(), Path: "/portal/endpoints"}
-	h.showPortalEndpoints(w, r, v, c, &portalTest{EndpointID: r.PathValue("endpoint_id"), State: state, Result: res})
+	h.showPortalEndpoints(w, r, http.StatusOK, h.portalView(r, c, "/portal/endpoints"), c,
+		portalEndpointsData{Test: &portalTest{EndpointID: r.PathValue("endpoint_id"), State: state, Result: res}})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"storelink"
 )
@@ -67,11 +68,20 @@ type portalUploadsData struct {
 	Statuses  []storelink.UploadStatus
 	Uploads   []storelink.Upload
 	Next      string
+	// Form is a refused upload, nil when none was.
+	Form *uploadForm
 }
 
 func (h *Handler) handlePortalUploads(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
+	h.showPortalUploads(w, r, http.StatusOK, v, c, nil)
+}
+
+// showPortalUploads renders the client's uploads as the query filters
+// them, with the upload form, and beside it form's error when it was
+// refused.
+func (h *Handler) showPortalUploads(w http.ResponseWriter, r *http.Request, status int, v view, c portalClient, form *uploadForm) {
 	q := r.URL.Query()
-	d := portalUploadsData{Status: q.Get("status"), HasErrors: q.Get("has_errors"), Statuses: storelink.UploadStatuses}
+	d := portalUploadsData{Status: q.Get("status"), HasErrors: q.Get("has_errors"), Statuses: storelink.UploadStatuses, Form: form}
 	if d.Status != "" && !slices.Contains(storelink.UploadStatuses, storelink.UploadStatus(d.Status)) {
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be accepted, processing, applied, rejected or cancelled."))
 		return
@@ -92,7 +102,7 @@ func (h *Handler) handlePortalUploads(w http.ResponseWriter, r *http.Request, v 
 		d.Next = d.Uploads[limit-1].ID
 	}
 	v.Title, v.Nav, v.Data = "Uploads", "uploads", d
-	h.render(w, r, http.StatusOK, "portal_uploads", v)
+	h.render(w, r, status, "portal_uploads", v)
 }
 
 func (h *Handler) handlePortalUpload(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
@@ -247,17 +257,44 @@ func (h *Handler) handlePortalOrder(w http.ResponseWriter, r *http.Request, v vi
 	h.render(w, r, http.StatusOK, "portal_order", v)
 }
 
+type portalDeliveriesData struct {
+	// The filters as given: the endpoint's id, the status, the order
+	// number and the event id.
+	Endpoint, Status, Order, Event string
+	Statuses                       []storelink.DeliveryState
+	Endpoints                      []storelink.Endpoint
+	Rows                           []deliveryRow
+	// Next is the before= of the next page.
+	Next string
+}
+
+// handlePortalDeliveries lists the client's deliveries, newest first, as
+// the filters of its GET form select them, in pages that keep the
+// filters. It takes the partner API's filters under the same names.
 func (h *Handler) handlePortalDeliveries(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
 	ctx, q := r.Context(), r.URL.Query()
-	d := deliveriesData{Client: c.ID, State: q.Get("state"), States: deliveryStates}
-	if d.State != "" && !slices.Contains(deliveryStates, storelink.DeliveryState(d.State)) {
-		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "state must be pending, succeeded, failed or cancelled."))
+	d := portalDeliveriesData{Endpoint: q.Get("endpoint_id"), Status: q.Get("status"), Order: strings.TrimSpace(q.Get("order_number")),
+		Event: strings.TrimSpace(q.Get("event_id")), Statuses: deliveryStates}
+	if d.Status == "" {
+		d.Status = q.Get("state") // the older name, in links kept from before
+	}
+	if d.Status != "" && !slices.Contains(deliveryStates, storelink.DeliveryState(d.Status)) {
+		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be pending, succeeded, failed or cancelled."))
 		return
 	}
 	limit := queryLimit(r, deliveriesPage, 500)
-	list, err := h.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: c.ID, State: storelink.DeliveryState(d.State),
-		Before: q.Get("before"), Limit: limit})
+	f := storelink.DeliveryFilter{ClientID: c.ID, EndpointID: d.Endpoint, State: storelink.DeliveryState(d.Status),
+		OrderNumber: d.Order, EventID: d.Event, Before: q.Get("before"), Limit: limit}
+	if err := f.CheckValues(); err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	list, err := h.Webhooks.Deliveries(ctx, f)
 	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if d.Endpoints, err = h.Webhooks.Endpoints(ctx, c.ID); err != nil {
 		h.renderError(w, r, err)
 		return
 	}
@@ -266,11 +303,9 @@ func (h *Handler) handlePortalDeliveries(w http.ResponseWriter, r *http.Request,
 		h.renderError(w, r, err)
 		return
 	}
-	g := deliveryGroup{State: storelink.DeliveryState(d.State)}
 	for _, dl := range list {
-		g.Rows = append(g.Rows, deliveryRow{Delivery: dl, URL: urls[dl.EndpointID]})
+		d.Rows = append(d.Rows, deliveryRow{Delivery: dl, URL: urls[dl.EndpointID]})
 	}
-	d.Groups = []deliveryGroup{g}
 	if len(list) == limit {
 		d.Next = list[limit-1].ID
 	}
@@ -285,24 +320,6 @@ type portalTest struct {
 	Result     *storelink.TestResult
 }
 
-type portalEndpointsData struct {
-	Endpoints []storelink.EndpointDetail
-	Test      *portalTest
-}
-
 func (h *Handler) handlePortalEndpoints(w http.ResponseWriter, r *http.Request, v view, c portalClient) {
-	h.showPortalEndpoints(w, r, v, c, nil)
-}
-
-// showPortalEndpoints renders the client's endpoints with their stats,
-// and the result of a test send when there was one.
-func (h *Handler) showPortalEndpoints(w http.ResponseWriter, r *http.Request, v view, c portalClient, test *portalTest) {
-	d := portalEndpointsData{Test: test}
-	var err error
-	if d.Endpoints, err = h.Webhooks.EndpointDetails(r.Context(), c.ID); err != nil {
-		h.renderError(w, r, err)
-		return
-	}
-	v.Title, v.Nav, v.Data = "Webhook endpoints", "endpoints", d
-	h.render(w, r, http.StatusOK, "portal_endpoints", v)
+	h.showPortalEndpoints(w, r, http.StatusOK, v, c, portalEndpointsData{})
 }

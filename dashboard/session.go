@@ -236,14 +236,23 @@ func (h *Handler) realmAction(rl realm, fn func(w http.ResponseWriter, r *http.R
 			return
 		}
 		r = h.readForm(w, r, 64<<10)
-		want := h.csrfFor(r, rl)
-		if got := r.PostFormValue("csrf"); want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			h.logger.Warn("dashboard: CSRF token missing or wrong", "path", r.URL.Path, "remote", r.RemoteAddr)
-			http.Error(w, "The form is out of date or did not come from this site; reload the page and try again.", http.StatusForbidden)
+		if !h.csrfOK(w, r, rl, r.PostFormValue("csrf")) {
 			return
 		}
 		fn(w, r, client)
 	}
+}
+
+// csrfOK tells whether got is the CSRF token of the request's session in
+// the realm; when it is not, it has answered 403.
+func (h *Handler) csrfOK(w http.ResponseWriter, r *http.Request, rl realm, got string) bool {
+	want := h.csrfFor(r, rl)
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		h.logger.Warn("dashboard: CSRF token missing or wrong", "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, "The form is out of date or did not come from this site; reload the page and try again.", http.StatusForbidden)
+		return false
+	}
+	return true
 }
 
 type loginData struct {

@@ -150,7 +150,14 @@ func (s *server) newAPI(token string) *httpapi.Server {
 	// is bounded in time as a delivery attempt is.
 	downloads := httpapi.NewDownloads(c.MaxDownloads, c.DownloadsShare, 0)
 	testSends := httpapi.NewTestSends(c.WebhookTimeout)
-	return httpapi.NewServer(httpapi.Deps{
+	// The portal's upload form is received by the API that serves the
+	// portal, as the API's own uploads are; the API is made after the
+	// dashboard it mounts.
+	var api *httpapi.Server
+	receive := func(r *http.Request, cl *storelink.Client, name string, file io.Reader) (*storelink.Upload, *http.Request, error) {
+		return api.ReceiveUpload(r, cl, name, file)
+	}
+	api = httpapi.NewServer(httpapi.Deps{
 		Admin: db.Partners, Auth: db.Partners, Uploads: db.Uploads, Stock: db.Uploads, Orders: db.Orders, Events: db.Orders, Webhooks: db.Webhooks, Ping: db.Ping,
 		// On PostgreSQL the key can be rotated while this process runs; it
 		// is then not ready until restarted with the new key.
@@ -182,8 +189,10 @@ func (s *server) newAPI(token string) *httpapi.Server {
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
 			TestSend:   testSends.Take,
 			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
+			WebhookAllowPrivate: c.WebhookAllowPriv, ReceiveUpload: receive,
 		}),
 	})
+	return api
 }
 
 // listen opens the listener on --addr and makes the HTTP server of the
