@@ -373,7 +373,9 @@ func TestPortalRecover(t *testing.T) {
 	})
 }
 
-func itoa(n int) string { return strings.TrimSpace(strings.Replace(time.Duration(n).String(), "ns", "", 1)) }
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Replace(time.Duration(n).String(), "ns", "", 1))
+}
 
 func deliveryOf(t *testing.T, f *fixture, clientID, id string) storelink.Delivery {
 	t.Helper()
