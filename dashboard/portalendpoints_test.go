@@ -373,10 +373,6 @@ func TestPortalRecover(t *testing.T) {
 	})
 }
 
-func itoa(n int) string {
-	return strings.TrimSpace(strings.Replace(time.Duration(n).String(), "ns", "", 1))
-}
-
 func deliveryOf(t *testing.T, f *fixture, clientID, id string) storelink.Delivery {
 	t.Helper()
 	ds, err := f.services.Webhooks.Deliveries(context.Background(), storelink.DeliveryFilter{ClientID: clientID, Limit: 500})
