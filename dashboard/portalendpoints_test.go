@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -358,7 +359,7 @@ func TestPortalRecover(t *testing.T) {
 		must(t, err)
 		woken := f.woken.Load()
 		resp, _ = b.post(recover, url.Values{"csrf": {token}, "since": {since}})
-		want := "/portal/endpoints?done=recovered&n=" + strings.TrimSpace(strings.Repeat(" ", 0)) + itoa(len(failed))
+		want := "/portal/endpoints?done=recovered&n=" + strconv.Itoa(len(failed))
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want || len(failed) == 0 {
 			t.Fatalf("recover = %d %q, want %s", resp.StatusCode, resp.Header.Get("Location"), want)
 		}
@@ -366,7 +367,7 @@ func TestPortalRecover(t *testing.T) {
 		if f.woken.Load() != woken+1 {
 			t.Error("recover did not wake the deliverer")
 		}
-		wantContains(t, "the page after recover", b.page(want), "Failed deliveries made pending again: "+itoa(len(failed))+".")
+		wantContains(t, "the page after recover", b.page(want), "Failed deliveries made pending again: "+strconv.Itoa(len(failed))+".")
 		if d := deliveryOf(t, f, s.OtherClientID, o.DeliveryID); d.State != storelink.DeliveryFailed {
 			t.Errorf("the other client's failed delivery is %s", d.State)
 		}
