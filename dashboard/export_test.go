@@ -1,5 +1,7 @@
 package dashboard
 
+import "storelink"
+
 // SessionCookie makes a session cookie's value of the portal (portal true)
 // or of the dashboard, and its session id, as a sign-in does, without
 // recording the session: a test records it as it likes.
@@ -9,3 +11,7 @@ func (h *Handler) SessionCookie(portal bool) (value, id string) {
 	}
 	return h.newSession(operatorRealm)
 }
+
+// KeysSeen is the digest of the keys a keys page shows, which its create
+// form sends back.
+func KeysSeen(keys []storelink.APIKey) string { return keysSeen(keys) }
