@@ -86,6 +86,9 @@ func TestPortalAPIKeys(t *testing.T) {
 			t.Errorf("a sixth key = %d with %d keys; want 409 saying so", resp.StatusCode, len(keys))
 		}
 
+		// A session signed in with the second key ends when it is revoked.
+		second := f.browser()
+		second.portalLogin(s.ClientID, s.SecondKey)
 		revoke := func(id string) string { return "/portal/api-keys/" + id + "/revoke" }
 		if resp, _ := b.post(revoke(s.SecondKeyID), nil); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("revoke without the token = %d, want 403", resp.StatusCode)
@@ -109,6 +112,9 @@ func TestPortalAPIKeys(t *testing.T) {
 		}
 		if got := apiStatus(t, f, s.ClientID, s.SecondKey); got != http.StatusUnauthorized {
 			t.Errorf("a revoked key at the API = %d, want 401", got)
+		}
+		if resp, _ := second.get("/portal/orders"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("a session of a revoked key = %d, want the sign-in redirect", resp.StatusCode)
 		}
 		wantContains(t, "the page after revoking", b.page("/portal/api-keys?done=revoked"), "The API key is revoked")
 		resp, body = b.post(revoke(keys[0].ID), url.Values{"csrf": {token}})
