@@ -315,7 +315,7 @@ func TestPortalRotateSecret(t *testing.T) {
 			t.Errorf("after the rotation deliveries are signed with %d secrets; want the new one, then the old", len(got))
 		}
 		e := endpointOf(t, f, s.ClientID, s.EndpointID)
-		if e.PreviousSecretUntil == nil || e.PreviousSecretUntil.Sub(time.Now()) > time.Hour+time.Minute || e.PreviousSecretUntil.Sub(time.Now()) < 59*time.Minute {
+		if e.PreviousSecretUntil == nil || time.Until(*e.PreviousSecretUntil) > time.Hour+time.Minute || time.Until(*e.PreviousSecretUntil) < 59*time.Minute {
 			t.Errorf("the old secret signs until %v, want in an hour", e.PreviousSecretUntil)
 		}
 		b.page("/portal/endpoints")

@@ -276,7 +276,7 @@ func (h *Handler) handlePortalDeliveries(w http.ResponseWriter, r *http.Request,
 	d := portalDeliveriesData{Endpoint: q.Get("endpoint_id"), Status: q.Get("status"), Order: strings.TrimSpace(q.Get("order_number")),
 		Event: strings.TrimSpace(q.Get("event_id")), Statuses: deliveryStates}
 	if d.Status == "" {
-		d.Status = q.Get("state") // the older name, in links kept from before
+		d.Status = q.Get("state") // the older name of the filter, which saved links carry
 	}
 	if d.Status != "" && !slices.Contains(deliveryStates, storelink.DeliveryState(d.Status)) {
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "status must be pending, succeeded, failed or cancelled."))
