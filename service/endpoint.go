@@ -212,9 +212,13 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p st
 		if err != nil {
 			return err
 		}
+		if err := p.IfMatch.Check("endpoint", cur.Version()); err != nil {
+			return err
+		}
 		if cur.DeletedAt != nil {
 			return deletedEndpoint(cur)
 		}
+		c.At = laterThan(c.At, cur.UpdatedAt)
 		e, err = tx.UpdateEndpoint(ctx, id, c)
 		return err
 	})
@@ -222,6 +226,17 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p st
 		return nil, endpointNotFound(err, id)
 	}
 	return e, nil
+}
+
+// laterThan is now, or a millisecond after prev when now is not later: a
+// change of an endpoint always moves its updated_at, so that its version
+// changes too, also where two changes come within one millisecond and
+// change nothing else it shows (a new API key).
+func laterThan(now, prev time.Time) time.Time {
+	if next := prev.UTC().Truncate(time.Millisecond).Add(time.Millisecond); now.Before(next) {
+		return next
+	}
+	return now
 }
 
 // RotateSecret makes secret current and keeps the old one signing until the
