@@ -41,7 +41,7 @@ func asciiName(name string) string {
 	return b.String()
 }
 
-// extValue is s as an ext-value of RFC 8187: UTF-8'' and its bytes,
+// extValue is s as an ext-value of RFC 8187: UTF-8” and its bytes,
 // those that are not attr-char percent-encoded.
 func extValue(s string) string {
 	const hex = "0123456789ABCDEF"
