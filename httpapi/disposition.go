@@ -41,8 +41,9 @@ func asciiName(name string) string {
 	return b.String()
 }
 
-// extValue is s as an ext-value of RFC 8187: UTF-8” and its bytes,
-// those that are not attr-char percent-encoded.
+// extValue is s as an ext-value of RFC 8187: the charset UTF-8, an empty
+// language between two apostrophes, and the bytes of s, those that are
+// not attr-char percent-encoded.
 func extValue(s string) string {
 	const hex = "0123456789ABCDEF"
 	b := []byte("UTF-8''")
