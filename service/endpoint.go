@@ -247,12 +247,15 @@ func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string
 	if err != nil {
 		return nil, err
 	}
-	if cur, err := s.endpointOf(ctx, clientID, id); err != nil {
+	cur, err := s.endpointOf(ctx, clientID, id)
+	if err != nil {
 		return nil, err
 	} else if cur.DeletedAt != nil {
 		return nil, deletedEndpoint(cur)
 	}
-	now := s.now()
+	// updated_at moves on from the one read, so that a rotation within
+	// the millisecond of the last change still gives a new version.
+	now := laterThan(s.now(), cur.UpdatedAt)
 	e, err := s.d.RotateSecret(ctx, RotateSecretParams{ID: id, Sealed: sealer.Seal(secret), Until: now.Add(overlap), At: now})
 	if err != nil {
 		return nil, endpointNotFound(err, id)

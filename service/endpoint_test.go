@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"storelink"
 )
@@ -64,6 +65,20 @@ func TestEndpointChangesOnItsVersion(t *testing.T) {
 		if got := read().Version(); got != e2.Version() {
 			t.Fatalf("version read %s, want the last change's %s", got, e2.Version())
 		}
+		// A new secret, twice within the millisecond, is a new version each
+		// time.
+		r1, err := wh.RotateSecret(ctx, c.ID, e.ID, endpointSecret, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := wh.RotateSecret(ctx, c.ID, e.ID, endpointSecret, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r1.Version() == e2.Version() || r2.Version() == r1.Version() {
+			t.Fatalf("versions around two rotations: %s, %s, %s; want each new", e2.Version(), r1.Version(), r2.Version())
+		}
+		e2 = r2
 
 		const n = 6
 		var wg sync.WaitGroup
