@@ -54,6 +54,10 @@ type EndpointPatch struct {
 	APIKey  *string       `json:"api_key,omitempty"`
 	// Description "" removes the note.
 	Description *string `json:"description,omitempty"`
+	// IfMatch, when set, is the condition the change is made on (HTTP's
+	// If-Match); it is checked with the endpoint locked, so that two
+	// changes made on the same version cannot both be made.
+	IfMatch *IfMatch `json:"-"`
 }
 
 // MaxDescription is the longest endpoint description, in characters.
@@ -321,7 +325,7 @@ type EndpointService interface {
 	TestDelivery(ctx context.Context, clientID, endpointID string, state OrderState) (*DeliveryJob, error)
 
 	// UpdateEndpoint changes what p sets. ECONFLICT for a deleted
-	// endpoint.
+	// endpoint; EPRECONDITION when p.IfMatch does not hold.
 	UpdateEndpoint(ctx context.Context, clientID, id string, p EndpointPatch) (*Endpoint, error)
 	// RotateSecret makes secret the endpoint's secret; the old one is still
 	// used to sign, beside the new one, for overlap.
@@ -329,7 +333,10 @@ type EndpointService interface {
 	// DeleteEndpoint deletes an endpoint for good: nothing more is queued
 	// for it or sent to it, its pending deliveries are cancelled, and it
 	// and its deliveries stay readable. Deleting it again changes nothing.
-	DeleteEndpoint(ctx context.Context, clientID, id string) error
+	// m, when not nil, is the condition on the endpoint's version that the
+	// deletion is made on (EPRECONDITION otherwise); an endpoint deleted
+	// already is deleted whatever m says.
+	DeleteEndpoint(ctx context.Context, clientID, id string, m *IfMatch) error
 	// RecoverDeliveries makes every failed delivery of the endpoint that
 	// was queued at or after since pending again, due now, with a fresh
 	// retry schedule, and returns how many. ECONFLICT for a deleted

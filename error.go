@@ -19,6 +19,7 @@ const (
 	ECURSORAHEAD   = "cursor_ahead"         // a feed's cursor is past its newest event: 409
 	ETOOLARGE      = "too_large"            // 413
 	EUNSUPPORTED   = "unsupported"          // unsupported media type: 415
+	EPRECONDITION  = "precondition_failed"  // the thing is not at the version the caller names: 412
 	EUNPROCESSABLE = "unprocessable"        // well-formed but semantically wrong: 422
 	ERATELIMIT     = "rate_limited"         // capacity used up: 429
 	EBACKLOG       = "too_many_waiting"     // too many of the client's uploads wait: 429

@@ -2,6 +2,7 @@ package storelink
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -61,6 +62,17 @@ type Upload struct {
 // from the count and not stored, so the two cannot disagree; answers show it
 // as has_errors.
 func (u Upload) HasErrors() bool { return u.RowsRejected > 0 }
+
+// ErrorFileName is the name the upload's error file is downloaded under:
+// its file's name with -errors before the .csv (stock.csv:
+// stock-errors.csv), so that the two sort together in a download folder.
+func (u Upload) ErrorFileName() string {
+	base := u.FileName
+	if len(base) >= 4 && strings.EqualFold(base[len(base)-4:], ".csv") {
+		base = base[:len(base)-4]
+	}
+	return base + "-errors.csv"
+}
 
 // NewUpload is a received file on its way into the store.
 type NewUpload struct {

@@ -160,7 +160,7 @@ func (h *Handler) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "Tick the box that confirms the deletion: it cannot be undone."))
 		return
 	}
-	if err := h.Webhooks.DeleteEndpoint(r.Context(), "", id); err != nil {
+	if err := h.Webhooks.DeleteEndpoint(r.Context(), "", id, nil); err != nil {
 		h.renderError(w, r, err)
 		return
 	}

@@ -370,7 +370,7 @@ func (h *Handler) handlePortalDelete(w http.ResponseWriter, r *http.Request, cli
 		h.renderError(w, r, storelink.Errorf(storelink.EINVALID, "Delete an endpoint from the page that asks whether you mean to: it cannot be undone."))
 		return
 	}
-	if err := h.Webhooks.DeleteEndpoint(r.Context(), client, id); err != nil {
+	if err := h.Webhooks.DeleteEndpoint(r.Context(), client, id, nil); err != nil {
 		h.renderError(w, r, err)
 		return
 	}

@@ -1,13 +1,13 @@
 package dashboard
 
 import (
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"storelink"
+	"storelink/httpapi"
 )
 
 // The portal's pages. Each reads only the signed-in client's data: lists
@@ -157,7 +157,11 @@ func (h *Handler) handlePortalErrorFile(w http.ResponseWriter, r *http.Request, 
 		h.renderError(w, r, err)
 		return
 	}
-	download(w, "text/csv; charset=utf-8", id+"-errors.csv", storelink.ChunksOf(data))
+	name := id + "-errors.csv"
+	if u, err := h.Uploads.Upload(r.Context(), client, id); err == nil {
+		name = u.ErrorFileName()
+	}
+	download(w, "text/csv; charset=utf-8", name, storelink.ChunksOf(data))
 }
 
 // download takes a place among the file downloads, in the share of the
@@ -191,7 +195,7 @@ func download(w http.ResponseWriter, contentType, name string, data storelink.Ch
 	hd := w.Header()
 	hd.Set("Content-Type", contentType)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	hd.Set("Content-Disposition", httpapi.Attachment(name))
 	hd.Set("Content-Length", strconv.FormatInt(data.Len(), 10))
 	w.WriteHeader(http.StatusOK)
 	_, _ = data.WriteTo(w)

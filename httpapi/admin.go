@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 
 	"storelink"
 )
@@ -10,7 +11,7 @@ func (s *Server) handleCreatePartner(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -28,7 +29,7 @@ func (s *Server) handleCreateClient(w http.ResponseWriter, r *http.Request) {
 		CountryCode string `json:"country_code"`
 		Currency    string `json:"currency"`
 	}
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -38,7 +39,8 @@ func (s *Server) handleCreateClient(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, c)
+	w.Header().Set("Location", "/admin/clients/"+url.PathEscape(c.ID))
+	writeSecret(w, http.StatusCreated, c)
 }
 
 func (s *Server) handleListPartners(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +92,7 @@ func (s *Server) handleGetClient(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	setETag(w, c.Version())
 	writeJSON(w, http.StatusOK, c)
 }
 
@@ -99,7 +102,7 @@ func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, k)
+	writeSecret(w, http.StatusCreated, k)
 }
 
 func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +130,7 @@ func (s *Server) handleCreateOwnAPIKey(w http.ResponseWriter, r *http.Request, c
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, k)
+	writeSecret(w, http.StatusCreated, k)
 }
 
 func (s *Server) handleRevokeOwnAPIKey(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
@@ -142,7 +145,7 @@ func (s *Server) handlePutStore(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -53,6 +53,7 @@ func bearerToken(r *http.Request) (string, bool) {
 // token is.
 func (s *Server) partner(h func(http.ResponseWriter, *http.Request, *storelink.Client)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		privateToKey(w)
 		addr, clientID := s.TrustedProxies.ClientAddr(r), r.PathValue("client_id")
 		if s.refuseBlocked(w, r, addr, clientID) {
 			return

@@ -26,23 +26,27 @@ const maxJSONDepth = 32
 const maxJSONValues = 1000
 
 // decode reads a JSON body into v, refusing unknown fields so that a typo is
-// an error rather than a silently ignored setting. The body is read outside
-// the request's database phases (OutsideDB): the handler goes on with the
-// request returned, also after an error.
-func decode(r *http.Request, v any) (*http.Request, error) {
-	return decodeBody(r, v, false)
+// an error rather than a silently ignored setting, and a body of another
+// Content-Type (checkJSONType, which sets the headers of its 415 on w).
+// The body is read outside the request's database phases (OutsideDB): the
+// handler goes on with the request returned, also after an error.
+func decode(w http.ResponseWriter, r *http.Request, v any) (*http.Request, error) {
+	return decodeBody(w, r, v, false)
 }
 
 // decodeOptional is decode for calls whose whole body is optional.
-func decodeOptional(r *http.Request, v any) (*http.Request, error) {
-	return decodeBody(r, v, true)
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) (*http.Request, error) {
+	return decodeBody(w, r, v, true)
 }
 
-// decodeBody checks the body while it streams (readJSON), so that its bytes
-// are seen as sent, before encoding/json replaces or drops anything, and a
-// body too deep is refused before more of it is read or anything is looked
-// up; it then decodes the bytes read.
-func decodeBody(r *http.Request, v any, optional bool) (*http.Request, error) {
+// decodeBody checks the body's type, then the body while it streams
+// (readJSON), so that its bytes are seen as sent, before encoding/json
+// replaces or drops anything, and a body too deep is refused before more
+// of it is read or anything is looked up; it then decodes the bytes read.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) (*http.Request, error) {
+	if err := checkJSONType(w, r); err != nil {
+		return r, err
+	}
 	var raw []byte
 	var err error
 	r = OutsideDB(r, func(context.Context) { raw, err = readJSON(http.MaxBytesReader(nil, r.Body, maxJSONBody)) })

@@ -29,10 +29,19 @@ var answerOptions = jsonv2.JoinOptions(
 // EncodeJSON writes v as one line of JSON as answers are written: with
 // every time in RFC 3339 UTC and milliseconds.
 func EncodeJSON(w io.Writer, v any) error {
-	b, err := jsonv2.Marshal(v, answerOptions)
+	b, err := marshalAnswer(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(b)
 	return err
+}
+
+// marshalAnswer is v as EncodeJSON writes it.
+func marshalAnswer(v any) ([]byte, error) {
+	b, err := jsonv2.Marshal(v, answerOptions)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }

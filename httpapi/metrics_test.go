@@ -335,7 +335,7 @@ func checkAlertExpr(t *testing.T, r alertRule, exp promcheck.Exposition, jobs []
 func TestOrderCallMetrics(t *testing.T) {
 	a := newAPI(t, apiOptions{})
 	putStock(a, "S1;"+ean1+";SKU-1;100;19.99;Dept 3")
-	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Idempotency-Key": "k-1"}
+	admin := map[string]string{"Authorization": "Bearer " + adminToken, "Idempotency-Key": "k-1", "Content-Type": "application/json"}
 	body := newOrderBody(a.ClientID, "M-1", "S1", ean1)
 	for range 2 {
 		if resp, b := a.do("POST", "/orders", strings.NewReader(body), admin); resp.StatusCode != 201 {

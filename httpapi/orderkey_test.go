@@ -24,8 +24,9 @@ func keyCall(a *api, path, body string, key *string) (*http.Response, []byte) {
 
 func ptr(s string) *string { return &s }
 
-// wantCreated checks a create call's 201 and whether it was a replay, and
-// returns the order.
+// wantCreated checks a create call's 201, its Location (a replay's the
+// same as the first answer's: the order's) and whether it was a replay,
+// and returns the order.
 func wantCreated(t *testing.T, resp *http.Response, b []byte, replayed bool) storelink.Order {
 	t.Helper()
 	if resp.StatusCode != 201 {
@@ -37,6 +38,9 @@ func wantCreated(t *testing.T, resp *http.Response, b []byte, replayed bool) sto
 	var o storelink.Order
 	if err := json.Unmarshal(b, &o); err != nil {
 		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Location"); got != "/orders/"+o.ID {
+		t.Fatalf("Location = %q, want /orders/%s", got, o.ID)
 	}
 	return o
 }

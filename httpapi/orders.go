@@ -3,13 +3,14 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"storelink"
 )
 
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
-	r, n, err := decodeNewOrder(r)
+	r, n, err := decodeNewOrder(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -19,7 +20,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCreateWarehouseOrder(w http.ResponseWriter, r *http.Request) {
-	r, n, err := decodeNewOrder(r)
+	r, n, err := decodeNewOrder(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -30,13 +31,13 @@ func (s *Server) handleCreateWarehouseOrder(w http.ResponseWriter, r *http.Reque
 
 // decodeNewOrder reads the body of a create call and its Idempotency-Key;
 // the handler goes on with the request returned (decode).
-func decodeNewOrder(r *http.Request) (*http.Request, storelink.NewOrder, error) {
+func decodeNewOrder(w http.ResponseWriter, r *http.Request) (*http.Request, storelink.NewOrder, error) {
 	var n storelink.NewOrder
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
 		return r, n, err
 	}
-	if r, err = decode(r, &n); err != nil {
+	if r, err = decode(w, r, &n); err != nil {
 		return r, n, err
 	}
 	n.IdempotencyKey = key
@@ -98,10 +99,14 @@ func unquoteSFString(s string) (string, bool) {
 	return string(out), true
 }
 
-// answerCreated answers a create call: 201 with the order. A replayed
-// answer is the order the key's first call made, as it now stands; it
-// wrote nothing, so there is nothing for the deliverer to wake up for.
+// answerCreated answers a create call: 201 with the order, and its
+// address in Location. A replayed answer is the order the key's first call
+// made, as it now stands, at the same address; it wrote nothing, so there
+// is nothing for the deliverer to wake up for.
 func (s *Server) answerCreated(w http.ResponseWriter, r *http.Request, o *storelink.Order, err error) {
+	if err == nil {
+		w.Header().Set("Location", "/orders/"+url.PathEscape(o.ID))
+	}
 	if err == nil && o.Replayed {
 		w.Header().Set(headerReplayed, "true")
 		writeJSON(w, http.StatusCreated, o)
@@ -112,7 +117,7 @@ func (s *Server) answerCreated(w http.ResponseWriter, r *http.Request, o *storel
 
 func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 	var req storelink.CancelRequest
-	r, err := decodeOptional(r, &req)
+	r, err := decodeOptional(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -123,7 +128,7 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleFulfilOrder(w http.ResponseWriter, r *http.Request) {
 	var req storelink.FulfilRequest
-	r, err := decodeOptional(r, &req)
+	r, err := decodeOptional(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,7 +139,7 @@ func (s *Server) handleFulfilOrder(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleReturnItems(w http.ResponseWriter, r *http.Request) {
 	var req storelink.ReturnRequest
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -145,7 +150,7 @@ func (s *Server) handleReturnItems(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleWarehouseReturn(w http.ResponseWriter, r *http.Request) {
 	var req storelink.WarehouseReturnRequest
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -403,6 +403,29 @@ func TestOrderCancelReassign(t *testing.T) {
 	}
 }
 
+// A new order, store or warehouse, answers 201 with Location, its
+// address, where GET finds it; its replay gives the same address.
+func TestCreatedOrderLocation(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, apiOptions{})
+	putStock(a, "S1;"+ean1+";SKU-123;5;19.99;Dept 3")
+	for _, path := range []string{"/orders", "/warehouse-orders"} {
+		body := newOrderBody(a.ClientID, "LOC"+path, "", ean1)
+		key := ptr("loc" + path)
+		resp, b := keyCall(a, path, body, key)
+		o := wantCreated(t, resp, b, false)
+		var got storelink.Order
+		a.admin("GET", resp.Header.Get("Location"), "", 200, &got)
+		if got.ID != o.ID || got.OrderNumber != o.OrderNumber {
+			t.Errorf("GET %s = %s, want the order made", resp.Header.Get("Location"), dump(got))
+		}
+		resp, b = keyCall(a, path, body, key)
+		if again := wantCreated(t, resp, b, true); again.ID != o.ID {
+			t.Errorf("the replay names order %s, want %s", again.ID, o.ID)
+		}
+	}
+}
+
 // TestWarehouseOrder: the marketplace warehouse's orders have no store, in
 // the order nor in its events, and hold no store's stock.
 func TestWarehouseOrder(t *testing.T) {

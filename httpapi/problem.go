@@ -22,6 +22,7 @@ var statusOf = map[string]int{
 	storelink.ECURSORAHEAD:   http.StatusConflict,
 	storelink.ETOOLARGE:      http.StatusRequestEntityTooLarge,
 	storelink.EUNSUPPORTED:   http.StatusUnsupportedMediaType,
+	storelink.EPRECONDITION:  http.StatusPreconditionFailed,
 	storelink.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	storelink.ERATELIMIT:     http.StatusTooManyRequests,
 	storelink.EBACKLOG:       http.StatusTooManyRequests,
@@ -104,23 +105,38 @@ func sendProblem(w http.ResponseWriter, code, detail, newest string) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(Problem{
+	b, _ := json.Marshal(Problem{ // plain fields: it cannot fail
 		Type:         "/problems/" + code,
 		Title:        http.StatusText(status),
 		Status:       status,
 		Detail:       detail,
 		NewestCursor: newest,
 	})
+	w.Header().Set("Cache-Control", "no-store")
+	writeBody(w, status, "application/problem+json", append(b, '\n'))
 }
 
 // writeJSON answers with v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	b, err := marshalAnswer(v)
+	if err != nil {
+		slog.Error("encode an answer", "error", err)
+		sendProblem(w, storelink.EINTERNAL, "Internal error.", "")
+		return
+	}
+	writeBody(w, status, "application/json", b)
+}
+
+// writeBody answers with b, whole, and says its length: an answer to HEAD,
+// whose body net/http drops, then has the Content-Length of GET's, which
+// net/http would otherwise give only to answers that fit its buffer (and
+// GET's larger answers would be chunked).
+func writeBody(w http.ResponseWriter, status int, contentType string, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	if err := EncodeJSON(w, v); err != nil {
+	if _, err := w.Write(b); err != nil {
 		slog.Debug("write response", "error", err) // the client went away
 	}
 }
@@ -136,7 +152,8 @@ var problemDocs = map[string]string{
 	storelink.ECONFLICT:      "The current state does not allow this request.",
 	storelink.ECURSORAHEAD:   "The after cursor given to the event feed (GET /events/{client_id}) is past the feed's newest event: this database did not give it out, or it was restored from a backup taken before that event, and the events after the backup are not in it. newest_cursor names the feed's newest cursor. The consumer reads on with after=newest_cursor, and checks the orders it learnt of from events it had read past newest_cursor, since the restored database does not have those changes. An after equal to the newest cursor is an empty page, as always.",
 	storelink.ETOOLARGE:      "The body is larger than allowed: larger than the maximum file size, or than the client's whole upload capacity.",
-	storelink.EUNSUPPORTED:   "The Content-Type is not accepted here. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream.",
+	storelink.EUNSUPPORTED:   "The Content-Type or Content-Encoding of the body is not accepted here; the detail says which. JSON bodies are sent as application/json (parameters such as charset=utf-8 and application/...+json types are accepted; JSON is UTF-8), and the Accept header of the answer names the type. Stock files are sent as application/csv, text/csv, text/plain or application/octet-stream, plain or with Content-Encoding: gzip.",
+	storelink.EPRECONDITION:  "The request's If-Match names no version the thing has now: it was changed since its ETag was read. Nothing was changed. Read it again (its answer has the ETag), check that the change still applies, and send it again with the new ETag in If-Match; or send If-Match: * to change it whatever its version.",
 	storelink.EUNPROCESSABLE: "The request is well-formed but its content breaks a rule.",
 	storelink.ERATELIMIT:     "The client's upload capacity is used up (every upload counts as at least --capacity-min-upload bytes), or its validations are (--validations-per-minute). Wait the number of seconds in Retry-After, then send the same request again.",
 	storelink.EBACKLOG:       "As many of the client's uploads are waiting to be processed as it may have (serve --max-waiting-uploads). Nothing was stored and no capacity was taken. Wait the number of seconds in Retry-After, an estimate from the recent processing rate, then send the same upload again.",
@@ -155,6 +172,5 @@ func (s *Server) handleProblemDoc(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, storelink.ENOTFOUND, "No such problem type.")
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte(doc + "\n"))
+	writeBody(w, http.StatusOK, "text/plain; charset=utf-8", []byte(doc+"\n"))
 }

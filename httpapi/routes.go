@@ -50,7 +50,8 @@ func (s *Server) routes() {
 
 	// The partner's own webhooks, x-api-key.
 	m.HandleFunc("GET /webhooks/{client_id}/endpoints", s.partner(s.handlePartnerEndpoints))
-	m.HandleFunc("POST /webhooks/{client_id}/endpoints", s.partner(ofOwnClient(s.createEndpoint)))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints", s.partner(s.handleCreateOwnEndpoint))
+	m.HandleFunc("GET /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(s.handlePartnerEndpoint))
 	m.HandleFunc("PATCH /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.patchEndpoint)))
 	m.HandleFunc("DELETE /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.deleteEndpoint)))
 	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret", s.partner(ofOwnClient(s.rotateSecret)))

@@ -351,8 +351,7 @@ func (s *Server) metricsHandler() http.Handler {
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write(openAPISpec)
+	writeBody(w, http.StatusOK, "application/yaml", openAPISpec)
 }
 
 // remote is the client's address for the request log: the connection's,

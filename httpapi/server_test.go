@@ -144,10 +144,11 @@ func (a *api) do(method, path string, body io.Reader, header map[string]string) 
 	return resp, b
 }
 
-// admin sends an operator call, checks the status and decodes the answer.
+// admin sends an operator call, its body (if any) as JSON, checks the
+// status and decodes the answer.
 func (a *api) admin(method, path, body string, want int, v any) []byte {
 	a.t.Helper()
-	resp, b := a.do(method, path, strings.NewReader(body), map[string]string{"Authorization": "Bearer " + adminToken})
+	resp, b := a.do(method, path, strings.NewReader(body), jsonHeader(body, "Authorization", "Bearer "+adminToken))
 	if resp.StatusCode != want {
 		a.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, b, want)
 	}
@@ -157,6 +158,19 @@ func (a *api) admin(method, path, body string, want int, v any) []byte {
 		}
 	}
 	return b
+}
+
+// jsonHeader is a request's header of the pairs given, with Content-Type:
+// application/json when it has a body.
+func jsonHeader(body string, pairs ...string) map[string]string {
+	h := map[string]string{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h[pairs[i]] = pairs[i+1]
+	}
+	if body != "" {
+		h["Content-Type"] = "application/json"
+	}
+	return h
 }
 
 // upload PUTs a stock file with the demo client's key.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync"
@@ -103,7 +102,8 @@ func (s *Server) handleUploadFile(w http.ResponseWriter, r *http.Request, c *sto
 	writeCSV(w, "text/csv", name, data)
 }
 
-// handleUploadErrorFile answers the error file of a processed upload.
+// handleUploadErrorFile answers the error file of a processed upload, named
+// after its file.
 func (s *Server) handleUploadErrorFile(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	release, err := s.Downloads.Take(w, c.PartnerID)
 	defer release()
@@ -117,7 +117,11 @@ func (s *Server) handleUploadErrorFile(w http.ResponseWriter, r *http.Request, c
 		s.writeError(w, r, err)
 		return
 	}
-	writeCSV(w, "text/csv; charset=utf-8", id+"-errors.csv", storelink.ChunksOf(data))
+	name := id + "-errors.csv"
+	if u, err := s.Uploads.Upload(r.Context(), c.ID, id); err == nil {
+		name = u.ErrorFileName()
+	}
+	writeCSV(w, "text/csv; charset=utf-8", name, storelink.ChunksOf(data))
 }
 
 // writeCSV answers a CSV file as a download named name. The file is the
@@ -127,7 +131,7 @@ func writeCSV(w http.ResponseWriter, contentType, name string, data storelink.Ch
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("Content-Disposition", Attachment(name))
 	h.Set("Content-Length", strconv.FormatInt(data.Len(), 10))
 	h.Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)

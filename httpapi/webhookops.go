@@ -15,18 +15,35 @@ import (
 // partner's own view of its endpoints and deliveries.
 
 func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
-	e, err := s.Webhooks.Endpoint(r.Context(), "", r.PathValue("endpoint_id"))
+	s.getEndpoint(w, r, "")
+}
+
+func (s *Server) handlePartnerEndpoint(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	s.getEndpoint(w, r, c.ID)
+}
+
+// getEndpoint answers an endpoint of clientID's (any when "") with its
+// stats, and its ETag.
+func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
+	e, err := s.Webhooks.Endpoint(r.Context(), clientID, r.PathValue("endpoint_id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	setETag(w, e.Version())
 	writeJSON(w, http.StatusOK, e)
 }
 
-// deleteEndpoint deletes an endpoint of clientID's (any when "").
+// deleteEndpoint deletes an endpoint of clientID's (any when ""), on the
+// condition of its If-Match.
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
+	cond, err := ifMatch(r.Header)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	id := r.PathValue("endpoint_id")
-	if err := s.Webhooks.DeleteEndpoint(r.Context(), clientID, id); err != nil {
+	if err := s.Webhooks.DeleteEndpoint(r.Context(), clientID, id, cond); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -40,7 +57,7 @@ func (s *Server) recoverDeliveries(w http.ResponseWriter, r *http.Request, clien
 	var req struct {
 		Since *string `json:"since"`
 	}
-	r, err := decode(r, &req)
+	r, err := decode(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -83,7 +100,7 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID, 
 	var req struct {
 		State storelink.OrderState `json:"state"`
 	}
-	r, err := decodeOptional(r, &req)
+	r, err := decodeOptional(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -112,10 +112,11 @@ func eventSchema(t *testing.T) *jsonschema.Schema {
 	return sch
 }
 
-// partner sends a partner call with key and returns the answer.
+// partner sends a partner call with key, its body (if any) as JSON, and
+// returns the answer.
 func (a *api) partner(method, path, body, key string) (*http.Response, []byte) {
 	a.t.Helper()
-	return a.do(method, path, strings.NewReader(body), map[string]string{"x-api-key": key})
+	return a.do(method, path, strings.NewReader(body), jsonHeader(body, "x-api-key", key))
 }
 
 // otherClient makes the partner's client for FR and returns it with its key.
@@ -183,7 +184,7 @@ func TestWebhookTestSend(t *testing.T) {
 	resp, body = a.partner("POST", "/webhooks/"+other.ID+"/endpoints/"+ep.ID+"/test", "", a.APIKey)
 	problem(t, resp, body, 403)
 	resp, body = a.do("POST", "/admin/webhooks/"+ep.ID+"/test", strings.NewReader(`{"state":"open"}`),
-		map[string]string{"Authorization": "Bearer " + adminToken})
+		map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
 	problem(t, resp, body, 422)
 	if n := len(rec.got()); n != 2 {
 		t.Fatalf("receiver got %d requests, want the 2 test sends only", n)
@@ -304,7 +305,6 @@ func TestWebhookDeleteEndpoint(t *testing.T) {
 	if resp.StatusCode != 200 || len(feed.Events) != orders+1 {
 		t.Fatalf("pull feed = %d with %d events, want %d", resp.StatusCode, len(feed.Events), orders+1)
 	}
-	auth := map[string]string{"Authorization": "Bearer " + adminToken}
 	for _, c := range []struct{ method, path, body string }{
 		{"PATCH", "/admin/webhooks/" + ep.ID, `{"enabled":true}`},
 		{"POST", "/admin/webhooks/" + ep.ID + "/test", ``},
@@ -312,7 +312,7 @@ func TestWebhookDeleteEndpoint(t *testing.T) {
 		{"POST", "/admin/webhooks/" + ep.ID + "/rotate-secret", ``},
 		{"POST", "/admin/deliveries/" + list[0].ID + "/redeliver", ``},
 	} {
-		resp, body := a.do(c.method, c.path, strings.NewReader(c.body), auth)
+		resp, body := a.do(c.method, c.path, strings.NewReader(c.body), jsonHeader(c.body, "Authorization", "Bearer "+adminToken))
 		problem(t, resp, body, 409)
 	}
 	a.admin("DELETE", "/admin/webhooks/"+ep.ID, "", 204, nil)
@@ -392,7 +392,7 @@ func TestWebhookRecover(t *testing.T) {
 	if d.Stats.FailedDeliveries != 1 || d.Stats.Succeeded != 3 || d.Stats.LastSuccessAt == nil {
 		t.Fatalf("stats after the recovery = %+v, want 1 failed delivery left, 3 attempts succeeded", d.Stats)
 	}
-	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	auth := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	for body, status := range map[string]int{`{}`: 422, `{"since":"yesterday"}`: 422, `{"since":1}`: 400, `{"sinse":"2026-01-01T00:00:00Z"}`: 400} {
 		resp, answer := a.do("POST", "/admin/webhooks/"+ep.ID+"/recover", strings.NewReader(body), auth)
 		problem(t, resp, answer, status)

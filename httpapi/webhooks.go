@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 
 	"storelink"
@@ -20,14 +21,19 @@ func ofOwnClient(h func(http.ResponseWriter, *http.Request, string)) func(http.R
 }
 
 func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
-	s.createEndpoint(w, r, r.PathValue("client_id"))
+	s.createEndpoint(w, r, r.PathValue("client_id"), "/admin/webhooks/")
+}
+
+func (s *Server) handleCreateOwnEndpoint(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
+	s.createEndpoint(w, r, c.ID, "/webhooks/"+url.PathEscape(c.ID)+"/endpoints/")
 }
 
 // createEndpoint registers an endpoint of clientID's and answers its
-// secret, the only time it is shown.
-func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
+// secret, the only time it is shown, with its address (under at) and
+// ETag.
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, clientID, at string) {
 	var n storelink.NewEndpoint
-	r, err := decode(r, &n)
+	r, err := decode(w, r, &n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -42,17 +48,26 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, clientID
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
+	w.Header().Set("Location", at+url.PathEscape(e.ID))
+	setETag(w, e.Version())
+	writeSecret(w, http.StatusCreated, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
 }
 
-// patchEndpoint changes an endpoint of clientID's (any when "").
+// patchEndpoint changes an endpoint of clientID's (any when ""), on the
+// condition of its If-Match.
 func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request, clientID string) {
-	var p storelink.EndpointPatch
-	r, err := decode(r, &p)
+	cond, err := ifMatch(r.Header)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	var p storelink.EndpointPatch
+	r, err = decode(w, r, &p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p.IfMatch = cond
 	if err := webhook.CheckEndpointPatch(&p, s.WebhookAllowPrivate); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -63,6 +78,7 @@ func (s *Server) patchEndpoint(w http.ResponseWriter, r *http.Request, clientID 
 		return
 	}
 	s.Delivering() // an enabled endpoint's parked deliveries may go now
+	setETag(w, e.Version())
 	writeJSON(w, http.StatusOK, e)
 }
 
@@ -72,7 +88,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID s
 	var req struct {
 		Overlap string `json:"overlap,omitempty"`
 	}
-	r, err := decodeOptional(r, &req)
+	r, err := decodeOptional(w, r, &req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -88,7 +104,8 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID s
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
+	setETag(w, e.Version())
+	writeSecret(w, http.StatusOK, storelink.EndpointSecret{Endpoint: *e, Secret: secret})
 }
 
 // deliveryFilter reads the filters of a listing of deliveries (state,

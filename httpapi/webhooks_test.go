@@ -479,7 +479,7 @@ func TestWebhookStateFilter(t *testing.T) {
 	}
 
 	resp, body := a.do("POST", "/admin/clients/"+a.ClientID+"/webhooks", strings.NewReader(`{"url":"http://127.0.0.1/x","states":["shipped"]}`),
-		map[string]string{"Authorization": "Bearer " + adminToken})
+		map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
 	problem(t, resp, body, 422)
 }
 
@@ -535,7 +535,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 func TestWebhookPrivateURLsRefused(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, apiOptions{webhooks: &webhookOptions{denyPrivate: true}})
-	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	auth := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	for _, u := range []string{
 		"http://127.0.0.1/hooks", "http://127.0.0.1:8090/webhooks/${eventId}", "http://169.254.169.254/",
 		"http://169.254.169.254/latest/meta-data/", "http://localhost:8080/", "http://[::1]/", "http://10.1.2.3/",
@@ -564,7 +564,7 @@ func TestWebhookPrivateURLsRefused(t *testing.T) {
 func TestWebhookAPIKeyRefused(t *testing.T) {
 	t.Parallel()
 	a := newWebhookAPI(t, webhookOptions{})
-	auth := map[string]string{"Authorization": "Bearer " + adminToken}
+	auth := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
 	body, _ := json.Marshal(map[string]string{"url": "https://partner.example/hooks", "api_key": "key\x00"})
 	resp, answer := a.do("POST", "/admin/clients/"+a.ClientID+"/webhooks", bytes.NewReader(body), auth)
 	if p := problem(t, resp, answer, 400); !strings.Contains(p.Detail, "api_key holds a NUL character") {

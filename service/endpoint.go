@@ -212,9 +212,13 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p st
 		if err != nil {
 			return err
 		}
+		if err := p.IfMatch.Check("endpoint", cur.Version()); err != nil {
+			return err
+		}
 		if cur.DeletedAt != nil {
 			return deletedEndpoint(cur)
 		}
+		c.At = laterThan(c.At, cur.UpdatedAt)
 		e, err = tx.UpdateEndpoint(ctx, id, c)
 		return err
 	})
@@ -222,6 +226,17 @@ func (s *Webhooks) UpdateEndpoint(ctx context.Context, clientID, id string, p st
 		return nil, endpointNotFound(err, id)
 	}
 	return e, nil
+}
+
+// laterThan is now, or a millisecond after prev when now is not later: a
+// change of an endpoint always moves its updated_at, so that its version
+// changes too, also where two changes come within one millisecond and
+// change nothing else it shows (a new API key).
+func laterThan(now, prev time.Time) time.Time {
+	if next := prev.UTC().Truncate(time.Millisecond).Add(time.Millisecond); now.Before(next) {
+		return next
+	}
+	return now
 }
 
 // RotateSecret makes secret current and keeps the old one signing until the
@@ -232,12 +247,15 @@ func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string
 	if err != nil {
 		return nil, err
 	}
-	if cur, err := s.endpointOf(ctx, clientID, id); err != nil {
+	cur, err := s.endpointOf(ctx, clientID, id)
+	if err != nil {
 		return nil, err
 	} else if cur.DeletedAt != nil {
 		return nil, deletedEndpoint(cur)
 	}
-	now := s.now()
+	// updated_at moves on from the one read, so that a rotation within
+	// the millisecond of the last change still gives a new version.
+	now := laterThan(s.now(), cur.UpdatedAt)
 	e, err := s.d.RotateSecret(ctx, RotateSecretParams{ID: id, Sealed: sealer.Seal(secret), Until: now.Add(overlap), At: now})
 	if err != nil {
 		return nil, endpointNotFound(err, id)

@@ -209,16 +209,23 @@ func lockEndpointOf(ctx context.Context, tx WebhookTx, clientID, id string) (*st
 // good, marks it deleted and cancels its pending deliveries, in one
 // transaction. The events of its client wait meanwhile, so that none
 // queues a delivery to it after the cancellation.
-func (s *Webhooks) DeleteEndpoint(ctx context.Context, clientID, id string) error {
+//
+// An endpoint deleted already is answered as deleted whatever m says: the
+// change asked for is made, and a retry of a deletion whose answer was
+// lost must not be refused.
+func (s *Webhooks) DeleteEndpoint(ctx context.Context, clientID, id string, m *storelink.IfMatch) error {
 	err := inTx(ctx, s.d, func(tx WebhookTx) error {
 		e, err := lockEndpointOf(ctx, tx, clientID, id)
 		if err != nil || e.DeletedAt != nil {
 			return err
 		}
+		if err := m.Check("endpoint", e.Version()); err != nil {
+			return err
+		}
 		if err := tx.LockClientEvents(ctx, e.ClientID); err != nil {
 			return err
 		}
-		now := s.now()
+		now := laterThan(s.now(), e.UpdatedAt)
 		off, none := false, ""
 		if _, err := tx.UpdateEndpoint(ctx, id, EndpointChange{Enabled: &off, DisabledReason: &none, DeletedAt: &now, At: now}); err != nil {
 			return err

@@ -77,7 +77,7 @@ func TestWebhookDeleteCancels(t *testing.T) {
 			t.Fatal(err)
 		}
 		orderAtS1(t, db, c.ID, "N-1")
-		if err := db.svc.Webhooks.DeleteEndpoint(ctx, "", ep.ID); err != nil {
+		if err := db.svc.Webhooks.DeleteEndpoint(ctx, "", ep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		if jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
@@ -214,7 +214,7 @@ func TestDeleteEndpointCancelsItsPendingDeliveries(t *testing.T) {
 		if len(flying) != 1 {
 			t.Fatalf("claimed %d jobs, want 1", len(flying))
 		}
-		if err := db.svc.Webhooks.DeleteEndpoint(ctx, "", e.ID); err != nil {
+		if err := db.svc.Webhooks.DeleteEndpoint(ctx, "", e.ID, nil); err != nil {
 			t.Fatal(err)
 		}
 		record(t, db, flying[0], storelink.OutcomeSucceeded, 5)

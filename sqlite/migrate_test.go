@@ -185,7 +185,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	if err := s.Webhooks.RecordAttempts(ctx, results); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Webhooks.DeleteEndpoint(ctx, "", ep.ID); err != nil { // the retried one is cancelled
+	if err := s.Webhooks.DeleteEndpoint(ctx, "", ep.ID, nil); err != nil { // the retried one is cancelled
 		t.Fatal(err)
 	}
 	states := func(when string) map[string]string {

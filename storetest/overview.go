@@ -73,7 +73,7 @@ func testClientSummaries(e *env) {
 		t.Fatalf("capacity half an hour later = %+v, want 650 left, not exhausted", a.Capacity)
 	}
 	e.clock.Advance(24 * time.Hour)
-	must(t, s.Webhooks.DeleteEndpoint(ctx, "", ep.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", ep.ID, nil))
 	if a := summaries("acme")[0]; a.RejectedUploads != 0 || a.FailedDeliveries != 0 || a.Endpoints != 0 || a.LastUpload == nil {
 		t.Fatalf("a day later, the endpoint deleted = %+v, want no rejection, no failed delivery, no endpoint, the last upload kept", a)
 	}

@@ -127,7 +127,7 @@ func testDeleteEndpoint(e *env) {
 
 	e.clock.Advance(time.Minute)
 	deletedAt := e.clock.Now()
-	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID, nil))
 	d, err := s.Webhooks.Endpoint(ctx, "", a.ID)
 	must(t, err)
 	if d.DeletedAt == nil || !d.DeletedAt.Equal(deletedAt) || d.Enabled {
@@ -195,11 +195,11 @@ func testDeleteEndpoint(e *env) {
 	wantCode(t, err, storelink.ECONFLICT)
 	_, err = s.Webhooks.TestDelivery(ctx, "", a.ID, "")
 	wantCode(t, err, storelink.ECONFLICT)
-	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID))
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", a.ID, nil))
 	if again, err := s.Webhooks.Endpoint(ctx, "", a.ID); err != nil || !again.DeletedAt.Equal(deletedAt) {
 		t.Fatalf("after deleting again: %+v, %v; want deleted at %s still", again, err, deletedAt)
 	}
-	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, "", "nope"), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, "", "nope", nil), storelink.ENOTFOUND)
 	e.wantStates(o1.ID, storelink.StateAssigned)
 }
 
@@ -345,7 +345,7 @@ func testPartnerScope(e *env) {
 	wantCode(t, err, storelink.ENOTFOUND)
 	_, err = s.Webhooks.RecoverDeliveries(ctx, other.ID, a.ID, e.clock.Now().Add(-time.Hour))
 	wantCode(t, err, storelink.ENOTFOUND)
-	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, other.ID, a.ID), storelink.ENOTFOUND)
+	wantCode(t, s.Webhooks.DeleteEndpoint(ctx, other.ID, a.ID, nil), storelink.ENOTFOUND)
 	if d, err := s.Webhooks.Endpoint(ctx, e.client.ID, a.ID); err != nil || !d.Enabled || d.DeletedAt != nil || d.Stats.FailedDeliveries != 1 {
 		t.Fatalf("after the other client's calls, the endpoint = %+v, %v; want it enabled, not deleted, one failed delivery", d, err)
 	}

@@ -282,7 +282,7 @@ func TestCrossPartnerKey(t *testing.T) {
 	p := startServe(t, t.TempDir(), "--demo")
 	admin := func(method, path, body string, v any) {
 		t.Helper()
-		resp, b := authDo(t, method, p.URL+path, body, "Authorization", "Bearer "+p.AdminToken)
+		resp, b := authDo(t, method, p.URL+path, body, "Authorization", "Bearer "+p.AdminToken, "Content-Type", "application/json")
 		if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, v) != nil {
 			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
 		}

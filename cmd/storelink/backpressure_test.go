@@ -46,6 +46,9 @@ func call(tb testing.TB, method, url, token, apiKey string, body []byte) answer 
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+		if len(body) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
 	}
 	if apiKey != "" {
 		req.Header.Set("x-api-key", apiKey)

@@ -301,6 +301,7 @@ const (
 	ProblemsmethodNotAllowed    ProblemType = "/problems/method_not_allowed"
 	ProblemsnotFound            ProblemType = "/problems/not_found"
 	ProblemspartnerBusy         ProblemType = "/problems/partner_busy"
+	ProblemspreconditionFailed  ProblemType = "/problems/precondition_failed"
 	ProblemsrateLimited         ProblemType = "/problems/rate_limited"
 	ProblemstooLarge            ProblemType = "/problems/too_large"
 	ProblemstooManyWaiting      ProblemType = "/problems/too_many_waiting"
@@ -338,6 +339,8 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemspartnerBusy:
 		return true
+	case ProblemspreconditionFailed:
+		return true
 	case ProblemsrateLimited:
 		return true
 	case ProblemstooLarge:
@@ -361,21 +364,22 @@ func (e ProblemType) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ProblemCodeAuthLimited      ProblemCode = "auth_limited"
-	ProblemCodeConflict         ProblemCode = "conflict"
-	ProblemCodeCursorAhead      ProblemCode = "cursor_ahead"
-	ProblemCodeForbidden        ProblemCode = "forbidden"
-	ProblemCodeInternal         ProblemCode = "internal"
-	ProblemCodeInvalid          ProblemCode = "invalid"
-	ProblemCodeMethodNotAllowed ProblemCode = "method_not_allowed"
-	ProblemCodeNotFound         ProblemCode = "not_found"
-	ProblemCodePartnerBusy      ProblemCode = "partner_busy"
-	ProblemCodeRateLimited      ProblemCode = "rate_limited"
-	ProblemCodeTooLarge         ProblemCode = "too_large"
-	ProblemCodeUnauthorized     ProblemCode = "unauthorized"
-	ProblemCodeUnavailable      ProblemCode = "unavailable"
-	ProblemCodeUnprocessable    ProblemCode = "unprocessable"
-	ProblemCodeUnsupported      ProblemCode = "unsupported"
+	ProblemCodeAuthLimited        ProblemCode = "auth_limited"
+	ProblemCodeConflict           ProblemCode = "conflict"
+	ProblemCodeCursorAhead        ProblemCode = "cursor_ahead"
+	ProblemCodeForbidden          ProblemCode = "forbidden"
+	ProblemCodeInternal           ProblemCode = "internal"
+	ProblemCodeInvalid            ProblemCode = "invalid"
+	ProblemCodeMethodNotAllowed   ProblemCode = "method_not_allowed"
+	ProblemCodeNotFound           ProblemCode = "not_found"
+	ProblemCodePartnerBusy        ProblemCode = "partner_busy"
+	ProblemCodePreconditionFailed ProblemCode = "precondition_failed"
+	ProblemCodeRateLimited        ProblemCode = "rate_limited"
+	ProblemCodeTooLarge           ProblemCode = "too_large"
+	ProblemCodeUnauthorized       ProblemCode = "unauthorized"
+	ProblemCodeUnavailable        ProblemCode = "unavailable"
+	ProblemCodeUnprocessable      ProblemCode = "unprocessable"
+	ProblemCodeUnsupported        ProblemCode = "unsupported"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -398,6 +402,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeNotFound:
 		return true
 	case ProblemCodePartnerBusy:
+		return true
+	case ProblemCodePreconditionFailed:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -1871,6 +1877,9 @@ type EndpointID = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IfMatch defines model for IfMatch.
+type IfMatch = string
+
 // ListAfter defines model for ListAfter.
 type ListAfter = string
 
@@ -1937,6 +1946,9 @@ type EndpointDeleted = Problem
 // EndpointNotFound An RFC 9457 problem details object. It has no `instance`.
 type EndpointNotFound = Problem
 
+// EndpointPreconditionFailed An RFC 9457 problem details object. It has no `instance`.
+type EndpointPreconditionFailed = Problem
+
 // EndpointUnprocessable An RFC 9457 problem details object. It has no `instance`.
 type EndpointUnprocessable = Problem
 
@@ -1955,6 +1967,9 @@ type InsufficientStorage = Problem
 // InternalError An RFC 9457 problem details object. It has no `instance`.
 type InternalError = Problem
 
+// JSONUnsupportedMediaType An RFC 9457 problem details object. It has no `instance`.
+type JSONUnsupportedMediaType = Problem
+
 // NameUnprocessable An RFC 9457 problem details object. It has no `instance`.
 type NameUnprocessable = Problem
 
@@ -1966,6 +1981,9 @@ type NotFound = Problem
 
 // OrderNotFound An RFC 9457 problem details object. It has no `instance`.
 type OrderNotFound = Problem
+
+// PartnerTestResult What came of a test send. Optional fields without a value are absent.
+type PartnerTestResult = TestResult
 
 // PartnerUnauthorized An RFC 9457 problem details object. It has no `instance`.
 type PartnerUnauthorized = Problem
@@ -2067,6 +2085,26 @@ type ListPartnersParams struct {
 
 	// After The `next_cursor` of the page before (400 for anything else).
 	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+}
+
+// DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
+type DeleteWebhookEndpointParams struct {
+	// IfMatch Change only if the endpoint is still at one of these versions: one
+	// or more entity tags as its `ETag` gives them, separated by commas,
+	// or `*` for any (it must exist). A tag it does not have now: 412, and
+	// nothing changes. Weak tags (`W/"…"`) never match. Anything else: 400.
+	// Without it the change is made whatever the version.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
+type UpdateWebhookEndpointParams struct {
+	// IfMatch Change only if the endpoint is still at one of these versions: one
+	// or more entity tags as its `ETag` gives them, separated by commas,
+	// or `*` for any (it must exist). A tag it does not have now: 412, and
+	// nothing changes. Weak tags (`W/"…"`) never match. Anything else: 400.
+	// Without it the change is made whatever the version.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // PullEventsParams defines parameters for PullEvents.
@@ -2236,6 +2274,26 @@ type PartnerListDeliveriesParams struct {
 
 	// After A `next_cursor` of an earlier answer; only deliveries queued before it are listed.
 	After *string `form:"after,omitempty" json:"after,omitempty"`
+}
+
+// PartnerDeleteEndpointParams defines parameters for PartnerDeleteEndpoint.
+type PartnerDeleteEndpointParams struct {
+	// IfMatch Change only if the endpoint is still at one of these versions: one
+	// or more entity tags as its `ETag` gives them, separated by commas,
+	// or `*` for any (it must exist). A tag it does not have now: 412, and
+	// nothing changes. Weak tags (`W/"…"`) never match. Anything else: 400.
+	// Without it the change is made whatever the version.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// PartnerUpdateEndpointParams defines parameters for PartnerUpdateEndpoint.
+type PartnerUpdateEndpointParams struct {
+	// IfMatch Change only if the endpoint is still at one of these versions: one
+	// or more entity tags as its `ETag` gives them, separated by commas,
+	// or `*` for any (it must exist). A tag it does not have now: 412, and
+	// nothing changes. Weak tags (`W/"…"`) never match. Anything else: 400.
+	// Without it the change is made whatever the version.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // PutStoreJSONRequestBody defines body for PutStore for application/json ContentType.
@@ -2864,10 +2922,11 @@ type ClientInterface interface {
 	// is no longer in the client's `webhook_endpoints`. It cannot be
 	// changed, tested, recovered or redelivered to (409). The events stay
 	// in the pull feed. Deleting a deleted endpoint changes nothing
-	// (204). No request body is read.
+	// (204), whatever its `If-Match`: a retry of a deletion whose answer
+	// was lost is not refused. No request body is read.
 	//
 	// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
-	DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookEndpoint A webhook endpoint with its health
 	//
@@ -2896,10 +2955,14 @@ type ClientInterface interface {
 	// held back by a 410 is due at once). The secret is changed only by
 	// `rotate-secret`.
 	//
+	// With `If-Match`, the change is made only if the endpoint still has
+	// one of the tags listed (its `ETag`, from any answer that shows it):
+	// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-	UpdateWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWebhookEndpoint Change, disable or enable a webhook endpoint
 	//
@@ -2917,10 +2980,14 @@ type ClientInterface interface {
 	// held back by a 410 is due at once). The secret is changed only by
 	// `rotate-secret`.
 	//
+	// With `If-Match`, the change is made only if the endpoint still has
+	// one of the tags listed (its `ETag`, from any answer that shows it):
+	// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-	UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecoverWebhookDeliveriesWithBody Send again every failed delivery of an endpoint since a time
 	//
@@ -3868,7 +3935,18 @@ type ClientInterface interface {
 	// read.
 	//
 	// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
-	PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PartnerGetEndpoint One of the client's endpoints with its health
+	//
+	// `GET /admin/webhooks/{endpoint_id}` for the partner: the endpoint (a
+	// deleted one too, with `deleted_at`) with its `stats` and its `ETag`,
+	// for an `If-Match` on its change or deletion. The endpoint must be
+	// the client's (404 otherwise, as for one that does not exist). Never
+	// a secret or API key.
+	//
+	// Corresponds with GET /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerGetEndpoint` operationId).
+	PartnerGetEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PartnerUpdateEndpointWithBody Change, disable or enable one of the client's endpoints
 	//
@@ -3879,7 +3957,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-	PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PartnerUpdateEndpoint Change, disable or enable one of the client's endpoints
 	//
@@ -3890,7 +3968,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-	PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PartnerRecoverDeliveriesWithBody Send again every failed delivery of one of the client's endpoints since a time
 	//
@@ -4399,11 +4477,12 @@ func (c *Client) CreateClient(ctx context.Context, partnerId PartnerID, body Cre
 // is no longer in the client's `webhook_endpoints`. It cannot be
 // changed, tested, recovered or redelivered to (409). The events stay
 // in the pull feed. Deleting a deleted endpoint changes nothing
-// (204). No request body is read.
+// (204), whatever its `If-Match`: a retry of a deletion whose answer
+// was lost is not refused. No request body is read.
 //
 // Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
-func (c *Client) DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWebhookEndpointRequest(c.Server, endpointId)
+func (c *Client) DeleteWebhookEndpoint(ctx context.Context, endpointId EndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookEndpointRequest(c.Server, endpointId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4451,11 +4530,15 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, endpointId EndpointID, 
 // held back by a 410 is due at once). The secret is changed only by
 // `rotate-secret`.
 //
+// With `If-Match`, the change is made only if the endpoint still has
+// one of the tags listed (its `ETag`, from any answer that shows it):
+// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWebhookEndpointRequestWithBody(c.Server, endpointId, contentType, body)
+func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookEndpointRequestWithBody(c.Server, endpointId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4482,11 +4565,15 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, endpointId E
 // held back by a 410 is due at once). The secret is changed only by
 // `rotate-secret`.
 //
+// With `If-Match`, the change is made only if the endpoint still has
+// one of the tags listed (its `ETag`, from any answer that shows it):
+// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-func (c *Client) UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWebhookEndpointRequest(c.Server, endpointId, body)
+func (c *Client) UpdateWebhookEndpoint(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookEndpointRequest(c.Server, endpointId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5893,8 +5980,29 @@ func (c *Client) PartnerCreateEndpoint(ctx context.Context, clientId ClientID, b
 // read.
 //
 // Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
-func (c *Client) PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPartnerDeleteEndpointRequest(c.Server, clientId, endpointId)
+func (c *Client) PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerDeleteEndpointRequest(c.Server, clientId, endpointId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PartnerGetEndpoint One of the client's endpoints with its health
+//
+// `GET /admin/webhooks/{endpoint_id}` for the partner: the endpoint (a
+// deleted one too, with `deleted_at`) with its `stats` and its `ETag`,
+// for an `If-Match` on its change or deletion. The endpoint must be
+// the client's (404 otherwise, as for one that does not exist). Never
+// a secret or API key.
+//
+// Corresponds with GET /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerGetEndpoint` operationId).
+func (c *Client) PartnerGetEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerGetEndpointRequest(c.Server, clientId, endpointId)
 	if err != nil {
 		return nil, err
 	}
@@ -5914,8 +6022,8 @@ func (c *Client) PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, e
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-func (c *Client) PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPartnerUpdateEndpointRequestWithBody(c.Server, clientId, endpointId, contentType, body)
+func (c *Client) PartnerUpdateEndpointWithBody(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerUpdateEndpointRequestWithBody(c.Server, clientId, endpointId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5935,8 +6043,8 @@ func (c *Client) PartnerUpdateEndpointWithBody(ctx context.Context, clientId Cli
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-func (c *Client) PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPartnerUpdateEndpointRequest(c.Server, clientId, endpointId, body)
+func (c *Client) PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPartnerUpdateEndpointRequest(c.Server, clientId, endpointId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6768,7 +6876,7 @@ func NewCreateClientRequestWithBody(server string, partnerId PartnerID, contentT
 }
 
 // NewDeleteWebhookEndpointRequest constructs an http.Request for the DeleteWebhookEndpoint method
-func NewDeleteWebhookEndpointRequest(server string, endpointId EndpointID) (*http.Request, error) {
+func NewDeleteWebhookEndpointRequest(server string, endpointId EndpointID, params *DeleteWebhookEndpointParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6796,6 +6904,21 @@ func NewDeleteWebhookEndpointRequest(server string, endpointId EndpointID) (*htt
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6836,18 +6959,18 @@ func NewGetWebhookEndpointRequest(server string, endpointId EndpointID) (*http.R
 }
 
 // NewUpdateWebhookEndpointRequest calls the generic UpdateWebhookEndpoint builder with application/json body
-func NewUpdateWebhookEndpointRequest(server string, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody) (*http.Request, error) {
+func NewUpdateWebhookEndpointRequest(server string, endpointId EndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateWebhookEndpointRequestWithBody(server, endpointId, "application/json", bodyReader)
+	return NewUpdateWebhookEndpointRequestWithBody(server, endpointId, params, "application/json", bodyReader)
 }
 
 // NewUpdateWebhookEndpointRequestWithBody constructs an http.Request for the UpdateWebhookEndpoint method, with any body, and a specified content type
-func NewUpdateWebhookEndpointRequestWithBody(server string, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateWebhookEndpointRequestWithBody(server string, endpointId EndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6878,6 +7001,21 @@ func NewUpdateWebhookEndpointRequestWithBody(server string, endpointId EndpointI
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -8608,7 +8746,7 @@ func NewPartnerCreateEndpointRequestWithBody(server string, clientId ClientID, c
 }
 
 // NewPartnerDeleteEndpointRequest constructs an http.Request for the PartnerDeleteEndpoint method
-func NewPartnerDeleteEndpointRequest(server string, clientId ClientID, endpointId EndpointID) (*http.Request, error) {
+func NewPartnerDeleteEndpointRequest(server string, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8645,22 +8783,78 @@ func NewPartnerDeleteEndpointRequest(server string, clientId ClientID, endpointI
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPartnerGetEndpointRequest constructs an http.Request for the PartnerGetEndpoint method
+func NewPartnerGetEndpointRequest(server string, clientId ClientID, endpointId EndpointID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "endpoint_id", endpointId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/%s/endpoints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
 	return req, nil
 }
 
 // NewPartnerUpdateEndpointRequest calls the generic PartnerUpdateEndpoint builder with application/json body
-func NewPartnerUpdateEndpointRequest(server string, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody) (*http.Request, error) {
+func NewPartnerUpdateEndpointRequest(server string, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, body PartnerUpdateEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPartnerUpdateEndpointRequestWithBody(server, clientId, endpointId, "application/json", bodyReader)
+	return NewPartnerUpdateEndpointRequestWithBody(server, clientId, endpointId, params, "application/json", bodyReader)
 }
 
 // NewPartnerUpdateEndpointRequestWithBody constructs an http.Request for the PartnerUpdateEndpoint method, with any body, and a specified content type
-func NewPartnerUpdateEndpointRequestWithBody(server string, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader) (*http.Request, error) {
+func NewPartnerUpdateEndpointRequestWithBody(server string, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8698,6 +8892,21 @@ func NewPartnerUpdateEndpointRequestWithBody(server string, clientId ClientID, e
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9200,12 +9409,13 @@ type ClientWithResponsesInterface interface {
 	// is no longer in the client's `webhook_endpoints`. It cannot be
 	// changed, tested, recovered or redelivered to (409). The events stay
 	// in the pull feed. Deleting a deleted endpoint changes nothing
-	// (204). No request body is read.
+	// (204), whatever its `If-Match`: a retry of a deletion whose answer
+	// was lost is not refused. No request body is read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
-	DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
+	DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
 
 	// GetWebhookEndpointWithResponse A webhook endpoint with its health
 	//
@@ -9236,10 +9446,14 @@ type ClientWithResponsesInterface interface {
 	// held back by a 410 is due at once). The secret is changed only by
 	// `rotate-secret`.
 	//
+	// With `If-Match`, the change is made only if the endpoint still has
+	// one of the tags listed (its `ETag`, from any answer that shows it):
+	// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-	UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
+	UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
 
 	// UpdateWebhookEndpointWithResponse Change, disable or enable a webhook endpoint
 	//
@@ -9257,10 +9471,14 @@ type ClientWithResponsesInterface interface {
 	// held back by a 410 is due at once). The secret is changed only by
 	// `rotate-secret`.
 	//
+	// With `If-Match`, the change is made only if the endpoint still has
+	// one of the tags listed (its `ETag`, from any answer that shows it):
+	// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-	UpdateWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
+	UpdateWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
 
 	// RecoverWebhookDeliveriesWithBodyWithResponse Send again every failed delivery of an endpoint since a time
 	//
@@ -10252,7 +10470,20 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
-	PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error)
+	PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error)
+
+	// PartnerGetEndpointWithResponse One of the client's endpoints with its health
+	//
+	// `GET /admin/webhooks/{endpoint_id}` for the partner: the endpoint (a
+	// deleted one too, with `deleted_at`) with its `stats` and its `ETag`,
+	// for an `If-Match` on its change or deletion. The endpoint must be
+	// the client's (404 otherwise, as for one that does not exist). Never
+	// a secret or API key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerGetEndpoint` operationId).
+	PartnerGetEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerGetEndpointResponse, error)
 
 	// PartnerUpdateEndpointWithBodyWithResponse Change, disable or enable one of the client's endpoints
 	//
@@ -10263,7 +10494,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-	PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
+	PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
 
 	// PartnerUpdateEndpointWithResponse Change, disable or enable one of the client's endpoints
 	//
@@ -10274,7 +10505,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-	PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
+	PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error)
 
 	// PartnerRecoverDeliveriesWithBodyWithResponse Send again every failed delivery of one of the client's endpoints since a time
 	//
@@ -10444,6 +10675,11 @@ func (r ListClientsResponse) ContentType() string {
 	return ""
 }
 
+// GetClientResponse200Headers the declared response headers of an HTTP 200 response for GetClient
+type GetClientResponse200Headers struct {
+	ETag string
+}
+
 // GetClientResponse401Headers the declared response headers of an HTTP 401 response for GetClient
 type GetClientResponse401Headers struct {
 	WWWAuthenticate string
@@ -10474,6 +10710,8 @@ type GetClientResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetClientResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetClientResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10541,6 +10779,11 @@ func (r GetClientResponse) ContentType() string {
 	return ""
 }
 
+// CreateAPIKeyResponse201Headers the declared response headers of an HTTP 201 response for CreateAPIKey
+type CreateAPIKeyResponse201Headers struct {
+	CacheControl string
+}
+
 // CreateAPIKeyResponse401Headers the declared response headers of an HTTP 401 response for CreateAPIKey
 type CreateAPIKeyResponse401Headers struct {
 	WWWAuthenticate string
@@ -10575,6 +10818,8 @@ type CreateAPIKeyResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateAPIKeyResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateAPIKeyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10851,6 +11096,12 @@ type PutStoreResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// PutStoreResponse415Headers the declared response headers of an HTTP 415 response for PutStore
+type PutStoreResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PutStoreResponse429Headers the declared response headers of an HTTP 429 response for PutStore
 type PutStoreResponse429Headers struct {
 	RetryAfter int
@@ -10874,6 +11125,8 @@ type PutStoreResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *NameUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -10886,6 +11139,8 @@ type PutStoreResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutStoreResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutStoreResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutStoreResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10915,6 +11170,11 @@ func (r PutStoreResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PutStoreResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutStoreResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -10971,9 +11231,22 @@ func (r PutStoreResponse) ContentType() string {
 	return ""
 }
 
+// CreateWebhookEndpointResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse201Headers struct {
+	CacheControl string
+	ETag         string
+	Location     string
+}
+
 // CreateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// CreateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // CreateWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhookEndpoint
@@ -10999,6 +11272,8 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON404 *ClientNotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11009,8 +11284,12 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateWebhookEndpointResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWebhookEndpointResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateWebhookEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWebhookEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11040,6 +11319,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON404() *ClientNot
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -11406,6 +11690,12 @@ type CreatePartnerResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreatePartnerResponse415Headers the declared response headers of an HTTP 415 response for CreatePartner
+type CreatePartnerResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // CreatePartnerResponse429Headers the declared response headers of an HTTP 429 response for CreatePartner
 type CreatePartnerResponse429Headers struct {
 	RetryAfter int
@@ -11425,6 +11715,8 @@ type CreatePartnerResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *NameUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11437,6 +11729,8 @@ type CreatePartnerResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePartnerResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreatePartnerResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreatePartnerResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11456,6 +11750,11 @@ func (r CreatePartnerResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreatePartnerResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreatePartnerResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -11512,9 +11811,21 @@ func (r CreatePartnerResponse) ContentType() string {
 	return ""
 }
 
+// CreateClientResponse201Headers the declared response headers of an HTTP 201 response for CreateClient
+type CreateClientResponse201Headers struct {
+	CacheControl string
+	Location     string
+}
+
 // CreateClientResponse401Headers the declared response headers of an HTTP 401 response for CreateClient
 type CreateClientResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// CreateClientResponse415Headers the declared response headers of an HTTP 415 response for CreateClient
+type CreateClientResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // CreateClientResponse429Headers the declared response headers of an HTTP 429 response for CreateClient
@@ -11540,6 +11851,8 @@ type CreateClientResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -11548,8 +11861,12 @@ type CreateClientResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateClientResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateClientResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateClientResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateClientResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11579,6 +11896,11 @@ func (r CreateClientResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateClientResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateClientResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11648,10 +11970,14 @@ type DeleteWebhookEndpointResponse503Headers struct {
 type DeleteWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *EndpointPreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -11668,6 +11994,11 @@ type DeleteWebhookEndpointResponse struct {
 	Headers503 *DeleteWebhookEndpointResponse503Headers
 }
 
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 	return r.ApplicationproblemJSON401
@@ -11676,6 +12007,11 @@ func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON401() *AdminUnau
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON412() *EndpointPreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11727,6 +12063,11 @@ func (r DeleteWebhookEndpointResponse) ContentType() string {
 	return ""
 }
 
+// GetWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse200Headers struct {
+	ETag string
+}
+
 // GetWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for GetWebhookEndpoint
 type GetWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
@@ -11757,6 +12098,8 @@ type GetWebhookEndpointResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebhookEndpointResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetWebhookEndpointResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11824,9 +12167,20 @@ func (r GetWebhookEndpointResponse) ContentType() string {
 	return ""
 }
 
+// UpdateWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse200Headers struct {
+	ETag string
+}
+
 // UpdateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// UpdateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // UpdateWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for UpdateWebhookEndpoint
@@ -11852,8 +12206,12 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON404 *EndpointNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *EndpointPreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11864,8 +12222,12 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateWebhookEndpointResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateWebhookEndpointResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateWebhookEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateWebhookEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -11897,9 +12259,19 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointD
 	return r.ApplicationproblemJSON409
 }
 
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON412() *EndpointPreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -11961,6 +12333,12 @@ type RecoverWebhookDeliveriesResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// RecoverWebhookDeliveriesResponse415Headers the declared response headers of an HTTP 415 response for RecoverWebhookDeliveries
+type RecoverWebhookDeliveriesResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // RecoverWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for RecoverWebhookDeliveries
 type RecoverWebhookDeliveriesResponse429Headers struct {
 	RetryAfter int
@@ -11986,6 +12364,8 @@ type RecoverWebhookDeliveriesResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11998,6 +12378,8 @@ type RecoverWebhookDeliveriesResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RecoverWebhookDeliveriesResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RecoverWebhookDeliveriesResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RecoverWebhookDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12032,6 +12414,11 @@ func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON409() *Endpoi
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RecoverWebhookDeliveriesResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -12088,9 +12475,21 @@ func (r RecoverWebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
+type RotateWebhookSecretResponse200Headers struct {
+	CacheControl string
+	ETag         string
+}
+
 // RotateWebhookSecretResponse401Headers the declared response headers of an HTTP 401 response for RotateWebhookSecret
 type RotateWebhookSecretResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// RotateWebhookSecretResponse415Headers the declared response headers of an HTTP 415 response for RotateWebhookSecret
+type RotateWebhookSecretResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // RotateWebhookSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateWebhookSecret
@@ -12118,6 +12517,8 @@ type RotateWebhookSecretResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -12128,8 +12529,12 @@ type RotateWebhookSecretResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateWebhookSecretResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RotateWebhookSecretResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RotateWebhookSecretResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateWebhookSecretResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12164,6 +12569,11 @@ func (r RotateWebhookSecretResponse) GetApplicationproblemJSON409() *EndpointDel
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r RotateWebhookSecretResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -12225,6 +12635,12 @@ type TestWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// TestWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for TestWebhookEndpoint
+type TestWebhookEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // TestWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for TestWebhookEndpoint
 type TestWebhookEndpointResponse429Headers struct {
 	RetryAfter int
@@ -12250,6 +12666,8 @@ type TestWebhookEndpointResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *TestUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -12260,6 +12678,8 @@ type TestWebhookEndpointResponse struct {
 	ApplicationproblemJSON503 *TestUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TestWebhookEndpointResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *TestWebhookEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TestWebhookEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12294,6 +12714,11 @@ func (r TestWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointDel
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r TestWebhookEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r TestWebhookEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -12345,6 +12770,12 @@ func (r TestWebhookEndpointResponse) ContentType() string {
 	return ""
 }
 
+// PartnerListAPIKeysResponse200Headers the declared response headers of an HTTP 200 response for PartnerListAPIKeys
+type PartnerListAPIKeysResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerListAPIKeysResponse429Headers the declared response headers of an HTTP 429 response for PartnerListAPIKeys
 type PartnerListAPIKeysResponse429Headers struct {
 	RetryAfter int
@@ -12370,6 +12801,8 @@ type PartnerListAPIKeysResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerListAPIKeysResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerListAPIKeysResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12435,6 +12868,12 @@ func (r PartnerListAPIKeysResponse) ContentType() string {
 	return ""
 }
 
+// PartnerCreateAPIKeyResponse201Headers the declared response headers of an HTTP 201 response for PartnerCreateAPIKey
+type PartnerCreateAPIKeyResponse201Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerCreateAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateAPIKey
 type PartnerCreateAPIKeyResponse429Headers struct {
 	RetryAfter int
@@ -12464,6 +12903,8 @@ type PartnerCreateAPIKeyResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PartnerCreateAPIKeyResponse201Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerCreateAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12539,6 +12980,12 @@ func (r PartnerCreateAPIKeyResponse) ContentType() string {
 	return ""
 }
 
+// PartnerRevokeAPIKeyResponse204Headers the declared response headers of an HTTP 204 response for PartnerRevokeAPIKey
+type PartnerRevokeAPIKeyResponse204Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerRevokeAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerRevokeAPIKey
 type PartnerRevokeAPIKeyResponse429Headers struct {
 	RetryAfter int
@@ -12568,6 +13015,8 @@ type PartnerRevokeAPIKeyResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PartnerRevokeAPIKeyResponse204Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerRevokeAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12643,6 +13092,12 @@ func (r PartnerRevokeAPIKeyResponse) ContentType() string {
 	return ""
 }
 
+// PullEventsResponse200Headers the declared response headers of an HTTP 200 response for PullEvents
+type PullEventsResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PullEventsResponse429Headers the declared response headers of an HTTP 429 response for PullEvents
 type PullEventsResponse429Headers struct {
 	RetryAfter int
@@ -12672,6 +13127,8 @@ type PullEventsResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PullEventsResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PullEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12963,11 +13420,18 @@ func (r ListOrdersResponse) ContentType() string {
 // CreateOrderResponse201Headers the declared response headers of an HTTP 201 response for CreateOrder
 type CreateOrderResponse201Headers struct {
 	IdempotentReplayed *string
+	Location           string
 }
 
 // CreateOrderResponse401Headers the declared response headers of an HTTP 401 response for CreateOrder
 type CreateOrderResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// CreateOrderResponse415Headers the declared response headers of an HTTP 415 response for CreateOrder
+type CreateOrderResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // CreateOrderResponse429Headers the declared response headers of an HTTP 429 response for CreateOrder
@@ -12993,6 +13457,8 @@ type CreateOrderResponse struct {
 	ApplicationproblemJSON409 *NoStore
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13007,6 +13473,8 @@ type CreateOrderResponse struct {
 	Headers201 *CreateOrderResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOrderResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateOrderResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13036,6 +13504,11 @@ func (r CreateOrderResponse) GetApplicationproblemJSON409() *NoStore {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateOrderResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateOrderResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13194,6 +13667,12 @@ type CancelOrderResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CancelOrderResponse415Headers the declared response headers of an HTTP 415 response for CancelOrder
+type CancelOrderResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // CancelOrderResponse429Headers the declared response headers of an HTTP 429 response for CancelOrder
 type CancelOrderResponse429Headers struct {
 	RetryAfter int
@@ -13219,6 +13698,8 @@ type CancelOrderResponse struct {
 	ApplicationproblemJSON409 *TransitionNotAllowed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13231,6 +13712,8 @@ type CancelOrderResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelOrderResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CancelOrderResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13265,6 +13748,11 @@ func (r CancelOrderResponse) GetApplicationproblemJSON409() *TransitionNotAllowe
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CancelOrderResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelOrderResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13423,6 +13911,12 @@ type FulfilOrderResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// FulfilOrderResponse415Headers the declared response headers of an HTTP 415 response for FulfilOrder
+type FulfilOrderResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // FulfilOrderResponse429Headers the declared response headers of an HTTP 429 response for FulfilOrder
 type FulfilOrderResponse429Headers struct {
 	RetryAfter int
@@ -13448,6 +13942,8 @@ type FulfilOrderResponse struct {
 	ApplicationproblemJSON409 *TransitionNotAllowed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13460,6 +13956,8 @@ type FulfilOrderResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FulfilOrderResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *FulfilOrderResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FulfilOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13494,6 +13992,11 @@ func (r FulfilOrderResponse) GetApplicationproblemJSON409() *TransitionNotAllowe
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r FulfilOrderResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FulfilOrderResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13555,6 +14058,12 @@ type ReturnItemsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ReturnItemsResponse415Headers the declared response headers of an HTTP 415 response for ReturnItems
+type ReturnItemsResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // ReturnItemsResponse429Headers the declared response headers of an HTTP 429 response for ReturnItems
 type ReturnItemsResponse429Headers struct {
 	RetryAfter int
@@ -13580,6 +14089,8 @@ type ReturnItemsResponse struct {
 	ApplicationproblemJSON409 *TransitionNotAllowed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13592,6 +14103,8 @@ type ReturnItemsResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReturnItemsResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ReturnItemsResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReturnItemsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13626,6 +14139,11 @@ func (r ReturnItemsResponse) GetApplicationproblemJSON409() *TransitionNotAllowe
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ReturnItemsResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReturnItemsResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13687,6 +14205,12 @@ type WarehouseReturnResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// WarehouseReturnResponse415Headers the declared response headers of an HTTP 415 response for WarehouseReturn
+type WarehouseReturnResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // WarehouseReturnResponse429Headers the declared response headers of an HTTP 429 response for WarehouseReturn
 type WarehouseReturnResponse429Headers struct {
 	RetryAfter int
@@ -13712,6 +14236,8 @@ type WarehouseReturnResponse struct {
 	ApplicationproblemJSON409 *TransitionNotAllowed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Unprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -13724,6 +14250,8 @@ type WarehouseReturnResponse struct {
 	ApplicationproblemJSON507 *InsufficientStorage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WarehouseReturnResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *WarehouseReturnResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WarehouseReturnResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13758,6 +14286,11 @@ func (r WarehouseReturnResponse) GetApplicationproblemJSON409() *TransitionNotAl
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r WarehouseReturnResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r WarehouseReturnResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13903,6 +14436,12 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ListStockResponse200Headers the declared response headers of an HTTP 200 response for ListStock
+type ListStockResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // ListStockResponse429Headers the declared response headers of an HTTP 429 response for ListStock
 type ListStockResponse429Headers struct {
 	RetryAfter int
@@ -13930,6 +14469,8 @@ type ListStockResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListStockResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListStockResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14000,6 +14541,12 @@ func (r ListStockResponse) ContentType() string {
 	return ""
 }
 
+// ListUploadsResponse200Headers the declared response headers of an HTTP 200 response for ListUploads
+type ListUploadsResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // ListUploadsResponse429Headers the declared response headers of an HTTP 429 response for ListUploads
 type ListUploadsResponse429Headers struct {
 	RetryAfter int
@@ -14027,6 +14574,8 @@ type ListUploadsResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListUploadsResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListUploadsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14099,8 +14648,10 @@ func (r ListUploadsResponse) ContentType() string {
 
 // CancelUploadResponse200Headers the declared response headers of an HTTP 200 response for CancelUpload
 type CancelUploadResponse200Headers struct {
+	CacheControl    string
 	RateLimit       string
 	RateLimitPolicy string
+	Vary            string
 }
 
 // CancelUploadResponse429Headers the declared response headers of an HTTP 429 response for CancelUpload
@@ -14209,6 +14760,12 @@ func (r CancelUploadResponse) ContentType() string {
 	return ""
 }
 
+// GetUploadResponse200Headers the declared response headers of an HTTP 200 response for GetUpload
+type GetUploadResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // GetUploadResponse429Headers the declared response headers of an HTTP 429 response for GetUpload
 type GetUploadResponse429Headers struct {
 	RetryAfter int
@@ -14236,6 +14793,8 @@ type GetUploadResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUploadResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetUploadResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14308,7 +14867,9 @@ func (r GetUploadResponse) ContentType() string {
 
 // GetUploadErrorFileResponse200Headers the declared response headers of an HTTP 200 response for GetUploadErrorFile
 type GetUploadErrorFileResponse200Headers struct {
+	CacheControl        string
 	ContentDisposition  *string
+	Vary                string
 	XContentTypeOptions *string
 }
 
@@ -14420,7 +14981,9 @@ func (r GetUploadErrorFileResponse) ContentType() string {
 
 // GetUploadFileResponse200Headers the declared response headers of an HTTP 200 response for GetUploadFile
 type GetUploadFileResponse200Headers struct {
+	CacheControl        string
 	ContentDisposition  *string
+	Vary                string
 	XContentTypeOptions *string
 }
 
@@ -14525,8 +15088,10 @@ func (r GetUploadFileResponse) ContentType() string {
 
 // ValidateStockFileResponse200Headers the declared response headers of an HTTP 200 response for ValidateStockFile
 type ValidateStockFileResponse200Headers struct {
+	CacheControl    string
 	RateLimit       string
 	RateLimitPolicy string
+	Vary            string
 }
 
 // ValidateStockFileResponse429Headers the declared response headers of an HTTP 429 response for ValidateStockFile
@@ -14653,8 +15218,10 @@ func (r ValidateStockFileResponse) ContentType() string {
 
 // UploadStockFileResponse200Headers the declared response headers of an HTTP 200 response for UploadStockFile
 type UploadStockFileResponse200Headers struct {
+	CacheControl    string
 	RateLimit       string
 	RateLimitPolicy string
+	Vary            string
 }
 
 // UploadStockFileResponse400Headers the declared response headers of an HTTP 400 response for UploadStockFile
@@ -14813,11 +15380,18 @@ func (r UploadStockFileResponse) ContentType() string {
 // CreateWarehouseOrderResponse201Headers the declared response headers of an HTTP 201 response for CreateWarehouseOrder
 type CreateWarehouseOrderResponse201Headers struct {
 	IdempotentReplayed *string
+	Location           string
 }
 
 // CreateWarehouseOrderResponse401Headers the declared response headers of an HTTP 401 response for CreateWarehouseOrder
 type CreateWarehouseOrderResponse401Headers struct {
 	WWWAuthenticate string
+}
+
+// CreateWarehouseOrderResponse415Headers the declared response headers of an HTTP 415 response for CreateWarehouseOrder
+type CreateWarehouseOrderResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
 }
 
 // CreateWarehouseOrderResponse429Headers the declared response headers of an HTTP 429 response for CreateWarehouseOrder
@@ -14841,6 +15415,8 @@ type CreateWarehouseOrderResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *CreateUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -14855,6 +15431,8 @@ type CreateWarehouseOrderResponse struct {
 	Headers201 *CreateWarehouseOrderResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWarehouseOrderResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateWarehouseOrderResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWarehouseOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -14879,6 +15457,11 @@ func (r CreateWarehouseOrderResponse) GetApplicationproblemJSON401() *AdminUnaut
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateWarehouseOrderResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateWarehouseOrderResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -14935,6 +15518,12 @@ func (r CreateWarehouseOrderResponse) ContentType() string {
 	return ""
 }
 
+// PartnerListDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for PartnerListDeliveries
+type PartnerListDeliveriesResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerListDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for PartnerListDeliveries
 type PartnerListDeliveriesResponse429Headers struct {
 	RetryAfter int
@@ -14962,6 +15551,8 @@ type PartnerListDeliveriesResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerListDeliveriesResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerListDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15032,6 +15623,12 @@ func (r PartnerListDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// PartnerRedeliverResponse202Headers the declared response headers of an HTTP 202 response for PartnerRedeliver
+type PartnerRedeliverResponse202Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PartnerRedeliver
 type PartnerRedeliverResponse429Headers struct {
 	RetryAfter int
@@ -15063,6 +15660,8 @@ type PartnerRedeliverResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PartnerRedeliverResponse202Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerRedeliverResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15143,6 +15742,12 @@ func (r PartnerRedeliverResponse) ContentType() string {
 	return ""
 }
 
+// PartnerListEndpointsResponse200Headers the declared response headers of an HTTP 200 response for PartnerListEndpoints
+type PartnerListEndpointsResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerListEndpointsResponse429Headers the declared response headers of an HTTP 429 response for PartnerListEndpoints
 type PartnerListEndpointsResponse429Headers struct {
 	RetryAfter int
@@ -15168,6 +15773,8 @@ type PartnerListEndpointsResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerListEndpointsResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerListEndpointsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15233,6 +15840,20 @@ func (r PartnerListEndpointsResponse) ContentType() string {
 	return ""
 }
 
+// PartnerCreateEndpointResponse201Headers the declared response headers of an HTTP 201 response for PartnerCreateEndpoint
+type PartnerCreateEndpointResponse201Headers struct {
+	CacheControl string
+	ETag         string
+	Location     string
+	Vary         string
+}
+
+// PartnerCreateEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerCreateEndpoint
+type PartnerCreateEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PartnerCreateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateEndpoint
 type PartnerCreateEndpointResponse429Headers struct {
 	RetryAfter int
@@ -15256,6 +15877,8 @@ type PartnerCreateEndpointResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -15266,6 +15889,10 @@ type PartnerCreateEndpointResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PartnerCreateEndpointResponse201Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PartnerCreateEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerCreateEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15295,6 +15922,11 @@ func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON403() *Forbidden
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -15351,6 +15983,12 @@ func (r PartnerCreateEndpointResponse) ContentType() string {
 	return ""
 }
 
+// PartnerDeleteEndpointResponse204Headers the declared response headers of an HTTP 204 response for PartnerDeleteEndpoint
+type PartnerDeleteEndpointResponse204Headers struct {
+	CacheControl string
+	Vary         string
+}
+
 // PartnerDeleteEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerDeleteEndpoint
 type PartnerDeleteEndpointResponse429Headers struct {
 	RetryAfter int
@@ -15364,12 +16002,16 @@ type PartnerDeleteEndpointResponse503Headers struct {
 type PartnerDeleteEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *EndpointPreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -15378,10 +16020,17 @@ type PartnerDeleteEndpointResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *PartnerDeleteEndpointResponse204Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerDeleteEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PartnerDeleteEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15397,6 +16046,11 @@ func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON403() *Forbidden
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON412() *EndpointPreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -15448,6 +16102,125 @@ func (r PartnerDeleteEndpointResponse) ContentType() string {
 	return ""
 }
 
+// PartnerGetEndpointResponse200Headers the declared response headers of an HTTP 200 response for PartnerGetEndpoint
+type PartnerGetEndpointResponse200Headers struct {
+	CacheControl string
+	ETag         string
+	Vary         string
+}
+
+// PartnerGetEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerGetEndpoint
+type PartnerGetEndpointResponse429Headers struct {
+	RetryAfter int
+}
+
+// PartnerGetEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerGetEndpoint
+type PartnerGetEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type PartnerGetEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointDetail
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *PartnerUnauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerGetEndpointResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PartnerGetEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PartnerGetEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PartnerGetEndpointResponse) GetJSON200() *EndpointDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON401() *PartnerUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PartnerGetEndpointResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PartnerGetEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PartnerGetEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PartnerGetEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PartnerGetEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PartnerUpdateEndpointResponse200Headers the declared response headers of an HTTP 200 response for PartnerUpdateEndpoint
+type PartnerUpdateEndpointResponse200Headers struct {
+	CacheControl string
+	ETag         string
+	Vary         string
+}
+
+// PartnerUpdateEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerUpdateEndpoint
+type PartnerUpdateEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PartnerUpdateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerUpdateEndpoint
 type PartnerUpdateEndpointResponse429Headers struct {
 	RetryAfter int
@@ -15473,8 +16246,12 @@ type PartnerUpdateEndpointResponse struct {
 	ApplicationproblemJSON404 *EndpointNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *EndpointDeleted
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *EndpointPreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -15485,6 +16262,10 @@ type PartnerUpdateEndpointResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerUpdateEndpointResponse200Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PartnerUpdateEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerUpdateEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15521,9 +16302,19 @@ func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON409() *EndpointD
 	return r.ApplicationproblemJSON409
 }
 
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON412() *EndpointPreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -15580,6 +16371,18 @@ func (r PartnerUpdateEndpointResponse) ContentType() string {
 	return ""
 }
 
+// PartnerRecoverDeliveriesResponse202Headers the declared response headers of an HTTP 202 response for PartnerRecoverDeliveries
+type PartnerRecoverDeliveriesResponse202Headers struct {
+	CacheControl string
+	Vary         string
+}
+
+// PartnerRecoverDeliveriesResponse415Headers the declared response headers of an HTTP 415 response for PartnerRecoverDeliveries
+type PartnerRecoverDeliveriesResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PartnerRecoverDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for PartnerRecoverDeliveries
 type PartnerRecoverDeliveriesResponse429Headers struct {
 	RetryAfter int
@@ -15607,6 +16410,8 @@ type PartnerRecoverDeliveriesResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -15617,6 +16422,10 @@ type PartnerRecoverDeliveriesResponse struct {
 	ApplicationproblemJSON503 *DatabaseUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PartnerRecoverDeliveriesResponse202Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PartnerRecoverDeliveriesResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerRecoverDeliveriesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15656,6 +16465,11 @@ func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON409() *Endpoi
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -15712,6 +16526,19 @@ func (r PartnerRecoverDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// PartnerRotateSecretResponse200Headers the declared response headers of an HTTP 200 response for PartnerRotateSecret
+type PartnerRotateSecretResponse200Headers struct {
+	CacheControl string
+	ETag         string
+	Vary         string
+}
+
+// PartnerRotateSecretResponse415Headers the declared response headers of an HTTP 415 response for PartnerRotateSecret
+type PartnerRotateSecretResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PartnerRotateSecretResponse429Headers the declared response headers of an HTTP 429 response for PartnerRotateSecret
 type PartnerRotateSecretResponse429Headers struct {
 	RetryAfter int
@@ -15739,6 +16566,8 @@ type PartnerRotateSecretResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -15749,6 +16578,10 @@ type PartnerRotateSecretResponse struct {
 	ApplicationproblemJSON503 *EndpointWriteUnavailable
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
 	ApplicationproblemJSON507 *InsufficientStorage
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerRotateSecretResponse200Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PartnerRotateSecretResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerRotateSecretResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15788,6 +16621,11 @@ func (r PartnerRotateSecretResponse) GetApplicationproblemJSON409() *EndpointDel
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PartnerRotateSecretResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -15844,6 +16682,18 @@ func (r PartnerRotateSecretResponse) ContentType() string {
 	return ""
 }
 
+// PartnerTestEndpointResponse200Headers the declared response headers of an HTTP 200 response for PartnerTestEndpoint
+type PartnerTestEndpointResponse200Headers struct {
+	CacheControl string
+	Vary         string
+}
+
+// PartnerTestEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerTestEndpoint
+type PartnerTestEndpointResponse415Headers struct {
+	Accept      string
+	AcceptPatch *string
+}
+
 // PartnerTestEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerTestEndpoint
 type PartnerTestEndpointResponse429Headers struct {
 	RetryAfter int
@@ -15858,7 +16708,7 @@ type PartnerTestEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *TestResult
+	JSON200 *PartnerTestResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BodyBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -15871,6 +16721,8 @@ type PartnerTestEndpointResponse struct {
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *TestUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -15879,6 +16731,10 @@ type PartnerTestEndpointResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *TestUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PartnerTestEndpointResponse200Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PartnerTestEndpointResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PartnerTestEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -15886,7 +16742,7 @@ type PartnerTestEndpointResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PartnerTestEndpointResponse) GetJSON200() *TestResult {
+func (r PartnerTestEndpointResponse) GetJSON200() *PartnerTestResult {
 	return r.JSON200
 }
 
@@ -15918,6 +16774,11 @@ func (r PartnerTestEndpointResponse) GetApplicationproblemJSON409() *EndpointDel
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PartnerTestEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON415() *JSONUnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -16357,13 +17218,14 @@ func (c *ClientWithResponses) CreateClientWithResponse(ctx context.Context, part
 // is no longer in the client's `webhook_endpoints`. It cannot be
 // changed, tested, recovered or redelivered to (409). The events stay
 // in the pull feed. Deleting a deleted endpoint changes nothing
-// (204). No request body is read.
+// (204), whatever its `If-Match`: a retry of a deletion whose answer
+// was lost is not refused. No request body is read.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /admin/webhooks/{endpoint_id} (the `DeleteWebhookEndpoint` operationId).
-func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
-	rsp, err := c.DeleteWebhookEndpoint(ctx, endpointId, reqEditors...)
+func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
+	rsp, err := c.DeleteWebhookEndpoint(ctx, endpointId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16405,11 +17267,15 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // held back by a 410 is due at once). The secret is changed only by
 // `rotate-secret`.
 //
+// With `If-Match`, the change is made only if the endpoint still has
+// one of the tags listed (its `ETag`, from any answer that shows it):
+// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
-	rsp, err := c.UpdateWebhookEndpointWithBody(ctx, endpointId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
+	rsp, err := c.UpdateWebhookEndpointWithBody(ctx, endpointId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16432,11 +17298,15 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 // held back by a 410 is due at once). The secret is changed only by
 // `rotate-secret`.
 //
+// With `If-Match`, the change is made only if the endpoint still has
+// one of the tags listed (its `ETag`, from any answer that shows it):
+// 412 otherwise. The answer's `ETag` is the changed endpoint's.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /admin/webhooks/{endpoint_id} (the `UpdateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
-	rsp, err := c.UpdateWebhookEndpoint(ctx, endpointId, body, reqEditors...)
+func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Context, endpointId EndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
+	rsp, err := c.UpdateWebhookEndpoint(ctx, endpointId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17703,12 +18573,31 @@ func (c *ClientWithResponses) PartnerCreateEndpointWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
-func (c *ClientWithResponses) PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error) {
-	rsp, err := c.PartnerDeleteEndpoint(ctx, clientId, endpointId, reqEditors...)
+func (c *ClientWithResponses) PartnerDeleteEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*PartnerDeleteEndpointResponse, error) {
+	rsp, err := c.PartnerDeleteEndpoint(ctx, clientId, endpointId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParsePartnerDeleteEndpointResponse(rsp)
+}
+
+// PartnerGetEndpointWithResponse One of the client's endpoints with its health
+//
+// `GET /admin/webhooks/{endpoint_id}` for the partner: the endpoint (a
+// deleted one too, with `deleted_at`) with its `stats` and its `ETag`,
+// for an `If-Match` on its change or deletion. The endpoint must be
+// the client's (404 otherwise, as for one that does not exist). Never
+// a secret or API key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerGetEndpoint` operationId).
+func (c *ClientWithResponses) PartnerGetEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, reqEditors ...RequestEditorFn) (*PartnerGetEndpointResponse, error) {
+	rsp, err := c.PartnerGetEndpoint(ctx, clientId, endpointId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartnerGetEndpointResponse(rsp)
 }
 
 // PartnerUpdateEndpointWithBodyWithResponse Change, disable or enable one of the client's endpoints
@@ -17720,8 +18609,8 @@ func (c *ClientWithResponses) PartnerDeleteEndpointWithResponse(ctx context.Cont
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-func (c *ClientWithResponses) PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
-	rsp, err := c.PartnerUpdateEndpointWithBody(ctx, clientId, endpointId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PartnerUpdateEndpointWithBodyWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
+	rsp, err := c.PartnerUpdateEndpointWithBody(ctx, clientId, endpointId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17737,8 +18626,8 @@ func (c *ClientWithResponses) PartnerUpdateEndpointWithBodyWithResponse(ctx cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerUpdateEndpoint` operationId).
-func (c *ClientWithResponses) PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
-	rsp, err := c.PartnerUpdateEndpoint(ctx, clientId, endpointId, body, reqEditors...)
+func (c *ClientWithResponses) PartnerUpdateEndpointWithResponse(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerUpdateEndpointParams, body PartnerUpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PartnerUpdateEndpointResponse, error) {
+	rsp, err := c.PartnerUpdateEndpoint(ctx, clientId, endpointId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18004,6 +18893,16 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetClientResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetClientResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -18112,6 +19011,16 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateAPIKeyResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateAPIKeyResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -18390,6 +19299,13 @@ func ParsePutStoreResponse(rsp *http.Response) (*PutStoreResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest NameUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18438,6 +19354,23 @@ func ParsePutStoreResponse(rsp *http.Response) (*PutStoreResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutStoreResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutStoreResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18512,6 +19445,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest EndpointUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18550,6 +19490,30 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateWebhookEndpointResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateWebhookEndpointResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -18560,6 +19524,23 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -18916,6 +19897,13 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest NameUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18964,6 +19952,23 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreatePartnerResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreatePartnerResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19038,6 +20043,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19069,6 +20081,23 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateClientResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateClientResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19079,6 +20108,23 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateClientResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateClientResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19121,6 +20167,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19134,6 +20187,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest EndpointPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
@@ -19260,6 +20320,16 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetWebhookEndpointResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19344,12 +20414,26 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest EndpointPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest EndpointUnprocessable
@@ -19389,6 +20473,16 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers UpdateWebhookEndpointResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19399,6 +20493,23 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19480,6 +20591,13 @@ func ParseRecoverWebhookDeliveriesResponse(rsp *http.Response) (*RecoverWebhookD
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19528,6 +20646,23 @@ func ParseRecoverWebhookDeliveriesResponse(rsp *http.Response) (*RecoverWebhookD
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers RecoverWebhookDeliveriesResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecoverWebhookDeliveriesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19609,6 +20744,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19647,6 +20789,23 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateWebhookSecretResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers RotateWebhookSecretResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19657,6 +20816,23 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers RotateWebhookSecretResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateWebhookSecretResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19738,6 +20914,13 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest TestUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19779,6 +20962,23 @@ func ParseTestWebhookEndpointResponse(rsp *http.Response) (*TestWebhookEndpointR
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers TestWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers TestWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19863,6 +21063,23 @@ func ParsePartnerListAPIKeysResponse(rsp *http.Response) (*PartnerListAPIKeysRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerListAPIKeysResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerListAPIKeysResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19961,6 +21178,23 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers PartnerCreateAPIKeyResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerCreateAPIKeyResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20062,6 +21296,23 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 	}
 
 	switch {
+	case rsp.StatusCode == 204:
+		var headers PartnerRevokeAPIKeyResponse204Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers204 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRevokeAPIKeyResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20160,6 +21411,23 @@ func ParsePullEventsResponse(rsp *http.Response) (*PullEventsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PullEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers PullEventsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20396,6 +21664,13 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20443,6 +21718,13 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
 		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateOrderResponse401Headers
@@ -20454,6 +21736,23 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateOrderResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateOrderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20629,6 +21928,13 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20677,6 +21983,23 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CancelOrderResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelOrderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20852,6 +22175,13 @@ func ParseFulfilOrderResponse(rsp *http.Response) (*FulfilOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20900,6 +22230,23 @@ func ParseFulfilOrderResponse(rsp *http.Response) (*FulfilOrderResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers FulfilOrderResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers FulfilOrderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20981,6 +22328,13 @@ func ParseReturnItemsResponse(rsp *http.Response) (*ReturnItemsResponse, error) 
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21029,6 +22383,23 @@ func ParseReturnItemsResponse(rsp *http.Response) (*ReturnItemsResponse, error) 
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers ReturnItemsResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers ReturnItemsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21110,6 +22481,13 @@ func ParseWarehouseReturnResponse(rsp *http.Response) (*WarehouseReturnResponse,
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21158,6 +22536,23 @@ func ParseWarehouseReturnResponse(rsp *http.Response) (*WarehouseReturnResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers WarehouseReturnResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers WarehouseReturnResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21308,6 +22703,23 @@ func ParseListStockResponse(rsp *http.Response) (*ListStockResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListStockResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListStockResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21399,6 +22811,23 @@ func ParseListUploadsResponse(rsp *http.Response) (*ListUploadsResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListUploadsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListUploadsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21499,6 +22928,13 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 	switch {
 	case rsp.StatusCode == 200:
 		var headers CancelUploadResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21512,6 +22948,13 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
@@ -21605,6 +23048,23 @@ func ParseGetUploadResponse(rsp *http.Response) (*GetUploadResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUploadResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetUploadResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21705,12 +23165,26 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetUploadErrorFileResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
 			var value string
@@ -21813,12 +23287,26 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetUploadFileResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
 			var value string
@@ -21942,6 +23430,13 @@ func ParseValidateStockFileResponse(rsp *http.Response) (*ValidateStockFileRespo
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ValidateStockFileResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21955,6 +23450,13 @@ func ParseValidateStockFileResponse(rsp *http.Response) (*ValidateStockFileRespo
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
@@ -22092,6 +23594,13 @@ func ParseUploadStockFileResponse(rsp *http.Response) (*UploadStockFileResponse,
 	switch {
 	case rsp.StatusCode == 200:
 		var headers UploadStockFileResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22105,6 +23614,13 @@ func ParseUploadStockFileResponse(rsp *http.Response) (*UploadStockFileResponse,
 				return nil, err
 			}
 			headers.RateLimitPolicy = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
@@ -22239,6 +23755,13 @@ func ParseCreateWarehouseOrderResponse(rsp *http.Response) (*CreateWarehouseOrde
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest CreateUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22286,6 +23809,13 @@ func ParseCreateWarehouseOrderResponse(rsp *http.Response) (*CreateWarehouseOrde
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
 		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateWarehouseOrderResponse401Headers
@@ -22297,6 +23827,23 @@ func ParseCreateWarehouseOrderResponse(rsp *http.Response) (*CreateWarehouseOrde
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateWarehouseOrderResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWarehouseOrderResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22388,6 +23935,23 @@ func ParsePartnerListDeliveriesResponse(rsp *http.Response) (*PartnerListDeliver
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerListDeliveriesResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerListDeliveriesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22493,6 +24057,23 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers PartnerRedeliverResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRedeliverResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22577,6 +24158,23 @@ func ParsePartnerListEndpointsResponse(rsp *http.Response) (*PartnerListEndpoint
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerListEndpointsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerListEndpointsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22651,6 +24249,13 @@ func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpo
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest EndpointUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22689,6 +24294,54 @@ func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpo
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers PartnerCreateEndpointResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 415:
+		var headers PartnerCreateEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerCreateEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22730,6 +24383,135 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest PartnerUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest EndpointPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers PartnerDeleteEndpointResponse204Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 429:
+		var headers PartnerDeleteEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PartnerDeleteEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePartnerGetEndpointResponse parses an HTTP response from a PartnerGetEndpointWithResponse call
+func ParsePartnerGetEndpointResponse(rsp *http.Response) (*PartnerGetEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PartnerGetEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -22773,18 +24555,35 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 		}
 		response.ApplicationproblemJSON503 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
-		var dest InsufficientStorage
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON507 = &dest
-
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerGetEndpointResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
-		var headers PartnerDeleteEndpointResponse429Headers
+		var headers PartnerGetEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -22794,7 +24593,7 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
-		var headers PartnerDeleteEndpointResponse503Headers
+		var headers PartnerGetEndpointResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -22864,12 +24663,26 @@ func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpo
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest EndpointPreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest BodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest EndpointUnprocessable
@@ -22909,6 +24722,47 @@ func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerUpdateEndpointResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 415:
+		var headers PartnerUpdateEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerUpdateEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22997,6 +24851,13 @@ func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverD
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23035,6 +24896,40 @@ func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverD
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers PartnerRecoverDeliveriesResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 415:
+		var headers PartnerRecoverDeliveriesResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRecoverDeliveriesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23123,6 +25018,13 @@ func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretR
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23161,6 +25063,47 @@ func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerRotateSecretResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 415:
+		var headers PartnerRotateSecretResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRotateSecretResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23201,7 +25144,7 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest TestResult
+		var dest PartnerTestResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23249,6 +25192,13 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest JSONUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest TestUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23280,6 +25230,40 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PartnerTestEndpointResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 415:
+		var headers PartnerTestEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Accept = value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerTestEndpointResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -44,7 +44,7 @@ func testClientFigureRows(e *env) {
 		moves = append(moves, service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed})
 	}
 	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
-	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, "", eps[2].ID))
+	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, "", eps[2].ID, nil))
 
 	// Uploads: rejected, rejected, applied, waiting.
 	var ups []*storelink.Upload
