@@ -25,6 +25,9 @@ type report struct {
 	unwalked []string
 	fatal    []string
 	elapsed  time.Duration
+	// The 405 checks (methods.go): paths sent a method they do not take,
+	// and what was wrong with their answers.
+	methodChecks, methodViolations int
 }
 
 func newReport() *report { return &report{ops: map[string]*opStats{}} }
@@ -102,6 +105,7 @@ func (r *report) print(out io.Writer) {
 			failedSteps++
 		}
 	}
-	fmt.Fprintf(out, "specwalk: %d operations, %d requests (%d meant to succeed, %d wrong on purpose, %d of them straight to serve), %d violations, %d other failures, %d operations unwalked, in %s\n",
-		len(r.ops), t.requests, t.valid, t.invalid, t.direct, t.violations, failedSteps+len(r.fatal), len(r.unwalked), r.elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(out, "specwalk: %d operations, %d requests (%d meant to succeed, %d wrong on purpose, %d of them straight to serve), %d violations; %d paths sent a method they do not take, %d violations; %d other failures, %d operations unwalked, in %s\n",
+		len(r.ops), t.requests, t.valid, t.invalid, t.direct, t.violations, r.methodChecks, r.methodViolations,
+		failedSteps+len(r.fatal), len(r.unwalked), r.elapsed.Round(100*time.Millisecond))
 }

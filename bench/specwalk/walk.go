@@ -114,6 +114,9 @@ func (w *walker) walk(ctx context.Context, steps []step) *report {
 			w.one(ctx, ok("problemType", "the explanation of "+code+", a type the service answered with", 200, authNone, "/problems/"+code, ""))
 		}
 	}
+	if ctx.Err() == nil {
+		w.checkMethods(ctx)
+	}
 	return w.rep
 }
 

@@ -361,21 +361,26 @@ func (e ProblemType) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ProblemCodeAuthLimited      ProblemCode = "auth_limited"
-	ProblemCodeConflict         ProblemCode = "conflict"
-	ProblemCodeCursorAhead      ProblemCode = "cursor_ahead"
-	ProblemCodeForbidden        ProblemCode = "forbidden"
-	ProblemCodeInternal         ProblemCode = "internal"
-	ProblemCodeInvalid          ProblemCode = "invalid"
-	ProblemCodeMethodNotAllowed ProblemCode = "method_not_allowed"
-	ProblemCodeNotFound         ProblemCode = "not_found"
-	ProblemCodePartnerBusy      ProblemCode = "partner_busy"
-	ProblemCodeRateLimited      ProblemCode = "rate_limited"
-	ProblemCodeTooLarge         ProblemCode = "too_large"
-	ProblemCodeUnauthorized     ProblemCode = "unauthorized"
-	ProblemCodeUnavailable      ProblemCode = "unavailable"
-	ProblemCodeUnprocessable    ProblemCode = "unprocessable"
-	ProblemCodeUnsupported      ProblemCode = "unsupported"
+	ProblemCodeAuthLimited         ProblemCode = "auth_limited"
+	ProblemCodeBodyTimeout         ProblemCode = "body_timeout"
+	ProblemCodeConflict            ProblemCode = "conflict"
+	ProblemCodeCursorAhead         ProblemCode = "cursor_ahead"
+	ProblemCodeForbidden           ProblemCode = "forbidden"
+	ProblemCodeGone                ProblemCode = "gone"
+	ProblemCodeInsufficientStorage ProblemCode = "insufficient_storage"
+	ProblemCodeInternal            ProblemCode = "internal"
+	ProblemCodeInvalid             ProblemCode = "invalid"
+	ProblemCodeMethodNotAllowed    ProblemCode = "method_not_allowed"
+	ProblemCodeNotFound            ProblemCode = "not_found"
+	ProblemCodePartnerBusy         ProblemCode = "partner_busy"
+	ProblemCodeRateLimited         ProblemCode = "rate_limited"
+	ProblemCodeTooLarge            ProblemCode = "too_large"
+	ProblemCodeTooManyWaiting      ProblemCode = "too_many_waiting"
+	ProblemCodeUnauthorized        ProblemCode = "unauthorized"
+	ProblemCodeUnavailable         ProblemCode = "unavailable"
+	ProblemCodeUnprocessable       ProblemCode = "unprocessable"
+	ProblemCodeUnsupported         ProblemCode = "unsupported"
+	ProblemCodeUploadsInFlight     ProblemCode = "uploads_in_flight"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -383,11 +388,17 @@ func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeAuthLimited:
 		return true
+	case ProblemCodeBodyTimeout:
+		return true
 	case ProblemCodeConflict:
 		return true
 	case ProblemCodeCursorAhead:
 		return true
 	case ProblemCodeForbidden:
+		return true
+	case ProblemCodeGone:
+		return true
+	case ProblemCodeInsufficientStorage:
 		return true
 	case ProblemCodeInternal:
 		return true
@@ -403,6 +414,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeTooLarge:
 		return true
+	case ProblemCodeTooManyWaiting:
+		return true
 	case ProblemCodeUnauthorized:
 		return true
 	case ProblemCodeUnavailable:
@@ -410,6 +423,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnprocessable:
 		return true
 	case ProblemCodeUnsupported:
+		return true
+	case ProblemCodeUploadsInFlight:
 		return true
 	default:
 		return false
@@ -1970,6 +1985,9 @@ type OrderNotFound = Problem
 // PartnerUnauthorized An RFC 9457 problem details object. It has no `instance`.
 type PartnerUnauthorized = Problem
 
+// PathOrQueryBadRequest An RFC 9457 problem details object. It has no `instance`.
+type PathOrQueryBadRequest = Problem
+
 // PayloadTooLarge An RFC 9457 problem details object. It has no `instance`.
 type PayloadTooLarge = Problem
 
@@ -2647,7 +2665,8 @@ type ClientInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -2665,7 +2684,8 @@ type ClientInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -2795,8 +2815,8 @@ type ClientInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -2810,8 +2830,8 @@ type ClientInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -2827,6 +2847,7 @@ type ClientInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -2843,6 +2864,7 @@ type ClientInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -4072,7 +4094,8 @@ func (c *Client) DeleteStore(ctx context.Context, clientId ClientID, storeId Sto
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -4100,7 +4123,8 @@ func (c *Client) PutStoreWithBody(ctx context.Context, clientId ClientID, storeI
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -4290,8 +4314,8 @@ func (c *Client) ListPartners(ctx context.Context, params *ListPartnersParams, r
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -4315,8 +4339,8 @@ func (c *Client) CreatePartnerWithBody(ctx context.Context, contentType string, 
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -4342,6 +4366,7 @@ func (c *Client) CreatePartner(ctx context.Context, body CreatePartnerJSONReques
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -4368,6 +4393,7 @@ func (c *Client) CreateClientWithBody(ctx context.Context, partnerId PartnerID, 
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -8977,7 +9003,8 @@ type ClientWithResponsesInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -8995,7 +9022,8 @@ type ClientWithResponsesInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -9131,8 +9159,8 @@ type ClientWithResponsesInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -9146,8 +9174,8 @@ type ClientWithResponsesInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -9163,6 +9191,7 @@ type ClientWithResponsesInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -9179,6 +9208,7 @@ type ClientWithResponsesInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -10464,6 +10494,8 @@ type GetClientResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ClientDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10485,6 +10517,11 @@ type GetClientResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetClientResponse) GetJSON200() *ClientDetail {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetClientResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10561,6 +10598,8 @@ type CreateAPIKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *NewAPIKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10586,6 +10625,11 @@ type CreateAPIKeyResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateAPIKeyResponse) GetJSON201() *NewAPIKey {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10670,6 +10714,8 @@ type DeleteAPIKeyResponse503Headers struct {
 type DeleteAPIKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10688,6 +10734,11 @@ type DeleteAPIKeyResponse struct {
 	Headers429 *DeleteAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteAPIKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10767,6 +10818,8 @@ type DeleteStoreResponse503Headers struct {
 type DeleteStoreResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10785,6 +10838,11 @@ type DeleteStoreResponse struct {
 	Headers429 *DeleteStoreResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteStoreResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteStoreResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10874,6 +10932,8 @@ type PutStoreResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *NameUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -10915,6 +10975,11 @@ func (r PutStoreResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PutStoreResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutStoreResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -11213,6 +11278,8 @@ type RedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *RedeliverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -11238,6 +11305,11 @@ type RedeliverResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r RedeliverResponse) GetJSON202() *RedeliverAccepted {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RedeliverResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11425,6 +11497,8 @@ type CreatePartnerResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *NameUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11456,6 +11530,11 @@ func (r CreatePartnerResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreatePartnerResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreatePartnerResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -11540,6 +11619,8 @@ type CreateClientResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -11579,6 +11660,11 @@ func (r CreateClientResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateClientResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateClientResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11648,6 +11734,8 @@ type DeleteWebhookEndpointResponse503Headers struct {
 type DeleteWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -11666,6 +11754,11 @@ type DeleteWebhookEndpointResponse struct {
 	Headers429 *DeleteWebhookEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteWebhookEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11747,6 +11840,8 @@ type GetWebhookEndpointResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EndpointDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -11768,6 +11863,11 @@ type GetWebhookEndpointResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetWebhookEndpointResponse) GetJSON200() *EndpointDetail {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12360,6 +12460,8 @@ type PartnerListAPIKeysResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *APIKeyList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12379,6 +12481,11 @@ type PartnerListAPIKeysResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PartnerListAPIKeysResponse) GetJSON200() *APIKeyList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12450,6 +12557,8 @@ type PartnerCreateAPIKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *NewAPIKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12473,6 +12582,11 @@ type PartnerCreateAPIKeyResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r PartnerCreateAPIKeyResponse) GetJSON201() *NewAPIKey {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12552,6 +12666,8 @@ type PartnerRevokeAPIKeyResponse503Headers struct {
 type PartnerRevokeAPIKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12572,6 +12688,11 @@ type PartnerRevokeAPIKeyResponse struct {
 	Headers429 *PartnerRevokeAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PartnerRevokeAPIKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12752,11 +12873,18 @@ type HealthzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Status
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthzResponse) GetJSON200() *Status {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HealthzResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -12791,6 +12919,13 @@ func (r HealthzResponse) ContentType() string {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -12826,12 +12961,19 @@ type OpenapiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	YAML200 *interface{}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r OpenapiResponse) GetYAML200() *map[string]interface{} {
+func (r OpenapiResponse) GetYAML200() *interface{} {
 	return r.YAML200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r OpenapiResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -13112,6 +13254,8 @@ type GetOrderResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Order
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -13133,6 +13277,11 @@ type GetOrderResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOrderResponse) GetJSON200() *Order {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOrderResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13341,6 +13490,8 @@ type ListOrderEventsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EventList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -13362,6 +13513,11 @@ type ListOrderEventsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListOrderEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListOrderEventsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13817,8 +13973,15 @@ func (r WarehouseReturnResponse) ContentType() string {
 type ProblemTypeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ProblemTypeResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -13860,6 +14023,8 @@ type ReadyzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Status
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 }
@@ -13867,6 +14032,11 @@ type ReadyzResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ReadyzResponse) GetJSON200() *Status {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14118,6 +14288,8 @@ type CancelUploadResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Upload
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14143,6 +14315,11 @@ type CancelUploadResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CancelUploadResponse) GetJSON200() *Upload {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelUploadResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14224,6 +14401,8 @@ type GetUploadResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Upload
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14245,6 +14424,11 @@ type GetUploadResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUploadResponse) GetJSON200() *Upload {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14325,6 +14509,8 @@ type GetUploadErrorFileResponse503Headers struct {
 type GetUploadErrorFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14347,6 +14533,11 @@ type GetUploadErrorFileResponse struct {
 	Headers429 *GetUploadErrorFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUploadErrorFileResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadErrorFileResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14437,6 +14628,8 @@ type GetUploadFileResponse503Headers struct {
 type GetUploadFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14457,6 +14650,11 @@ type GetUploadFileResponse struct {
 	Headers429 *GetUploadFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUploadFileResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadFileResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14659,8 +14857,8 @@ type UploadStockFileResponse200Headers struct {
 
 // UploadStockFileResponse400Headers the declared response headers of an HTTP 400 response for UploadStockFile
 type UploadStockFileResponse400Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 // UploadStockFileResponse413Headers the declared response headers of an HTTP 413 response for UploadStockFile
@@ -15047,6 +15245,8 @@ type PartnerRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *RedeliverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15072,6 +15272,11 @@ type PartnerRedeliverResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r PartnerRedeliverResponse) GetJSON202() *RedeliverAccepted {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15158,6 +15363,8 @@ type PartnerListEndpointsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EndpointDetailList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15177,6 +15384,11 @@ type PartnerListEndpointsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PartnerListEndpointsResponse) GetJSON200() *EndpointDetailList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15364,6 +15576,8 @@ type PartnerDeleteEndpointResponse503Headers struct {
 type PartnerDeleteEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15382,6 +15596,11 @@ type PartnerDeleteEndpointResponse struct {
 	Headers429 *PartnerDeleteEndpointResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PartnerDeleteEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16068,7 +16287,8 @@ func (c *ClientWithResponses) DeleteStoreWithResponse(ctx context.Context, clien
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -16092,7 +16312,8 @@ func (c *ClientWithResponses) PutStoreWithBodyWithResponse(ctx context.Context, 
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -16264,8 +16485,8 @@ func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, para
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -16285,8 +16506,8 @@ func (c *ClientWithResponses) CreatePartnerWithBodyWithResponse(ctx context.Cont
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -16308,6 +16529,7 @@ func (c *ClientWithResponses) CreatePartnerWithResponse(ctx context.Context, bod
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -16330,6 +16552,7 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -17966,6 +18189,13 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18059,6 +18289,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -18164,6 +18401,13 @@ func ParseDeleteAPIKeyResponse(rsp *http.Response) (*DeleteAPIKeyResponse, error
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18260,6 +18504,13 @@ func ParseDeleteStoreResponse(rsp *http.Response) (*DeleteStoreResponse, error) 
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -18389,6 +18640,13 @@ func ParsePutStoreResponse(rsp *http.Response) (*PutStoreResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest NameUnprocessable
@@ -18700,6 +18958,13 @@ func ParseRedeliverResponse(rsp *http.Response) (*RedeliverResponse, error) {
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18916,6 +19181,13 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest NameUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19038,6 +19310,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest AuthLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19120,6 +19399,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -19221,6 +19507,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -19825,6 +20118,13 @@ func ParsePartnerListAPIKeysResponse(rsp *http.Response) (*PartnerListAPIKeysRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19908,6 +20208,13 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -20002,6 +20309,13 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -20206,6 +20520,13 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -20222,6 +20543,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	response := &MetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -20242,11 +20573,18 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	}
 
@@ -20500,6 +20838,13 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20722,6 +21067,13 @@ func ParseListOrderEventsResponse(rsp *http.Response) (*ListOrderEventsResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -21197,6 +21549,13 @@ func ParseProblemTypeResponse(rsp *http.Response) (*ProblemTypeResponse, error) 
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21229,6 +21588,13 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
@@ -21445,6 +21811,13 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21560,6 +21933,13 @@ func ParseGetUploadResponse(rsp *http.Response) (*GetUploadResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21644,6 +22024,13 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21759,6 +22146,13 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22111,17 +22505,17 @@ func ParseUploadStockFileResponse(rsp *http.Response) (*UploadStockFileResponse,
 		var headers UploadStockFileResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		response.Headers400 = &headers
 	case rsp.StatusCode == 413:
@@ -22434,6 +22828,13 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22538,6 +22939,13 @@ func ParsePartnerListEndpointsResponse(rsp *http.Response) (*PartnerListEndpoint
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -22730,6 +23138,13 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
