@@ -15,6 +15,10 @@
 //	go run ./bench/specwalk -prism … -v           # every request and its answer
 //	go run ./bench/specwalk -prism … -only createOrder,getOrder
 //
+// Then it asks GET /problems/{code} of every problem type the spec names
+// or the service answered with, and sends every path of the spec a method
+// it does not take, checking the 405 and its Allow header (methods.go).
+//
 // Two Prism processes run, both with --errors, so that a violation turns
 // the answer into Prism's own error: one validates requests too, and takes
 // the requests meant to be valid (a request violation there is the spec
