@@ -200,10 +200,18 @@ func TestOpenAPIServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, code := range enumOf(t, doc, "ProblemCode") {
+	codes := enumOf(t, doc, "ProblemCode")
+	for _, code := range codes {
 		resp, b := a.do("GET", "/problems/"+code, nil, nil)
 		if resp.StatusCode != 200 || len(b) == 0 {
 			t.Errorf("GET /problems/%s = %d %s", code, resp.StatusCode, b)
+		}
+	}
+	// Every type a problem answer may have is a code GET /problems/{code}
+	// takes.
+	for _, typ := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
+		if code := strings.TrimPrefix(fmt.Sprint(typ), "/problems/"); !slices.Contains(codes, code) {
+			t.Errorf("Problem.type %q is not in ProblemCode, so GET /problems/%s is outside the spec", typ, code)
 		}
 	}
 }

@@ -364,22 +364,27 @@ func (e ProblemType) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ProblemCodeAuthLimited        ProblemCode = "auth_limited"
-	ProblemCodeConflict           ProblemCode = "conflict"
-	ProblemCodeCursorAhead        ProblemCode = "cursor_ahead"
-	ProblemCodeForbidden          ProblemCode = "forbidden"
-	ProblemCodeInternal           ProblemCode = "internal"
-	ProblemCodeInvalid            ProblemCode = "invalid"
-	ProblemCodeMethodNotAllowed   ProblemCode = "method_not_allowed"
-	ProblemCodeNotFound           ProblemCode = "not_found"
-	ProblemCodePartnerBusy        ProblemCode = "partner_busy"
-	ProblemCodePreconditionFailed ProblemCode = "precondition_failed"
-	ProblemCodeRateLimited        ProblemCode = "rate_limited"
-	ProblemCodeTooLarge           ProblemCode = "too_large"
-	ProblemCodeUnauthorized       ProblemCode = "unauthorized"
-	ProblemCodeUnavailable        ProblemCode = "unavailable"
-	ProblemCodeUnprocessable      ProblemCode = "unprocessable"
-	ProblemCodeUnsupported        ProblemCode = "unsupported"
+	ProblemCodeAuthLimited         ProblemCode = "auth_limited"
+	ProblemCodeBodyTimeout         ProblemCode = "body_timeout"
+	ProblemCodeConflict            ProblemCode = "conflict"
+	ProblemCodeCursorAhead         ProblemCode = "cursor_ahead"
+	ProblemCodeForbidden           ProblemCode = "forbidden"
+	ProblemCodeGone                ProblemCode = "gone"
+	ProblemCodeInsufficientStorage ProblemCode = "insufficient_storage"
+	ProblemCodeInternal            ProblemCode = "internal"
+	ProblemCodeInvalid             ProblemCode = "invalid"
+	ProblemCodeMethodNotAllowed    ProblemCode = "method_not_allowed"
+	ProblemCodeNotFound            ProblemCode = "not_found"
+	ProblemCodePartnerBusy         ProblemCode = "partner_busy"
+	ProblemCodePreconditionFailed  ProblemCode = "precondition_failed"
+	ProblemCodeRateLimited         ProblemCode = "rate_limited"
+	ProblemCodeTooLarge            ProblemCode = "too_large"
+	ProblemCodeTooManyWaiting      ProblemCode = "too_many_waiting"
+	ProblemCodeUnauthorized        ProblemCode = "unauthorized"
+	ProblemCodeUnavailable         ProblemCode = "unavailable"
+	ProblemCodeUnprocessable       ProblemCode = "unprocessable"
+	ProblemCodeUnsupported         ProblemCode = "unsupported"
+	ProblemCodeUploadsInFlight     ProblemCode = "uploads_in_flight"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -387,11 +392,17 @@ func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeAuthLimited:
 		return true
+	case ProblemCodeBodyTimeout:
+		return true
 	case ProblemCodeConflict:
 		return true
 	case ProblemCodeCursorAhead:
 		return true
 	case ProblemCodeForbidden:
+		return true
+	case ProblemCodeGone:
+		return true
+	case ProblemCodeInsufficientStorage:
 		return true
 	case ProblemCodeInternal:
 		return true
@@ -409,6 +420,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ProblemCodeTooLarge:
 		return true
+	case ProblemCodeTooManyWaiting:
+		return true
 	case ProblemCodeUnauthorized:
 		return true
 	case ProblemCodeUnavailable:
@@ -416,6 +429,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeUnprocessable:
 		return true
 	case ProblemCodeUnsupported:
+		return true
+	case ProblemCodeUploadsInFlight:
 		return true
 	default:
 		return false
@@ -1988,6 +2003,9 @@ type PartnerTestResult = TestResult
 // PartnerUnauthorized An RFC 9457 problem details object. It has no `instance`.
 type PartnerUnauthorized = Problem
 
+// PathOrQueryBadRequest An RFC 9457 problem details object. It has no `instance`.
+type PathOrQueryBadRequest = Problem
+
 // PayloadTooLarge An RFC 9457 problem details object. It has no `instance`.
 type PayloadTooLarge = Problem
 
@@ -2705,7 +2723,8 @@ type ClientInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -2723,7 +2742,8 @@ type ClientInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -2853,8 +2873,8 @@ type ClientInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -2868,8 +2888,8 @@ type ClientInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -2885,6 +2905,7 @@ type ClientInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -2901,6 +2922,7 @@ type ClientInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -4150,7 +4172,8 @@ func (c *Client) DeleteStore(ctx context.Context, clientId ClientID, storeId Sto
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -4178,7 +4201,8 @@ func (c *Client) PutStoreWithBody(ctx context.Context, clientId ClientID, storeI
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -4368,8 +4392,8 @@ func (c *Client) ListPartners(ctx context.Context, params *ListPartnersParams, r
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -4393,8 +4417,8 @@ func (c *Client) CreatePartnerWithBody(ctx context.Context, contentType string, 
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -4420,6 +4444,7 @@ func (c *Client) CreatePartner(ctx context.Context, body CreatePartnerJSONReques
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -4446,6 +4471,7 @@ func (c *Client) CreateClientWithBody(ctx context.Context, partnerId PartnerID, 
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -9186,7 +9212,8 @@ type ClientWithResponsesInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -9204,7 +9231,8 @@ type ClientWithResponsesInterface interface {
 	// character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 	// U+2029) (400 otherwise). Each
 	// store adds `--capacity-per-store` to the client's upload capacity.
-	// The body is required (JSON, only `name`); `name` is trimmed and may be
+	// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+	// `name`); `name` is trimmed and may be
 	// empty, but must not hold a control character other than tab or an
 	// invisible format character (422).
 	//
@@ -9340,8 +9368,8 @@ type ClientWithResponsesInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -9355,8 +9383,8 @@ type ClientWithResponsesInterface interface {
 	// Adds a partner: a retailer that integrates with the marketplace. A
 	// partner sells through one client per country
 	// (`POST /admin/partners/{partner_id}/clients`).
-	// The body must be JSON with only the fields below; `name` is trimmed
-	// and must not be empty (400) nor hold a control character other than
+	// The body must be JSON of at most 1 MiB (413) with only the fields
+	// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 	// tab or an invisible format character (Unicode category Cf, such as
 	// U+202E or U+200B, and U+2028, U+2029) (422).
 	//
@@ -9372,6 +9400,7 @@ type ClientWithResponsesInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -9388,6 +9417,7 @@ type ClientWithResponsesInterface interface {
 	// just its hash. A partner has at most one client per country; a second
 	// one gives 409.
 	//
+	// The body is JSON of at most 1 MiB (413) with only the fields below.
 	// `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 	// trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 	// not two letters, respectively three letters, gives 400.
@@ -10700,6 +10730,8 @@ type GetClientResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ClientDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10723,6 +10755,11 @@ type GetClientResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetClientResponse) GetJSON200() *ClientDetail {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetClientResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10804,6 +10841,8 @@ type CreateAPIKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *NewAPIKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10831,6 +10870,11 @@ type CreateAPIKeyResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateAPIKeyResponse) GetJSON201() *NewAPIKey {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10915,6 +10959,8 @@ type DeleteAPIKeyResponse503Headers struct {
 type DeleteAPIKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -10933,6 +10979,11 @@ type DeleteAPIKeyResponse struct {
 	Headers429 *DeleteAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteAPIKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11012,6 +11063,8 @@ type DeleteStoreResponse503Headers struct {
 type DeleteStoreResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -11030,6 +11083,11 @@ type DeleteStoreResponse struct {
 	Headers429 *DeleteStoreResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteStoreResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteStoreResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11125,6 +11183,8 @@ type PutStoreResponse struct {
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -11170,6 +11230,11 @@ func (r PutStoreResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PutStoreResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutStoreResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
@@ -11497,6 +11562,8 @@ type RedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *RedeliverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -11522,6 +11589,11 @@ type RedeliverResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r RedeliverResponse) GetJSON202() *RedeliverAccepted {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RedeliverResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11715,6 +11787,8 @@ type CreatePartnerResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -11750,6 +11824,11 @@ func (r CreatePartnerResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreatePartnerResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreatePartnerResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
@@ -11851,6 +11930,8 @@ type CreateClientResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -11896,6 +11977,11 @@ func (r CreateClientResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateClientResponse) GetApplicationproblemJSON409() *Conflict {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateClientResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
@@ -12088,6 +12174,8 @@ type GetWebhookEndpointResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EndpointDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -12111,6 +12199,11 @@ type GetWebhookEndpointResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetWebhookEndpointResponse) GetJSON200() *EndpointDetail {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12791,6 +12884,8 @@ type PartnerListAPIKeysResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *APIKeyList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12812,6 +12907,11 @@ type PartnerListAPIKeysResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PartnerListAPIKeysResponse) GetJSON200() *APIKeyList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerListAPIKeysResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12889,6 +12989,8 @@ type PartnerCreateAPIKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *NewAPIKey
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -12914,6 +13016,11 @@ type PartnerCreateAPIKeyResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r PartnerCreateAPIKeyResponse) GetJSON201() *NewAPIKey {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -12999,6 +13106,8 @@ type PartnerRevokeAPIKeyResponse503Headers struct {
 type PartnerRevokeAPIKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -13021,6 +13130,11 @@ type PartnerRevokeAPIKeyResponse struct {
 	Headers429 *PartnerRevokeAPIKeyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PartnerRevokeAPIKeyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13209,11 +13323,18 @@ type HealthzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Status
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthzResponse) GetJSON200() *Status {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HealthzResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -13248,6 +13369,13 @@ func (r HealthzResponse) ContentType() string {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -13283,12 +13411,19 @@ type OpenapiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	YAML200 *interface{}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r OpenapiResponse) GetYAML200() *map[string]interface{} {
+func (r OpenapiResponse) GetYAML200() *interface{} {
 	return r.YAML200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r OpenapiResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -13585,6 +13720,8 @@ type GetOrderResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Order
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -13606,6 +13743,11 @@ type GetOrderResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOrderResponse) GetJSON200() *Order {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOrderResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -13829,6 +13971,8 @@ type ListOrderEventsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EventList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *AdminUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -13850,6 +13994,11 @@ type ListOrderEventsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListOrderEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListOrderEventsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14350,8 +14499,15 @@ func (r WarehouseReturnResponse) ContentType() string {
 type ProblemTypeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ProblemTypeResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -14393,6 +14549,8 @@ type ReadyzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Status
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 }
@@ -14400,6 +14558,11 @@ type ReadyzResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ReadyzResponse) GetJSON200() *Status {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -14669,6 +14832,8 @@ type CancelUploadResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Upload
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14694,6 +14859,11 @@ type CancelUploadResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CancelUploadResponse) GetJSON200() *Upload {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelUploadResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14781,6 +14951,8 @@ type GetUploadResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Upload
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14804,6 +14976,11 @@ type GetUploadResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetUploadResponse) GetJSON200() *Upload {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -14886,6 +15063,8 @@ type GetUploadErrorFileResponse503Headers struct {
 type GetUploadErrorFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -14908,6 +15087,11 @@ type GetUploadErrorFileResponse struct {
 	Headers429 *GetUploadErrorFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUploadErrorFileResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadErrorFileResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15000,6 +15184,8 @@ type GetUploadFileResponse503Headers struct {
 type GetUploadFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15020,6 +15206,11 @@ type GetUploadFileResponse struct {
 	Headers429 *GetUploadFileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUploadFileResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetUploadFileResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15226,8 +15417,8 @@ type UploadStockFileResponse200Headers struct {
 
 // UploadStockFileResponse400Headers the declared response headers of an HTTP 400 response for UploadStockFile
 type UploadStockFileResponse400Headers struct {
-	RateLimit       string
-	RateLimitPolicy string
+	RateLimit       *string
+	RateLimitPolicy *string
 }
 
 // UploadStockFileResponse413Headers the declared response headers of an HTTP 413 response for UploadStockFile
@@ -15644,6 +15835,8 @@ type PartnerRedeliverResponse struct {
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *RedeliverAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15671,6 +15864,11 @@ type PartnerRedeliverResponse struct {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r PartnerRedeliverResponse) GetJSON202() *RedeliverAccepted {
 	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -15763,6 +15961,8 @@ type PartnerListEndpointsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *EndpointDetailList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *PathOrQueryBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *PartnerUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -15784,6 +15984,11 @@ type PartnerListEndpointsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r PartnerListEndpointsResponse) GetJSON200() *EndpointDetailList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PartnerListEndpointsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16929,7 +17134,8 @@ func (c *ClientWithResponses) DeleteStoreWithResponse(ctx context.Context, clien
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -16953,7 +17159,8 @@ func (c *ClientWithResponses) PutStoreWithBodyWithResponse(ctx context.Context, 
 // character (Unicode category Cf, such as U+202E or U+200B, and U+2028,
 // U+2029) (400 otherwise). Each
 // store adds `--capacity-per-store` to the client's upload capacity.
-// The body is required (JSON, only `name`); `name` is trimmed and may be
+// The body is required (JSON of at most 1 MiB, 413 otherwise, only
+// `name`); `name` is trimmed and may be
 // empty, but must not hold a control character other than tab or an
 // invisible format character (422).
 //
@@ -17125,8 +17332,8 @@ func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, para
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -17146,8 +17353,8 @@ func (c *ClientWithResponses) CreatePartnerWithBodyWithResponse(ctx context.Cont
 // Adds a partner: a retailer that integrates with the marketplace. A
 // partner sells through one client per country
 // (`POST /admin/partners/{partner_id}/clients`).
-// The body must be JSON with only the fields below; `name` is trimmed
-// and must not be empty (400) nor hold a control character other than
+// The body must be JSON of at most 1 MiB (413) with only the fields
+// below; `name` is trimmed and must not be empty (400) nor hold a control character other than
 // tab or an invisible format character (Unicode category Cf, such as
 // U+202E or U+200B, and U+2028, U+2029) (422).
 //
@@ -17169,6 +17376,7 @@ func (c *ClientWithResponses) CreatePartnerWithResponse(ctx context.Context, bod
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -17191,6 +17399,7 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 // just its hash. A partner has at most one client per country; a second
 // one gives 409.
 //
+// The body is JSON of at most 1 MiB (413) with only the fields below.
 // `country_code` (ISO 3166-1 alpha-2) and `currency` (ISO 4217) are
 // trimmed and upper-cased, so `de` is taken as `DE`; anything that is
 // not two letters, respectively three letters, gives 400.
@@ -18855,6 +19064,13 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18958,6 +19174,13 @@ func ParseCreateAPIKeyResponse(rsp *http.Response) (*CreateAPIKeyResponse, error
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -19073,6 +19296,13 @@ func ParseDeleteAPIKeyResponse(rsp *http.Response) (*DeleteAPIKeyResponse, error
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19169,6 +19399,13 @@ func ParseDeleteStoreResponse(rsp *http.Response) (*DeleteStoreResponse, error) 
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -19298,6 +19535,13 @@ func ParsePutStoreResponse(rsp *http.Response) (*PutStoreResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest JSONUnsupportedMediaType
@@ -19681,6 +19925,13 @@ func ParseRedeliverResponse(rsp *http.Response) (*RedeliverResponse, error) {
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19897,6 +20148,13 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest JSONUnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20042,6 +20300,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest JSONUnsupportedMediaType
@@ -20281,6 +20546,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -21025,6 +21297,13 @@ func ParsePartnerListAPIKeysResponse(rsp *http.Response) (*PartnerListAPIKeysRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21125,6 +21404,13 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -21236,6 +21522,13 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
@@ -21474,6 +21767,13 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -21490,6 +21790,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	response := &MetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -21510,11 +21820,18 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	}
 
@@ -21799,6 +22116,13 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22045,6 +22369,13 @@ func ParseListOrderEventsResponse(rsp *http.Response) (*ListOrderEventsResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest AdminUnauthorized
@@ -22592,6 +22923,13 @@ func ParseProblemTypeResponse(rsp *http.Response) (*ProblemTypeResponse, error) 
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22624,6 +22962,13 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
@@ -22874,6 +23219,13 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23003,6 +23355,13 @@ func ParseGetUploadResponse(rsp *http.Response) (*GetUploadResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23104,6 +23463,13 @@ func ParseGetUploadErrorFileResponse(rsp *http.Response) (*GetUploadErrorFileRes
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23233,6 +23599,13 @@ func ParseGetUploadFileResponse(rsp *http.Response) (*GetUploadFileResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23627,17 +24000,17 @@ func ParseUploadStockFileResponse(rsp *http.Response) (*UploadStockFileResponse,
 		var headers UploadStockFileResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimit = value
+			headers.RateLimit = &value
 		}
 		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
 			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RateLimitPolicy = value
+			headers.RateLimitPolicy = &value
 		}
 		response.Headers400 = &headers
 	case rsp.StatusCode == 413:
@@ -23998,6 +24371,13 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24119,6 +24499,13 @@ func ParsePartnerListEndpointsResponse(rsp *http.Response) (*PartnerListEndpoint
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest PathOrQueryBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest PartnerUnauthorized
