@@ -82,6 +82,8 @@ func handSteps(sp *spec) []step {
 		bad("deleteAPIKey", "an unknown key", 404, authAdmin, "/admin/clients/<client>/api-keys/"+unknownID, ""),
 		ok("deleteStore", "the second store", 204, authAdmin, "/admin/clients/<client>/stores/S2", ""),
 		bad("deleteStore", "an unknown store", 404, authAdmin, "/admin/clients/<client>/stores/S9", ""),
+		ok("partnerGetEndpoint", "the partner's endpoint", 200, authKey, "/webhooks/<client>/endpoints/<pendpoint>", ""),
+		bad("partnerGetEndpoint", "an unknown endpoint", 404, authKey, "/webhooks/<client>/endpoints/"+unknownID, ""),
 		ok("partnerDeleteEndpoint", "the partner's endpoint", 204, authKey, "/webhooks/<client>/endpoints/<pendpoint>", ""),
 		bad("partnerDeleteEndpoint", "an unknown endpoint", 404, authKey, "/webhooks/<client>/endpoints/"+unknownID, ""),
 		ok("deleteWebhookEndpoint", "the operator's endpoint", 204, authAdmin, "/admin/webhooks/<endpoint>", ""),
