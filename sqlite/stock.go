@@ -17,23 +17,36 @@ import (
 	"storelink/service"
 )
 
-// stockBatch is how many put rows are compared and written together: the
-// stock rows they replace are read with one range scan per store, and the
-// rows that differ are written with one multi-row upsert of up to this many
-// rows (15 values a row stays well under SQLite's limit of 32766).
+// stockBatch is the most rows one multi-row upsert writes (15 values a row
+// stays well under SQLite's limit of 32766).
 const stockBatch = 256
+
+// stockWindow is how many put rows are compared and written together. They
+// are sorted by store and EAN first, so the stored rows they replace are
+// read with one scan (or one lookup) per store, and written in the table's
+// order, whatever order the file has: store by store, article by article
+// or none. A window of a few thousand rows gives each store of a feed
+// sorted by article a run long enough to scan, and a shuffled feed's
+// writes pages in order. Its rows are kept compact (windowRow): a window
+// holds at most stockWindowBytes of their values, whatever the lines' length.
+//
+// Variables, so that a test can make windows small.
+var (
+	stockWindow      = 32768
+	stockWindowBytes = 4 << 20
+)
 
 // stockWriter compares put rows with the stock rows they would replace and
 // writes only the rows whose values differ, the rows of new store/EAN pairs
 // and the rows that repeat a pair of the file (StockRow.Repeats). The rows
-// put are taken in batches, each compared in one of two ways:
+// put are taken in batches of stockWindow, each compared in one of two ways:
 //
 //   - read: the batch is sorted by store and EAN, the stored rows of each
 //     store's run are read with one scan of the range of EANs it covers,
-//     and each row's digest (stockDigest) is compared with the stored one;
+//     and each row's digest (of stockValues) is compared with the stored one;
 //     the rows that differ are upserted. Reading a row costs less than
 //     upserting it, so this is the way when most rows are as stored;
-//   - upsert: the batch is upserted with a DO UPDATE that applies only where
+//   - upsert: the batch, sorted alike, is upserted with a DO UPDATE that applies only where
 //     the digests differ, and the count of rows changed tells how many did.
 //     This skips the read, which is the way when most rows differ (a first
 //     import, prices changed everywhere).
@@ -56,14 +69,14 @@ type stockWriter struct {
 	// reservations ReleaseFulfilled ends.
 	soldList string
 
-	rows    []storelink.StockRow // put since the last batch
-	digests []int64              // of rows
-	order   []int32              // indices into rows, by store and EAN
-	write   []int32              // indices into rows to write
-	held    map[uint64]heldRow   // the stored rows of one store's run, by eanKey
+	rows    []windowRow        // put since the last batch
+	arena   []byte             // the values of rows
+	stores  map[string]string  // the store ids put, each kept once
+	order   []int32            // indices into rows, by store and EAN
+	write   []int32            // indices into rows to write
+	held    map[uint64]heldRow // the stored rows of one store's run, by eanKey
 	args    []any
-	buf     []byte // stockDigest's scratch
-	upsertN bool   // upsert the next batch rather than read it
+	upsertN bool // upsert the next batch rather than read it
 
 	text []byte // what readText read
 
@@ -87,9 +100,21 @@ type heldRow struct {
 
 type stockKey struct{ store, ean string }
 
+// windowRow is a put row as the window keeps it: its pair, whether it
+// repeats one, the digest of its values, and where in the arena its values
+// are (stockValues' encoding, which decodeValues reads back). A row whose
+// values differ costs their strings again when it is written; a row held as
+// it is costs no string of its own but its EAN.
+type windowRow struct {
+	store, ean string
+	digest     int64
+	from, to   int32
+	repeats    bool
+}
+
 func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), p service.StockWriterParams) *stockWriter {
 	return &stockWriter{ctx: ctx, tx: tx, stmt: stmt, fixed: [3]any{p.ClientID, p.UploadID, ms(p.Now())}, client: p.ClientID,
-		upid: p.UploadID, soldList: statusList(p.Sold), held: make(map[uint64]heldRow, stockBatch)}
+		upid: p.UploadID, soldList: statusList(p.Sold), held: make(map[uint64]heldRow, stockBatch), stores: map[string]string{}}
 }
 
 // The writer's statements, prepared once on the write connection (see
@@ -138,13 +163,27 @@ func (w *stockWriter) readSold() error {
 }
 
 func (w *stockWriter) put(r storelink.StockRow) error {
-	var d int64
-	w.buf, d = stockDigest(w.buf, &r)
-	w.rows, w.digests = append(w.rows, r), append(w.digests, d)
-	if len(w.rows) < stockBatch {
+	if w.add(&r) {
 		return nil
 	}
 	return w.flush()
+}
+
+// add adds r to the window, and tells whether the window has room for more.
+func (w *stockWriter) add(r *storelink.StockRow) bool {
+	if w.rows == nil {
+		w.rows = make([]windowRow, 0, stockWindow)
+	}
+	store, ok := w.stores[r.StoreID]
+	if !ok {
+		store = strings.Clone(r.StoreID)
+		w.stores[store] = store
+	}
+	from := len(w.arena)
+	w.arena = stockValues(w.arena, r)
+	w.rows = append(w.rows, windowRow{store: store, ean: strings.Clone(r.EAN), repeats: r.Repeats,
+		digest: int64(crc64.Checksum(w.arena[from:], crcTable)), from: int32(from), to: int32(len(w.arena))})
+	return len(w.rows) < stockWindow && len(w.arena) < stockWindowBytes
 }
 
 // flush compares and writes the rows put since the last flush.
@@ -172,8 +211,8 @@ func (w *stockWriter) flush() error {
 		return err
 	}
 	w.upsertN = 2*wrote > len(w.rows)
-	clear(w.rows) // let the rows' strings go
-	w.rows, w.digests = w.rows[:0], w.digests[:0]
+	clear(w.rows) // let the EANs go
+	w.rows, w.arena = w.rows[:0], w.arena[:0]
 	return nil
 }
 
@@ -186,9 +225,9 @@ func (w *stockWriter) readBatch(idx []int32) (int, error) {
 	}
 	w.write = w.write[:0]
 	for start := 0; start < len(idx); {
-		store := w.rows[idx[start]].StoreID
+		store := w.rows[idx[start]].store
 		end := start + 1
-		for end < len(idx) && w.rows[idx[end]].StoreID == store {
+		for end < len(idx) && w.rows[idx[end]].store == store {
 			end++
 		}
 		if err := w.readHeld(store, idx[start:end]); err != nil {
@@ -210,10 +249,15 @@ func (w *stockWriter) readBatch(idx []int32) (int, error) {
 // after the others, as readBatch does, since whether its pair counts as
 // written depends on the rows before it.
 func (w *stockWriter) upsertBatch() (int, error) {
+	// In the table's order: writes that meet their pages in turn. Stable:
+	// the rows of one pair stay in file order.
+	if !slices.IsSortedFunc(w.order, w.compareRows) {
+		slices.SortStableFunc(w.order, w.compareRows)
+	}
 	w.write = w.write[:0]
 	var repeats []int32
 	for _, i := range w.order {
-		if w.rows[i].Repeats {
+		if w.rows[i].repeats {
 			repeats = append(repeats, i)
 			continue
 		}
@@ -235,17 +279,17 @@ func (w *stockWriter) upsertBatch() (int, error) {
 
 func (w *stockWriter) compareRows(a, b int32) int {
 	x, y := &w.rows[a], &w.rows[b]
-	if c := strings.Compare(x.StoreID, y.StoreID); c != 0 {
+	if c := strings.Compare(x.store, y.store); c != 0 {
 		return c
 	}
-	return strings.Compare(x.EAN, y.EAN)
+	return strings.Compare(x.ean, y.ean)
 }
 
 // scanSlack bounds a range scan at this many stored rows per row of the run
 // (and stockBatch/8 more, for a short run): a range that holds more than
 // that is read by its EANs instead, so that a batch never reads much more
 // than its own rows, however few of a large store's articles a file names.
-const scanSlack = 4
+const scanSlack = 8
 
 // stockHeldSQL reads the stored rows of one store that cond selects, at most
 // ?4 of them: how many, and their EANs and digests as one text,
@@ -268,14 +312,14 @@ func (w *stockWriter) readHeld(store string, idx []int32) error {
 	if err != nil {
 		return fmt.Errorf("prepare stock scan: %w", err)
 	}
-	n, err := w.readText(scan, w.client, store, w.rows[idx[0]].EAN, limit, w.rows[idx[len(idx)-1]].EAN)
+	n, err := w.readText(scan, w.client, store, w.rows[idx[0]].ean, limit, w.rows[idx[len(idx)-1]].ean)
 	if err != nil || n < limit {
 		return err
 	}
 	clear(w.held)
 	eans := make([]string, len(idx))
 	for j, i := range idx {
-		eans[j] = w.rows[i].EAN
+		eans[j] = w.rows[i].ean
 	}
 	list, _ := json.Marshal(eans)
 	lookup, err := w.stmt(stockListSQL)
@@ -322,13 +366,13 @@ func parseHeld(text []byte, held map[uint64]heldRow) {
 // repeated tells whether the stored row of r's pair was written by this
 // upload: for a row that repeats a pair whose earlier row was in an earlier
 // batch. One lookup a repeated row, which a file has few of.
-func (w *stockWriter) repeated(r *storelink.StockRow) (bool, error) {
+func (w *stockWriter) repeated(r *windowRow) (bool, error) {
 	lookup, err := w.stmt(stockMineSQL)
 	if err != nil {
 		return false, fmt.Errorf("prepare stock lookup: %w", err)
 	}
 	var mine bool
-	err = lookup.QueryRowContext(w.ctx, w.upid, w.client, r.StoreID, r.EAN).Scan(&mine)
+	err = lookup.QueryRowContext(w.ctx, w.upid, w.client, r.store, r.ean).Scan(&mine)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	} else if err != nil {
@@ -341,19 +385,19 @@ func (w *stockWriter) repeated(r *storelink.StockRow) (bool, error) {
 // written.
 func (w *stockWriter) compare(i int32) error {
 	r := &w.rows[i]
-	if !r.Repeats {
+	if !r.repeats {
 		w.pairs++
 	}
 	w.noteSold(r)
-	key, keyed := eanKey(r.EAN)
+	key, keyed := eanKey(r.ean)
 	h, found := w.held[key]
-	if keyed && found && h.ok && h.digest == w.digests[i] && !r.Repeats {
+	if keyed && found && h.ok && h.digest == r.digest && !r.repeats {
 		return nil // held exactly so: nothing to write
 	}
 	// A row of a pair not yet put is a pair written; a repeated one is,
 	// unless an earlier row of the pair was written.
-	if !r.Repeats || !keyed {
-		if !r.Repeats {
+	if !r.repeats || !keyed {
+		if !r.repeats {
 			w.written++
 		}
 	} else if !(found && h.mine) {
@@ -366,16 +410,16 @@ func (w *stockWriter) compare(i int32) error {
 		}
 	}
 	if keyed {
-		w.held[key] = heldRow{digest: w.digests[i], ok: true, mine: true}
+		w.held[key] = heldRow{digest: r.digest, ok: true, mine: true}
 	}
 	w.write = append(w.write, i)
 	return nil
 }
 
 // noteSold notes a row put for a pair in sold.
-func (w *stockWriter) noteSold(r *storelink.StockRow) {
+func (w *stockWriter) noteSold(r *windowRow) {
 	if len(w.sold) > 0 {
-		k := stockKey{r.StoreID, r.EAN}
+		k := stockKey{r.store, r.ean}
 		if _, ok := w.sold[k]; ok {
 			w.sold[k] = true
 		}
@@ -422,12 +466,9 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 		w.args = append(w.args[:0], w.fixed[:]...)
 		for _, i := range idx[:n] {
 			r := &w.rows[i]
-			var retail any
-			if r.RetailPrice != nil {
-				retail = int64(*r.RetailPrice)
-			}
-			w.args = append(w.args, r.StoreID, r.EAN, r.ArticleNumber, r.Quantity, int64(r.Price), retail,
-				r.ArticleLocation, r.ProductName, r.ProductNumber, r.ArticleColor, r.ArticleSize, w.digests[i])
+			w.args = append(w.args, r.store, r.ean)
+			w.args = appendValueArgs(w.args, w.arena[r.from:r.to])
+			w.args = append(w.args, r.digest)
 		}
 		res, err := stmt.ExecContext(w.ctx, w.args...)
 		if err != nil {
@@ -476,13 +517,14 @@ func stockSQL(rows int) string {
 
 var crcTable = crc64.MakeTable(crc64.ECMA)
 
-// stockDigest is the CRC-64 (ECMA) of the values a row sets, each number in
-// 8 bytes and each text behind its length, so that no two rows' values
-// encode alike. A CRC of 64 bits tells apart every two encodings that
-// differ only within 8 bytes of each other, which any change of one number
-// is; other changes it misses once in 2^64.
-func stockDigest(buf []byte, r *storelink.StockRow) ([]byte, int64) {
-	buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(r.Quantity))
+// stockValues appends to buf the values a row sets, each number in 8
+// bytes and each text behind its length, so that no two rows' values encode
+// alike. Its CRC-64 (ECMA) is the row's digest, stored with the row: a CRC
+// of 64 bits tells apart every two encodings that differ only within 8
+// bytes of each other, which any change of one number is; other changes it
+// misses once in 2^64.
+func stockValues(buf []byte, r *storelink.StockRow) []byte {
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Quantity))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(r.Price))
 	if r.RetailPrice != nil {
 		buf = append(buf, 1)
@@ -494,5 +536,28 @@ func stockDigest(buf []byte, r *storelink.StockRow) ([]byte, int64) {
 		buf = binary.AppendUvarint(buf, uint64(len(s)))
 		buf = append(buf, s...)
 	}
-	return buf, int64(crc64.Checksum(buf, crcTable))
+	return buf
+}
+
+// appendValueArgs appends the values stockValues encoded in v, as the
+// upsert binds them: article number, quantity, price, retail price (nil
+// when none), location, name, number, colour and size.
+func appendValueArgs(args []any, v []byte) []any {
+	qty := int(int64(binary.LittleEndian.Uint64(v)))
+	price := int64(binary.LittleEndian.Uint64(v[8:]))
+	v = v[16:]
+	var retail any
+	if v[0] == 1 {
+		retail = int64(binary.LittleEndian.Uint64(v[1:]))
+		v = v[9:]
+	} else {
+		v = v[1:]
+	}
+	var text [6]string
+	for k := range text {
+		n, size := binary.Uvarint(v)
+		text[k] = string(v[size : size+int(n)])
+		v = v[size+int(n):]
+	}
+	return append(args, text[0], qty, price, retail, text[1], text[2], text[3], text[4], text[5])
 }

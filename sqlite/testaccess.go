@@ -82,7 +82,7 @@ func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, se
 			tx.Rollback()
 		}
 	}()
-	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}}
+	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}, stores: map[string]string{}}
 	flush := func() error {
 		if len(w.rows) == 0 {
 			return nil
@@ -95,7 +95,7 @@ func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, se
 			return err
 		}
 		clear(w.rows)
-		w.rows, w.digests = w.rows[:0], w.digests[:0]
+		w.rows, w.arena = w.rows[:0], w.arena[:0]
 		return nil
 	}
 	commit := func() error {
@@ -125,11 +125,8 @@ func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, se
 				return s, err
 			}
 		}
-		var d int64
-		w.buf, d = stockDigest(w.buf, &r)
-		w.rows, w.digests = append(w.rows, r), append(w.digests, d)
 		n++
-		if len(w.rows) == stockBatch {
+		if !w.add(&r) {
 			if err := flush(); err != nil {
 				return n, err
 			}

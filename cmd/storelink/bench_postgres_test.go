@@ -63,7 +63,23 @@ func skipWithoutPostgres(b *testing.B) {
 // top of the file.
 func BenchmarkPostgresStockImport(b *testing.B) {
 	skipWithoutPostgres(b)
-	fig := benchPostgresBig(b)
+	var fig pgBigFigures
+	var orders []orderFigures
+	b.Run("10MiB", func(b *testing.B) { fig = benchPostgresBig(b) })
+	b.Run("roworders", func(b *testing.B) {
+		orders = measureOrders(b, orderRun{start: func(b *testing.B) (*benchServer, func(*testing.B, []benchRow) importResult) {
+			dbURL, _ := pgSchemaURL(b)
+			p := startServe(b, b.TempDir(), pgArgs(dbURL, "--demo", "--capacity-base", "1GiB")...)
+			p.AdminToken = pgTestToken
+			return newBenchServer(b, p), openPgBaseline(b, dbURL).upsert
+		}}, b.N)
+	})
+	if orders != nil {
+		printRowOrders("stock import on PostgreSQL against COPY + one upsert of the same rows in the same order", orders, 0.7, 0.7)
+	}
+	if fig.n == 0 {
+		return
+	}
 	fmt.Println("--- stock import on PostgreSQL (issue 5) ---")
 	fmt.Printf("feed: %d bytes, %d rows over %d stores; %d imports; machine load average before %s, after %s\n",
 		fig.bytes, fig.rows, benchStores, fig.n, fig.loadBefore, fig.after)

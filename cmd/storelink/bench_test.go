@@ -32,11 +32,13 @@ package main
 //
 // BenchmarkStockApply runs accept, claim and apply in this process, for
 // `go test -cpuprofile` (STORELINK_BENCH_RESEND=1: of the feed sent again
-// with one row in 50 changed); the serve process itself can be profiled
+// with one row in 50 changed; STORELINK_BENCH_ORDER: in another row order
+// of feedOrders, such as "shuffled"); the serve process itself can be profiled
 // with `perf record -g -p PID`.
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -240,6 +242,8 @@ func BenchmarkStockImport(b *testing.B) {
 	var small smallFigures
 	b.Run("10MiB", func(b *testing.B) { big = benchBig(b) })
 	b.Run("100rows", func(b *testing.B) { small = benchSmall(b) })
+	var orders []orderFigures
+	b.Run("roworders", func(b *testing.B) { orders = benchRowOrders(b) })
 
 	fmt.Println("--- stock import (issues 2 and 15) ---")
 	if big.ok {
@@ -272,6 +276,9 @@ func BenchmarkStockImport(b *testing.B) {
 				big.resent200.Milliseconds(), big.resentCPU.Seconds(), big.resentCCP.Seconds())
 			fmt.Printf("every row changed against the C baseline: %.0f rows/s, ratio %.3f (no target)\n", big.changedC, big.changedRat)
 		}
+	}
+	if orders != nil {
+		printRowOrders("stock import on SQLite against the C baseline of the same rows in the same order", orders, 0.5, 1.2)
 	}
 	if small.ok {
 		fmt.Printf("%d-row feed applied after its 200 (%d uploads): median %.1f ms, p90 %.1f ms, max %.1f ms; target median <= 200 ms: %s\n",
@@ -757,8 +764,9 @@ func BenchmarkStockApply(b *testing.B) {
 	svc := service.New(sqlite.NewDrivers(db))
 	p := worker.NewProcessor(svc.Uploads, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench", prometheus.NewRegistry())
 	feeds := [3]benchFeedData{}
+	order := cmp.Or(os.Getenv("STORELINK_BENCH_ORDER"), feedOrders[0])
 	for v := range feeds {
-		feeds[v] = benchFeed(benchFeedBytes, -1, uint64(v))
+		feeds[v] = inOrder(benchFeed(benchFeedBytes, -1, uint64(v)), order)
 	}
 	apply := func(f benchFeedData) {
 		u, _, err := svc.Uploads.Accept(ctx, storelink.NewUpload{ClientID: client.ID, FileName: "f.csv", Body: storelink.ChunksOf(f.csv)}, policy)
