@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -32,8 +33,14 @@ func TestServeGCSetting(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		t.Setenv("GOGC", "")
 		p := startServe(t, t.TempDir())
-		if got := gogcPercent(t, p); got != "400" {
-			t.Fatalf("go_gc_gogc_percent = %s, want 400 (serve's setting while no large file is in memory)", got)
+		// 400 while the heap is small; lower, down to 50, while what the
+		// last collection found live was more than 12 MB, as it may be
+		// right after start-up on a busy machine. Go's own default, 100,
+		// would say serve set nothing.
+		got := gogcPercent(t, p)
+		n, err := strconv.Atoi(got)
+		if err != nil || n < 50 || n > 400 || n == 100 {
+			t.Fatalf("go_gc_gogc_percent = %s, want serve's setting: 400 while no large file is in memory, or between 50 and 400 (not Go's 100) as the heap grows", got)
 		}
 	})
 	t.Run("operator", func(t *testing.T) {
