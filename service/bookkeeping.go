@@ -23,7 +23,7 @@ type Bookkeeping interface {
 	// nothing.
 	BeginRound(ctx context.Context) (RoundTx, error)
 	// ReleaseClaims ends the leases that jobs still hold, on deliveries
-	// that were not attempted and are still in state pending: each is
+	// that were not attempted and are in state pending: each is
 	// claimable again at once, as it was before its claim, its attempt and
 	// try not counted. A job whose lease was lost changes nothing.
 	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob, pending storelink.DeliveryState) error
@@ -246,7 +246,8 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 // claims nothing, rather than count attempts it cannot make.
 func (s *Webhooks) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
-	r, err := tx.ClaimDue(ctx, ClaimDueParams{Pending: storelink.DeliveryPending, Owner: owner, KeyCheck: s.sealer.Check(), Now: now, Lease: lease, Limit: limit, Caps: caps})
+	r, err := tx.ClaimDue(ctx, ClaimDueParams{Pending: storelink.DeliveryPending, Owner: owner, KeyCheck: s.sealer.Check(),
+		Now: now, Lease: lease, Limit: limit, Caps: caps})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}

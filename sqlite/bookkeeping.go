@@ -66,7 +66,8 @@ var (
 	// now. Only the results of the leases' holders come here
 	// (leaseBook.holder). Each row is looked up by seq, its rowid; the +
 	// keeps the planner from walking an index of every pending delivery for
-	// the few listed.
+	// the few listed, and from weighing the partial indexes against the
+	// bound state (see goneSQL).
 	// endedSQL ends deliveries in state ?3 (Move.End), the rows from ?4.
 	endedSQL = batchStatements(`UPDATE deliveries SET state = ?3, next_attempt_at = NULL,
 		attempts = r.column2, tries = r.column3, updated_at = ?2 FROM (VALUES `, 3, heldSQL)
