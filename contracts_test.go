@@ -288,22 +288,15 @@ func TestDriversNameNoStates(t *testing.T) {
 }
 
 // allowedStateLiterals are the state literals the drivers' code may name,
-// by file: partialIndexPredicates, and statesToPass.
-var allowedStateLiterals = func() map[string]int {
-	m := map[string]int{}
-	for _, part := range []map[string]int{partialIndexPredicates, statesToPass} {
-		for k, n := range part {
-			m[k] += n
-		}
-	}
-	return m
-}()
-
-// partialIndexPredicates are the uploads' `status IN ('accepted',
-// 'processing')`: the predicate of the partial indexes of unfinished
-// uploads, which a query must repeat word for word for either database to
-// plan with the index.
-var partialIndexPredicates = map[string]int{
+// by file: the predicates of partial indexes, which a query must repeat
+// word for word for the database to plan with the index. In SQLite a
+// query INDEXED BY a partial index does not prepare with the state bound;
+// in PostgreSQL a statement that may run on a generic plan (pgx prepares
+// the statements it runs, and PostgreSQL may settle on one plan for every
+// set of parameters) cannot use a partial index for a bound state.
+var allowedStateLiterals = map[string]int{
+	// The uploads' status IN ('accepted', 'processing'): the partial
+	// indexes of unfinished uploads.
 	"postgres/upload.go 'accepted'":       1,
 	"postgres/upload.go 'processing'":     1,
 	"postgres/uploadread.go 'accepted'":   5,
@@ -312,23 +305,27 @@ var partialIndexPredicates = map[string]int{
 	"sqlite/upload.go 'processing'":       1,
 	"sqlite/uploadread.go 'accepted'":     4,
 	"sqlite/uploadread.go 'processing'":   4,
-}
 
-// statesToPass are the delivery states that the webhooks' driver still
-// names in its SQL rather than taking them from the service. They are to
-// become parameters (or partial-index predicates, listed above); none may
-// be added.
-var statesToPass = map[string]int{
-	"postgres/bookkeeping.go 'pending'": 7,
+	// The counts of pending and failed deliveries, of all and of each
+	// endpoint, and the cancellation of an endpoint's pending deliveries
+	// and recovery of its failed ones: the partial indexes of pending
+	// deliveries (deliveries_due, deliveries_endpoint_due, …) and of failed
+	// ones (deliveries_failed_endpoint).
 	"postgres/endpoint.go 'failed'":     1,
 	"postgres/endpoint.go 'pending'":    1,
 	"postgres/endpointops.go 'failed'":  2,
 	"postgres/endpointops.go 'pending'": 2,
-	"sqlite/bookkeeping.go 'pending'":   2,
-	"sqlite/endpoint.go 'failed'":       2,
-	"sqlite/endpoint.go 'pending'":      2,
-	"sqlite/endpointops.go 'failed'":    2,
-	"sqlite/endpointops.go 'pending'":   2,
-	"sqlite/queue.go 'pending'":         1,
-	"sqlite/sqlite.go 'pending'":        1,
+	// The listings of pending and failed deliveries (INDEXED BY
+	// deliveries_pending, deliveries_failed), the count of pending ones
+	// (deliveries_pending) and of failed ones (INDEXED BY
+	// deliveries_failed).
+	"sqlite/endpoint.go 'failed'":  2,
+	"sqlite/endpoint.go 'pending'": 2,
+	// The stats' counts and the cancellation of an endpoint's pending
+	// deliveries (INDEXED BY deliveries_pending), the stats' counts and the
+	// recovery of its failed ones (INDEXED BY deliveries_failed_endpoint).
+	"sqlite/endpointops.go 'failed'":  2,
+	"sqlite/endpointops.go 'pending'": 2,
+	// The deliverer's queue, read from deliveries_pending (INDEXED BY).
+	"sqlite/queue.go 'pending'": 1,
 }

@@ -14,8 +14,8 @@ import (
 	"storelink/service"
 )
 
-// claimDeliveriesSQL picks due deliveries: pending, due, not leased, to an
-// enabled endpoint; per order and endpoint only the oldest pending event (so
+// claimDeliveriesSQL picks due deliveries: pending (in state $11), due, not
+// leased, to an enabled endpoint; per order and endpoint only the oldest pending event (so
 // events of one order arrive in order); per endpoint no more than its cap
 // leased to this owner ($2), counting those it holds already (so a slow
 // endpoint holds few of its workers): $4 for an endpoint not among the caps
@@ -56,20 +56,20 @@ const claimDeliveriesSQL = `
 WITH eps AS (
 	SELECT e.id FROM endpoints e
 	WHERE e.enabled AND coalesce((SELECT value FROM settings WHERE name = $10), '') IN ('', $9)
-	  AND (SELECT min(d.next_attempt_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') <= $1
+	  AND (SELECT min(d.next_attempt_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = $11) <= $1
 ), inflight AS (
 	SELECT eps.id AS endpoint_id, f.n, f.own FROM eps CROSS JOIN LATERAL (
 		SELECT count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own FROM deliveries
-		WHERE endpoint_id = eps.id AND state = 'pending' AND lease_until IS NOT NULL AND lease_until >= $1) f
+		WHERE endpoint_id = eps.id AND state = $11 AND lease_until IS NOT NULL AND lease_until >= $1) f
 ), due AS (
 	SELECT d.id, d.next_attempt_at, d.event_seq
 	FROM inflight i LEFT JOIN unnest($6::text[], $7::int[]) AS caps(endpoint_id, n) ON caps.endpoint_id = i.endpoint_id
 	CROSS JOIN LATERAL (
 		SELECT d.id, d.next_attempt_at, d.event_seq FROM deliveries d
-		WHERE d.endpoint_id = i.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= $1
+		WHERE d.endpoint_id = i.endpoint_id AND d.state = $11 AND d.next_attempt_at <= $1
 		  AND (d.lease_until IS NULL OR d.lease_until < $1)
 		  AND d.event_seq = (SELECT p.event_seq FROM deliveries p
-		                     WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id AND p.state = 'pending'
+		                     WHERE p.endpoint_id = d.endpoint_id AND p.order_id = d.order_id AND p.state = $11
 		                     ORDER BY p.endpoint_id, p.order_id, p.event_seq LIMIT 1)
 		ORDER BY d.next_attempt_at, d.event_seq
 		LIMIT greatest(least(coalesce(caps.n, $4) - i.own, $8 - i.n), 0)) d
@@ -77,7 +77,7 @@ WITH eps AS (
 	SELECT id FROM due ORDER BY next_attempt_at, event_seq LIMIT $5
 ), locked AS (
 	SELECT d.id FROM deliveries d
-	WHERE d.id = ANY (ARRAY(SELECT id FROM pick)) AND d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until < $1)
+	WHERE d.id = ANY (ARRAY(SELECT id FROM pick)) AND d.state = $11 AND (d.lease_until IS NULL OR d.lease_until < $1)
 	FOR UPDATE SKIP LOCKED
 )
 UPDATE deliveries d SET lease_owner = $2, lease_until = $3, attempts = d.attempts + 1, tries = d.tries + 1
@@ -92,7 +92,10 @@ RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, d.tries, ev.payload,
 // (plan_cache_mode, until the transaction ends): a generic plan, which
 // PostgreSQL may settle on for a statement prepared on the connection,
 // knows neither the time nor the limits, and a claim is run hundreds of
-// times a second on a table that changes as fast.
+// times a second on a table that changes as fast. Nor does it know the
+// state the claim takes ($11), without which none of the partial indexes of pending
+// deliveries (deliveries_endpoint_due, deliveries_leased,
+// deliveries_order) serves.
 const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $2), '')
 	FROM (SELECT pg_advisory_xact_lock($1, 0), set_config('plan_cache_mode', 'force_custom_plan', true)) AS l`
 
@@ -152,7 +155,7 @@ func (t *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (servi
 	records := t.b.Len()
 	b := &pgx.Batch{QueuedQueries: slices.Clone(t.b.QueuedQueries)}
 	b.Queue(claimLockSQL, lockDeliveryClaims, settingKeyCheck)
-	b.Queue(claimDeliveriesSQL, now, owner, now.Add(p.Lease), caps.Default, p.Limit, ids, ns, all, p.KeyCheck, settingKeyCheck)
+	b.Queue(claimDeliveriesSQL, now, owner, now.Add(p.Lease), caps.Default, p.Limit, ids, ns, all, p.KeyCheck, settingKeyCheck, p.Pending)
 	br := t.db.pool.SendBatch(ctx, b)
 	claimed, check, err := readClaim(br, records, owner)
 	if cerr := br.Close(); err == nil {
@@ -226,17 +229,17 @@ func readClaim(br pgx.BatchResults, records int, owner string) ([]service.Claime
 	return out, check, nil
 }
 
-// endedSQL ends a delivery in the state its move ends it in ($5,
+// endedSQL ends a delivery in the state its move ends it in ($6,
 // Move.End).
-const endedSQL = `UPDATE deliveries SET state = $5, next_attempt_at = NULL, lease_owner = NULL,
+const endedSQL = `UPDATE deliveries SET state = $6, next_attempt_at = NULL, lease_owner = NULL,
 		lease_until = NULL, updated_at = $4`
 
 // RecordAttempts queues the statements that record finished attempts and
 // move their deliveries on, sent with the round.
-func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+func (t *roundTx) RecordAttempts(_ context.Context, p service.RecordAttemptsParams) error {
 	b := &t.b
-	for i := range results {
-		r, m := &results[i], &moves[i]
+	for i := range p.Results {
+		r, m := &p.Results[i], &p.Moves[i]
 		a := r.Attempt
 		var code any
 		if a.StatusCode != 0 {
@@ -250,21 +253,21 @@ func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptR
 			r.Job.EndpointID, m.Kind == service.MoveSucceeded)
 		// Only the lease holder moves the delivery on: the same owner and
 		// the same attempt, since a lease that ran out may have been taken
-		// again, even by this owner.
-		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = 'pending'`
-		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, now}
+		// again, even by this owner; and only while it is pending ($5).
+		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = $5`
+		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, p.Now, p.Pending}
 		switch m.Kind {
 		case service.MovePark:
 			// The endpoint is disabled only when the lease holder's
 			// delivery was parked, and was not changed since the attempt
-			// began ($8, Move.Since).
+			// began ($9, Move.Since).
 			b.Queue(`WITH parked AS (
-					UPDATE deliveries SET next_attempt_at = $6, tries = $7, lease_owner = NULL,
+					UPDATE deliveries SET next_attempt_at = $7, tries = $8, lease_owner = NULL,
 						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
-				UPDATE endpoints SET enabled = false, disabled_reason = $5, updated_at = $4
-				WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $8`, append(job, m.Disable, m.NextAt, m.Tries, m.Since)...)
+				UPDATE endpoints SET enabled = false, disabled_reason = $6, updated_at = $4
+				WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $9`, append(job, m.Disable, m.NextAt, m.Tries, m.Since)...)
 		case service.MoveRetry:
-			b.Queue(`UPDATE deliveries SET next_attempt_at = $5, lease_owner = NULL, lease_until = NULL,
+			b.Queue(`UPDATE deliveries SET next_attempt_at = $6, lease_owner = NULL, lease_until = NULL,
 				updated_at = $4`+held, append(job, m.NextAt)...)
 		default:
 			b.Queue(endedSQL+held, append(job, m.End)...)
@@ -273,10 +276,11 @@ func (t *roundTx) RecordAttempts(_ context.Context, results []storelink.AttemptR
 	return nil
 }
 
-// ReleaseClaims ends the leases that jobs still hold, in one statement:
-// the claim's attempt and try are taken back and the delivery is due as it
-// was, and the deliverers of every process are woken to claim it again.
-func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+// ReleaseClaims ends the leases that jobs still hold on pending deliveries,
+// in one statement: the claim's attempt and try are taken back and the
+// delivery is due as it was, and the deliverers of every process are woken
+// to claim it again.
+func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob, pending storelink.DeliveryState) error {
 	ids, owners, attempts := make([]string, len(jobs)), make([]string, len(jobs)), make([]int32, len(jobs))
 	for i, j := range jobs {
 		ids[i], owners[i], attempts[i] = j.DeliveryID, j.Owner, int32(j.Attempt)
@@ -285,8 +289,8 @@ func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJ
 			UPDATE deliveries d SET lease_owner = NULL, lease_until = NULL,
 				attempts = d.attempts - 1, tries = greatest(d.tries - 1, 0)
 			FROM unnest($1::text[], $2::text[], $3::int[]) AS r(id, owner, attempt)
-			WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = 'pending'
+			WHERE d.id = r.id AND d.lease_owner = r.owner AND d.attempts = r.attempt AND d.state = $5
 			RETURNING d.id)
-		SELECT pg_notify($4, current_schema()) WHERE EXISTS (SELECT 1 FROM released)`, ids, owners, attempts, ChannelDeliveries)
+		SELECT pg_notify($4, current_schema()) WHERE EXISTS (SELECT 1 FROM released)`, ids, owners, attempts, ChannelDeliveries, pending)
 	return err
 }

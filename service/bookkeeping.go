@@ -23,10 +23,10 @@ type Bookkeeping interface {
 	// nothing.
 	BeginRound(ctx context.Context) (RoundTx, error)
 	// ReleaseClaims ends the leases that jobs still hold, on deliveries
-	// that were not attempted: each is claimable again at once, as it was
-	// before its claim, its attempt and try not counted. A job whose lease
-	// was lost changes nothing.
-	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error
+	// that were not attempted and are in state pending: each is
+	// claimable again at once, as it was before its claim, its attempt and
+	// try not counted. A job whose lease was lost changes nothing.
+	ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob, pending storelink.DeliveryState) error
 }
 
 // RoundTx is one transaction of the deliverer's bookkeeping, ended by Commit
@@ -37,15 +37,15 @@ type RoundTx interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
 
-	// RecordAttempts writes the attempt of every result (one attempt, should
-	// the same come twice), with the URL it went to, its job's endpoint,
-	// and as succeeded when moves[i] is MoveSucceeded, and, for each result
-	// whose job still holds its delivery's lease (the same owner and
-	// attempt: a lease that ran out may have been taken again, even by the
-	// same owner), ends the lease and makes the change moves[i] says,
-	// provided the delivery is still pending; the others change nothing but
-	// their attempt. now stamps the rows.
-	RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []Move, now time.Time) error
+	// RecordAttempts writes the attempt of every result of p (one attempt,
+	// should the same come twice), with the URL it went to, its job's
+	// endpoint, and as succeeded when p.Moves[i] is MoveSucceeded, and, for
+	// each result whose job still holds its delivery's lease (the same
+	// owner and attempt: a lease that ran out may have been taken again,
+	// even by the same owner), ends the lease and makes the change
+	// p.Moves[i] says, provided the delivery is still in state p.Pending;
+	// the others change nothing but their attempt. p.Now stamps the rows.
+	RecordAttempts(ctx context.Context, p RecordAttemptsParams) error
 	// ClaimDue ends the round: it commits the round's record together with
 	// a claim, so that a driver can send them at once and hold no lock of
 	// its claims across a round trip to this process (which the kernel may
@@ -60,17 +60,33 @@ type RoundTx interface {
 	// database has none; it returns the database's check value, or "" when
 	// nothing but this process can change it. It leases up to p.Limit
 	// deliveries for p.Owner until p.Now+p.Lease, each counted as an attempt
-	// and a try: pending ones, due at p.Now, not in flight, to enabled
-	// endpoints; of the pending deliveries of one order to one endpoint
-	// only the one of the oldest event (so that an order's events arrive in
-	// order). Those are the rules; p.Caps is the deliverer's pacing, which
-	// the claim applies as given (ClaimDueParams). The oldest due go first, in
-	// that order.
+	// and a try: pending ones (in state p.Pending), due at p.Now, not in
+	// flight, to enabled endpoints; of the pending deliveries of one order
+	// to one endpoint only the one of the oldest event (so that an order's
+	// events arrive in order). Those are the rules; p.Caps is the
+	// deliverer's pacing, which the claim applies as given
+	// (ClaimDueParams). The oldest due go first, in that order.
 	ClaimDue(ctx context.Context, p ClaimDueParams) (ClaimDueResult, error)
+}
+
+// RecordAttemptsParams are the attempts RecordAttempts writes and what
+// each does to its delivery.
+type RecordAttemptsParams struct {
+	Results []storelink.AttemptResult
+	// Moves are, by result, the change each makes to its delivery.
+	Moves []Move
+	// Now stamps the rows.
+	Now time.Time
+	// Pending is the state of a delivery waiting for its attempt: only a
+	// delivery still in it is moved on.
+	Pending storelink.DeliveryState
 }
 
 // ClaimDueParams are what ClaimDue leases, to whom and for how long.
 type ClaimDueParams struct {
+	// Pending is the state of the deliveries waiting for their attempts,
+	// the only ones claimed.
+	Pending storelink.DeliveryState
 	// Owner is the deliverer the leases are for.
 	Owner string
 	// KeyCheck is the check value of this process's secret key.
@@ -210,7 +226,8 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 	}
 	defer tx.Rollback(ctx)
 	if len(results) > 0 {
-		if err := tx.RecordAttempts(ctx, results, moves(results, now), now); err != nil {
+		if err := tx.RecordAttempts(ctx, RecordAttemptsParams{Results: results, Moves: moves(results, now), Now: now,
+			Pending: storelink.DeliveryPending}); err != nil {
 			return nil, fmt.Errorf("record delivery attempts: %w", err)
 		}
 	}
@@ -229,7 +246,8 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 // claims nothing, rather than count attempts it cannot make.
 func (s *Webhooks) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
 	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
-	r, err := tx.ClaimDue(ctx, ClaimDueParams{Owner: owner, KeyCheck: s.sealer.Check(), Now: now, Lease: lease, Limit: limit, Caps: caps})
+	r, err := tx.ClaimDue(ctx, ClaimDueParams{Pending: storelink.DeliveryPending, Owner: owner, KeyCheck: s.sealer.Check(),
+		Now: now, Lease: lease, Limit: limit, Caps: caps})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -317,5 +335,5 @@ func (s *Webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJ
 	if len(jobs) == 0 {
 		return nil
 	}
-	return s.d.ReleaseClaims(ctx, jobs)
+	return s.d.ReleaseClaims(ctx, jobs, storelink.DeliveryPending)
 }

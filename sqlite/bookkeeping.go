@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"storelink"
 	"storelink/service"
@@ -37,10 +36,13 @@ const (
 
 	// Parked, not failed: the try does not count (?4 is the one before
 	// it), and the delivery goes out again as soon as the endpoint is
-	// enabled. One at a time, as 410s are rare and each may disable its
-	// endpoint.
+	// enabled, provided it is still pending (?6). One at a time, as 410s
+	// are rare and each may disable its endpoint. The row is looked up by
+	// seq, its rowid; the + keeps SQLite from weighing the partial indexes
+	// of a state against the bound one, which would have it prepare the
+	// statement again on each run.
 	goneSQL = `UPDATE deliveries SET next_attempt_at = ?5, attempts = ?3, tries = ?4, updated_at = ?1
-		WHERE seq = ?2 AND state = 'pending'`
+		WHERE seq = ?2 AND +state = ?6`
 	// disableSQL disables the endpoint unless it changed since the parked
 	// attempt began (?4, Move.Since).
 	disableSQL = `UPDATE endpoints SET enabled = 0, disabled_reason = ?1, updated_at = ?2 WHERE id = ?3 AND updated_at < ?4`
@@ -59,18 +61,21 @@ var (
 	insertAttemptsSQL = batchStatements(`INSERT OR IGNORE INTO delivery_attempts
 		(delivery_id, number, at, duration_ms, status_code, error, response, url, endpoint_id, succeeded) VALUES `, 10, ``)
 	// The outcomes, each for n deliveries: (seq, attempts, tries) each, and
-	// the retry's next_attempt_at after them; ?1 is the time now. Only the
-	// results of the leases' holders come here (leaseBook.holder). Each row
-	// is looked up by seq, its rowid; the + keeps the planner from walking
-	// an index of every pending delivery for the few listed.
-	// endedSQL ends deliveries in state ?2 (Move.End), the rows from ?3.
-	endedSQL = batchStatements(`UPDATE deliveries SET state = ?2, next_attempt_at = NULL,
-		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 3, heldSQL)
+	// the retry's next_attempt_at after them; ?1 is the state a delivery is
+	// moved from, pending (RecordAttemptsParams.Pending), and ?2 the time
+	// now. Only the results of the leases' holders come here
+	// (leaseBook.holder). Each row is looked up by seq, its rowid; the +
+	// keeps the planner from walking an index of every pending delivery for
+	// the few listed, and from weighing the partial indexes against the
+	// bound state (see goneSQL).
+	// endedSQL ends deliveries in state ?3 (Move.End), the rows from ?4.
+	endedSQL = batchStatements(`UPDATE deliveries SET state = ?3, next_attempt_at = NULL,
+		attempts = r.column2, tries = r.column3, updated_at = ?2 FROM (VALUES `, 3, heldSQL)
 	retrySQL = batchStatements(`UPDATE deliveries SET next_attempt_at = r.column4,
-		attempts = r.column2, tries = r.column3, updated_at = ?1 FROM (VALUES `, 4, heldSQL)
+		attempts = r.column2, tries = r.column3, updated_at = ?2 FROM (VALUES `, 4, heldSQL)
 )
 
-const heldSQL = `) AS r WHERE deliveries.seq = r.column1 AND +deliveries.state = 'pending'`
+const heldSQL = `) AS r WHERE deliveries.seq = r.column1 AND +deliveries.state = ?1`
 
 // batchStatements returns the statement head VALUES (?, ...) × n tail for
 // each of batchSizes, in its order.
@@ -112,8 +117,9 @@ func execBatch(ctx context.Context, tx *unsyncedTx, statements []string, args []
 // leases end, and each is claimed again at once as it was before its claim,
 // its attempt and try not counted. Nothing is written: the leases are held
 // in memory (leaseBook), and the write connection is held only to keep the
-// rounds out meanwhile.
-func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob) error {
+// rounds out meanwhile. The queue holds pending deliveries alone, so the
+// state takes no part.
+func (d *webhooks) ReleaseClaims(ctx context.Context, jobs []storelink.DeliveryJob, _ storelink.DeliveryState) error {
 	db := d.db
 	conn, err := db.write.Conn(ctx) // see leaseBook
 	if err != nil {
@@ -157,9 +163,9 @@ type roundTx struct {
 
 // RecordAttempts records finished attempts and moves their deliveries on
 // (record).
-func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.AttemptResult, moves []service.Move, now time.Time) error {
+func (r *roundTx) RecordAttempts(ctx context.Context, p service.RecordAttemptsParams) error {
 	// As in beginUnsynced: the write connection is ours.
-	ended, err := record(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, results, moves, ms(now))
+	ended, err := record(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, p)
 	r.ended = ended
 	return err
 }
@@ -170,7 +176,7 @@ func (r *roundTx) RecordAttempts(ctx context.Context, results []storelink.Attemp
 // and only this process, which checked its key against the file before it
 // was given it, can change the file's key.
 func (r *roundTx) ClaimDue(ctx context.Context, p service.ClaimDueParams) (service.ClaimDueResult, error) {
-	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p.Owner, p.Now, p.Lease, p.Limit, p.Caps)
+	claimed, taken, err := claim(context.WithoutCancel(ctx), r.tx, &r.db.leases, &r.db.queue, r.ended, p)
 	if err != nil {
 		r.claimFailed = true
 	} else {
@@ -300,13 +306,14 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
-// record records finished attempts and moves their deliveries on as moves
+// record records p's attempts and moves their deliveries on as p.Moves
 // say: a statement for the attempts and one per kind of move, but for
-// parking, which disables an endpoint: one at a time, as 410s are rare. Every attempt is recorded; only those
-// whose lease is still theirs (leaseBook.holder) move their delivery on. It
-// returns those leases, to end once the transaction commits.
-func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, results []storelink.AttemptResult,
-	moves []service.Move, now int64) ([]*deliveryLease, error) {
+// parking, which disables an endpoint: one at a time, as 410s are rare.
+// Every attempt is recorded; only those whose lease is still theirs
+// (leaseBook.holder) move their delivery on, if it is still in state
+// p.Pending. It returns those leases, to end once the transaction commits.
+func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, p service.RecordAttemptsParams) ([]*deliveryLease, error) {
+	results, moves, now := p.Results, p.Moves, ms(p.Now)
 	if len(results) == 0 {
 		return nil, nil
 	}
@@ -356,19 +363,19 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 		return nil, fmt.Errorf("insert attempts: %w", err)
 	}
 	for kind := range service.MovePark {
-		statements, args := endedSQL, []any{now, end[kind]}
+		statements, args := endedSQL, []any{p.Pending, now, end[kind]}
 		if kind == service.MoveRetry {
-			statements, args = retrySQL, []any{now}
+			statements, args = retrySQL, []any{p.Pending, now}
 		}
 		if err := execBatch(ctx, tx, statements, args, held[kind]); err != nil {
 			return nil, fmt.Errorf("move %d deliveries on: %w", len(held[kind]), err)
 		}
 	}
-	for _, p := range parked {
-		l := p.l
-		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, p.m.Tries, ms(p.m.NextAt))
+	for _, pr := range parked {
+		l := pr.l
+		res, err := tx.ExecContext(ctx, goneSQL, now, l.seq, l.attempt, pr.m.Tries, ms(pr.m.NextAt), p.Pending)
 		if n, _ := rowsAffected(res, err); n > 0 {
-			res, err = tx.ExecContext(ctx, disableSQL, p.m.Disable, now, p.r.Job.EndpointID, ms(p.m.Since))
+			res, err = tx.ExecContext(ctx, disableSQL, pr.m.Disable, now, pr.r.Job.EndpointID, ms(pr.m.Since))
 			if n, _ := rowsAffected(res, err); n > 0 {
 				if e := q.endpoints[l.endpointID]; e != nil {
 					e.disabled = true
@@ -376,9 +383,9 @@ func record(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQue
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("park delivery %s: %w", p.r.Job.DeliveryID, err)
+			return nil, fmt.Errorf("park delivery %s: %w", pr.r.Job.DeliveryID, err)
 		}
-		q.unlease(l, func(d *queued) { d.next = ms(p.m.NextAt) })
+		q.unlease(l, func(d *queued) { d.next = ms(pr.m.NextAt) })
 	}
 	// The queue follows: a round that fails drops it (roundTx).
 	if q.loaded {

@@ -6,21 +6,21 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"storelink"
 	"storelink/service"
 )
 
-// claim picks up to limit due deliveries for owner from the queue, at
-// most caps.Cap leased per endpoint, and returns them and the leases
-// to take for them once the transaction commits. It reads only: the picked
-// rows, their endpoints, and the rows queued since the last claim. The
-// leases ending, those of the results recorded in the same transaction,
-// count as ended.
-func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, ending []*deliveryLease, owner string,
-	now time.Time, lease time.Duration, limit int, caps storelink.ClaimCaps) ([]service.Claimed, map[string]*deliveryLease, error) {
+// claim picks up to p.Limit due deliveries for p.Owner from the queue, at
+// most p.Caps leased per endpoint, and returns them and the leases to take
+// for them once the transaction commits. It reads only: the picked rows,
+// their endpoints, and the rows queued since the last claim. A picked row
+// no longer in state p.Pending leaves the queue. The leases ending, those
+// of the results recorded in the same transaction, count as ended.
+func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueue, ending []*deliveryLease,
+	p service.ClaimDueParams) ([]service.Claimed, map[string]*deliveryLease, error) {
+	owner, now, lease, limit, caps, pending := p.Owner, p.Now, p.Lease, p.Limit, p.Caps, p.Pending
 	nowMS := ms(now)
 	if err := q.sync(ctx, tx, book, ending, nowMS); err != nil {
 		return nil, nil, err
@@ -72,15 +72,15 @@ func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueu
 	until := ms(now.Add(lease))
 	for _, l := range lines {
 		e, d := l.key.endpoint, &l.entries[0]
-		p, t := rows[d.seq], targets[e.id]
+		row, t := rows[d.seq], targets[e.id]
 		switch {
-		case p == nil || p.state != string(storelink.DeliveryPending):
+		case row == nil || row.state != string(pending):
 			// Not pending (or gone) in the file: out of the queue.
 			l.entries = slices.Delete(l.entries, 0, 1)
 			q.fix(l)
 			continue
-		case p.next > nowMS:
-			d.next = p.next
+		case row.next > nowMS:
+			d.next = row.next
 			q.fix(l)
 			continue
 		case t == nil:
@@ -91,14 +91,14 @@ func claim(ctx context.Context, tx *unsyncedTx, book *leaseBook, q *deliveryQueu
 		}
 		// A lease that ran out on this delivery was an attempt and a try,
 		// whether or not its result came in.
-		attempts, tries, lostAttempt, lostTry := p.attempts, p.tries, 0, 0
-		if a, t := book.previous(p.id, ending); a > 0 {
+		attempts, tries, lostAttempt, lostTry := row.attempts, row.tries, 0, 0
+		if a, t := book.previous(row.id, ending); a > 0 {
 			attempts, tries = max(attempts, a), max(tries, t)
 			lostAttempt, lostTry = attempts, tries
 		}
-		out = append(out, service.Claimed{Job: storelink.DeliveryJob{DeliveryID: p.id, EventID: p.eventID, EndpointID: e.id,
-			Attempt: attempts + 1, Try: tries + 1, URL: t.url, Body: p.payload, Owner: owner}, Keys: t.keys})
-		taken[p.id] = &deliveryLease{id: p.id, seq: p.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
+		out = append(out, service.Claimed{Job: storelink.DeliveryJob{DeliveryID: row.id, EventID: row.eventID, EndpointID: e.id,
+			Attempt: attempts + 1, Try: tries + 1, URL: t.url, Body: row.payload, Owner: owner}, Keys: t.keys})
+		taken[row.id] = &deliveryLease{id: row.id, seq: row.seq, endpointID: e.id, order: l.key.order, owner: owner, until: until,
 			attempt: attempts + 1, try: tries + 1, lostAttempt: lostAttempt, lostTry: lostTry}
 		d.leased = true
 		e.leased++

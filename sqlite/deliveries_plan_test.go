@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,6 +71,39 @@ func TestEndpointStatsPlans(t *testing.T) {
 		}
 		if len(steps) == 0 {
 			t.Errorf("plan %v reads no attempts", rows)
+		}
+	}
+}
+
+// The deliverer's statements that take the pending state as a parameter
+// keep their plans: the outcomes of attempts look each delivery up by its
+// rowid, and the start-up's release of leases kept in rows reads the
+// pending deliveries' partial index, which SQLite matches once the state
+// is bound.
+func TestDeliveryStatePlans(t *testing.T) {
+	db, _ := batchFixture(t, 1)
+	last := len(batchSizes) - 1 // the statements for one row
+	for _, c := range []struct {
+		name, q string
+		args    []any
+		want    string
+	}{
+		{"parked", goneSQL, []any{0, 1, 1, 0, 0, storelink.DeliveryPending}, "SEARCH deliveries USING INTEGER PRIMARY KEY (rowid=?)"},
+		{"ended", endedSQL[last], []any{storelink.DeliveryPending, 0, storelink.DeliverySucceeded, 1, 1, 1},
+			"SEARCH deliveries USING INTEGER PRIMARY KEY (rowid=?)"},
+		{"retried", retrySQL[last], []any{storelink.DeliveryPending, 0, 1, 1, 1, 0}, "SEARCH deliveries USING INTEGER PRIMARY KEY (rowid=?)"},
+		{"leases released", releaseLeasesSQL, []any{storelink.DeliveryPending}, "SCAN deliveries USING INDEX deliveries_pending"},
+	} {
+		rows, err := db.TestAccess().Query(context.Background(), "EXPLAIN QUERY PLAN "+c.q, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for _, r := range rows {
+			plan = append(plan, r["detail"])
+		}
+		if !slices.Contains(plan, c.want) {
+			t.Errorf("%s: plan %q, want %q", c.name, plan, c.want)
 		}
 	}
 }

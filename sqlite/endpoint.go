@@ -207,9 +207,10 @@ func (d *webhooks) Redeliver(ctx context.Context, p service.RedeliverParams) err
 // deliveries_pending, the failed ones in deliveries_failed (the + keeps a
 // client's filter from taking deliveries_client, every delivery of the
 // client, instead). The state is written out rather than bound, since a
-// partial index is only used for a literal. Without a state, or for
-// succeeded, most rows match: the table is read newest first, or the
-// client's rows are.
+// query INDEXED BY a partial index must repeat its predicate: bound, the
+// state is not known when the statement is prepared, and it does not
+// prepare. Without a state, or for succeeded, most rows match: the table
+// is read newest first, or the client's rows are.
 //
 // A listing of an order's or an event's deliveries reads the order's rows
 // (deliveries_order_seq): a few per event and endpoint, whatever the state.

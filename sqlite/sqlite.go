@@ -235,10 +235,14 @@ func (db *DB) ReleaseLeases(ctx context.Context) error {
 	defer conn.Close()
 	db.leases.clear()
 	db.queue.reset()
-	_, err = conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-		WHERE state = 'pending' AND lease_until IS NOT NULL`)
+	_, err = conn.ExecContext(ctx, releaseLeasesSQL, storelink.DeliveryPending)
 	return err
 }
+
+// releaseLeasesSQL clears the leases kept in the rows of deliveries in
+// state ?1, pending. SQLite plans the statement again once the state is
+// bound, so deliveries_pending still serves.
+const releaseLeasesSQL = `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = ?1 AND lease_until IS NOT NULL`
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 

@@ -34,7 +34,7 @@ func (e *env) claimCaps(tx service.RoundTx, owner string, now time.Time, limit i
 	e.t.Helper()
 	key, err := e.d.SecretKeys.SecretKeyCheck(e.ctx)
 	must(e.t, err)
-	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Owner: owner, KeyCheck: key, Now: now, Lease: time.Minute, Limit: limit, Caps: caps})
+	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Pending: storelink.DeliveryPending, Owner: owner, KeyCheck: key, Now: now, Lease: time.Minute, Limit: limit, Caps: caps})
 	must(e.t, err)
 	got, check := r.Claimed, r.KeyCheck
 	if check != "" && check != key {
@@ -118,7 +118,7 @@ func testBookkeeping(e *env) {
 	e.round(func(tx service.RoundTx) {
 		results := []storelink.AttemptResult{result(claimed[0], 1), result(claimed[1], 1), result(claimed[1], 7)}
 		moves := []service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}, {Kind: service.MoveRetry, NextAt: retryAt}, {Kind: service.MoveFailed, End: storelink.DeliveryFailed}}
-		must(t, tx.RecordAttempts(e.ctx, results, moves, at))
+		must(t, tx.RecordAttempts(e.ctx, service.RecordAttemptsParams{Results: results, Moves: moves, Now: at, Pending: storelink.DeliveryPending}))
 		next = e.claimDue(tx, "w1", at, 10, 10)
 	})
 	if events(next) != second.EventID {
@@ -150,8 +150,9 @@ func testBookkeeping(e *env) {
 	parkAt := e.tick()
 	var again []service.Claimed
 	e.round(func(tx service.RoundTx) {
-		must(t, tx.RecordAttempts(e.ctx, []storelink.AttemptResult{result(next[0], 1)},
-			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone before the change", Since: at}}, parkAt))
+		must(t, tx.RecordAttempts(e.ctx, service.RecordAttemptsParams{Results: []storelink.AttemptResult{result(next[0], 1)},
+			Moves: []service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone before the change", Since: at}}, Now: parkAt,
+			Pending: storelink.DeliveryPending}))
 		again = e.claimDue(tx, "w1", parkAt, 10, 10)
 	})
 	if events(again) != second.EventID || again[0].Job.Attempt != 2 || again[0].Job.Try != 1 {
@@ -167,8 +168,9 @@ func testBookkeeping(e *env) {
 	// its delivery waits, its try not counted.
 	parkAt = e.tick()
 	e.round(func(tx service.RoundTx) {
-		must(t, tx.RecordAttempts(e.ctx, []storelink.AttemptResult{result(again[0], 2)},
-			[]service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone for the test", Since: parkAt}}, parkAt))
+		must(t, tx.RecordAttempts(e.ctx, service.RecordAttemptsParams{Results: []storelink.AttemptResult{result(again[0], 2)},
+			Moves: []service.Move{{Kind: service.MovePark, NextAt: parkAt, Disable: "gone for the test", Since: parkAt}}, Now: parkAt,
+			Pending: storelink.DeliveryPending}))
 		if got := e.claimDue(tx, "w1", parkAt, 10, 10); len(got) != 0 {
 			t.Fatalf("claimed %s from a disabled endpoint", events(got))
 		}
@@ -188,7 +190,7 @@ func testBookkeeping(e *env) {
 	must(t, err)
 	tx, err := e.d.Webhooks.BeginRound(e.ctx)
 	must(t, err)
-	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Owner: "w1", KeyCheck: "not-" + key, Now: parkAt, Lease: time.Minute, Limit: 10,
+	r, err := tx.ClaimDue(e.ctx, service.ClaimDueParams{Pending: storelink.DeliveryPending, Owner: "w1", KeyCheck: "not-" + key, Now: parkAt, Lease: time.Minute, Limit: 10,
 		Caps: storelink.ClaimCaps{Default: 10}})
 	must(t, err)
 	stale, check := r.Claimed, r.KeyCheck

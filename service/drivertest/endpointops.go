@@ -71,7 +71,9 @@ func testEndpointOpRows(e *env) {
 		}
 		results, moves = append(results, r), append(moves, m)
 	}
-	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
+	e.round(func(tx service.RoundTx) {
+		must(t, tx.RecordAttempts(ctx, service.RecordAttemptsParams{Results: results, Moves: moves, Now: at, Pending: storelink.DeliveryPending}))
+	})
 
 	both, err := e.d.Webhooks.EndpointStats(ctx, service.EndpointStatsParams{EndpointIDs: []string{a.ID, b.ID, "nope"}, Since: at, Counts: true})
 	must(t, err)
@@ -190,8 +192,10 @@ func testEndpointOpRows(e *env) {
 	// The attempt in flight is recorded and moves nothing.
 	flying := again[0].Job
 	e.round(func(tx service.RoundTx) {
-		must(t, tx.RecordAttempts(ctx, []storelink.AttemptResult{{Job: &flying, Attempt: storelink.Attempt{Number: 2, At: deletedAt, StatusCode: 204}}},
-			[]service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}}, deletedAt))
+		must(t, tx.RecordAttempts(ctx, service.RecordAttemptsParams{
+			Results: []storelink.AttemptResult{{Job: &flying, Attempt: storelink.Attempt{Number: 2, At: deletedAt, StatusCode: 204}}},
+			Moves:   []service.Move{{Kind: service.MoveSucceeded, End: storelink.DeliverySucceeded}}, Now: deletedAt,
+			Pending: storelink.DeliveryPending}))
 		if got := e.claimDue(tx, "w", e.tick(), 10, 10); len(got) != 0 {
 			t.Fatalf("claimed %s after the endpoint was deleted", events(got))
 		}

@@ -43,7 +43,9 @@ func testClientFigureRows(e *env) {
 		results = append(results, storelink.AttemptResult{Job: &j, Attempt: storelink.Attempt{Number: 1, At: at, StatusCode: 500}})
 		moves = append(moves, service.Move{Kind: service.MoveFailed, End: storelink.DeliveryFailed})
 	}
-	e.round(func(tx service.RoundTx) { must(t, tx.RecordAttempts(ctx, results, moves, at)) })
+	e.round(func(tx service.RoundTx) {
+		must(t, tx.RecordAttempts(ctx, service.RecordAttemptsParams{Results: results, Moves: moves, Now: at, Pending: storelink.DeliveryPending}))
+	})
 	must(t, e.seed.Webhooks.DeleteEndpoint(ctx, "", eps[2].ID, nil))
 
 	// Uploads: rejected, rejected, applied, waiting.
