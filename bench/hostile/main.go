@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"storelink/bench/internal/benchproc"
 )
 
 func main() {
@@ -152,12 +154,16 @@ type outcome struct {
 }
 
 func (h *harness) run(ctx context.Context) (failed bool, err error) {
-	if h.bin, err = buildServe(ctx, h.dir); err != nil {
+	root, err := benchproc.ModuleRoot(ctx, "hostile")
+	if err != nil {
+		return false, err
+	}
+	if h.bin, err = benchproc.BuildServe(ctx, root, h.dir); err != nil {
 		return false, err
 	}
 	h.flags = slices.Clone(h.cfg.serveFlags)
 	given := slices.ContainsFunc(h.flags, func(f string) bool { return strings.HasPrefix(strings.TrimLeft(f, "-"), "trusted-proxies") })
-	if serveHasFlag(h.bin, "trusted-proxies") && !given {
+	if benchproc.ServeHasFlag(h.bin, "trusted-proxies") && !given {
 		h.flags = append(h.flags, "--trusted-proxies", "127.0.0.1/32")
 	}
 	fmt.Fprintf(h.out, "hostile: serve flags: %s; each attack %s, baseline %s, %d well-behaved loops\n",
@@ -231,7 +237,7 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 	if err != nil {
 		return o, err
 	}
-	defer sv.kill()
+	defer sv.Kill() // nothing of a run is kept, so nothing needs a clean stop
 	acc, err := setupAccounts(ctx, sv.url, attackerClients)
 	if err != nil {
 		return o, fmt.Errorf("%s: set-up: %w", name, err)
@@ -292,7 +298,7 @@ func (h *harness) phase(ctx context.Context, name string, a *attack) (o outcome,
 	}
 	stopSampling()
 	<-sampled
-	o.peak, o.served = sv.peak(), sv.alive()
+	o.peak, o.served = sv.peak(), sv.Alive()
 	if o.served {
 		var lags []time.Duration
 		lags, o.unfinished, o.applyErr = applyLags(ctx, sv.url, acc.good, measured, ended)

@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"storelink/bench/internal/benchproc"
 )
 
 func main() {
@@ -140,7 +142,11 @@ type soak struct {
 // run sets up, runs the workload with the faults, heals, drains and checks.
 // The error is for a soak that could not run; a broken invariant is ok=false.
 func (s *soak) run(ctx context.Context) (ok bool, err error) {
-	if s.bin, err = buildServe(ctx, s.dir); err != nil {
+	root, err := benchproc.ModuleRoot(ctx, "soak")
+	if err != nil {
+		return false, err
+	}
+	if s.bin, err = benchproc.BuildServe(ctx, root, s.dir); err != nil {
 		return false, err
 	}
 	var dbURL string

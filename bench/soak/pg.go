@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
+
+	"storelink/bench/internal/benchproc"
 )
 
 // pgCluster is a PostgreSQL cluster of the soak's own, in its temporary
@@ -31,7 +33,7 @@ func startPG(ctx context.Context, binDir, dir string) (*pgCluster, error) {
 	if binDir == "" {
 		return nil, errors.New("no initdb found (in /usr/lib/postgresql/*/bin or $PATH): install PostgreSQL's server package, or give -pg-bin")
 	}
-	port, err := freePort()
+	port, err := benchproc.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"storelink/bench/internal/benchproc"
 	"storelink/webhook"
 )
 
@@ -70,7 +71,7 @@ type receiver struct {
 }
 
 func newReceiver(c *clientModel, profile string, seed uint64) (*receiver, error) {
-	port, err := freePort()
+	port, err := benchproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
