@@ -50,12 +50,9 @@ type DB struct {
 
 	// The order calls' way to the write connection (see beginWrite):
 	// orderTurn admits them one at a time, first come first served;
-	// orderConn is the connection while order calls keep coming, taken at
-	// orderSince; prepared holds their statements.
-	orderTurn  turn
-	orderConn  *sql.Conn
-	orderSince time.Time
-	prepared   map[string]*sql.Stmt
+	// prepared holds their statements.
+	orderTurn turn
+	prepared  map[string]*sql.Stmt
 
 	// leases holds the leases of the deliveries in flight, queue the
 	// pending deliveries; both change only while the write connection is
