@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"storelink"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -43,7 +45,9 @@ var migrations embed.FS
 // DB is an open storelink database on PostgreSQL: a pool of connections
 // shared by every service.
 type DB struct {
-	pool *pgxpool.Pool
+	// migrated is what the last Migrate did.
+	migrated storelink.Migrated
+	pool     *pgxpool.Pool
 	// schema is the schema the tables live in (the first of search_path):
 	// notifications carry it, so that installations in other schemas of the
 	// same database do not wake this one.
@@ -125,11 +129,23 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	db.migrated.Applied = db.migrated.Applied[:0]
+	for _, r := range res {
+		db.migrated.Applied = append(db.migrated.Applied, r.Source.Version)
+	}
+	if db.migrated.Version, err = p.GetDBVersion(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }
+
+// Migrated tells what the last Migrate did: the migrations it applied
+// and the schema's version after it.
+func (db *DB) Migrated() storelink.Migrated { return db.migrated }
 
 // closeWait bounds how long Close waits for the pool's connections to be
 // closed.

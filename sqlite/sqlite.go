@@ -43,10 +43,12 @@ var migrations embed.FS
 // transaction begins (BEGIN IMMEDIATE); reads use a separate pool and never
 // wait for a writer, thanks to WAL.
 type DB struct {
-	path  string
-	write *sql.DB
-	read  *sql.DB
-	lock  *os.File
+	// migrated is what the last Migrate did.
+	migrated storelink.Migrated
+	path     string
+	write    *sql.DB
+	read     *sql.DB
+	lock     *os.File
 
 	// The order calls' way to the write connection (see beginWrite):
 	// orderTurn admits them one at a time, first come first served;
@@ -179,11 +181,23 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	db.migrated.Applied = db.migrated.Applied[:0]
+	for _, r := range res {
+		db.migrated.Applied = append(db.migrated.Applied, r.Source.Version)
+	}
+	if db.migrated.Version, err = p.GetDBVersion(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }
+
+// Migrated tells what the last Migrate did: the migrations it applied
+// and the schema's version after it.
+func (db *DB) Migrated() storelink.Migrated { return db.migrated }
 
 // Close closes the pools and releases the file lock.
 func (db *DB) Close() error {

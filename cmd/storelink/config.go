@@ -392,3 +392,6 @@ func adminTokenOK(token string) (int, bool) {
 	n := utf8.RuneCountInString(token)
 	return n, n >= minAdminToken && strings.IndexFunc(token, unicode.IsSpace) < 0
 }
+
+// Unwrap lets errors.Is see the error a usage error wraps (flag.ErrHelp).
+func (u usageError) Unwrap() error { return u.error }

@@ -3,9 +3,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -31,6 +35,7 @@ Usage:
   storelink listen [flags]    receive and verify webhooks (partner side, for development)
   storelink upload [flags] FILE
                               send a stock file (partner side); --wait prints the report
+  storelink version           the build: version, commit, Go
 
 Run "storelink COMMAND -h" for the flags of a command.
 `
@@ -65,11 +70,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "version", "--version":
+		fmt.Fprintln(stdout, buildVersion())
+		return 0
 	default:
 		fmt.Fprintf(stderr, "storelink: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for: the flags were printed
+		}
 		if isUsage(err) {
 			fmt.Fprintf(stderr, "storelink %s: %v\n", args[0], err)
 			return 2
@@ -78,4 +89,38 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin *
 		return 1
 	}
 	return 0
+}
+
+// buildVersion describes this build in a line: the module's version (a
+// tagged build's tag, or "(devel)"), the commit and its time when the build
+// recorded them ("+ changes" when the tree had uncommitted ones), the Go
+// version and the platform.
+func buildVersion() string {
+	v, commit := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		var rev, at, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			commit = " commit " + rev[:min(12, len(rev))]
+			if at != "" {
+				commit += " of " + at
+			}
+			if modified == "true" {
+				commit += " + changes"
+			}
+		}
+	}
+	return fmt.Sprintf("storelink %s%s, %s %s/%s", v, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

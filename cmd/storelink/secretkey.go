@@ -198,7 +198,7 @@ func secretKeyCommand(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, c)
+	db, _, err := openDB(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -22,29 +22,29 @@ import (
 
 // openDB opens the configured database, applies the migrations, and
 // returns the services over it, a *service.Services whichever the
-// database. They seal no secret: useSecretKey makes them again with the
+// database, and what the migrations did. They seal no secret: useSecretKey makes them again with the
 // sealer once the key is checked against the database.
-func openDB(ctx context.Context, c *config) (*service.Services, error) {
+func openDB(ctx context.Context, c *config) (*service.Services, storelink.Migrated, error) {
 	switch {
 	case strings.HasPrefix(c.Database, "sqlite:"):
 		path := strings.TrimPrefix(c.Database, "sqlite:")
 		if path == "" {
-			return nil, usageError{errors.New("--database sqlite: needs a path, e.g. sqlite:./storelink-data/storelink.db")}
+			return nil, storelink.Migrated{}, usageError{errors.New("--database sqlite: needs a path, e.g. sqlite:./storelink-data/storelink.db")}
 		}
 		db, err := sqlite.Open(ctx, path)
 		if err != nil {
-			return nil, err
+			return nil, storelink.Migrated{}, err
 		}
-		return service.New(sqlite.NewDrivers(db)), nil
+		return service.New(sqlite.NewDrivers(db)), db.Migrated(), nil
 	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
 		db, err := postgres.Open(ctx, c.Database)
 		if err != nil {
 			// The driver's errors may quote the URL; the password never.
-			return nil, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
+			return nil, storelink.Migrated{}, errors.New(strings.ReplaceAll(err.Error(), c.Database, redactURL(c.Database)))
 		}
-		return service.New(postgres.NewDrivers(db)), nil
+		return service.New(postgres.NewDrivers(db)), db.Migrated(), nil
 	}
-	return nil, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
+	return nil, storelink.Migrated{}, usageError{fmt.Errorf("--database must be sqlite:PATH or postgres://..., got %q", redactURL(c.Database))}
 }
 
 // redactURL hides a password in a database URL before it is shown, in the
@@ -73,12 +73,12 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	db, err := openDB(ctx, c)
+	db, migrated, err := openDB(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "storelink: database %s is up to date\n", redactURL(c.Database))
+	fmt.Fprintf(stdout, "storelink: database %s: %s\n", redactURL(c.Database), migrated)
 	return nil
 }
 

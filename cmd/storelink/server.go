@@ -73,11 +73,14 @@ func newServer(c *config, getenv func(string) string, stdout, stderr io.Writer) 
 // the leases this process holds are handed back.
 func (s *server) Run(ctx context.Context) error {
 	defer s.gc.Start()()
-	db, err := openDB(ctx, s.c)
+	db, migrated, err := openDB(ctx, s.c)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if len(migrated.Applied) > 0 {
+		s.logger.Info("migrated", "database", redactURL(s.c.Database), "applied", migrated.Applied, "version", migrated.Version)
+	}
 	s.db = db
 	token, err := s.prepareDatabase(ctx)
 	if err != nil {
