@@ -92,7 +92,7 @@ func TestPortalRegisterEndpoint(t *testing.T) {
 			status    int
 			says      string
 		}{
-			{"a loopback address", "http://127.0.0.1:8080/hooks", nil, 422, "url: 127.0.0.1 is a loopback address, which is not allowed for webhooks."},
+			{"a loopback address", "http://127.0.0.1:8080/hooks", nil, 422, "url: 127.0.0.1 is a loopback address, which is not allowed for webhooks unless the operator starts serve with --webhook-allow-private"},
 			{"a metadata address", "http://169.254.169.254/latest", nil, 422, "url: 169.254.169.254 is a cloud metadata address"},
 			{"an ftp URL", "ftp://hooks.example.com/x", []string{"assigned"}, 422, "url: the scheme must be http or https."},
 			{"a state that is none", "https://hooks.example.com/x", []string{"lost"}, 422, `states: &#34;lost&#34; is not an order state`},

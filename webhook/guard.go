@@ -42,15 +42,19 @@ func ValidateURL(raw string, allowPrivate bool) error {
 	}
 	host := u.Hostname()
 	if lower := strings.ToLower(strings.TrimSuffix(host, ".")); lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
-		return storelink.Errorf(storelink.EUNPROCESSABLE, "url: %s is a loopback host, which is not allowed for webhooks.", host)
+		return storelink.Errorf(storelink.EUNPROCESSABLE, "url: %s is a loopback host, which is not allowed for webhooks%s", host, allowPrivateHint)
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if reason := blockedReason(a); reason != "" {
-			return storelink.Errorf(storelink.EUNPROCESSABLE, "url: %s is a %s address, which is not allowed for webhooks.", host, reason)
+			return storelink.Errorf(storelink.EUNPROCESSABLE, "url: %s is a %s address, which is not allowed for webhooks%s", host, reason, allowPrivateHint)
 		}
 	}
 	return nil
 }
+
+// allowPrivateHint ends ValidateURL's refusal of an address: who runs the
+// service (a developer trying it on one machine, often) can lift it.
+const allowPrivateHint = " unless the operator starts serve with --webhook-allow-private (for development: it also lets webhooks reach the service's own network)."
 
 // parseURL is the part of ValidateURL that also holds at send time, whatever
 // allowPrivate says.
