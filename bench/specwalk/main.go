@@ -48,6 +48,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"storelink/bench/internal/serveproc"
 )
 
 func main() {
@@ -123,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // walkAll starts serve, the receiver and both Prism processes, walks the
 // steps and stops them all.
 func walkAll(ctx context.Context, c config, dir string, stdout io.Writer) (*report, error) {
-	root, err := moduleRoot(ctx)
+	root, err := serveproc.ModuleRoot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func walkAll(ctx context.Context, c config, dir string, stdout io.Writer) (*repo
 		return nil, err
 	}
 	defer recv.close()
-	servePort, err := freePort()
+	servePort, err := serveproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func walkAll(ctx context.Context, c config, dir string, stdout io.Writer) (*repo
 		p, err := startPrism(ctx, c.prism, specPath, serveURL, false, filepath.Join(dir, "prism-lenient.log"))
 		lenientc <- started{p, err}
 	}()
-	bin, berr := buildServe(ctx, root, dir)
+	bin, berr := serveproc.Build(ctx, root, dir)
 	var srv *serve
 	if berr == nil {
 		srv, berr = startServe(ctx, bin, dir, servePort)
@@ -167,11 +169,11 @@ func walkAll(ctx context.Context, c config, dir string, stdout io.Writer) (*repo
 	s, l := <-strictc, <-lenientc
 	for _, p := range []*prismProc{s.p, l.p} {
 		if p != nil {
-			defer p.stop()
+			defer p.Stop()
 		}
 	}
 	if srv != nil {
-		defer srv.stop()
+		defer srv.Stop()
 	}
 	if err := errors.Join(berr, s.err, l.err); err != nil {
 		return nil, err
@@ -191,8 +193,8 @@ func walkAll(ctx context.Context, c config, dir string, stdout io.Writer) (*repo
 	rep := w.walk(ctx, steps)
 	rep.unwalked = sp.unwalked(rep, c.only)
 	rep.elapsed = time.Since(start)
-	if !srv.alive() {
-		rep.fatal = append(rep.fatal, fmt.Sprintf("serve exited during the walk (%v); see %s", srv.exitErr(), srv.logs))
+	if !srv.Alive() {
+		rep.fatal = append(rep.fatal, fmt.Sprintf("serve exited during the walk (%v); see %s", srv.ExitErr(), srv.Logs))
 	}
 	return rep, nil
 }
