@@ -144,7 +144,7 @@ func check(ctx context.Context, dir, npmDir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "tsclient: the example's first run printed:\n%s", indent(out))
+	fmt.Fprintf(stdout, "tsclient: the example's first run printed:\n%s", indent(shortened(out)))
 	cursor, err := c.compare(ctx, ts, out, "")
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func check(ctx context.Context, dir, npmDir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "tsclient: its second run, from cursor %s, printed:\n%s", cursor, indent(out))
+	fmt.Fprintf(stdout, "tsclient: its second run, from cursor %s, printed:\n%s", cursor, indent(shortened(out)))
 	if _, err := c.compare(ctx, ts, out, cursor); err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (c *client) compare(ctx context.Context, ts, out, cursor string) (string, e
 	}
 	want += "cursor " + next + "\n"
 	if out != want {
-		return "", fmt.Errorf("the example printed\n%s\nwhere the service says\n%s", indent(out), indent(want))
+		return "", fmt.Errorf("the example's output is not what the service says: %s", firstDifference(out, want))
 	}
 	wantEvents := orders
 	if cursor != "" {
@@ -309,6 +309,43 @@ func (c *client) events(ctx context.Context, after string) ([]event, string, err
 		}
 	}
 	return nil, "", errors.New("the event feed did not end within 100 pages")
+}
+
+// firstDifference names the first line where got and want differ.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d is %q, not %q (%d lines printed, %d expected)", i+1, gl, wl, len(g)-1, len(w)-1)
+		}
+	}
+	return "none"
+}
+
+// shortened is the example's output with its event lines after the
+// third counted rather than shown.
+func shortened(out string) string {
+	var b strings.Builder
+	events := 0
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if strings.HasPrefix(line, "event ") {
+			if events++; events > 3 {
+				continue
+			}
+		} else if events > 3 {
+			fmt.Fprintf(&b, "… %d more events\n", events-3)
+			events = 0
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 func indent(s string) string {
