@@ -36,7 +36,8 @@ console.log(`upload ${upload_id}: ${upload.data.status}`);
 // 2. Follow it until it is processed: accepted, processing, then applied
 // or rejected. A small file takes a second or two.
 let report = await status();
-for (let i = 0; i < 600 && (report.status === "accepted" || report.status === "processing"); i++) {
+for (let i = 1; report.status === "accepted" || report.status === "processing"; i++) {
+  if (i > 600) throw new Error(`upload ${upload_id} is still ${report.status} after 10 minutes`);
   await sleep(1000);
   report = await status();
 }
