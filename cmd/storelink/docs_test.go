@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -132,4 +133,79 @@ func TestDocsLinks(t *testing.T) {
 		t.Error("no relative link found in the docs: is the pattern still right?")
 	}
 	t.Logf("%d links checked", checked)
+}
+
+// TestDocsTypeScriptExample: the TypeScript example docs/typescript.md
+// shows is examples/typescript/feed.ts, byte for byte (the file that
+// bench/tsclient compiles and runs against a real serve), and the
+// packages its npm install lines name are those, at the versions,
+// examples/typescript/package.json pins.
+func TestDocsTypeScriptExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/typescript.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../examples/typescript/feed.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)\n```ts\n(.*?)```\n").FindAllSubmatch(doc, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("docs/typescript.md has %d ```ts blocks, want the one example", len(blocks))
+	}
+	if shown := blocks[0][1]; !bytes.Equal(shown, example) {
+		t.Errorf("docs/typescript.md's example is not examples/typescript/feed.ts: copy the file into the block (first difference at line %d)", firstLineDiff(shown, example))
+	}
+
+	b, err := os.ReadFile("../../examples/typescript/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies    map[string]string `json:"dependencies"`
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string]string{}
+	for _, deps := range []map[string]string{pkg.Dependencies, pkg.DevDependencies} {
+		for name, v := range deps {
+			if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(v) {
+				t.Errorf("examples/typescript/package.json: %s is %q, not an exact version", name, v)
+			}
+			pinned[name] = v
+		}
+	}
+	named := map[string]string{}
+	for _, line := range regexp.MustCompile(`(?m)^npm install .*$`).FindAll(doc, -1) {
+		for _, m := range regexp.MustCompile(`\s((?:@[a-z0-9-]+/)?[a-z0-9.-]+)@(\S+)`).FindAllSubmatch(line, -1) {
+			named[string(m[1])] = string(m[2])
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("docs/typescript.md names no package@version in an npm install line: is the pattern still right?")
+	}
+	for name, v := range pinned {
+		if named[name] != v {
+			t.Errorf("docs/typescript.md installs %s@%s, examples/typescript/package.json pins %s", name, named[name], v)
+		}
+	}
+	for name := range named {
+		if _, ok := pinned[name]; !ok {
+			t.Errorf("docs/typescript.md installs %s, which examples/typescript/package.json does not have", name)
+		}
+	}
+}
+
+// firstLineDiff is the number of the first line where a and b differ.
+func firstLineDiff(a, b []byte) int {
+	al, bl := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range min(len(al), len(bl)) {
+		if !bytes.Equal(al[i], bl[i]) {
+			return i + 1
+		}
+	}
+	return min(len(al), len(bl)) + 1
 }
