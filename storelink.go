@@ -97,9 +97,10 @@ type ClientDetail struct {
 }
 
 // NewClient is the answer to creating a client: the only time its first API
-// key is shown.
+// key is shown, with the key's id (the one to revoke it by).
 type NewClient struct {
 	Client
+	KeyID  string `json:"key_id"`
 	APIKey string `json:"api_key"`
 }
 

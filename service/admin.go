@@ -276,7 +276,7 @@ func (s *Partners) CreateClient(ctx context.Context, partnerID, country, currenc
 		if err != nil {
 			return err
 		}
-		c.APIKey = key.APIKey
+		c.KeyID, c.APIKey = key.KeyID, key.APIKey
 		return nil
 	})
 	if err != nil {

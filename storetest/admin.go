@@ -27,8 +27,12 @@ func testPartnersAndClients(e *env) {
 	}
 	c, err := s.Partners.CreateClient(ctx, p.ID, "at", "eur")
 	must(t, err)
-	if c.CountryCode != "AT" || c.Currency != "EUR" || c.PartnerID != p.ID || c.APIKey == "" {
+	if c.CountryCode != "AT" || c.Currency != "EUR" || c.PartnerID != p.ID || c.APIKey == "" || c.KeyID == "" {
 		t.Fatalf("client = %+v", c)
+	}
+	// The new key's id is the one the client's keys are listed and revoked by.
+	if cd, err := s.Partners.Client(ctx, c.ID); err != nil || len(cd.APIKeys) != 1 || cd.APIKeys[0].ID != c.KeyID {
+		t.Fatalf("client %s: keys %+v (%v), want the one key %s its creation named", c.ID, cd, err, c.KeyID)
 	}
 	_, err = s.Partners.CreateClient(ctx, p.ID, "AT", "EUR")
 	wantCode(t, err, storelink.ECONFLICT)

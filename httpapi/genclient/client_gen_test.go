@@ -1250,7 +1250,10 @@ type NewClientAccount struct {
 	// Example: 2026-11-21T07:54:21.605Z
 	CreatedAt Timestamp `json:"created_at"`
 	Currency  string    `json:"currency"`
-	PartnerId string    `json:"partner_id"`
+
+	// KeyId The id of the client's first API key, as `GET /clients/{client_id}/api-keys` lists it and as it is revoked by.
+	KeyId     string `json:"key_id"`
+	PartnerId string `json:"partner_id"`
 }
 
 // NewOrder A new order (`POST /orders`).
