@@ -17,7 +17,7 @@ import (
 var pageNames = []string{"login", "error", "overview", "client", "uploads", "upload", "stock", "orders", "order", "deliveries", "endpoint",
 	"portal_login", "portal_home", "portal_uploads", "portal_upload", "portal_stock", "portal_orders", "portal_order",
 	"portal_deliveries", "portal_endpoints", "portal_endpoint_edit", "portal_endpoint_delete", "portal_keys",
-	"endpoint_edit", "store_delete"}
+	"endpoint_edit", "store_delete", "partners"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
