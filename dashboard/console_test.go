@@ -210,6 +210,11 @@ func TestConsoleRotateAndDelete(t *testing.T) {
 		if strings.Contains(b.page("/dashboard/clients/"+s.ClientID), `data-endpoint="`+s.EndpointID+`"`) {
 			t.Error("the client's page still lists the deleted endpoint")
 		}
+		seen = formValue(t, body, rotate, "seen")
+		resp, body = b.post(rotate, url.Values{"csrf": {token}, "seen": {seen}, "overlap": {"1h"}})
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `<p class="error" role="alert">`) || onceRE.MatchString(body) {
+			t.Errorf("rotating a deleted endpoint = %d, want 409 saying why", resp.StatusCode)
+		}
 		f.checkNoSecretLogged()
 	})
 }
