@@ -315,6 +315,10 @@ type EndpointService interface {
 	// EndpointDetails lists a client's endpoints that are not deleted,
 	// oldest first, each with its stats.
 	EndpointDetails(ctx context.Context, clientID string) ([]EndpointDetail, error)
+	// ClientEndpoints is a page of EndpointDetails, as the operator's lists
+	// page. ENOTFOUND for an unknown client; EINVALID for a limit below 1
+	// or an after that is not a cursor of this list.
+	ClientEndpoints(ctx context.Context, f EndpointFilter) (*EndpointPage, error)
 	// RedeliverFor is Redeliver of a delivery of clientID's. ECONFLICT
 	// when the delivery's endpoint was deleted.
 	RedeliverFor(ctx context.Context, clientID, deliveryID string) error

@@ -78,8 +78,25 @@ func (s ClientSummary) CapacityExhausted() bool {
 	return s.Capacity.BytesPerWindow > 0 && s.Capacity.BytesLeft*10 < s.Capacity.BytesPerWindow
 }
 
+// EndpointFilter selects a page of a client's endpoints that are not
+// deleted, ordered as they were made (created_at, then id). After is the
+// NextCursor of the page before.
+type EndpointFilter struct {
+	ClientID string
+	Limit    int
+	After    string
+}
+
+// EndpointPage is a page of a client's endpoints with their stats;
+// NextCursor is "" on the last.
+type EndpointPage struct {
+	Endpoints  []EndpointDetail `json:"endpoints"`
+	NextCursor string           `json:"next_cursor,omitempty"`
+}
+
 // ListCursor is the key of the last row of a page: the partner's name and
-// id, or the client's partner id and country code.
+// id, the client's partner id and country code, or the endpoint's
+// creation time and id.
 type ListCursor struct{ First, Second string }
 
 // String encodes the cursor for a next_cursor.

@@ -2,7 +2,7 @@
 // partners' portal under /portal/: server-rendered HTML pages over the
 // same domain services as the HTTP API. Templates and styles are embedded,
 // so the binary serves them with no build step and no internet access; the
-// one script, the portal's copy button, is embedded too.
+// one script, the copy button of a secret shown once, is embedded too.
 //
 // Every page and action needs a session, got by logging in: with the admin
 // token on the dashboard, with a client id and one of its API keys on the
@@ -235,6 +235,21 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/test", h.action(h.handleTestEndpoint))
 	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/delete", h.action(h.handleDeleteEndpoint))
 
+	// The console: the operator's forms that set partners, clients, stores,
+	// endpoints and API keys up (console.go, consolepartners.go).
+	m.HandleFunc("GET /dashboard/partners", h.page(h.handlePartners))
+	m.HandleFunc("POST /dashboard/partners", h.action(h.handleCreatePartner))
+	m.HandleFunc("POST /dashboard/clients", h.action(h.handleCreateClient))
+	m.HandleFunc("GET /dashboard/endpoints/{endpoint_id}/edit", h.page(h.handleEditEndpointForm))
+	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/edit", h.action(h.handleEditEndpoint))
+	m.HandleFunc("POST /dashboard/endpoints/{endpoint_id}/rotate-secret", h.action(h.handleRotateSecret))
+	m.HandleFunc("POST /dashboard/clients/{client_id}/endpoints", h.action(h.handleRegisterEndpoint))
+	m.HandleFunc("POST /dashboard/clients/{client_id}/api-keys", h.action(h.handleCreateKey))
+	m.HandleFunc("POST /dashboard/clients/{client_id}/api-keys/{key_id}/revoke", h.action(h.handleRevokeKey))
+	m.HandleFunc("POST /dashboard/clients/{client_id}/stores", h.action(h.handlePutStore))
+	m.HandleFunc("GET /dashboard/clients/{client_id}/stores/{store_id}/delete", h.page(h.handleDeleteStoreForm))
+	m.HandleFunc("POST /dashboard/clients/{client_id}/stores/{store_id}/delete", h.action(h.handleDeleteStore))
+
 	h.portalRoutes()
 
 	notFound := func(w http.ResponseWriter, r *http.Request) {
@@ -330,14 +345,18 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 // only their keys travel in the URL, so no text can be injected. A %d
 // takes the number in n=.
 var flashes = map[string]string{
-	"redelivered": "The delivery is pending again and will be sent at once.",
-	"enabled":     "The endpoint is enabled; its waiting deliveries go out now.",
-	"disabled":    "The endpoint is disabled; its deliveries wait until it is enabled.",
-	"recovered":   "Failed deliveries made pending again: %d. They go out at once, in event order per order.",
-	"deleted":     "The endpoint is deleted: nothing more is sent to it, its pending deliveries are cancelled, and its history stays here.",
-	"removed":     "The endpoint is deleted: nothing more is sent to it and its pending deliveries are cancelled; its deliveries stay on the deliveries page.",
-	"updated":     "The endpoint is changed.",
-	"revoked":     "The API key is revoked: it opens nothing any more, and sessions signed in with it are ended.",
+	"redelivered":     "The delivery is pending again and will be sent at once.",
+	"enabled":         "The endpoint is enabled; its waiting deliveries go out now.",
+	"disabled":        "The endpoint is disabled; its deliveries wait until it is enabled.",
+	"recovered":       "Failed deliveries made pending again: %d. They go out at once, in event order per order.",
+	"deleted":         "The endpoint is deleted: nothing more is sent to it, its pending deliveries are cancelled, and its history stays here.",
+	"removed":         "The endpoint is deleted: nothing more is sent to it and its pending deliveries are cancelled; its deliveries stay on the deliveries page.",
+	"updated":         "The endpoint is changed.",
+	"revoked":         "The API key is revoked: it opens nothing any more, and sessions signed in with it are ended.",
+	"partner-created": "The partner is created: create its clients, one per country, below.",
+	"store-added":     "The store is added: feed rows for it are applied from the next upload.",
+	"store-renamed":   "The store is renamed.",
+	"store-removed":   "The store is removed, and its stock with it.",
 }
 
 // flash is the message a page's done= (and n=) ask for, "" for none.

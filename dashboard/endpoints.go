@@ -19,11 +19,20 @@ type endpointData struct {
 	ClientLabel string
 	Deliveries  []deliveryRow
 	// Since is the recover form's default: the start of the stats' window.
-	Since string
-	// Test is what came of a test send just made, nil when none was.
+	Since  string
+	States []storelink.OrderState
+	// Overlaps are the rotation form's choices.
+	Overlaps []overlapChoice
+	endpointExtra
+}
+
+// endpointExtra is what an endpoint's page adds after a form: what came
+// of a test send, a refused rotation, a secret shown once.
+type endpointExtra struct {
 	Test      *storelink.TestResult
 	TestState string
-	States    []storelink.OrderState
+	Rotate    *endpointFailure
+	Shown     *shownOnce
 }
 
 // endpointDeliveries is how many of an endpoint's latest deliveries its
@@ -31,19 +40,18 @@ type endpointData struct {
 const endpointDeliveries = 10
 
 func (h *Handler) handleEndpoint(w http.ResponseWriter, r *http.Request, v view) {
-	h.showEndpoint(w, r, v, nil, "")
+	h.showEndpointWith(w, r, http.StatusOK, v, endpointExtra{})
 }
 
-// showEndpoint renders the endpoint's page, with the result of a test send
-// when there was one.
-func (h *Handler) showEndpoint(w http.ResponseWriter, r *http.Request, v view, test *storelink.TestResult, testState string) {
+// showEndpointWith renders the endpoint's page with what x adds.
+func (h *Handler) showEndpointWith(w http.ResponseWriter, r *http.Request, status int, v view, x endpointExtra) {
 	ctx, id := r.Context(), r.PathValue("endpoint_id")
 	e, err := h.Webhooks.Endpoint(ctx, "", id)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	d := endpointData{EndpointDetail: e, Test: test, TestState: testState, States: storelink.OrderStates,
+	d := endpointData{EndpointDetail: e, endpointExtra: x, States: storelink.OrderStates, Overlaps: overlaps,
 		Since: e.Stats.Since.UTC().Format(time.RFC3339)}
 	if d.ClientLabel, err = h.clientLabel(ctx, e.ClientID); err != nil {
 		h.renderError(w, r, err)
@@ -59,8 +67,11 @@ func (h *Handler) showEndpoint(w http.ResponseWriter, r *http.Request, v view, t
 	}
 	v.Title, v.Nav, v.Data = "Endpoint "+redactURL(e.URL), "deliveries", d
 	v.Path = "/dashboard/endpoints/" + e.ID
-	h.render(w, r, http.StatusOK, "endpoint", v)
+	h.render(w, r, status, "endpoint", v)
 }
+
+// seenStamp is an endpoint's version as a rotation form sends it back.
+func seenStamp(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // handleRecover makes the endpoint's failed deliveries queued since the
 // form's time pending again.
@@ -109,7 +120,7 @@ func (h *Handler) handleTestEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := view{CSRF: h.csrfFor(r, operatorRealm), LoggedIn: true}
-	h.showEndpoint(w, r, v, res, state)
+	h.showEndpointWith(w, r, http.StatusOK, v, endpointExtra{Test: res, TestState: state})
 }
 
 // testSend makes and sends the test event of the form's state to the

@@ -16,7 +16,8 @@ import (
 // pageNames are the page templates; each is parsed with the layout.
 var pageNames = []string{"login", "error", "overview", "client", "uploads", "upload", "stock", "orders", "order", "deliveries", "endpoint",
 	"portal_login", "portal_home", "portal_uploads", "portal_upload", "portal_stock", "portal_orders", "portal_order",
-	"portal_deliveries", "portal_endpoints", "portal_endpoint_edit", "portal_endpoint_delete", "portal_keys"}
+	"portal_deliveries", "portal_endpoints", "portal_endpoint_edit", "portal_endpoint_delete", "portal_keys",
+	"endpoint_edit", "store_delete", "partners"}
 
 func parsePages() map[string]*template.Template {
 	pages := map[string]*template.Template{}
@@ -72,6 +73,8 @@ var funcs = template.FuncMap{
 		}
 		return f
 	},
+	// seg is a path segment of a link: a store id may hold ? or #.
+	"seg": url.PathEscape,
 	// dict passes named values to a template: {{template "x" (dict "A" 1)}}.
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

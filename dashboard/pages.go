@@ -137,12 +137,19 @@ func (h *Handler) clientOptions(ctx context.Context) ([]clientOption, error) {
 type clientData struct {
 	clientRow
 	Detail    *storelink.ClientDetail
-	Endpoints []storelink.Endpoint
+	Endpoints []storelink.EndpointDetail
 	Uploads   []storelink.Upload
 	Orders    []storelink.Order
+	clientForms
 }
 
 func (h *Handler) handleClient(w http.ResponseWriter, r *http.Request, v view) {
+	h.showClient(w, r, http.StatusOK, v, clientForms{})
+}
+
+// showClient renders a client's page with what forms adds: a refused form
+// with what was typed in it, a secret or key shown once.
+func (h *Handler) showClient(w http.ResponseWriter, r *http.Request, status int, v view, forms clientForms) {
 	ctx, id := r.Context(), r.PathValue("client_id")
 	detail, err := h.Admin.Client(ctx, id)
 	if err != nil {
@@ -154,12 +161,12 @@ func (h *Handler) handleClient(w http.ResponseWriter, r *http.Request, v view) {
 		h.renderError(w, r, err)
 		return
 	}
-	d := clientData{Detail: detail}
+	d := clientData{Detail: detail, clientForms: forms}
 	if d.clientRow, err = h.clientRow(ctx, detail.Client, names[detail.PartnerID], h.Now(), 720, 120); err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	if d.Endpoints, err = h.Webhooks.Endpoints(ctx, id); err != nil {
+	if d.Endpoints, err = h.Webhooks.EndpointDetails(ctx, id); err != nil {
 		h.renderError(w, r, err)
 		return
 	}
@@ -171,8 +178,10 @@ func (h *Handler) handleClient(w http.ResponseWriter, r *http.Request, v view) {
 		h.renderError(w, r, err)
 		return
 	}
+	d.States, d.MaxKeys = storelink.OrderStates, storelink.MaxAPIKeys
+	d.EndpointsSeen, d.KeysSeen = endpointsSeen(d.Endpoints), keysSeen(detail.APIKeys)
 	v.Title, v.Nav, v.Data = d.PartnerName+" · "+detail.CountryCode, "overview", d
-	h.render(w, r, http.StatusOK, "client", v)
+	h.render(w, r, status, "client", v)
 }
 
 // clientLabel names a client as the filters do.

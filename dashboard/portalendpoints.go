@@ -193,7 +193,7 @@ func (h *Handler) handlePortalRotate(w http.ResponseWriter, r *http.Request, c p
 	v := h.portalView(r, c, "/portal/endpoints")
 	cur, err := h.Webhooks.Endpoint(ctx, c.ID, id)
 	if err == nil {
-		err = changedSince(r.PostFormValue("seen"), strconv.FormatInt(cur.UpdatedAt.UnixMilli(), 10))
+		err = changedSince(r.PostFormValue("seen"), seenStamp(cur.UpdatedAt))
 	}
 	var overlap time.Duration
 	if err == nil {

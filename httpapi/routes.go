@@ -14,6 +14,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /admin/clients/{client_id}/api-keys/{key_id}", s.admin(s.handleDeleteAPIKey))
 	m.HandleFunc("PUT /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handlePutStore))
 	m.HandleFunc("DELETE /admin/clients/{client_id}/stores/{store_id}", s.admin(s.handleDeleteStore))
+	m.HandleFunc("GET /admin/clients/{client_id}/webhooks", s.admin(s.handleListClientEndpoints))
 	m.HandleFunc("POST /admin/clients/{client_id}/webhooks", s.admin(s.handleCreateEndpoint))
 	m.HandleFunc("GET /admin/webhooks/{endpoint_id}", s.admin(s.handleGetEndpoint))
 	m.HandleFunc("PATCH /admin/webhooks/{endpoint_id}", s.admin(ofAnyClient(s.patchEndpoint)))

@@ -129,6 +129,24 @@ func (s *Server) testEndpoint(w http.ResponseWriter, r *http.Request, clientID, 
 	writeJSON(w, http.StatusOK, res)
 }
 
+// handleListClientEndpoints answers a page of a client's endpoints, each
+// as GET /admin/webhooks/{endpoint_id} shows it, paged as the operator's
+// other lists are.
+func (s *Server) handleListClientEndpoints(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r, 50, 500)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.Webhooks.ClientEndpoints(r.Context(), storelink.EndpointFilter{ClientID: r.PathValue("client_id"), Limit: limit,
+		After: r.URL.Query().Get("after")})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
 func (s *Server) handlePartnerEndpoints(w http.ResponseWriter, r *http.Request, c *storelink.Client) {
 	list, err := s.Webhooks.EndpointDetails(r.Context(), c.ID)
 	if err != nil {

@@ -528,6 +528,47 @@ func TestPartnerWebhooks(t *testing.T) {
 	a.waitDelivery(events[0], ep.ID, "sent again", func(d storelink.Delivery) bool { return succeeded(d) && len(d.Attempts) == 2 })
 }
 
+// GET /admin/clients/{client_id}/webhooks lists a client's endpoints as
+// GET /admin/webhooks/{endpoint_id} shows each, a page at a time, and
+// never a secret or key; an unknown client is 404.
+func TestAdminClientEndpoints(t *testing.T) {
+	t.Parallel()
+	a := newWebhookAPI(t, webhookOptions{})
+	first := a.addEndpoint(`{"url":"http://127.0.0.1:9/one","api_key":"their-key-1","description":"Order system"}`)
+	second := a.endpointAt("http://127.0.0.1:9/two")
+	path := "/admin/clients/" + a.ClientID + "/webhooks"
+
+	var one storelink.EndpointDetail
+	a.admin("GET", "/admin/webhooks/"+first.ID, "", 200, &one)
+	var p1, p2 storelink.EndpointPage
+	resp, body := a.do("GET", path+"?limit=1", nil, map[string]string{"Authorization": "Bearer " + adminToken})
+	if resp.StatusCode != 200 || strings.Contains(string(body), first.Secret) || strings.Contains(string(body), "their-key-1") {
+		t.Fatalf("client endpoints = %d %s, want 200 without a secret or key", resp.StatusCode, body)
+	}
+	decodeInto(t, body, &p1)
+	a.admin("GET", path+"?limit=1&after="+p1.NextCursor, "", 200, &p2)
+	if len(p1.Endpoints) != 1 || p1.NextCursor == "" || len(p2.Endpoints) != 1 || p2.Endpoints[0].ID != second.ID || p2.NextCursor != "" {
+		t.Fatalf("client endpoints by 1 = %s then %s, want the first, then the second and no next page", dump(p1), dump(p2))
+	}
+	// The stats' window ends when each is read.
+	listed := p1.Endpoints[0]
+	listed.Stats.Since, one.Stats.Since = time.Time{}, time.Time{}
+	if got, want := dump(listed), dump(one); got != want || listed.Description != "Order system" {
+		t.Fatalf("listed endpoint = %s, want it as GET /admin/webhooks/{endpoint_id} shows it: %s", got, want)
+	}
+
+	for _, q := range []string{"/admin/clients/nope/webhooks", "/admin/clients/" + a.otherClient().ID + "x/webhooks"} {
+		resp, body := a.do("GET", q, nil, map[string]string{"Authorization": "Bearer " + adminToken})
+		problem(t, resp, body, 404)
+	}
+	for _, q := range []string{path + "?after=garbage", path + "?limit=0", path + "?limit=501"} {
+		resp, body := a.do("GET", q, nil, map[string]string{"Authorization": "Bearer " + adminToken})
+		problem(t, resp, body, 400)
+	}
+	resp, body = a.do("GET", path, nil, nil)
+	problem(t, resp, body, 401)
+}
+
 // The operator's lists of partners and clients page with next_cursor and
 // search with q.
 func TestAdminLists(t *testing.T) {

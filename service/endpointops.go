@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"storelink"
@@ -119,6 +120,51 @@ func (s *Webhooks) EndpointDetails(ctx context.Context, clientID string) ([]stor
 		return nil, err
 	}
 	return s.withStats(ctx, list)
+}
+
+// ClientEndpoints is a page of a client's endpoints, oldest first, with
+// their stats, paged by (created_at, id) as ListEndpoints orders them: the
+// stats are worked out for the page's endpoints only.
+func (s *Webhooks) ClientEndpoints(ctx context.Context, f storelink.EndpointFilter) (*storelink.EndpointPage, error) {
+	if f.Limit < 1 {
+		return nil, storelink.Errorf(storelink.EINVALID, "limit must be at least 1.")
+	}
+	var after *storelink.ListCursor
+	var afterAt time.Time
+	if f.After != "" {
+		c, err := storelink.ParseListCursor("after", f.After)
+		if err != nil {
+			return nil, err
+		}
+		if afterAt, err = time.Parse(time.RFC3339Nano, c.First); err != nil {
+			return nil, storelink.CursorError("after", f.After)
+		}
+		after = &c
+	}
+	if ok, err := s.d.ClientExists(ctx, f.ClientID); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", f.ClientID)
+	}
+	list, err := s.d.ListEndpoints(ctx, []string{f.ClientID})
+	if err != nil {
+		return nil, err
+	}
+	if after != nil {
+		list = slices.DeleteFunc(list, func(e storelink.Endpoint) bool {
+			return e.CreatedAt.Before(afterAt) || e.CreatedAt.Equal(afterAt) && e.ID <= after.Second
+		})
+	}
+	p := &storelink.EndpointPage{}
+	if len(list) > f.Limit {
+		list = list[:f.Limit]
+		last := list[f.Limit-1]
+		p.NextCursor = storelink.ListCursor{First: last.CreatedAt.UTC().Format(time.RFC3339Nano), Second: last.ID}.String()
+	}
+	if p.Endpoints, err = s.withStats(ctx, list); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // endpointOf reads an endpoint; one of another client than clientID (when

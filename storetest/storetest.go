@@ -170,6 +170,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Webhooks: failed deliveries recovered go in event order", testRecoverDeliveries},
 		{"Webhooks: test sends are example events stored nowhere", testTestDelivery},
 		{"Webhooks: a partner sees only its own client's", testPartnerScope},
+		{"Webhooks: a client's endpoints, a page at a time", testClientEndpointPages},
 		{"Partners and clients: paged lists and search", testPartnerAndClientPages},
 		{"Secret key: checked, recorded once, rotated in one transaction", testSecretKeyCheck},
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"storelink"
@@ -458,4 +459,64 @@ func testPartnerAndClientPages(e *env) {
 	if page, err := s.Partners.ListClients(ctx, storelink.ClientFilter{PartnerID: "nope", Limit: 10}); err != nil || len(page.Clients) != 0 {
 		t.Fatalf("clients of no partner = %+v, %v", page, err)
 	}
+}
+
+// testClientEndpointPages: a client's endpoints page oldest first, the
+// deleted ones left out, two made in one millisecond told apart by id; a
+// cursor that is none and a limit below 1 are EINVALID, an unknown client
+// ENOTFOUND.
+func testClientEndpointPages(e *env) {
+	t, ctx, s := e.t, e.ctx, e.s
+	a, _ := e.endpoint("https://a.test/", "")
+	var same []*storelink.Endpoint
+	for _, u := range []string{"https://b.test/", "https://c.test/"} {
+		ep, err := s.Webhooks.CreateEndpoint(ctx, e.client.ID, storelink.NewEndpoint{URL: u}, newSecret())
+		must(t, err)
+		same = append(same, ep)
+	}
+	e.clock.Advance(time.Millisecond)
+	gone, _ := e.endpoint("https://gone.test/", "")
+	d, _ := e.endpoint("https://d.test/", "")
+	must(t, s.Webhooks.DeleteEndpoint(ctx, "", gone.ID, nil))
+	slices.SortFunc(same, func(x, y *storelink.Endpoint) int { return strings.Compare(x.ID, y.ID) })
+	want := []string{a.ID, same[0].ID, same[1].ID, d.ID}
+
+	var got []string
+	after := ""
+	for range 5 {
+		p, err := s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: e.client.ID, Limit: 2, After: after})
+		must(t, err)
+		for _, ep := range p.Endpoints {
+			got = append(got, ep.ID)
+			if !ep.Stats.Since.Equal(e.clock.Now().Add(-storelink.StatsWindow)) {
+				t.Fatalf("endpoint %s of a page has stats %+v, want its stats", ep.ID, ep.Stats)
+			}
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		after = p.NextCursor
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("client endpoints by 2 = %v, want %v (oldest first, by id within a millisecond, the deleted one left out)", got, want)
+	}
+	all, err := s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: e.client.ID, Limit: 10})
+	must(t, err)
+	if len(all.Endpoints) != 4 || all.NextCursor != "" {
+		t.Fatalf("client endpoints by 10 = %d, next %q; want 4 and no next page", len(all.Endpoints), all.NextCursor)
+	}
+
+	other, err := s.Partners.CreateClient(ctx, e.client.PartnerID, "AT", "EUR")
+	must(t, err)
+	none, err := s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: other.ID, Limit: 10})
+	must(t, err)
+	if none.Endpoints == nil || len(none.Endpoints) != 0 {
+		t.Fatalf("endpoints of a client with none = %+v, want an empty list", none)
+	}
+	_, err = s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: "no-such-client", Limit: 10})
+	wantCode(t, err, storelink.ENOTFOUND)
+	_, err = s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: e.client.ID, Limit: 10, After: "garbage"})
+	wantCode(t, err, storelink.EINVALID)
+	_, err = s.Webhooks.ClientEndpoints(ctx, storelink.EndpointFilter{ClientID: e.client.ID, Limit: 0})
+	wantCode(t, err, storelink.EINVALID)
 }

@@ -1037,6 +1037,14 @@ type EndpointDetailList struct {
 	Endpoints []EndpointDetail `json:"endpoints"`
 }
 
+// EndpointDetailPage defines model for EndpointDetailPage.
+type EndpointDetailPage struct {
+	Endpoints []EndpointDetail `json:"endpoints"`
+
+	// NextCursor Present when there are more; pass as `after` for the next page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
 // EndpointStats How an endpoint has been doing. The attempt figures cover the 24
 // hours from `since` to the answer; test sends are not attempts and
 // are not counted. Figures that have no value (no attempt in the
@@ -2066,6 +2074,15 @@ type ListClientsParams struct {
 	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
 }
 
+// ListClientWebhookEndpointsParams defines parameters for ListClientWebhookEndpoints.
+type ListClientWebhookEndpointsParams struct {
+	// Limit Page size, 1 to 500 (400 otherwise).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The `next_cursor` of the page before (400 for anything else).
+	After *ListAfter `form:"after,omitempty" json:"after,omitempty"`
+}
+
 // ListDeliveriesParams defines parameters for ListDeliveries.
 type ListDeliveriesParams struct {
 	// ClientId Only deliveries of this client's events.
@@ -2754,6 +2771,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /admin/clients/{client_id}/stores/{store_id} (the `PutStore` operationId).
 	PutStore(ctx context.Context, clientId ClientID, storeId StoreID, body PutStoreJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListClientWebhookEndpoints List a client's webhook endpoints with their health, a page at a time
+	//
+	// The client's endpoints, oldest first (by `created_at`, then
+	// `endpoint_id`; deleted ones are left out), each as
+	// `GET /admin/webhooks/{endpoint_id}` shows it, with its `stats`.
+	// Never a secret or API key (`has_api_key` tells whether one is sent).
+	// Paging as `GET /admin/clients`: `next_cursor` when there are more,
+	// passed as `after`; an `after` that is not a cursor this call gave
+	// out gives 400. An unknown client is 404.
+	//
+	// Corresponds with GET /admin/clients/{client_id}/webhooks (the `ListClientWebhookEndpoints` operationId).
+	ListClientWebhookEndpoints(ctx context.Context, clientId ClientID, params *ListClientWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookEndpointWithBody Register a webhook endpoint for a client
 	//
@@ -4214,6 +4244,29 @@ func (c *Client) PutStoreWithBody(ctx context.Context, clientId ClientID, storeI
 // Corresponds with PUT /admin/clients/{client_id}/stores/{store_id} (the `PutStore` operationId).
 func (c *Client) PutStore(ctx context.Context, clientId ClientID, storeId StoreID, body PutStoreJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutStoreRequest(c.Server, clientId, storeId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListClientWebhookEndpoints List a client's webhook endpoints with their health, a page at a time
+//
+// The client's endpoints, oldest first (by `created_at`, then
+// `endpoint_id`; deleted ones are left out), each as
+// `GET /admin/webhooks/{endpoint_id}` shows it, with its `stats`.
+// Never a secret or API key (`has_api_key` tells whether one is sent).
+// Paging as `GET /admin/clients`: `next_cursor` when there are more,
+// passed as `after`; an `after` that is not a cursor this call gave
+// out gives 400. An unknown client is 404.
+//
+// Corresponds with GET /admin/clients/{client_id}/webhooks (the `ListClientWebhookEndpoints` operationId).
+func (c *Client) ListClientWebhookEndpoints(ctx context.Context, clientId ClientID, params *ListClientWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListClientWebhookEndpointsRequest(c.Server, clientId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6504,6 +6557,79 @@ func NewPutStoreRequestWithBody(server string, clientId ClientID, storeId StoreI
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListClientWebhookEndpointsRequest constructs an http.Request for the ListClientWebhookEndpoints method
+func NewListClientWebhookEndpointsRequest(server string, clientId ClientID, params *ListClientWebhookEndpointsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "client_id", clientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/clients/%s/webhooks", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -9244,6 +9370,21 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /admin/clients/{client_id}/stores/{store_id} (the `PutStore` operationId).
 	PutStoreWithResponse(ctx context.Context, clientId ClientID, storeId StoreID, body PutStoreJSONRequestBody, reqEditors ...RequestEditorFn) (*PutStoreResponse, error)
 
+	// ListClientWebhookEndpointsWithResponse List a client's webhook endpoints with their health, a page at a time
+	//
+	// The client's endpoints, oldest first (by `created_at`, then
+	// `endpoint_id`; deleted ones are left out), each as
+	// `GET /admin/webhooks/{endpoint_id}` shows it, with its `stats`.
+	// Never a secret or API key (`has_api_key` tells whether one is sent).
+	// Paging as `GET /admin/clients`: `next_cursor` when there are more,
+	// passed as `after`; an `after` that is not a cursor this call gave
+	// out gives 400. An unknown client is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/clients/{client_id}/webhooks (the `ListClientWebhookEndpoints` operationId).
+	ListClientWebhookEndpointsWithResponse(ctx context.Context, clientId ClientID, params *ListClientWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*ListClientWebhookEndpointsResponse, error)
+
 	// CreateWebhookEndpointWithBodyWithResponse Register a webhook endpoint for a client
 	//
 	// Registers a URL that receives the client's order events from now on
@@ -11293,6 +11434,110 @@ func (r PutStoreResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PutStoreResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListClientWebhookEndpointsResponse401Headers the declared response headers of an HTTP 401 response for ListClientWebhookEndpoints
+type ListClientWebhookEndpointsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListClientWebhookEndpointsResponse429Headers the declared response headers of an HTTP 429 response for ListClientWebhookEndpoints
+type ListClientWebhookEndpointsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListClientWebhookEndpointsResponse503Headers the declared response headers of an HTTP 503 response for ListClientWebhookEndpoints
+type ListClientWebhookEndpointsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListClientWebhookEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointDetailPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *AdminUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *DatabaseUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListClientWebhookEndpointsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListClientWebhookEndpointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListClientWebhookEndpointsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListClientWebhookEndpointsResponse) GetJSON200() *EndpointDetailPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON401() *AdminUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListClientWebhookEndpointsResponse) GetApplicationproblemJSON503() *DatabaseUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListClientWebhookEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListClientWebhookEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListClientWebhookEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListClientWebhookEndpointsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17185,6 +17430,27 @@ func (c *ClientWithResponses) PutStoreWithResponse(ctx context.Context, clientId
 	return ParsePutStoreResponse(rsp)
 }
 
+// ListClientWebhookEndpointsWithResponse List a client's webhook endpoints with their health, a page at a time
+//
+// The client's endpoints, oldest first (by `created_at`, then
+// `endpoint_id`; deleted ones are left out), each as
+// `GET /admin/webhooks/{endpoint_id}` shows it, with its `stats`.
+// Never a secret or API key (`has_api_key` tells whether one is sent).
+// Paging as `GET /admin/clients`: `next_cursor` when there are more,
+// passed as `after`; an `after` that is not a cursor this call gave
+// out gives 400. An unknown client is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/clients/{client_id}/webhooks (the `ListClientWebhookEndpoints` operationId).
+func (c *ClientWithResponses) ListClientWebhookEndpointsWithResponse(ctx context.Context, clientId ClientID, params *ListClientWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*ListClientWebhookEndpointsResponse, error) {
+	rsp, err := c.ListClientWebhookEndpoints(ctx, clientId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListClientWebhookEndpointsResponse(rsp)
+}
+
 // CreateWebhookEndpointWithBodyWithResponse Register a webhook endpoint for a client
 //
 // Registers a URL that receives the client's order events from now on
@@ -19637,6 +19903,107 @@ func ParsePutStoreResponse(rsp *http.Response) (*PutStoreResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutStoreResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListClientWebhookEndpointsResponse parses an HTTP response from a ListClientWebhookEndpointsWithResponse call
+func ParseListClientWebhookEndpointsResponse(rsp *http.Response) (*ListClientWebhookEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListClientWebhookEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointDetailPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest AdminUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest DatabaseUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListClientWebhookEndpointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListClientWebhookEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListClientWebhookEndpointsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
