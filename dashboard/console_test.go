@@ -59,7 +59,7 @@ func TestConsoleRegisterEndpoint(t *testing.T) {
 			states    []string
 			says      string
 		}{
-			{"a loopback address", "http://127.0.0.1:8080/hooks", []string{"fulfilled"}, "url: 127.0.0.1 is a loopback address, which is not allowed for webhooks."},
+			{"a loopback address", "http://127.0.0.1:8080/hooks", []string{"fulfilled"}, "url: 127.0.0.1 is a loopback address, which is not allowed for webhooks unless the operator starts serve with --webhook-allow-private"},
 			{"an ftp URL", "ftp://hooks.example.com/x", []string{"assigned"}, "url: the scheme must be http or https."},
 		} {
 			resp, body := b.post(action, form(c.url, c.states...))
