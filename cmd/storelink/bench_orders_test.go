@@ -217,7 +217,7 @@ func runServeInProcess(tb testing.TB, data string, args ...string) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	done := make(chan int, 1)
-	p := &proc{Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
+	p := &proc{Data: data, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	// Only GOGC comes from this process: the runtime reads it, and serve
 	// leaves an operator's setting alone.
 	getenv := func(k string) string {

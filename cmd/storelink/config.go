@@ -13,7 +13,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"storelink"
+
 	"storelink/httpapi"
+	"storelink/webhook"
 	"storelink/worker"
 )
 
@@ -65,6 +68,8 @@ type config struct {
 	MaxConnections     int
 	MaxConnsPerAddr    int // 0: no cap
 	Demo               bool
+	DemoWebhookURL     string // the demo endpoint's URL
+	webhookRetryOK     bool   // --webhook-retry-schedule set explicitly, by flag or variable
 }
 
 // usageError marks errors in the command line or environment (exit 2).
@@ -215,6 +220,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-connections-per-address", c.MaxConnsPerAddr, "open connections one remote address (IPv6: one /64) may have; more are closed as soon as they are accepted; 0 is no cap (STORELINK_MAX_CONNECTIONS_PER_ADDRESS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
+	fs.StringVar(&c.DemoWebhookURL, "demo-webhook-url", defaultDemoWebhookURL, "with --demo, the URL the demo partner's webhook endpoint is registered at: where storelink listen listens by default (STORELINK_DEMO_WEBHOOK_URL)")
 
 	// Environment first, so that flags given on the command line win.
 	env := map[string]string{
@@ -233,31 +239,34 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"capacity-min-upload":    "STORELINK_CAPACITY_MIN_UPLOAD",
 		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
 		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
+		"demo-webhook-url": "STORELINK_DEMO_WEBHOOK_URL",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
 			if err := fs.Set(flagName, v); err != nil {
 				return nil, usageError{fmt.Errorf("%s=%q: %v", variable, v, err)}
 			}
-			if flagName == "webhook-allow-private" {
-				c.webhookAllowPrivOK = true
-			}
+			c.noteExplicit(flagName)
 		}
 	}
 	key.source, token.source, tokenFile.source = "--secret-key", "--admin-token", "--admin-token-file"
 	if err := fs.Parse(args); err != nil {
 		return nil, usageError{err}
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "webhook-allow-private" {
-			c.webhookAllowPrivOK = true
-		}
-	})
+	fs.Visit(func(f *flag.Flag) { c.noteExplicit(f.Name) })
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
 	if c.Demo && !c.webhookAllowPrivOK {
 		c.WebhookAllowPriv = true
+	}
+	if c.Demo && !c.webhookRetryOK {
+		c.WebhookRetry = demoRetrySchedule
+	}
+	if c.Demo {
+		if err := webhook.ValidateURL(c.DemoWebhookURL, true); err != nil {
+			return nil, usageError{fmt.Errorf("--demo-webhook-url: %s", storelink.ErrorMessage(err))}
+		}
 	}
 	if c.Database == "" {
 		c.Database = "sqlite:" + filepath.Join(c.Data, "storelink.db")
@@ -395,3 +404,25 @@ func adminTokenOK(token string) (int, bool) {
 
 // Unwrap lets errors.Is see the error a usage error wraps (flag.ErrHelp).
 func (u usageError) Unwrap() error { return u.error }
+
+// noteExplicit notes the flags whose defaults --demo changes when they were
+// given, by flag or variable: those it then leaves as given.
+func (c *config) noteExplicit(flagName string) {
+	switch flagName {
+	case "webhook-allow-private":
+		c.webhookAllowPrivOK = true
+	case "webhook-retry-schedule":
+		c.webhookRetryOK = true
+	}
+}
+
+// defaultDemoWebhookURL is where `storelink listen` receives by default.
+var defaultDemoWebhookURL = "http://" + defaultListenAddr + "/webhooks"
+
+// demoRetrySchedule is --demo's retry schedule: a delivery that failed
+// because `storelink listen` was not running yet is tried again within 30 s
+// for the first five minutes, so that a newcomer who starts it sees the
+// event arrive within a minute; then the default's longer steps.
+var demoRetrySchedule = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second,
+	30 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}

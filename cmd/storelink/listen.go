@@ -58,8 +58,12 @@ func (v secretsValue) Set(s string) error {
 	return nil
 }
 
+// defaultListenAddr is where `storelink listen` listens unless told
+// otherwise, and so where --demo registers its endpoint.
+const defaultListenAddr = "127.0.0.1:8090"
+
 func parseListenConfig(args []string, getenv func(string) string, stderr io.Writer) (*listenConfig, error) {
-	c := &listenConfig{Addr: "127.0.0.1:8090", ForwardTimeout: forwardTimeout}
+	c := &listenConfig{Addr: defaultListenAddr, ForwardTimeout: forwardTimeout}
 	if v := getenv("STORELINK_LISTEN_ADDR"); v != "" {
 		c.Addr = v
 	}

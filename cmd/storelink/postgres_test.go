@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -285,7 +284,7 @@ func startTogether(t *testing.T, n int, args ...string) []*proc {
 		data := t.TempDir()
 		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
 		cmd.Env = append(os.Environ(), "STORELINK_ADMIN_TOKEN=")
-		p := &proc{cmd: cmd, Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
+		p := &proc{cmd: cmd, Data: data, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 		cmd.Stderr = p.stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {

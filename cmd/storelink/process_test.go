@@ -68,7 +68,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	URL    string // http://127.0.0.1:PORT
 	Data   string
-	stdout *bytes.Buffer
+	stdout *syncBuffer // all serve printed on its standard output
 	stderr *syncBuffer
 	// Demo credentials, when started with --demo on an empty database.
 	ClientID, APIKey, PartnerID string
@@ -86,6 +86,9 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
+
+// WriteString appends str.
+func (s *syncBuffer) WriteString(str string) (int, error) { return s.Write([]byte(str)) }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
@@ -108,7 +111,7 @@ func startServeEnv(tb testing.TB, data string, env []string, args ...string) *pr
 	bin := storelinkBinary(tb)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
 	cmd.Env = append(append(os.Environ(), "STORELINK_ADMIN_TOKEN="), env...)
-	p := &proc{cmd: cmd, Data: data, stdout: &bytes.Buffer{}, stderr: &syncBuffer{}}
+	p := &proc{cmd: cmd, Data: data, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -140,7 +143,8 @@ func startServeEnv(tb testing.TB, data string, env []string, args ...string) *pr
 		}
 	}
 	go func() {
-		for range lines { // keep draining so the process never blocks on stdout
+		for line := range lines { // keep reading so the process never blocks on stdout
+			p.stdout.WriteString(line + "\n")
 		}
 	}()
 	if b, err := os.ReadFile(filepath.Join(data, "admin-token")); err == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -173,12 +174,9 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// demoWebhookURL is where `storelink listen` listens by default.
-const demoWebhookURL = "http://127.0.0.1:8090/webhooks"
-
 // demo fills an empty database with a partner, a client and three stores so
 // that a new user can upload at once, and prints what they need.
-func demo(ctx context.Context, db *service.Services, stdout io.Writer) error {
+func demo(ctx context.Context, db *service.Services, webhookURL string, stdout io.Writer) error {
 	n, err := db.Partners.PartnerCount(ctx)
 	if err != nil || n > 0 {
 		if n > 0 {
@@ -200,7 +198,7 @@ func demo(ctx context.Context, db *service.Services, stdout io.Writer) error {
 		}
 	}
 	secret := webhook.NewSecret()
-	if _, err := db.Webhooks.CreateEndpoint(ctx, cl.ID, storelink.NewEndpoint{URL: demoWebhookURL}, secret); err != nil {
+	if _, err := db.Webhooks.CreateEndpoint(ctx, cl.ID, storelink.NewEndpoint{URL: webhookURL}, secret); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, `storelink: demo partner created (shown once; keep them):
@@ -210,7 +208,24 @@ func demo(ctx context.Context, db *service.Services, stdout io.Writer) error {
   stores:         S1, S2, S3
   webhook_url:    %s
   webhook_secret: %s
-storelink: receive its order events with: storelink listen --addr 127.0.0.1:8090 --secret %s
-`, p.ID, cl.ID, cl.APIKey, demoWebhookURL, secret, secret)
+storelink: receive its order events with: storelink listen --addr %s --secret %s
+storelink: a delivery that fails (listen not running yet) is tried again within 30 s for five minutes
+`, p.ID, cl.ID, cl.APIKey, webhookURL, secret, listenAddrOf(webhookURL), secret)
 	return nil
+}
+
+// listenAddrOf is the --addr of `storelink listen` that receives at
+// webhookURL: its host and port (80 or 443 when it names none).
+func listenAddrOf(webhookURL string) string {
+	u, err := url.Parse(webhookURL)
+	if err != nil {
+		return defaultListenAddr
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }

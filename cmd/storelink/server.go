@@ -112,7 +112,7 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 	}
 	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention))
 	if s.c.Demo {
-		if err := demo(ctx, s.db, s.stdout); err != nil {
+		if err := demo(ctx, s.db, s.c.DemoWebhookURL, s.stdout); err != nil {
 			return "", fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -216,6 +216,10 @@ func (s *server) listen() (net.Listener, error) {
 	ln = httpapi.Listener(connLimit.Listener(ln))
 	s.http = httpapi.NewHTTPServer(s.api, connLimit)
 	fmt.Fprintf(s.stdout, "storelink: listening on http://%s\n", ln.Addr())
+	if s.c.Demo {
+		fmt.Fprintf(s.stdout, "storelink: the operator's dashboard: http://%s/ (sign in with the admin token)\n", ln.Addr())
+		fmt.Fprintf(s.stdout, "storelink: the partner portal: http://%s/portal/ (sign in with the client_id and api_key)\n", ln.Addr())
+	}
 	s.logger.Info("serving", "addr", ln.Addr().String(), "database", redactURL(s.c.Database))
 	return ln, nil
 }
