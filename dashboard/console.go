@@ -3,7 +3,6 @@ package dashboard
 import (
 	"net/http"
 	"net/url"
-	"time"
 
 	"storelink"
 	"storelink/webhook"
@@ -270,22 +269,10 @@ func (h *Handler) handleEditEndpoint(w http.ResponseWriter, r *http.Request) {
 // the endpoint's page; the old one signs too until the chosen overlap
 // ends.
 func (h *Handler) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
-	ctx, id := r.Context(), r.PathValue("endpoint_id")
+	id := r.PathValue("endpoint_id")
 	v := h.clientView(r, "/dashboard/endpoints/"+url.PathEscape(id))
 	rotate := &endpointFailure{EndpointID: id, Action: "rotate", Overlap: r.PostFormValue("overlap")}
-	cur, err := h.Webhooks.Endpoint(ctx, "", id)
-	if err == nil {
-		err = changedSince(r.PostFormValue("seen"), seenStamp(cur.UpdatedAt))
-	}
-	var overlap time.Duration
-	if err == nil {
-		overlap, err = webhook.ParseOverlap(rotate.Overlap)
-	}
-	secret := webhook.NewSecret()
-	var e *storelink.Endpoint
-	if err == nil {
-		e, err = h.Webhooks.RotateSecret(ctx, "", id, secret, overlap)
-	}
+	e, secret, overlap, err := h.rotateFromForm(r, "", id)
 	if refused(err) {
 		rotate.Error = storelink.ErrorMessage(err)
 		h.showEndpointWith(w, r, statusOf[storelink.ErrorCode(err)], v, endpointExtra{Rotate: rotate})
@@ -295,12 +282,5 @@ func (h *Handler) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.logger.Info("dashboard: secret rotated", "endpoint_id", id, "overlap", overlap)
-	note := "The old secret no longer signs."
-	if e.PreviousSecretUntil != nil {
-		note = "Deliveries are signed with the old secret too until " + formatTime(*e.PreviousSecretUntil) +
-			": the partner deploys the new one before then."
-	}
-	h.showEndpointWith(w, r, http.StatusOK, v, endpointExtra{Shown: &shownOnce{
-		Title: "New signing secret of " + redactURL(e.URL), Value: secret, Then: "/dashboard/endpoints/" + url.PathEscape(id), Note: note,
-	}})
+	h.showEndpointWith(w, r, http.StatusOK, v, endpointExtra{Shown: rotatedSecret(e, secret, "/dashboard/endpoints/"+url.PathEscape(id), "the partner deploys")})
 }

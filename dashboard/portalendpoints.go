@@ -188,22 +188,10 @@ func (h *Handler) handlePortalRegister(w http.ResponseWriter, r *http.Request, c
 // handlePortalRotate gives an endpoint of the client's a new secret and
 // shows it once; the old one signs too until the chosen overlap ends.
 func (h *Handler) handlePortalRotate(w http.ResponseWriter, r *http.Request, c portalClient) {
-	ctx, id := r.Context(), r.PathValue("endpoint_id")
+	id := r.PathValue("endpoint_id")
 	fail := &endpointFailure{EndpointID: id, Action: "rotate", Overlap: r.PostFormValue("overlap")}
 	v := h.portalView(r, c, "/portal/endpoints")
-	cur, err := h.Webhooks.Endpoint(ctx, c.ID, id)
-	if err == nil {
-		err = changedSince(r.PostFormValue("seen"), seenStamp(cur.UpdatedAt))
-	}
-	var overlap time.Duration
-	if err == nil {
-		overlap, err = webhook.ParseOverlap(fail.Overlap)
-	}
-	secret := webhook.NewSecret()
-	var e *storelink.Endpoint
-	if err == nil {
-		e, err = h.Webhooks.RotateSecret(ctx, c.ID, id, secret, overlap)
-	}
+	e, secret, overlap, err := h.rotateFromForm(r, c.ID, id)
 	if refused(err) {
 		fail.Error = storelink.ErrorMessage(err)
 		h.showPortalEndpoints(w, r, statusOf[storelink.ErrorCode(err)], v, c, portalEndpointsData{Failed: fail})
@@ -213,14 +201,7 @@ func (h *Handler) handlePortalRotate(w http.ResponseWriter, r *http.Request, c p
 		return
 	}
 	h.logger.Info("portal: secret rotated", "client_id", c.ID, "endpoint_id", id, "overlap", overlap)
-	note := "The old secret no longer signs."
-	if e.PreviousSecretUntil != nil {
-		note = "Deliveries are signed with the old secret too until " + formatTime(*e.PreviousSecretUntil) +
-			": deploy the new one before then."
-	}
-	h.showPortalEndpoints(w, r, http.StatusOK, v, c, portalEndpointsData{Shown: &shownOnce{
-		Title: "New signing secret of " + redactURL(e.URL), Value: secret, Then: "/portal/endpoints", Note: note,
-	}})
+	h.showPortalEndpoints(w, r, http.StatusOK, v, c, portalEndpointsData{Shown: rotatedSecret(e, secret, "/portal/endpoints", "deploy")})
 }
 
 // handlePortalRecover makes the failed deliveries of an endpoint of the
@@ -377,4 +358,37 @@ func (h *Handler) handlePortalDelete(w http.ResponseWriter, r *http.Request, cli
 	h.EndpointDeleted(id)
 	h.logger.Info("portal: endpoint deleted", "client_id", client, "endpoint_id", id)
 	http.Redirect(w, r, withParams(portalRealm, "/portal/endpoints", "done", "removed"), http.StatusSeeOther)
+}
+
+// rotateFromForm gives endpoint id (of client clientID; "" for the
+// operator's any) a new secret as the form in r asks, with the overlap it
+// chose, unless the endpoint changed since the page showed it (its "seen"
+// field). It returns the endpoint, the new secret and the overlap.
+func (h *Handler) rotateFromForm(r *http.Request, clientID, id string) (*storelink.Endpoint, string, time.Duration, error) {
+	ctx := r.Context()
+	cur, err := h.Webhooks.Endpoint(ctx, clientID, id)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if err := changedSince(r.PostFormValue("seen"), seenStamp(cur.UpdatedAt)); err != nil {
+		return nil, "", 0, err
+	}
+	overlap, err := webhook.ParseOverlap(r.PostFormValue("overlap"))
+	if err != nil {
+		return nil, "", 0, err
+	}
+	secret := webhook.NewSecret()
+	e, err := h.Webhooks.RotateSecret(ctx, clientID, id, secret, overlap)
+	return e, secret, overlap, err
+}
+
+// rotatedSecret is the new secret of e shown once, then back to then; the
+// note says until when the old one still signs, for who deploys the new.
+func rotatedSecret(e *storelink.Endpoint, secret, then, deploy string) *shownOnce {
+	note := "The old secret no longer signs."
+	if e.PreviousSecretUntil != nil {
+		note = "Deliveries are signed with the old secret too until " + formatTime(*e.PreviousSecretUntil) +
+			": " + deploy + " the new one before then."
+	}
+	return &shownOnce{Title: "New signing secret of " + redactURL(e.URL), Value: secret, Then: then, Note: note}
 }
