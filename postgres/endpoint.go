@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,11 +28,28 @@ func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 	return &e, nil
 }
 
-// InsertEndpoint inserts and reads the endpoint back in one statement.
+// InsertEndpoint inserts and reads the endpoint back, in a transaction
+// that first locks the client's row (FOR NO KEY UPDATE: the inserts of
+// rows that reference the client go on), so that inserts of one client's
+// endpoints take turns and each counts the endpoints the one before it
+// committed.
 func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
-	return scanEndpoint(d.db.pool.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) RETURNING `+endpointColumns,
-		n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At, n.Description))
+	var e *storelink.Endpoint
+	err := pgx.BeginFunc(ctx, d.db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM clients WHERE id = $1 FOR NO KEY UPDATE`, n.ClientID); err != nil {
+			return err
+		}
+		var err error
+		e, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $7, $8
+			WHERE (SELECT count(*) FROM endpoints WHERE client_id = $2 AND deleted_at IS NULL) < $9 RETURNING `+endpointColumns,
+			n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At, n.Description, n.Max))
+		if errors.Is(err, service.ErrNotFound) || errors.Is(err, pgx.ErrNoRows) {
+			return service.ErrFull
+		}
+		return err
+	})
+	return e, err
 }
 
 // RotateSecret is one statement, outside a transaction: the secret it moves

@@ -28,3 +28,7 @@ type Drivers struct {
 // the row it is asked for does not exist, so that the services can tell a
 // missing row from a failing database without knowing the driver.
 var ErrNotFound = errors.New("no such row")
+
+// ErrFull is a driver's answer to a write that a bound it was given
+// refuses, such as a client's endpoints at NewEndpoint.Max.
+var ErrFull = errors.New("bound reached")

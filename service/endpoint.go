@@ -62,7 +62,9 @@ type EndpointCalls interface {
 	// ClientExists tells whether a client of that id exists.
 	ClientExists(ctx context.Context, id string) (bool, error)
 	// InsertEndpoint writes a new endpoint, enabled, with its sealed key
-	// and secret, and returns it as stored.
+	// and secret, and returns it as stored; ErrFull, writing nothing, when
+	// the client has e.Max endpoints that are not deleted, also when
+	// endpoints of the client are inserted at once.
 	InsertEndpoint(ctx context.Context, e NewEndpoint) (*storelink.Endpoint, error)
 	// RotateSecret moves the endpoint's secret aside as its previous one,
 	// signing until p.Until, and makes p.Sealed its secret, in one step: the
@@ -137,6 +139,8 @@ type NewEndpoint struct {
 	APIKey, Secret    string // sealed; APIKey "" for none
 	Description       string
 	At                time.Time
+	// Max is the most endpoints, not deleted, the client may have.
+	Max int
 }
 
 // EndpointChange is what UpdateEndpoint writes; nil fields stay as they
@@ -171,7 +175,10 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storel
 	}
 	now := s.now()
 	e, err := s.d.InsertEndpoint(ctx, NewEndpoint{ID: storelink.NewID(now), ClientID: clientID, URL: n.URL, States: n.States,
-		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), Description: n.Description, At: now})
+		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), Description: n.Description, At: now, Max: s.maxEndpoints})
+	if errors.Is(err, ErrFull) {
+		return nil, storelink.Errorf(storelink.ECONFLICT, "Client %q has %d webhook endpoints, the most it may have: delete one first.", clientID, s.maxEndpoints)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("insert endpoint: %w", err)
 	}

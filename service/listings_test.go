@@ -203,9 +203,10 @@ func fillEndpoints(tb testing.TB, db database, n int) (string, []storelink.Endpo
 	applyStockRows(tb, db, c.ID, storelink.StockRow{StoreID: "S1", EAN: "4006381333931", ArticleNumber: "A-1", Quantity: 100, Price: 100})
 	var eps []storelink.Endpoint
 	at := map[string]int{}
+	webhooks := db.svc.With(service.WithMaxEndpoints(n + 1)).Webhooks // more than a client may have by default
 	newEndpoint := func(i int) {
 		db.clock.advance(time.Millisecond) // oldest first is in the order made
-		e, err := db.svc.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://e%d.test/", i)}, endpointSecret)
+		e, err := webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: fmt.Sprintf("https://e%d.test/", i)}, endpointSecret)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -51,6 +51,8 @@ type config struct {
 	// retention is how long an upload's files are answered after it was
 	// received (0: for as long as they are kept).
 	retention time.Duration
+	// maxEndpoints is the most webhook endpoints a client may have.
+	maxEndpoints int
 }
 
 // Option configures the services.
@@ -75,9 +77,22 @@ func WithUploadRetention(d time.Duration) Option {
 	return func(c *config) { c.retention = d }
 }
 
+// DefaultMaxEndpoints is how many webhook endpoints a client may have
+// unless WithMaxEndpoints says otherwise: each order event is sent to every
+// one, so a partner's endpoints bound how much delivery work one event of
+// its makes for the deliverers every partner shares. A partner's ERP, a
+// staging copy and a few tools fit, as they do in Stripe's 16.
+const DefaultMaxEndpoints = 20
+
+// WithMaxEndpoints sets how many webhook endpoints (not deleted) a client
+// may have; one more is refused (ECONFLICT).
+func WithMaxEndpoints(n int) Option {
+	return func(c *config) { c.maxEndpoints = n }
+}
+
 // New returns the services over d.
 func New(d Drivers, opts ...Option) *Services {
-	c := config{clock: time.Now}
+	c := config{clock: time.Now, maxEndpoints: DefaultMaxEndpoints}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -57,12 +57,21 @@ func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoin
 }
 
 // InsertEndpoint inserts on the write connection, outside a transaction
-// (the insert is one), and reads the endpoint back on the read pool.
+// (the insert is one, and with one writer its count of the client's
+// endpoints cannot be overtaken), and reads the endpoint back on the read
+// pool.
 func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
-	_, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, description, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, n.Description, ms(n.At), ms(n.At))
+	res, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, description, created_at, updated_at)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+		WHERE (SELECT count(*) FROM endpoints WHERE client_id = ?2 AND deleted_at IS NULL) < ?9`,
+		n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, n.Description, ms(n.At), n.Max)
 	if err != nil {
 		return nil, err
+	}
+	if k, err := res.RowsAffected(); err != nil {
+		return nil, err
+	} else if k == 0 {
+		return nil, service.ErrFull
 	}
 	return loadEndpoint(ctx, d.db.read, n.ID)
 }

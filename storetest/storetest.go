@@ -98,6 +98,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"API keys and authentication", testAuthentication},
 		{"Another partner's key is as good as none", testAuthenticationAcrossPartners},
 		{"API keys: racing creations stop at the limit", testAPIKeyRace},
+		{"Webhook endpoints: racing registrations stop at the limit", testEndpointLimit},
 		{"API keys: last use written by the flush, never backwards", testKeyLastUsed},
 		{"Sessions of the operator and of partners", testSessions},
 		{"Client summaries for the overview", testClientSummaries},

@@ -16,6 +16,7 @@ import (
 	"storelink"
 
 	"storelink/httpapi"
+	"storelink/service"
 	"storelink/webhook"
 	"storelink/worker"
 )
@@ -69,6 +70,7 @@ type config struct {
 	MaxConnsPerAddr    int // 0: no cap
 	Demo               bool
 	DemoWebhookURL     string // the demo endpoint's URL
+	MaxEndpoints       int    // webhook endpoints a client may have
 	webhookRetryOK     bool   // --webhook-retry-schedule set explicitly, by flag or variable
 }
 
@@ -220,6 +222,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-connections-per-address", c.MaxConnsPerAddr, "open connections one remote address (IPv6: one /64) may have; more are closed as soon as they are accepted; 0 is no cap (STORELINK_MAX_CONNECTIONS_PER_ADDRESS)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
+	fs.IntVar(&c.MaxEndpoints, "max-endpoints-per-client", service.DefaultMaxEndpoints, "webhook endpoints a client may have; one more is refused with 409 (STORELINK_MAX_ENDPOINTS_PER_CLIENT)")
 	fs.StringVar(&c.DemoWebhookURL, "demo-webhook-url", defaultDemoWebhookURL, "with --demo, the URL the demo partner's webhook endpoint is registered at: where storelink listen listens by default (STORELINK_DEMO_WEBHOOK_URL)")
 
 	// Environment first, so that flags given on the command line win.
@@ -239,7 +242,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"capacity-min-upload":    "STORELINK_CAPACITY_MIN_UPLOAD",
 		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
 		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
-		"demo-webhook-url": "STORELINK_DEMO_WEBHOOK_URL",
+		"demo-webhook-url": "STORELINK_DEMO_WEBHOOK_URL", "max-endpoints-per-client": "STORELINK_MAX_ENDPOINTS_PER_CLIENT",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -312,6 +315,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{errors.New("--max-connections must be at least 1")}
 	case c.MaxConnsPerAddr < 0:
 		return nil, usageError{errors.New("--max-connections-per-address must be 0 (no cap) or more")}
+	case c.MaxEndpoints < 1:
+		return nil, usageError{errors.New("--max-endpoints-per-client must be at least 1")}
 	}
 	if err := configAdminToken(c, stderr); err != nil {
 		return nil, usageError{err}

@@ -110,7 +110,7 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 	if s.db, err = useSecretKey(ctx, s.c, s.db, s.stdout); err != nil {
 		return "", err
 	}
-	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention))
+	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention), service.WithMaxEndpoints(s.c.MaxEndpoints))
 	if s.c.Demo {
 		if err := demo(ctx, s.db, s.c.DemoWebhookURL, s.stdout); err != nil {
 			return "", fmt.Errorf("demo: %w", err)

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"storelink"
@@ -35,15 +36,20 @@ func testEndpointRows(e *env) {
 
 	at := e.tick()
 	keyed, err := e.d.Webhooks.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at), ClientID: e.client.ID, URL: "https://a.test/hook",
-		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}, APIKey: "sealed-key", Secret: "sealed-secret", At: at})
+		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}, APIKey: "sealed-key", Secret: "sealed-secret", At: at, Max: 2})
 	must(t, err)
 	want := storelink.Endpoint{ID: keyed.ID, ClientID: e.client.ID, URL: "https://a.test/hook",
 		States: []storelink.OrderState{storelink.StateFulfilled, storelink.StateReturned}, Enabled: true, HasAPIKey: true, CreatedAt: at, UpdatedAt: at}
 	e.sameEndpoint("inserted with a key and states", keyed, want)
 	at2 := e.tick()
 	plain, err := e.d.Webhooks.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(at2), ClientID: e.client.ID, URL: "https://b.test/",
-		Secret: "sealed-secret", At: at2})
+		Secret: "sealed-secret", At: at2, Max: 2})
 	must(t, err)
+	// The client has Max endpoints: a third is ErrFull, and nothing is written.
+	if _, err := e.d.Webhooks.InsertEndpoint(ctx, service.NewEndpoint{ID: storelink.NewID(e.tick()), ClientID: e.client.ID, URL: "https://c.test/",
+		Secret: "sealed-secret", At: at2, Max: 2}); !errors.Is(err, service.ErrFull) {
+		t.Fatalf("InsertEndpoint of a third at Max 2 = %v, want ErrFull", err)
+	}
 	wantPlain := storelink.Endpoint{ID: plain.ID, ClientID: e.client.ID, URL: "https://b.test/", States: []storelink.OrderState{},
 		Enabled: true, CreatedAt: at2, UpdatedAt: at2}
 	e.sameEndpoint("inserted without key or states", plain, wantPlain)
