@@ -3228,6 +3228,15 @@ type ClientInterface interface {
 	// `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 	// process collectors.
 	//
+	// The figures tell how busy each route, queue and endpoint is, so on
+	// this listener (`--addr`) they are for the operator: the admin token
+	// is needed, checked and limited as for the operator API (401 without
+	// it or with a wrong one, 429 after too many failures), unless serve
+	// runs with `--public-metrics`. A Prometheus without the token scrapes
+	// the listener of `--metrics-addr` instead, which serves this path and
+	// no other without credentials; setting `--metrics-addr` leaves this
+	// path as it is (the token, or `--public-metrics`).
+	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4936,6 +4945,15 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `storelink_webhook_pending_deliveries`,
 // `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 // process collectors.
+//
+// The figures tell how busy each route, queue and endpoint is, so on
+// this listener (`--addr`) they are for the operator: the admin token
+// is needed, checked and limited as for the operator API (401 without
+// it or with a wrong one, 429 after too many failures), unless serve
+// runs with `--public-metrics`. A Prometheus without the token scrapes
+// the listener of `--metrics-addr` instead, which serves this path and
+// no other without credentials; setting `--metrics-addr` leaves this
+// path as it is (the token, or `--public-metrics`).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9737,6 +9755,15 @@ type ClientWithResponsesInterface interface {
 	// `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 	// process collectors.
 	//
+	// The figures tell how busy each route, queue and endpoint is, so on
+	// this listener (`--addr`) they are for the operator: the admin token
+	// is needed, checked and limited as for the operator API (401 without
+	// it or with a wrong one, 429 after too many failures), unless serve
+	// runs with `--public-metrics`. A Prometheus without the token scrapes
+	// the listener of `--metrics-addr` instead, which serves this path and
+	// no other without credentials; setting `--metrics-addr` leaves this
+	// path as it is (the token, or `--public-metrics`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
@@ -13366,16 +13393,44 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// MetricsResponse429Headers the declared response headers of an HTTP 429 response for Metrics
+type MetricsResponse429Headers struct {
+	RetryAfter int
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *PathOrQueryBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MetricsResponse429Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r MetricsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -17822,6 +17877,15 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 // process collectors.
 //
+// The figures tell how busy each route, queue and endpoint is, so on
+// this listener (`--addr`) they are for the operator: the admin token
+// is needed, checked and limited as for the operator API (401 without
+// it or with a wrong one, 429 after too many failures), unless serve
+// runs with `--public-metrics`. A Prometheus without the token scrapes
+// the listener of `--metrics-addr` instead, which serves this path and
+// no other without credentials; setting `--metrics-addr` leaves this
+// path as it is (the token, or `--public-metrics`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
@@ -21807,6 +21871,43 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MetricsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
