@@ -1609,7 +1609,7 @@ type ReturnRequest struct {
 	DeliveryDetails *DeliveryDetails `json:"delivery_details,omitempty"`
 	Items           []ReturnItem     `json:"items"`
 
-	// StoreId The store the items came back to; default the fulfilling store, which it always is for MARKETPLACE.
+	// StoreId The store the items came back to; default the fulfilling store. With an item returned to the MARKETPLACE it can only be the fulfilling store (422 otherwise).
 	StoreId *string `json:"store_id,omitempty"`
 }
 
@@ -2008,6 +2008,9 @@ type PathOrQueryBadRequest = Problem
 
 // PayloadTooLarge An RFC 9457 problem details object. It has no `instance`.
 type PayloadTooLarge = Problem
+
+// ReturnUnprocessable An RFC 9457 problem details object. It has no `instance`.
+type ReturnUnprocessable = Problem
 
 // ServiceUnavailable An RFC 9457 problem details object. It has no `instance`.
 type ServiceUnavailable = Problem
@@ -3461,11 +3464,14 @@ type ClientInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3485,11 +3491,14 @@ type ClientInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5289,11 +5298,14 @@ func (c *Client) FulfilOrder(ctx context.Context, orderId OrderID, body FulfilOr
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5323,11 +5335,14 @@ func (c *Client) ReturnItemsWithBody(ctx context.Context, orderId OrderID, conte
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9998,11 +10013,14 @@ type ClientWithResponsesInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10022,11 +10040,14 @@ type ClientWithResponsesInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14296,7 +14317,7 @@ type ReturnItemsResponse struct {
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Unprocessable
+	ApplicationproblemJSON422 *ReturnUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14351,7 +14372,7 @@ func (r ReturnItemsResponse) GetApplicationproblemJSON415() *JSONUnsupportedMedi
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ReturnItemsResponse) GetApplicationproblemJSON422() *Unprocessable {
+func (r ReturnItemsResponse) GetApplicationproblemJSON422() *ReturnUnprocessable {
 	return r.ApplicationproblemJSON422
 }
 
@@ -18186,11 +18207,14 @@ func (c *ClientWithResponses) FulfilOrderWithResponse(ctx context.Context, order
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18216,11 +18240,14 @@ func (c *ClientWithResponses) ReturnItemsWithBodyWithResponse(ctx context.Contex
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22775,7 +22802,7 @@ func ParseReturnItemsResponse(rsp *http.Response) (*ReturnItemsResponse, error) 
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Unprocessable
+		var dest ReturnUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
