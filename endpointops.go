@@ -87,7 +87,7 @@ func ExampleEvent(state OrderState, storeID, currency string, now time.Time, new
 		item.Status = ItemFulfilled
 	}
 	if state == StateWarehouseFulfilled || state == StateWarehouseReturned {
-		storeID, item.ArticleLocation = "", ""
+		storeID = ""
 	}
 	return newEvent(o, newID(), now, storeID, []Item{item}, cancelled)
 }

@@ -133,8 +133,8 @@ func goldenEvents(t testing.TB) []namedEvent {
 	must(err)
 	out = append(out, namedEvent{"returned_store", e})
 	e, err = o.Return(storelink.ReturnRequest{
-		StoreID: "store-2", // the marketplace return still names the fulfilling store
-		Items:   []storelink.ReturnItem{{ItemID: o.Items[1].ItemID, ReturnReasonCode: code(-1), ReturnLocation: storelink.ReturnToMarketplace}},
+		// No store_id: a marketplace return is recorded under the fulfilling store.
+		Items: []storelink.ReturnItem{{ItemID: o.Items[1].ItemID, ReturnReasonCode: code(-1), ReturnLocation: storelink.ReturnToMarketplace}},
 	}, storeExists, ids.next(), clk.now())
 	must(err)
 	out = append(out, namedEvent{"returned_marketplace", e})
@@ -395,6 +395,30 @@ func TestGoldenCoverage(t *testing.T) {
 	for _, p := range values {
 		if !slices.ContainsFunc(events, p.has) {
 			t.Errorf("no golden has %s", p.name)
+		}
+	}
+}
+
+// TestWarehouseEventArticleLocation: the items of the warehouse events, as
+// their JSON reads, carry the article_location of the stock row their EAN
+// was described by, whether or not the request gave the article number and
+// price, and none where that row has no location.
+func TestWarehouseEventArticleLocation(t *testing.T) {
+	want := map[string]any{eanPen: "dept-12", eanShort: "aisle 3 / shelf B", eanGS1: nil}
+	goldens := readGoldens(t)
+	for _, name := range []string{"marketplace_warehouse_fulfilled.json", "marketplace_warehouse_returned.json",
+		"marketplace_warehouse_returned_again.json"} {
+		e := decodeMap(t, goldens[name])
+		items, _ := e["items"].([]any)
+		if len(items) == 0 {
+			t.Fatalf("%s has no items", name)
+		}
+		for _, raw := range items {
+			it := raw.(map[string]any)
+			ean := it["ean"].(string)
+			if got := it["article_location"]; got != want[ean] {
+				t.Errorf("%s: item of EAN %s has article_location %v, want %v (its stock row's)", name, ean, got, want[ean])
+			}
 		}
 	}
 }

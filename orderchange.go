@@ -184,7 +184,11 @@ func checkReasonCode(i int, c *ReturnReasonCode) error {
 }
 
 // Return marks items of a store-fulfilled order returned. storeExists tells
-// whether a store id belongs to the order's client.
+// whether a store id belongs to the order's client. An item returned to the
+// MARKETPLACE is recorded under the store that fulfilled the order (its
+// event names that store), so a store_id naming another store contradicts
+// it and the return is refused, naming the item, rather than recorded under
+// a store the caller did not name.
 func (o *Order) Return(r ReturnRequest, storeExists func(string) bool, eventID string, now time.Time) (*Event, error) {
 	if err := Transition(o.State, StateReturned); err != nil {
 		return nil, err
@@ -204,7 +208,6 @@ func (o *Order) Return(r ReturnRequest, storeExists func(string) bool, eventID s
 	}
 	seen := map[string]bool{}
 	var items []*Item
-	var byLocation = map[ReturnLocation]bool{}
 	for i, ri := range r.Items {
 		it, err := o.returnable(i, ri.ItemID, seen)
 		if err != nil {
@@ -213,28 +216,26 @@ func (o *Order) Return(r ReturnRequest, storeExists func(string) bool, eventID s
 		if ri.ReturnLocation != ReturnToStore && ri.ReturnLocation != ReturnToMarketplace {
 			return nil, Errorf(EUNPROCESSABLE, "items[%d].return_location %q is not STORE or MARKETPLACE.", i, ri.ReturnLocation)
 		}
+		if ri.ReturnLocation == ReturnToMarketplace && toStore != o.StoreID {
+			return nil, Errorf(EUNPROCESSABLE, "items[%d] (item %s) has return_location MARKETPLACE but store_id is %q: an item returned "+
+				"to the marketplace is recorded under the store that fulfilled the order, %q. Send store_id %q or none; items that "+
+				"came back to store %q are returned as STORE in a call of their own.", i, ri.ItemID, toStore, o.StoreID, o.StoreID, toStore)
+		}
 		if err := checkReasonCode(i, ri.ReturnReasonCode); err != nil {
 			return nil, err
 		}
-		byLocation[ri.ReturnLocation] = true
 		items = append(items, it)
 	}
-	// An event carries one store_id: the fulfilling store for MARKETPLACE.
-	storeID := toStore
-	if byLocation[ReturnToMarketplace] {
-		if byLocation[ReturnToStore] && toStore != o.StoreID {
-			return nil, Errorf(EUNPROCESSABLE, "Items returned to the marketplace and to store %s must be sent as two returns: an event names one store.", toStore)
-		}
-		storeID = o.StoreID
-	}
+	// An event carries one store_id: the store the items came back to, which
+	// is the fulfilling store when any came back to the marketplace.
 	var got []Item
 	for i, it := range items {
-		it.Status, it.ReturnReasonCode, it.ReturnLocation, it.ReturnStoreID = ItemReturned, r.Items[i].ReturnReasonCode, r.Items[i].ReturnLocation, storeID
+		it.Status, it.ReturnReasonCode, it.ReturnLocation, it.ReturnStoreID = ItemReturned, r.Items[i].ReturnReasonCode, r.Items[i].ReturnLocation, toStore
 		got = append(got, *it)
 	}
 	o.State, o.UpdatedAt = StateReturned, now
 	o.DeliveryDetails = o.DeliveryDetails.merge(r.DeliveryDetails)
-	return newEvent(o, eventID, now, storeID, got, nil), nil
+	return newEvent(o, eventID, now, toStore, got, nil), nil
 }
 
 // WarehouseReturnItem is one unit returned to the marketplace warehouse.

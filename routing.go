@@ -200,7 +200,8 @@ func newOrderItem(i int, it NewItem, c *Client, row *Stock, where string, newID 
 
 // NewWarehouseOrder makes an order the marketplace warehouse fulfilled. rows
 // holds, by EAN, a stock row of any of the client's stores, for article data
-// not given in the request.
+// not given in the request; an item's article_location is its row's, as for
+// a store order.
 func NewWarehouseOrder(n *NewOrder, c *Client, rows map[string]*Stock, newID func() string, now time.Time) (*Order, *Event, error) {
 	if n.StoreID != "" {
 		return nil, nil, Errorf(EUNPROCESSABLE, "A warehouse order has no store_id.")
@@ -216,9 +217,7 @@ func NewWarehouseOrder(n *NewOrder, c *Client, rows map[string]*Stock, newID fun
 		if err != nil {
 			return nil, nil, err
 		}
-		// A store's location says where the article is in that store;
-		// the warehouse's own location is not known here.
-		item.Status, item.ArticleLocation = ItemFulfilled, ""
+		item.Status = ItemFulfilled
 		o.Items = append(o.Items, item)
 	}
 	return o, newEvent(o, newID(), now, "", o.Items, nil), nil

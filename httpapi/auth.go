@@ -16,6 +16,11 @@ import (
 // not. The right token is recorded, so that the address stays known to the
 // limiter when failures from elsewhere fill its table.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return s.adminAs("Operator calls need Authorization: Bearer ADMIN_TOKEN.", h)
+}
+
+// adminAs is admin whose 401 says detail.
+func (s *Server) adminAs(detail string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		addr := s.TrustedProxies.ClientAddr(r)
 		if s.refuseBlocked(w, r, addr, "") {
@@ -28,7 +33,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="storelink-admin"`)
-			writeProblem(w, r, storelink.EUNAUTHORIZED, "Operator calls need Authorization: Bearer ADMIN_TOKEN.")
+			writeProblem(w, r, storelink.EUNAUTHORIZED, detail)
 			return
 		}
 		s.AuthLimit.Succeeded(addr, "")

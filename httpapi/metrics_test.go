@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"storelink"
+	"storelink/httpapi"
 	"storelink/internal/promcheck"
 )
 
@@ -131,7 +134,7 @@ func waitExposition(t *testing.T, a *api, name, label string, values ...string) 
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, b := a.do("GET", "/metrics", nil, nil)
+		resp, b := a.do("GET", "/metrics", nil, map[string]string{"Authorization": "Bearer " + adminToken})
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET /metrics = %d %s", resp.StatusCode, b)
 		}
@@ -352,7 +355,7 @@ func TestOrderCallMetrics(t *testing.T) {
 	a.admin("POST", "/orders", newOrderBody(a.ClientID, "M-2", "S9", ean1), 422, nil)
 	a.do("BREW", "/orders", nil, nil)
 
-	resp, b = a.do("GET", "/metrics", nil, nil)
+	resp, b = a.do("GET", "/metrics", nil, map[string]string{"Authorization": "Bearer " + adminToken})
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET /metrics = %d", resp.StatusCode)
 	}
@@ -370,4 +373,127 @@ func TestOrderCallMetrics(t *testing.T) {
 			t.Errorf("GET /metrics lacks %s", want)
 		}
 	}
+}
+
+// GET /metrics of the API needs the admin token, checked as the operator
+// API's: none or a wrong one is a 401 problem that says how to scrape
+// without it, and wrong ones count towards the failed-login limit. With
+// PublicMetrics anyone reads it.
+func TestMetricsNeedAdminToken(t *testing.T) {
+	a := newAPI(t, apiOptions{authLimit: httpapi.NewAuthLimiter(3)})
+	for _, c := range []struct {
+		what   string
+		header map[string]string
+		want   int
+	}{
+		{"no token", nil, 401},
+		{"a wrong token", map[string]string{"Authorization": "Bearer " + strings.Repeat("x", 40)}, 401},
+		{"an API key", map[string]string{"x-api-key": a.APIKey}, 401},
+		{"the admin token", map[string]string{"Authorization": "Bearer " + adminToken}, 200},
+	} {
+		resp, b := a.do("GET", "/metrics", nil, c.header)
+		if resp.StatusCode != c.want {
+			t.Fatalf("%s: GET /metrics = %d %s, want %d", c.what, resp.StatusCode, b, c.want)
+		}
+		if c.want == 200 {
+			if !strings.Contains(string(b), "storelink_http_requests_total{") {
+				t.Errorf("%s: GET /metrics lacks storelink_http_requests_total:\n%s", c.what, b)
+			}
+			continue
+		}
+		p := problem(t, resp, b, c.want)
+		if p.Type != "/problems/unauthorized" || !strings.Contains(p.Detail, "--metrics-addr") ||
+			resp.Header.Get("WWW-Authenticate") != `Bearer realm="storelink-admin"` {
+			t.Errorf("%s: %s %+v (WWW-Authenticate %q); want an unauthorized problem naming --metrics-addr",
+				c.what, resp.Status, p, resp.Header.Get("WWW-Authenticate"))
+		}
+		if strings.Contains(string(b), "storelink_") {
+			t.Errorf("%s: the 401 shows metrics: %s", c.what, b)
+		}
+	}
+	// Three wrong tokens from one address empty its bucket: the fourth try
+	// is refused, the right token too.
+	for range 2 {
+		a.do("GET", "/metrics", nil, map[string]string{"Authorization": "Bearer " + strings.Repeat("y", 40)})
+	}
+	if resp, b := a.do("GET", "/metrics", nil, map[string]string{"Authorization": "Bearer " + adminToken}); resp.StatusCode != 429 ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Errorf("GET /metrics with the token after 3 wrong ones = %d %s, want 429 with Retry-After", resp.StatusCode, b)
+	}
+
+	public := newAPI(t, apiOptions{publicMetrics: true})
+	if resp, b := public.do("GET", "/metrics", nil, nil); resp.StatusCode != 200 || !strings.Contains(string(b), "storelink_") {
+		t.Errorf("with PublicMetrics, GET /metrics without a token = %d %s, want 200 and the metrics", resp.StatusCode, short(b))
+	}
+}
+
+// MetricsHandler, the listener of its own, serves GET (and HEAD) /metrics
+// without credentials and nothing else: every other path of the API is a
+// 404 problem there, another method on /metrics 405. Its requests are
+// counted as the API's.
+func TestMetricsHandlerServesOnlyMetrics(t *testing.T) {
+	a := newAPI(t, apiOptions{})
+	srv := httptest.NewServer(a.srv.MetricsHandler())
+	t.Cleanup(srv.Close)
+	get := func(method, path string, header map[string]string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := get("GET", "/metrics", nil)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
+		!strings.Contains(string(b), "storelink_http_requests_total{") {
+		t.Fatalf("GET /metrics without credentials = %d %q %s, want 200 and the metrics", resp.StatusCode, resp.Header.Get("Content-Type"), short(b))
+	}
+	if resp, _ := get("HEAD", "/metrics", nil); resp.StatusCode != 200 {
+		t.Errorf("HEAD /metrics = %d, want 200", resp.StatusCode)
+	}
+	admin := map[string]string{"Authorization": "Bearer " + adminToken}
+	for _, path := range []string{"/", "/healthz", "/readyz", "/openapi.yaml", "/admin/partners", "/orders", "/dashboard/",
+		"/stock/" + a.ClientID + "/uploads", "/metrics/", "/problems/not_found"} {
+		resp, b := get("GET", path, admin)
+		if p := problem(t, resp, b, 404); p.Type != "/problems/not_found" {
+			t.Errorf("GET %s on the metrics listener = %+v, want a not_found problem", path, p)
+		}
+	}
+	resp, b = get("POST", "/metrics", admin)
+	if problem(t, resp, b, 405); !strings.Contains(resp.Header.Get("Allow"), "GET") {
+		t.Errorf("POST /metrics: Allow %q, want GET", resp.Header.Get("Allow"))
+	}
+	_, b = get("GET", "/metrics", nil)
+	if !strings.Contains(string(b), `storelink_http_requests_total{code="404",method="GET",route="none"}`) ||
+		!strings.Contains(string(b), `storelink_http_requests_total{code="200",method="GET",route="/metrics"}`) {
+		t.Errorf("the metrics listener's requests are not counted:\n%s", grep(b, "storelink_http_requests_total"))
+	}
+}
+
+// short is the start of b, for a message.
+func short(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+// grep is the lines of b holding sub.
+func grep(b []byte, sub string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -312,7 +312,9 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 
 		{"GET", "/healthz", "", nil, 200},
 		{"GET", "/readyz", "", nil, 200},
-		{"GET", "/metrics", "", nil, 200},
+		{"GET", "/metrics", "", admin, 200},
+		{"GET", "/metrics", "", nil, 401},
+		{"GET", "/metrics", "", map[string]string{"Authorization": "Bearer not-the-token"}, 401},
 		{"GET", "/openapi.yaml", "", nil, 200},
 		{"GET", "/problems/rate_limited", "", nil, 200},
 		{"GET", "/problems/nope", "", nil, 404},

@@ -236,6 +236,15 @@ func TestOrderLifecycle(t *testing.T) {
 	if r.State != storelink.StateReturned || r.Items[0].Status != storelink.ItemReturned || r.Items[1].Status != storelink.ItemFulfilled {
 		t.Fatalf("returned = %+v", r)
 	}
+	// An item returned to the marketplace is recorded under the fulfilling
+	// store, S1: a store_id of S2 contradicts it, and the answer says so.
+	resp, b = a.do("POST", "/orders/"+o.ID+"/returns", strings.NewReader(`{"store_id":"S2","items":[{"item_id":"`+a2+`","return_location":"MARKETPLACE"}]}`),
+		jsonHeader("x", "Authorization", "Bearer "+adminToken))
+	if p := problem(t, resp, b, 422); p.Type != "/problems/unprocessable" || !strings.Contains(p.Detail, "item "+a2) ||
+		!strings.Contains(p.Detail, "return_location MARKETPLACE") || !strings.Contains(p.Detail, `store_id is "S2"`) ||
+		!strings.Contains(p.Detail, `fulfilled the order, "S1"`) {
+		t.Fatalf("a return to the marketplace with store_id S2 = %+v; want a 422 naming the item, MARKETPLACE, S2 and S1", p)
+	}
 	r = mustOrder(a, "POST", "/orders/"+o.ID+"/returns", `{"items":[{"item_id":"`+a2+`","return_location":"MARKETPLACE"}]}`, 200)
 	if r.State != storelink.StateReturned || r.Items[1].Status != storelink.ItemReturned {
 		t.Fatalf("returned again = %+v", r)
@@ -436,8 +445,9 @@ func TestWarehouseOrder(t *testing.T) {
 		{"ean":"`+eanNoStock+`","marketplace_article_number":"M2","article_number":"OWN-1","price":7.5}]}`, 201)
 	if o.State != storelink.StateWarehouseFulfilled || o.StoreID != "" || len(o.Items) != 2 ||
 		o.Items[0].ArticleNumber != "SKU-123" || o.Items[0].Price != 1999 || o.Items[1].ArticleNumber != "OWN-1" ||
-		o.Items[1].Price != 750 || o.Items[0].Status != storelink.ItemFulfilled {
-		t.Fatalf("warehouse order = %+v", o)
+		o.Items[1].Price != 750 || o.Items[0].Status != storelink.ItemFulfilled ||
+		o.Items[0].ArticleLocation != "Dept 3" || o.Items[1].ArticleLocation != "" {
+		t.Fatalf("warehouse order = %+v; want the article location of S2's row on the first item only", o)
 	}
 	r := mustOrder(a, "POST", "/orders/"+o.ID+"/warehouse-returns", `{"items":[{"item_id":"`+o.Items[1].ItemID+`","return_reason_code":8}]}`, 200)
 	if r.State != storelink.StateWarehouseReturned || r.Items[1].Status != storelink.ItemReturned {
@@ -451,6 +461,10 @@ func TestWarehouseOrder(t *testing.T) {
 		if bytes.Contains(raw, []byte("store_id")) {
 			t.Errorf("a warehouse event names a store: %s", raw)
 		}
+	}
+	if !bytes.Contains(raws[0], []byte(`"marketplace_article_number":"M1","article_location":"Dept 3"`)) ||
+		bytes.Count(raws[0], []byte(`"article_location"`)) != 1 {
+		t.Errorf("the warehouse event's items, as JSON: %s; want article_location Dept 3 on the first item only", raws[0])
 	}
 	if it := events[1].Items; len(it) != 1 || it[0].ReturnReasonCode == nil || *it[0].ReturnReasonCode != 8 || it[0].ReturnLocation != "" {
 		t.Fatalf("warehouse return event = %s", raws[1])

@@ -69,7 +69,7 @@ func (s *Server) routes() {
 	// Operations.
 	m.HandleFunc("GET /healthz", s.handleHealthz)
 	m.HandleFunc("GET /readyz", s.handleReadyz)
-	m.Handle("GET /metrics", s.metricsHandler())
+	m.Handle("GET /metrics", s.metricsRoute())
 	m.HandleFunc("GET /problems/{code}", s.handleProblemDoc)
 	m.HandleFunc("GET /openapi.yaml", s.handleOpenAPI)
 

@@ -107,6 +107,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	// Registry receives the API's metrics and is served at /metrics.
 	Registry *prometheus.Registry
+	// PublicMetrics serves GET /metrics of this handler to anyone; without
+	// it /metrics needs the admin token, as the operator API does, since
+	// its figures tell how busy each route and queue is. MetricsHandler
+	// serves them on a listener of their own.
+	PublicMetrics bool
 	// Downloads bounds the file downloads in memory at once; serve shares
 	// it with the dashboard's and portal's downloads. A new one with the
 	// defaults when nil.
@@ -348,6 +353,52 @@ func (s *Server) metricsHandler() http.Handler {
 		return promhttp.Handler()
 	}
 	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+}
+
+// metricsRoute is GET /metrics of the API: behind the admin token unless
+// PublicMetrics.
+func (s *Server) metricsRoute() http.Handler {
+	h := s.metricsHandler()
+	if s.PublicMetrics {
+		return h
+	}
+	return s.adminAs(metricsUnauthorized, h.ServeHTTP)
+}
+
+const metricsUnauthorized = "GET /metrics needs Authorization: Bearer ADMIN_TOKEN here; a scraper without the token " +
+	"reads the listener of serve's --metrics-addr, or serve is run with --public-metrics."
+
+// MetricsHandler serves GET /metrics, and nothing else, to anyone: for a
+// listener of its own (serve's --metrics-addr) that only the scraper can
+// reach. Another path is 404, another method 405; each request is logged
+// and counted as the API's are.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metricsHandler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		route, method := "none", knownMethod(r.Method)
+		defer func() {
+			s.requests.WithLabelValues(route, method, strconv.Itoa(rw.status)).Inc()
+			s.logger.Info("request", "listener", "metrics", "method", r.Method, "path", r.URL.EscapedPath(), "status", rw.status,
+				"bytes_out", rw.bytes, "duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+		}()
+		h, pattern := mux.Handler(r)
+		if pattern == "" {
+			rec := &headerRecorder{header: http.Header{}}
+			h.ServeHTTP(rec, r)
+			if allow := rec.header.Get("Allow"); allow != "" {
+				rw.Header().Set("Allow", allow)
+				writeProblem(rw, r, "method_not_allowed", "This path does not take "+r.Method+"; it takes "+allow+".")
+				return
+			}
+			writeProblem(rw, r, storelink.ENOTFOUND, "This listener serves GET /metrics only.")
+			return
+		}
+		route = "/metrics"
+		h.ServeHTTP(rw, r)
+	})
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {

@@ -40,6 +40,8 @@ type api struct {
 	// PartnerID is the demo client's partner.
 	PartnerID string
 	reg       *prometheus.Registry
+	// srv is the API's handler.
+	srv *httpapi.Server
 }
 
 type apiOptions struct {
@@ -70,6 +72,8 @@ type apiOptions struct {
 	databaseTimeout time.Duration
 	// uploads, when set, wraps the upload service the API gets.
 	uploads func(storelink.UploadService) storelink.UploadService
+	// publicMetrics is the API's Deps.PublicMetrics.
+	publicMetrics bool
 }
 
 func newAPI(t *testing.T, opt apiOptions) *api {
@@ -95,6 +99,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
 		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
 		Downloads: opt.downloads, TestSends: opt.testSends, DatabaseTimeout: opt.databaseTimeout,
+		PublicMetrics: opt.publicMetrics,
 	}
 	if opt.uploads != nil {
 		deps.Uploads = opt.uploads(orders.Uploads)
@@ -103,7 +108,8 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	if opt.webhooks != nil {
 		webhooks, deps.Delivering = wireWebhooks(t, orders, reg, &deps, *opt.webhooks)
 	}
-	srv := httptest.NewServer(httpapi.NewServer(deps))
+	handler := httpapi.NewServer(deps)
+	srv := httptest.NewServer(handler)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	if opt.noProcessor {
@@ -113,7 +119,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 	}
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
 
-	a := &api{t: t, URL: srv.URL, db: db, svc: orders, webhooks: webhooks, reg: reg}
+	a := &api{t: t, URL: srv.URL, db: db, svc: orders, webhooks: webhooks, reg: reg, srv: handler}
 	var p storelink.Partner
 	a.admin("POST", "/admin/partners", `{"name":"Acme"}`, 201, &p)
 	var c storelink.NewClient

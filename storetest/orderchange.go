@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
+	"strings"
 
 	"storelink"
 )
@@ -207,7 +209,10 @@ func testOrderFulfil(e *env) {
 func code(c storelink.ReturnReasonCode) *storelink.ReturnReasonCode { return &c }
 
 // testOrderReturns: fulfilled items come back, each once, to a store or the
-// marketplace.
+// marketplace. A store_id other than the fulfilling store contradicts an
+// item returned to the MARKETPLACE (recorded under the fulfilling store):
+// the return is refused, saying which item and both stores, and nothing is
+// written.
 func testOrderReturns(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
 	e.feed(row("S1", eanA, 10, 100))
@@ -256,8 +261,17 @@ func testOrderReturns(e *env) {
 	_, err = s.Orders.ReturnItems(ctx, o.ID, ret(ids[0], storelink.ReturnToStore))
 	e.refused(before, err, storelink.EUNPROCESSABLE, "a second return of an item")
 
-	// Returned → returned; to the marketplace the store is the fulfilling one.
-	got, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(ids[1], storelink.ReturnToMarketplace).Items})
+	// Returned → returned; to the marketplace the store is the fulfilling
+	// one, which another store_id contradicts.
+	before = e.world()
+	_, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S2", Items: ret(ids[1], storelink.ReturnToMarketplace).Items})
+	e.refused(before, err, storelink.EUNPROCESSABLE, "a return to the marketplace with store_id S2")
+	if se := (*storelink.Error)(nil); !errors.As(err, &se) || !strings.Contains(se.Message, "items[0] (item "+ids[1]+")") ||
+		!strings.Contains(se.Message, "return_location MARKETPLACE") || !strings.Contains(se.Message, `store_id is "S2"`) ||
+		!strings.Contains(se.Message, `fulfilled the order, "S1"`) {
+		t.Fatalf("a return to the marketplace with store_id S2: %v; want a message naming the item, MARKETPLACE, S2 and S1", err)
+	}
+	got, err = s.Orders.ReturnItems(ctx, o.ID, storelink.ReturnRequest{StoreID: "S1", Items: ret(ids[1], storelink.ReturnToMarketplace).Items})
 	must(t, err)
 	if got.State != storelink.StateReturned || got.Items[1].ReturnStoreID != "S1" {
 		t.Fatalf("order after a return to the marketplace = %+v", got)
@@ -286,10 +300,15 @@ func testOrderReturns(e *env) {
 }
 
 // testWarehouseOrders: orders of the marketplace warehouse have no store,
-// hold no stock and name no store in their events.
+// hold no stock and name no store in their events; their items carry the
+// article_location of the stock row their article data comes from (the
+// lowest store id's), even where the request gives the article number and
+// price, in the answer, the stored order and the event.
 func testWarehouseOrders(e *env) {
 	t, ctx, s := e.t, e.ctx, e.s
-	e.feed(storelink.StockRow{StoreID: "S2", EAN: eanA, ArticleNumber: "SKU-A", Quantity: 0, Price: 1999, ArticleLocation: "Dept 3"})
+	e.feed(storelink.StockRow{StoreID: "S2", EAN: eanA, ArticleNumber: "SKU-A", Quantity: 0, Price: 1999, ArticleLocation: "Dept 3"},
+		storelink.StockRow{StoreID: "S1", EAN: eanB, ArticleNumber: "SKU-B1", Quantity: 0, Price: 700, ArticleLocation: "Front"},
+		storelink.StockRow{StoreID: "S2", EAN: eanB, ArticleNumber: "SKU-B2", Quantity: 3, Price: 800, ArticleLocation: "Back"})
 	n := e.newOrder("W-1", eanA, eanB)
 	price := storelink.Money(500)
 	n.Items[1].ArticleNumber, n.Items[1].Price = "OWN-B", &price
@@ -299,10 +318,12 @@ func testWarehouseOrders(e *env) {
 	e.sameAsStored(o)
 	if o.State != storelink.StateWarehouseFulfilled || o.StoreID != "" || len(o.Items) != 2 ||
 		o.Items[0].ArticleNumber != "SKU-A" || o.Items[0].Price != 1999 || o.Items[0].Status != storelink.ItemFulfilled ||
-		o.Items[1].ArticleNumber != "OWN-B" || o.Items[1].Price != 500 || o.Items[1].Currency != "EUR" {
-		t.Fatalf("warehouse order = %+v", o)
+		o.Items[1].ArticleNumber != "OWN-B" || o.Items[1].Price != 500 || o.Items[1].Currency != "EUR" ||
+		o.Items[0].ArticleLocation != "Dept 3" || o.Items[1].ArticleLocation != "Front" {
+		t.Fatalf("warehouse order = %+v; want article locations Dept 3 (S2's row) and Front (S1's)", o)
 	}
 	e.wantStock("S2", eanA, 0, 0, 0)
+	e.wantStock("S2", eanB, 3, 0, 3)
 	wantNoStore := func(state storelink.OrderState) storelink.Event {
 		t.Helper()
 		recs, err := s.Orders.OrderEvents(ctx, o.ID)
@@ -316,8 +337,9 @@ func testWarehouseOrders(e *env) {
 		return e.decodeEvent(r)
 	}
 	ev := wantNoStore(storelink.StateWarehouseFulfilled)
-	if len(ev.Items) != 2 || ev.CustomerBillingAddress == nil || ev.CustomerBillingAddress.City != "Berlin" {
-		t.Fatalf("warehouse event = %+v", ev)
+	if len(ev.Items) != 2 || ev.CustomerBillingAddress == nil || ev.CustomerBillingAddress.City != "Berlin" ||
+		ev.Items[0].ArticleLocation != "Dept 3" || ev.Items[1].ArticleLocation != "Front" {
+		t.Fatalf("warehouse event = %+v; want article locations Dept 3 and Front", ev)
 	}
 
 	before := e.world()
@@ -343,7 +365,8 @@ func testWarehouseOrders(e *env) {
 		t.Fatalf("after a warehouse return = %+v", got)
 	}
 	ev = wantNoStore(storelink.StateWarehouseReturned)
-	if len(ev.Items) != 1 || ev.Items[0].ItemID != ids[0] || ev.Items[0].ReturnReasonCode == nil || *ev.Items[0].ReturnReasonCode != -1 {
+	if len(ev.Items) != 1 || ev.Items[0].ItemID != ids[0] || ev.Items[0].ReturnReasonCode == nil || *ev.Items[0].ReturnReasonCode != -1 ||
+		ev.Items[0].ArticleLocation != "Dept 3" {
 		t.Fatalf("warehouse return event = %+v", ev)
 	}
 	before = e.world()

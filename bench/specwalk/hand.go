@@ -16,11 +16,12 @@ func handSteps(sp *spec) []step {
 	var s []step
 	add := func(st ...step) { s = append(s, st...) }
 
-	// Operations: no credentials.
+	// Operations: no credentials, but for the metrics (the admin token;
+	// the variants send none and a wrong one).
 	add(
 		ok("healthz", "liveness", 200, authNone, "/healthz", ""),
 		ok("readyz", "readiness", 200, authNone, "/readyz", ""),
-		ok("metrics", "metrics", 200, authNone, "/metrics", ""),
+		ok("metrics", "metrics", 200, authAdmin, "/metrics", ""),
 		ok("openapi", "the spec itself", 200, authNone, "/openapi.yaml", ""),
 	)
 	for _, code := range sp.problemCodes {

@@ -75,6 +75,7 @@ func orderSteps() []step {
 		bad("returnItems", "a cancelled item", 422, authAdmin, "/orders/<order>/returns", `{"items":[{"item_id":"<item3>","return_location":"STORE"}]}`),
 		bad("returnItems", "no items", 422, authAdmin, "/orders/<order>/returns", `{"store_id":"S1"}`),
 		ok("returnItems", "an item back at the store", 200, authAdmin, "/orders/<order>/returns", `{"items":[{"item_id":"<item1>","return_location":"STORE","return_reason_code":2}],"delivery_details":{"return_tracking_number":"R-1"}}`),
+		bad("returnItems", "to the marketplace, with a store_id that is not the fulfilling store", 422, authAdmin, "/orders/<order>/returns", `{"store_id":"S2","items":[{"item_id":"<item2>","return_location":"MARKETPLACE"}]}`),
 		ok("returnItems", "another, to the marketplace", 200, authAdmin, "/orders/<order>/returns", `{"items":[{"item_id":"<item2>","return_location":"MARKETPLACE","return_reason_code":-1}]}`),
 		bad("returnItems", "an item returned already", 422, authAdmin, "/orders/<order>/returns", `{"items":[{"item_id":"<item1>","return_location":"STORE"}]}`),
 		bad("returnItems", "an unknown order", 404, authAdmin, "/orders/"+unknownID+"/returns", `{"items":[{"item_id":"<item1>","return_location":"STORE"}]}`),

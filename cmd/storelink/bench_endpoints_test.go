@@ -591,7 +591,7 @@ func epSetup(b *testing.B, p *proc, urls [][]string) []*epClient {
 // epMetric reads one of serve's metrics (0 when absent).
 func epMetric(b *testing.B, p *proc, name string) float64 {
 	b.Helper()
-	resp, err := epHTTP.Get(p.URL + "/metrics")
+	resp, err := p.getMetrics(epHTTP)
 	if err != nil {
 		b.Fatalf("GET /metrics: %v", err)
 	}

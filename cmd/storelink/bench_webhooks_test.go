@@ -535,7 +535,7 @@ func (t *whTarget) check(b *testing.B, events []whEvent, got map[string]*arrival
 // metrics reads serve's Prometheus metrics: name{labels} → value.
 func (t *whTarget) metrics(b *testing.B) map[string]float64 {
 	b.Helper()
-	resp, err := t.clients[0].Get(t.URL + "/metrics")
+	resp, err := t.getMetrics(t.clients[0])
 	if err != nil {
 		b.Fatalf("GET /metrics: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,7 +68,9 @@ type config struct {
 	BodyTimeout        time.Duration
 	DatabaseTimeout    time.Duration
 	MaxConnections     int
-	MaxConnsPerAddr    int // 0: no cap
+	MaxConnsPerAddr    int    // 0: no cap
+	MetricsAddr        string // "": no listener of its own
+	PublicMetrics      bool
 	Demo               bool
 	DemoWebhookURL     string // the demo endpoint's URL
 	MaxEndpoints       int    // webhook endpoints a client may have
@@ -221,6 +224,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.DatabaseTimeout, "database-timeout", c.DatabaseTimeout, "time a request may wait for the database, its body's arrival not counted; later gets 503 with Retry-After (STORELINK_DATABASE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "open client connections at most; a new one beyond makes room by closing the connection that has sent least recently, whatever it is doing (STORELINK_MAX_CONNECTIONS)")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-connections-per-address", c.MaxConnsPerAddr, "open connections one remote address (IPv6: one /64) may have; more are closed as soon as they are accepted; 0 is no cap (STORELINK_MAX_CONNECTIONS_PER_ADDRESS)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "address of a listener of its own that serves GET /metrics (and nothing else) without credentials, for Prometheus; keep it reachable by the scraper only (STORELINK_METRICS_ADDR; default none)")
+	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve GET /metrics on --addr without the admin token (STORELINK_PUBLIC_METRICS; default: the token is needed there)")
 	fs.BoolVar(&c.Demo, "demo", false, "on an empty database, create a demo partner and print its credentials")
 	fs.IntVar(&c.MaxEndpoints, "max-endpoints-per-client", service.DefaultMaxEndpoints, "webhook endpoints a client may have; one more is refused with 409 (STORELINK_MAX_ENDPOINTS_PER_CLIENT)")
 	fs.StringVar(&c.DemoWebhookURL, "demo-webhook-url", defaultDemoWebhookURL, "with --demo, the URL the demo partner's webhook endpoint is registered at: where storelink listen listens by default (STORELINK_DEMO_WEBHOOK_URL)")
@@ -243,6 +248,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
 		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
 		"demo-webhook-url": "STORELINK_DEMO_WEBHOOK_URL", "max-endpoints-per-client": "STORELINK_MAX_ENDPOINTS_PER_CLIENT",
+		"metrics-addr": "STORELINK_METRICS_ADDR", "public-metrics": "STORELINK_PUBLIC_METRICS",
 	}
 	for flagName, variable := range env {
 		if v := getenv(variable); v != "" {
@@ -318,10 +324,31 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	case c.MaxEndpoints < 1:
 		return nil, usageError{errors.New("--max-endpoints-per-client must be at least 1")}
 	}
+	if err := checkMetricsAddr(c.MetricsAddr, c.Addr); err != nil {
+		return nil, usageError{err}
+	}
 	if err := configAdminToken(c, stderr); err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// checkMetricsAddr refuses a --metrics-addr that is not HOST:PORT, or that
+// is --addr itself (port 0 aside, which picks a free port for each).
+func checkMetricsAddr(metrics, addr string) error {
+	if metrics == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(metrics)
+	if err != nil || port == "" {
+		return fmt.Errorf("--metrics-addr (STORELINK_METRICS_ADDR) %q must be HOST:PORT, e.g. 127.0.0.1:9100", metrics)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--metrics-addr (STORELINK_METRICS_ADDR) %q: the port must be a number from 0 to 65535", metrics)
+	} else if n != 0 && metrics == addr {
+		return fmt.Errorf("--metrics-addr %s is --addr too: give the metrics a listener of their own, or leave it unset", metrics)
+	}
+	return nil
 }
 
 // configAdminToken settles where the admin token comes from and checks it.

@@ -298,3 +298,42 @@ func TestConfigPoolsAndCapacity(t *testing.T) {
 		}
 	}
 }
+
+// --metrics-addr and --public-metrics: off by default, set by variable or
+// flag (the flag wins); an address that is not HOST:PORT, or that is
+// --addr, is a usage error naming the flag.
+func TestConfigMetrics(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	c, err := parseConfig("serve", nil, env(nil), io.Discard)
+	if err != nil || c.MetricsAddr != "" || c.PublicMetrics {
+		t.Fatalf("defaults: %q, public %v, %v; want none and not public", c.MetricsAddr, c.PublicMetrics, err)
+	}
+	vars := env(map[string]string{"STORELINK_METRICS_ADDR": "127.0.0.1:9100", "STORELINK_PUBLIC_METRICS": "true"})
+	c, err = parseConfig("serve", nil, vars, io.Discard)
+	if err != nil || c.MetricsAddr != "127.0.0.1:9100" || !c.PublicMetrics {
+		t.Fatalf("by variables: %q, public %v, %v", c.MetricsAddr, c.PublicMetrics, err)
+	}
+	c, err = parseConfig("serve", []string{"--metrics-addr", "[::1]:9200", "--public-metrics=false"}, vars, io.Discard)
+	if err != nil || c.MetricsAddr != "[::1]:9200" || c.PublicMetrics {
+		t.Fatalf("flags over variables: %q, public %v, %v", c.MetricsAddr, c.PublicMetrics, err)
+	}
+	if _, err := parseConfig("serve", []string{"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, env(nil), io.Discard); err != nil {
+		t.Fatalf("both on port 0 (a free port each): %v", err)
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--metrics-addr", "9100"}, nil, "--metrics-addr"},
+		{[]string{"--metrics-addr", "localhost:metrics"}, nil, "port must be a number"},
+		{[]string{"--metrics-addr", "127.0.0.1:70000"}, nil, "port must be a number"},
+		{[]string{"--addr", "127.0.0.1:8080", "--metrics-addr", "127.0.0.1:8080"}, nil, "listener of their own"},
+		{nil, map[string]string{"STORELINK_METRICS_ADDR": "no-port"}, "STORELINK_METRICS_ADDR"},
+		{nil, map[string]string{"STORELINK_PUBLIC_METRICS": "maybe"}, "STORELINK_PUBLIC_METRICS"},
+	} {
+		if _, err := parseConfig("serve", bad.args, env(bad.env), io.Discard); !isUsage(err) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v %v: %v, want a usage error naming %s", bad.args, bad.env, err, bad.want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func TestDatabaseHangs(t *testing.T) {
 			t.Errorf("the log has %s with the database hanging:\n%s", bad, log)
 		}
 	}
-	resp, err := http.Get(p.URL + "/metrics")
+	resp, err := p.getMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

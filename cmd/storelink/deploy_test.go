@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,10 +31,11 @@ const (
 // rejected row and one rejected, order calls, and deliveries that succeed,
 // are retried, fail and find their endpoint gone. Prometheus's up and the
 // blackbox exporter's probe_success are not storelink's: they must select
-// a job that deploy/compose/prometheus.yml scrapes.
+// a job that deploy/compose/prometheus.yml scrapes. The serve is scraped
+// on a --metrics-addr listener, as compose's Prometheus scrapes it.
 func TestDeployMetricsExist(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, t.TempDir(), "--demo", "--webhook-retry-schedule", "10ms", "--webhook-timeout", "2s")
+	p := startServe(t, t.TempDir(), "--demo", "--webhook-retry-schedule", "10ms", "--webhook-timeout", "2s", "--metrics-addr", "127.0.0.1:0")
 	exerciseServe(t, p)
 	exp := scrapeUntil(t, p, "storelink_webhook_attempts_total", "outcome", "succeeded", "retry", "failed", "gone")
 	jobs := composeJobs(t)
@@ -109,7 +111,7 @@ func scrapeUntil(t *testing.T, p *proc, name, label string, values ...string) pr
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get(p.URL + "/metrics")
+		resp, err := p.getMetrics(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,8 +238,39 @@ func composeJobs(t *testing.T) []string {
 	return jobs
 }
 
+// composeTargets reads the targets of a job of compose.yaml's Prometheus.
+func composeTargets(t *testing.T, job string) []string {
+	t.Helper()
+	b, err := os.ReadFile(composePrometheus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("%s: %v", composePrometheus, err)
+	}
+	var out []string
+	for _, sc := range cfg.ScrapeConfigs {
+		if sc.JobName == job {
+			for _, s := range sc.StaticConfigs {
+				out = append(out, s.Targets...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // TestComposeFile: compose.yaml runs two storelink processes on its
-// PostgreSQL with one secret key and one admin token, and mounts into
+// PostgreSQL with one secret key and one admin token, each with a metrics
+// listener that Prometheus scrapes and no port publishes, and mounts into
 // Prometheus and Grafana files that exist: the configuration whose jobs the
 // queries use, the alert rules, the dashboard and its provisioning.
 func TestComposeFile(t *testing.T) {
@@ -252,6 +285,7 @@ func TestComposeFile(t *testing.T) {
 			Image       string            `yaml:"image"`
 			Environment map[string]string `yaml:"environment"`
 			Volumes     []string          `yaml:"volumes"`
+			Ports       []string          `yaml:"ports"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
@@ -279,6 +313,25 @@ func TestComposeFile(t *testing.T) {
 		if a[v] == "" || a[v] != b2[v] {
 			t.Errorf("%s of %s and %s: %q and %q; want one and the same", v, storelinks[0], storelinks[1], a[v], b2[v])
 		}
+	}
+	// Prometheus scrapes each process's metrics listener, whose port is
+	// published nowhere.
+	_, port, err := net.SplitHostPort(a["STORELINK_METRICS_ADDR"])
+	if err != nil || a["STORELINK_METRICS_ADDR"] != b2["STORELINK_METRICS_ADDR"] {
+		t.Errorf("STORELINK_METRICS_ADDR of %s and %s: %q and %q; want one HOST:PORT", storelinks[0], storelinks[1],
+			a["STORELINK_METRICS_ADDR"], b2["STORELINK_METRICS_ADDR"])
+	}
+	var want []string
+	for _, name := range storelinks {
+		want = append(want, name+":"+port)
+		for _, p := range c.Services[name].Ports {
+			if strings.HasSuffix(p, ":"+port) {
+				t.Errorf("service %s publishes the metrics port: %s", name, p)
+			}
+		}
+	}
+	if got := composeTargets(t, "storelink"); !slices.Equal(got, want) {
+		t.Errorf("%s: job storelink scrapes %v; want the metrics listeners %v", composePrometheus, got, want)
 	}
 	if !strings.HasPrefix(a["STORELINK_DATABASE_URL"], "postgres://") {
 		t.Errorf("STORELINK_DATABASE_URL %q is not PostgreSQL", a["STORELINK_DATABASE_URL"])

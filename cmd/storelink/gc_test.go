@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +10,7 @@ import (
 // gogcPercent reads the GC percent a running serve reports on /metrics.
 func gogcPercent(t *testing.T, p *proc) string {
 	t.Helper()
-	resp, err := http.Get(p.URL + "/metrics")
+	resp, err := p.getMetrics(nil)
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}

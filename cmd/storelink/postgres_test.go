@@ -177,11 +177,14 @@ func pgConn(t testing.TB, dbURL string) *pgx.Conn {
 // `storelink_uploads_processed_total{status="applied"}`; 0 when absent.
 func metric(tb testing.TB, p *proc, series string) float64 {
 	tb.Helper()
-	resp, err := http.Get(p.URL + "/metrics")
+	resp, err := p.getMetrics(nil)
 	if err != nil {
 		tb.Fatalf("GET /metrics: %v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /metrics = %d", resp.StatusCode)
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {

@@ -65,11 +65,14 @@ func storelinkBinary(tb testing.TB) string {
 
 // proc is a running `storelink serve` process.
 type proc struct {
-	cmd    *exec.Cmd
-	URL    string // http://127.0.0.1:PORT
-	Data   string
-	stdout *syncBuffer // all serve printed on its standard output
-	stderr *syncBuffer
+	cmd *exec.Cmd
+	URL string // http://127.0.0.1:PORT
+	// MetricsURL is http://127.0.0.1:PORT/metrics of --metrics-addr, when
+	// given.
+	MetricsURL string
+	Data       string
+	stdout     *syncBuffer // all serve printed on its standard output
+	stderr     *syncBuffer
 	// Demo credentials, when started with --demo on an empty database.
 	ClientID, APIKey, PartnerID string
 	WebhookSecret               string
@@ -147,10 +150,49 @@ func startServeEnv(tb testing.TB, data string, env []string, args ...string) *pr
 			p.stdout.WriteString(line + "\n")
 		}
 	}()
-	if b, err := os.ReadFile(filepath.Join(data, "admin-token")); err == nil {
+	p.AdminToken = givenAdminToken(args, env)
+	if b, err := os.ReadFile(filepath.Join(data, "admin-token")); err == nil && p.AdminToken == "" {
 		p.AdminToken = strings.TrimSpace(string(b))
 	}
 	return p
+}
+
+// givenAdminToken is the admin token given by --admin-token in args or
+// STORELINK_ADMIN_TOKEN in env (the flag wins), or "".
+func givenAdminToken(args, env []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--admin-token="); ok {
+			return v
+		}
+		if a == "--admin-token" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	token := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "STORELINK_ADMIN_TOKEN="); ok {
+			token = v
+		}
+	}
+	return token
+}
+
+// getMetrics GETs p's /metrics with client (http.DefaultClient when nil):
+// from the listener of --metrics-addr when p has one, else from the API
+// with the admin token.
+func (p *proc) getMetrics(client *http.Client) (*http.Response, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if p.MetricsURL != "" {
+		return client.Get(p.MetricsURL)
+	}
+	req, err := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.AdminToken)
+	return client.Do(req)
 }
 
 func (p *proc) parseLine(line string) {
@@ -171,6 +213,9 @@ func (p *proc) parseLine(line string) {
 	}
 	if v := field("webhook_secret"); v != "" {
 		p.WebhookSecret = v
+	}
+	if v, ok := strings.CutPrefix(line, "storelink: metrics on "); ok {
+		p.MetricsURL = strings.TrimSpace(v)
 	}
 	if v, ok := strings.CutPrefix(line, "storelink: listening on "); ok {
 		p.URL = strings.TrimSpace(v)

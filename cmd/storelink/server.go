@@ -55,6 +55,7 @@ type server struct {
 	keyUses   *worker.KeyUseFlusher
 	api       *httpapi.Server
 	http      *http.Server
+	metrics   *http.Server // on --metrics-addr; nil without
 }
 
 // newServer is a server for the validated configuration c; it opens
@@ -88,12 +89,19 @@ func (s *server) Run(ctx context.Context) error {
 	}
 	s.newWorkers()
 	s.api = s.newAPI(token)
-	ln, err := s.listen()
+	metricsLn, err := s.listenMetrics()
 	if err != nil {
 		return err
 	}
+	ln, err := s.listen()
+	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
+		return err
+	}
 	stopWork := s.startWork()
-	err = s.serveUntil(ctx, ln)
+	err = s.serveUntil(ctx, ln, metricsLn)
 	stopWork() // an apply in progress rolls back and is resumed at the next start
 	s.releaseLeases()
 	return err
@@ -187,6 +195,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		EndpointDeleted:      s.deliverer.DropEndpoint,
 		Logger:               s.logger,
 		Registry:             s.reg,
+		PublicMetrics:        c.PublicMetrics,
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db.Partners, Uploads: db.Uploads, Stock: db.Uploads, Orders: db.Orders, Webhooks: db.Webhooks, Auth: db.Partners, Sessions: db.Partners, LoginLimit: authLimit,
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
@@ -224,6 +233,29 @@ func (s *server) listen() (net.Listener, error) {
 	return ln, nil
 }
 
+// metricsConnections bounds the open connections of the metrics listener:
+// a few scrapers use it.
+const metricsConnections = 16
+
+// listenMetrics opens the listener of --metrics-addr, when set, and makes
+// its HTTP server, which serves GET /metrics only, and says where. It is
+// bounded as the API's is, with room for a few scrapers.
+func (s *server) listenMetrics() (net.Listener, error) {
+	if s.c.MetricsAddr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", s.c.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w", s.c.MetricsAddr, err)
+	}
+	connLimit := httpapi.NewConnLimit(metricsConnections)
+	ln = connLimit.Listener(ln)
+	s.metrics = httpapi.NewHTTPServer(s.api.MetricsHandler(), connLimit)
+	fmt.Fprintf(s.stdout, "storelink: metrics on http://%s/metrics\n", ln.Addr())
+	s.logger.Info("serving metrics", "addr", ln.Addr().String())
+	return ln, nil
+}
+
 // startWork starts the workers, and on PostgreSQL the listener for work
 // other processes accept. The stop it returns ends them and waits.
 func (s *server) startWork() (stop func()) {
@@ -241,14 +273,21 @@ func (s *server) startWork() (stop func()) {
 	}
 }
 
-// serveUntil serves on ln until the server fails or ctx ends, then shuts
-// the HTTP server down.
-func (s *server) serveUntil(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
+// serveUntil serves on ln, and the metrics on metricsLn when it is not
+// nil, until a server fails or ctx ends, then shuts the HTTP servers down.
+func (s *server) serveUntil(ctx context.Context, ln, metricsLn net.Listener) error {
+	errc := make(chan error, 2)
 	go func() { errc <- s.http.Serve(ln) }()
+	if metricsLn != nil {
+		go func() { errc <- s.metrics.Serve(metricsLn) }()
+	}
 	var err error
 	select {
 	case err = <-errc:
+		if s.metrics != nil {
+			_ = s.metrics.Close()
+		}
+		_ = s.http.Close()
 	case <-ctx.Done():
 		s.shutdown()
 	}
@@ -262,6 +301,10 @@ func (s *server) serveUntil(ctx context.Context, ln net.Listener) error {
 // shutdownGrace, requests get shutdownTimeout in all.
 func (s *server) shutdown() {
 	s.logger.Info("shutting down")
+	if s.metrics != nil {
+		// A scrape holds nothing worth waiting for.
+		_ = s.metrics.Close()
+	}
 	// A body still arriving after the grace is cut (503, nothing
 	// kept) so that a stalled upload cannot hold the stop; a request
 	// whose body is in is answered, an upload stored.

@@ -1620,7 +1620,7 @@ type ReturnRequest struct {
 	DeliveryDetails *DeliveryDetails `json:"delivery_details,omitempty"`
 	Items           []ReturnItem     `json:"items"`
 
-	// StoreId The store the items came back to; default the fulfilling store, which it always is for MARKETPLACE.
+	// StoreId The store the items came back to; default the fulfilling store. With an item returned to the MARKETPLACE it can only be the fulfilling store (422 otherwise).
 	StoreId *string `json:"store_id,omitempty"`
 }
 
@@ -2022,6 +2022,9 @@ type PathOrQueryBadRequest = Problem
 
 // PayloadTooLarge An RFC 9457 problem details object. It has no `instance`.
 type PayloadTooLarge = Problem
+
+// ReturnUnprocessable An RFC 9457 problem details object. It has no `instance`.
+type ReturnUnprocessable = Problem
 
 // ServiceUnavailable An RFC 9457 problem details object. It has no `instance`.
 type ServiceUnavailable = Problem
@@ -3264,6 +3267,15 @@ type ClientInterface interface {
 	// `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 	// process collectors.
 	//
+	// The figures tell how busy each route, queue and endpoint is, so on
+	// this listener (`--addr`) they are for the operator: the admin token
+	// is needed, checked and limited as for the operator API (401 without
+	// it or with a wrong one, 429 after too many failures), unless serve
+	// runs with `--public-metrics`. A Prometheus without the token scrapes
+	// the listener of `--metrics-addr` instead, which serves this path and
+	// no other without credentials; setting `--metrics-addr` leaves this
+	// path as it is (the token, or `--public-metrics`).
+	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3488,11 +3500,14 @@ type ClientInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3512,11 +3527,14 @@ type ClientInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4996,6 +5014,15 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 // process collectors.
 //
+// The figures tell how busy each route, queue and endpoint is, so on
+// this listener (`--addr`) they are for the operator: the admin token
+// is needed, checked and limited as for the operator API (401 without
+// it or with a wrong one, 429 after too many failures), unless serve
+// runs with `--public-metrics`. A Prometheus without the token scrapes
+// the listener of `--metrics-addr` instead, which serves this path and
+// no other without credentials; setting `--metrics-addr` leaves this
+// path as it is (the token, or `--public-metrics`).
+//
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMetricsRequest(c.Server)
@@ -5330,11 +5357,14 @@ func (c *Client) FulfilOrder(ctx context.Context, orderId OrderID, body FulfilOr
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5364,11 +5394,14 @@ func (c *Client) ReturnItemsWithBody(ctx context.Context, orderId OrderID, conte
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9884,6 +9917,15 @@ type ClientWithResponsesInterface interface {
 	// `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 	// process collectors.
 	//
+	// The figures tell how busy each route, queue and endpoint is, so on
+	// this listener (`--addr`) they are for the operator: the admin token
+	// is needed, checked and limited as for the operator API (401 without
+	// it or with a wrong one, 429 after too many failures), unless serve
+	// runs with `--public-metrics`. A Prometheus without the token scrapes
+	// the listener of `--metrics-addr` instead, which serves this path and
+	// no other without credentials; setting `--metrics-addr` leaves this
+	// path as it is (the token, or `--public-metrics`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
@@ -10118,11 +10160,14 @@ type ClientWithResponsesInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10142,11 +10187,14 @@ type ClientWithResponsesInterface interface {
 	// `store_id` that is not a store of the client.
 	//
 	// `store_id` is the store the items came back to and defaults to the
-	// fulfilling store; it is the event's `store_id`. For items returned to
-	// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-	// store, so items returned to the marketplace and to another store
-	// must be sent as two calls (422 otherwise). `delivery_details` fields
-	// given (such as the return tracking) are merged into the order's.
+	// fulfilling store; it is the event's `store_id`. An item returned to
+	// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+	// `store_id` is that store), so a `store_id` naming another store
+	// contradicts it: 422, whose detail names the item and both stores,
+	// and nothing is written (the store is never changed silently). Items
+	// returned to the marketplace and to another store are sent as two
+	// calls. `delivery_details` fields given (such as the return tracking)
+	// are merged into the order's.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13624,16 +13672,44 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
+type MetricsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// MetricsResponse429Headers the declared response headers of an HTTP 429 response for Metrics
+type MetricsResponse429Headers struct {
+	RetryAfter int
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *PathOrQueryBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AuthLimited
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MetricsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MetricsResponse429Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r MetricsResponse) GetApplicationproblemJSON400() *PathOrQueryBadRequest {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON429() *AuthLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -14499,7 +14575,7 @@ type ReturnItemsResponse struct {
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *JSONUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Unprocessable
+	ApplicationproblemJSON422 *ReturnUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14554,7 +14630,7 @@ func (r ReturnItemsResponse) GetApplicationproblemJSON415() *JSONUnsupportedMedi
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ReturnItemsResponse) GetApplicationproblemJSON422() *Unprocessable {
+func (r ReturnItemsResponse) GetApplicationproblemJSON422() *ReturnUnprocessable {
 	return r.ApplicationproblemJSON422
 }
 
@@ -18108,6 +18184,15 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // `storelink_webhook_oldest_pending_seconds`, and the Go runtime and
 // process collectors.
 //
+// The figures tell how busy each route, queue and endpoint is, so on
+// this listener (`--addr`) they are for the operator: the admin token
+// is needed, checked and limited as for the operator API (401 without
+// it or with a wrong one, 429 after too many failures), unless serve
+// runs with `--public-metrics`. A Prometheus without the token scrapes
+// the listener of `--metrics-addr` instead, which serves this path and
+// no other without credentials; setting `--metrics-addr` leaves this
+// path as it is (the token, or `--public-metrics`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
@@ -18408,11 +18493,14 @@ func (c *ClientWithResponses) FulfilOrderWithResponse(ctx context.Context, order
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18438,11 +18526,14 @@ func (c *ClientWithResponses) ReturnItemsWithBodyWithResponse(ctx context.Contex
 // `store_id` that is not a store of the client.
 //
 // `store_id` is the store the items came back to and defaults to the
-// fulfilling store; it is the event's `store_id`. For items returned to
-// the `MARKETPLACE` the event's `store_id` is always the fulfilling
-// store, so items returned to the marketplace and to another store
-// must be sent as two calls (422 otherwise). `delivery_details` fields
-// given (such as the return tracking) are merged into the order's.
+// fulfilling store; it is the event's `store_id`. An item returned to
+// the `MARKETPLACE` is recorded under the fulfilling store (the event's
+// `store_id` is that store), so a `store_id` naming another store
+// contradicts it: 422, whose detail names the item and both stores,
+// and nothing is written (the store is never changed silently). Items
+// returned to the marketplace and to another store are sent as two
+// calls. `delivery_details` fields given (such as the return tracking)
+// are merged into the order's.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22201,6 +22292,43 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AuthLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MetricsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -23068,7 +23196,7 @@ func ParseReturnItemsResponse(rsp *http.Response) (*ReturnItemsResponse, error) 
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Unprocessable
+		var dest ReturnUnprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
