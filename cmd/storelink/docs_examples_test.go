@@ -71,10 +71,7 @@ func TestDocsExamples(t *testing.T) {
 			for _, f := range run.after {
 				blocks = append(blocks, exampleBlocks(t, f)...)
 			}
-			out := startExampleServe(t, run.serve...).run(t, append(blocks, own...), run.before, run.after)
-			if testing.Verbose() {
-				t.Logf("what the examples printed:\n%s", out)
-			}
+			startExampleServe(t, run.serve...).run(t, append(blocks, own...), run.before, run.after)
 		})
 	}
 }

@@ -386,3 +386,40 @@ func shellCommands(block string) []shellCommand {
 	}
 	return out
 }
+
+// TestExampleScript checks how a block is made a script: the statuses a
+// comment names are expected of its curl (over continued lines, not of a
+// '#' inside quotes), a line `NAME=… # FIELD from above` reads FIELD, and
+// a here-document stays as written.
+func TestExampleScript(t *testing.T) {
+	block := `curl -sS -X PATCH http://127.0.0.1:8080/a -H "If-Match: $ETAG" \
+  -d '{"note":"a # b 404"}'   # 200, or 412
+ID=…   # order_id from above: the new order
+cat > x.json <<JSON
+{"n":"# 500"}   # 500
+JSON
+curl -sS http://127.0.0.1:8080/b   # with its stats
+`
+	got, code, err := exampleScript(block, strings.NewReplacer("http://127.0.0.1:8080", "http://127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `expect_status 200 412
+curl -sS -X PATCH http://127.0.0.1:1/a -H "If-Match: $ETAG" \
+  -d '{"note":"a # b 404"}'   # 200, or 412
+ID=$(from_above order_id)   # order_id from above: the new order
+cat > x.json <<JSON
+{"n":"# 500"}   # 500
+JSON
+curl -sS http://127.0.0.1:1/b   # with its stats
+`
+	if got != want {
+		t.Errorf("the script is\n%s\nwant\n%s", got, want)
+	}
+	if strings.Contains(code, "with its stats") || strings.Contains(code, "200, or 412") || !strings.Contains(code, `'{"note":"a # b 404"}'`) {
+		t.Errorf("the code without comments is\n%s", code)
+	}
+	if _, _, err := exampleScript("curl -sS http://127.0.0.1:8080/c   # id from above\n", strings.NewReplacer()); err == nil {
+		t.Error("a comment 'id from above' on a line that sets no variable is accepted")
+	}
+}
