@@ -235,6 +235,7 @@ expect_status() { printf '%s\n' "$*" > ` + shellQuote(expect) + `; }
 
 	cmd := exec.Command("bash", "-c", src)
 	cmd.Dir = s.dir
+	cmd.WaitDelay = 5 * time.Second // a killed bash's children may hold its output open
 	cmd.Env = append(os.Environ(), "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"STORELINK_URL=", "STORELINK_CLIENT_ID=", "STORELINK_API_KEY=", "STORELINK_ADMIN_TOKEN=")
 	done := make(chan struct{})
