@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,9 +102,15 @@ func TestPortalAPIKeys(t *testing.T) {
 		if got := apiStatus(t, f, s.OtherClientID, s.OtherAPIKey); got != http.StatusOK {
 			t.Errorf("the other client's key at the API = %d after the refused revoke", got)
 		}
+		// The key this session signed in with, by its prefix: keys made in
+		// one millisecond list in no set order.
+		mine := slices.IndexFunc(keys, func(k storelink.APIKey) bool { return k.Prefix == storelink.KeyPrefix(s.APIKey) })
+		if mine < 0 {
+			t.Fatalf("the key signed in with is not among %+v", keys)
+		}
 		for _, k := range keys {
-			if k.ID == keys[0].ID {
-				continue // the key this session signed in with
+			if k.ID == keys[mine].ID {
+				continue
 			}
 			resp, _ := b.post(revoke(k.ID), url.Values{"csrf": {token}})
 			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/portal/api-keys?done=revoked" {
@@ -117,7 +124,7 @@ func TestPortalAPIKeys(t *testing.T) {
 			t.Errorf("a session of a revoked key = %d, want the sign-in redirect", resp.StatusCode)
 		}
 		wantContains(t, "the page after revoking", b.page("/portal/api-keys?done=revoked"), "The API key is revoked")
-		resp, body = b.post(revoke(keys[0].ID), url.Values{"csrf": {token}})
+		resp, body = b.post(revoke(keys[mine].ID), url.Values{"csrf": {token}})
 		if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "is the last key of client") || !strings.Contains(body, `<p class="error" role="alert">`) {
 			t.Errorf("revoke the last key = %d, want 409 saying so beside it", resp.StatusCode)
 		}
