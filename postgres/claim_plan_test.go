@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -125,5 +127,31 @@ func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
 	}
 	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "endpoints_enabled") {
 		t.Errorf("with 20,000 deleted endpoints, the claim's plan reads no endpoints_enabled:\n%s", plan)
+	}
+	// An order event's endpoints and the count of the per-client bound
+	// read a partial index that leaves the deleted endpoints out (for the
+	// order, the planner may take either).
+	for _, q := range []struct {
+		what, sql string
+		args      []any
+		indexes   []string
+	}{
+		{"an order event's endpoints", orderEndpointsSQL, []any{c.ID}, []string{"endpoints_live", "endpoints_enabled"}},
+		{"the count of a client's endpoints", insertEndpointSQL, []any{"e", c.ID, "u", []string{}, "", "", time.Now(), "", 20},
+			[]string{"endpoints_live"}},
+	} {
+		rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q.what, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if !slices.ContainsFunc(q.indexes, func(ix string) bool { return strings.Contains(plan, "using "+ix+" ") }) ||
+			strings.Contains(plan, "Seq Scan on endpoints") {
+			t.Errorf("with 20,000 deleted endpoints, %s are read by\n%s\nwant one of %v", q.what, plan, q.indexes)
+		}
 	}
 }

@@ -45,12 +45,30 @@ func TestQueueLeavesDeletedEndpointsOut(t *testing.T) {
 	if n := len(db.queue.list); n > 1 {
 		t.Errorf("after %d endpoints were made and deleted, each round walks %d endpoints, want at most 1 (the one whose deliveries were read)", churn, n)
 	}
-	plan, err := db.TestAccess().Query(ctx, "EXPLAIN QUERY PLAN "+disabledSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(plan) != 1 || !strings.Contains(plan[0]["detail"], "endpoints_disabled") {
-		t.Errorf("the disabled endpoints are read by %v, want their partial index endpoints_disabled", plan)
+	// What the writes read of the endpoints, the deleted ones left out:
+	// the queue's disabled endpoints, an order event's endpoints, the
+	// count of the per-client bound.
+	for _, c := range []struct {
+		what, q, index string
+		args           []any
+	}{
+		{"the disabled endpoints", disabledSQL, "endpoints_disabled", nil},
+		{"an order event's endpoints", endpointStatesSQL, "endpoints_live", []any{ep.ClientID}},
+		{"the count of a client's endpoints", insertEndpointSQL, "endpoints_live", []any{"e", ep.ClientID, "u", "", "", "", "", 0, 20}},
+	} {
+		plan, err := db.TestAccess().Query(ctx, "EXPLAIN QUERY PLAN "+c.q, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		var steps []string
+		whole := false // a step reads the whole table
+		for _, r := range plan {
+			steps = append(steps, r["detail"])
+			whole = whole || r["detail"] == "SCAN endpoints"
+		}
+		if all := strings.Join(steps, "; "); !strings.Contains(all, "INDEX "+c.index) || whole {
+			t.Errorf("%s are read by the plan %q, want the partial index %s", c.what, all, c.index)
+		}
 	}
 	rows, err := db.TestAccess().Query(ctx, disabledSQL)
 	if err != nil {
