@@ -68,6 +68,9 @@ case "$status" in 2??) exit 0;; *) echo "README example answered HTTP $status: c
 	s = strings.ReplaceAll(s, "go run ./cmd/storelink", storelinkBinary(t))
 	cmd := exec.Command("bash", "-c", s)
 	cmd.Dir = work
+	// Killing bash leaves a curl it started holding the output pipe: Wait
+	// closes it this long after bash ended, so that the test ends too.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"STORELINK_URL=", "STORELINK_CLIENT_ID=", "STORELINK_API_KEY=")
 	done := make(chan struct{})
