@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -496,4 +497,92 @@ func grep(b []byte, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Each scrape runs the database gauges' queries on the pool the partners'
+// requests share, so at most httpapi.MaxMetricsScrapes scrapes are
+// gathered at once on each listener, whoever may reach it (--public-metrics,
+// or a --metrics-addr left open): one more is a 503 problem with
+// Retry-After at once, and the scrapes in flight are answered.
+func TestMetricsScrapesBounded(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		url  func(a *api) string
+	}{
+		{"the API's listener with PublicMetrics", func(a *api) string { return a.URL }},
+		{"the metrics listener", func(a *api) string {
+			srv := httptest.NewServer(a.srv.MetricsHandler())
+			t.Cleanup(srv.Close)
+			return srv.URL
+		}},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			a := newAPI(t, apiOptions{publicMetrics: true})
+			entered, release := make(chan struct{}, 64), make(chan struct{})
+			a.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "test_slow_gauge", Help: "A gauge whose gathering waits."},
+				func() float64 {
+					entered <- struct{}{}
+					select {
+					case <-release:
+					case <-time.After(20 * time.Second):
+					}
+					return 1
+				}))
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(free)
+			base := c.url(a)
+			type answer struct {
+				resp *http.Response
+				body []byte
+				err  error
+			}
+			const extra = 3
+			answers := make(chan answer, httpapi.MaxMetricsScrapes+extra)
+			for range httpapi.MaxMetricsScrapes + extra {
+				go func() {
+					cl := &http.Client{Timeout: 30 * time.Second}
+					resp, err := cl.Get(base + "/metrics")
+					if err != nil {
+						answers <- answer{err: err}
+						return
+					}
+					defer resp.Body.Close()
+					b, err := io.ReadAll(resp.Body)
+					answers <- answer{resp, b, err}
+				}()
+			}
+			deadline := time.After(10 * time.Second)
+			for i := range extra {
+				select {
+				case ans := <-answers:
+					if ans.err != nil {
+						t.Fatalf("GET /metrics: %v", ans.err)
+					}
+					p := problem(t, ans.resp, ans.body, 503)
+					if p.Type != "/problems/unavailable" || ans.resp.Header.Get("Retry-After") == "" || !strings.Contains(p.Detail, "scrape") {
+						t.Errorf("scrape beyond the bound: %+v (Retry-After %q); want an unavailable problem about scrapes with Retry-After",
+							p, ans.resp.Header.Get("Retry-After"))
+					}
+				case <-deadline:
+					t.Fatalf("%d scrapes at once: after 10 s only %d of the %d beyond the first %d were answered; %d are being gathered",
+						httpapi.MaxMetricsScrapes+extra, i, extra, httpapi.MaxMetricsScrapes, len(entered))
+				}
+			}
+			if n := len(entered); n > httpapi.MaxMetricsScrapes {
+				t.Errorf("%d scrapes gathered at once, want at most %d", n, httpapi.MaxMetricsScrapes)
+			}
+			free()
+			for range httpapi.MaxMetricsScrapes {
+				select {
+				case ans := <-answers:
+					if ans.err != nil || ans.resp.StatusCode != 200 || !strings.Contains(string(ans.body), "test_slow_gauge 1") {
+						t.Errorf("a scrape within the bound: %v %v %s, want 200 and the metrics", ans.err, ans.resp, short(ans.body))
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the scrapes within the bound were not answered within 10 s of the gauge's release")
+				}
+			}
+		})
+	}
 }

@@ -348,11 +348,32 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func asError(err error, target **storelink.Error) bool { return errors.As(err, target) }
 
+// MaxMetricsScrapes is how many scrapes of GET /metrics one listener
+// gathers at once: each runs the database gauges' queries on the pool the
+// partners' requests share.
+const MaxMetricsScrapes = 2
+
+// metricsHandler serves the metrics, at most MaxMetricsScrapes at once;
+// one more is answered 503 with Retry-After at once. Each call makes a
+// handler with a bound of its own: one per listener.
 func (s *Server) metricsHandler() http.Handler {
-	if s.Registry == nil {
-		return promhttp.Handler()
+	h := promhttp.Handler()
+	if s.Registry != nil {
+		h = promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 	}
-	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+	scrapes := make(chan struct{}, MaxMetricsScrapes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case scrapes <- struct{}{}:
+			defer func() { <-scrapes }()
+			h.ServeHTTP(w, r)
+		default:
+			e := storelink.Errorf(storelink.EUNAVAILABLE, "%d scrapes of GET /metrics are being gathered on this listener, "+
+				"the most it gathers at once; scrape again after the Retry-After's seconds.", MaxMetricsScrapes)
+			e.RetryAfter = 1
+			s.writeError(w, r, e)
+		}
+	})
 }
 
 // metricsRoute is GET /metrics of the API: behind the admin token unless

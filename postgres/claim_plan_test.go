@@ -3,13 +3,16 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"storelink"
 	"storelink/internal/dbtest"
+	"storelink/service"
 )
 
 // The claim takes the pending state as a parameter and still finds its
@@ -60,6 +63,95 @@ func TestClaimPlanUsesPendingIndexes(t *testing.T) {
 	for _, index := range []string{"deliveries_endpoint_due", "deliveries_leased", "deliveries_order"} {
 		if !strings.Contains(plan, "using "+index+" ") {
 			t.Errorf("the claim's plan reads no %s:\n%s", index, plan)
+		}
+	}
+}
+
+// The claim reads the enabled endpoints from their partial index, not
+// every endpoint: a partner that makes and deletes endpoints again and
+// again (each deletion keeps its row, disabled, for the history) does not
+// make every claim of every partner's deliveries read those rows.
+func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
+	ctx := context.Background()
+	dbURL := dbtest.Schema(t)
+	db, err := Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sealer, err := storelink.NewSealer(make([]byte, storelink.SealKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := service.New(NewDrivers(db), service.WithSealer(sealer))
+	p, err := s.Partners.CreatePartner(ctx, "Churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"); err != nil {
+		t.Fatal(err)
+	}
+	// 20,000 endpoints made and deleted, as their rows stay.
+	if _, err := db.pool.Exec(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description, enabled, deleted_at)
+		SELECT e.id || '-' || g, e.client_id, e.url, e.states, e.api_key, e.secret, e.created_at, e.updated_at, e.description, false, e.created_at
+		FROM endpoints e, generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, `ANALYZE endpoints`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var check string
+	if err := tx.QueryRow(ctx, claimLockSQL, lockDeliveryClaims, settingKeyCheck).Scan(&check); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `PREPARE claim AS `+claimDeliveriesSQL); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE claim(now(), 'w1', now() + interval '1 minute', 10, 100,
+		'{}', '{}', 1000, '', '%s', '%s')`, settingKeyCheck, storelink.DeliveryPending))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "endpoints_enabled") {
+		t.Errorf("with 20,000 deleted endpoints, the claim's plan reads no endpoints_enabled:\n%s", plan)
+	}
+	// An order event's endpoints and the count of the per-client bound
+	// read a partial index that leaves the deleted endpoints out (for the
+	// order, the planner may take either).
+	for _, q := range []struct {
+		what, sql string
+		args      []any
+		indexes   []string
+	}{
+		{"an order event's endpoints", orderEndpointsSQL, []any{c.ID}, []string{"endpoints_live", "endpoints_enabled"}},
+		{"the count of a client's endpoints", insertEndpointSQL, []any{"e", c.ID, "u", []string{}, "", "", time.Now(), "", 20},
+			[]string{"endpoints_live"}},
+	} {
+		rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q.what, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if !slices.ContainsFunc(q.indexes, func(ix string) bool { return strings.Contains(plan, "using "+ix+" ") }) ||
+			strings.Contains(plan, "Seq Scan on endpoints") {
+			t.Errorf("with 20,000 deleted endpoints, %s are read by\n%s\nwant one of %v", q.what, plan, q.indexes)
 		}
 	}
 }

@@ -28,6 +28,12 @@ func scanEndpoint(row pgx.Row) (*storelink.Endpoint, error) {
 	return &e, nil
 }
 
+// insertEndpointSQL inserts an endpoint unless its client has $9 that are
+// not deleted, counted from endpoints_live, however many it deleted.
+const insertEndpointSQL = `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $7, $8
+	WHERE (SELECT count(*) FROM endpoints WHERE client_id = $2 AND deleted_at IS NULL) < $9 RETURNING ` + endpointColumns
+
 // InsertEndpoint inserts and reads the endpoint back, in a transaction
 // that first locks the client's row (FOR NO KEY UPDATE: the inserts of
 // rows that reference the client go on), so that inserts of one client's
@@ -40,9 +46,7 @@ func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*
 			return err
 		}
 		var err error
-		e, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, created_at, updated_at, description)
-			SELECT $1, $2, $3, $4, $5, $6, $7, $7, $8
-			WHERE (SELECT count(*) FROM endpoints WHERE client_id = $2 AND deleted_at IS NULL) < $9 RETURNING `+endpointColumns,
+		e, err = scanEndpoint(tx.QueryRow(ctx, insertEndpointSQL,
 			n.ID, n.ClientID, n.URL, statesArg(&n.States), n.APIKey, n.Secret, n.At, n.Description, n.Max))
 		if errors.Is(err, service.ErrNotFound) || errors.Is(err, pgx.ErrNoRows) {
 			return service.ErrFull

@@ -214,7 +214,7 @@ func (t *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) (
 	if ev == nil {
 		return nil, t.tx.send(ctx)
 	}
-	rows, err := t.tx.Query(ctx, `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled`, o.ClientID)
+	rows, err := t.tx.Query(ctx, orderEndpointsSQL, o.ClientID)
 	if err != nil {
 		return nil, err
 	}
@@ -284,3 +284,9 @@ func (t *ordersTx) PutOrderKey(ctx context.Context, k storelink.OrderKey, expire
 		k.ClientID, k.Key, k.RequestHash, k.OrderID, k.CreatedAt)
 	return nil
 }
+
+// orderEndpointsSQL reads the endpoints an order event of client $1 is
+// delivered to. A deleted endpoint is disabled too; "deleted_at IS NULL"
+// has the client's live endpoints read from endpoints_live, however many it
+// deleted.
+const orderEndpointsSQL = `SELECT id, states FROM endpoints WHERE client_id = $1 AND enabled AND deleted_at IS NULL`

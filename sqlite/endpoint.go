@@ -56,14 +56,18 @@ func loadEndpoint(ctx context.Context, q querier, id string) (*storelink.Endpoin
 	return scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
 }
 
+// insertEndpointSQL inserts an endpoint unless its client has ?9 that are
+// not deleted, counted from endpoints_live, however many it deleted.
+const insertEndpointSQL = `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, description, created_at, updated_at)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
+	WHERE (SELECT count(*) FROM endpoints WHERE client_id = ?2 AND deleted_at IS NULL) < ?9`
+
 // InsertEndpoint inserts on the write connection, outside a transaction
 // (the insert is one, and with one writer its count of the client's
 // endpoints cannot be overtaken), and reads the endpoint back on the read
 // pool.
 func (d *webhooks) InsertEndpoint(ctx context.Context, n service.NewEndpoint) (*storelink.Endpoint, error) {
-	res, err := d.db.write.ExecContext(ctx, `INSERT INTO endpoints (id, client_id, url, states, api_key, secret, description, created_at, updated_at)
-		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8
-		WHERE (SELECT count(*) FROM endpoints WHERE client_id = ?2 AND deleted_at IS NULL) < ?9`,
+	res, err := d.db.write.ExecContext(ctx, insertEndpointSQL,
 		n.ID, n.ClientID, n.URL, statesColumn(n.States), n.APIKey, n.Secret, n.Description, ms(n.At), n.Max)
 	if err != nil {
 		return nil, err

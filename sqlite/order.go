@@ -44,10 +44,13 @@ const (
 	// of an item that an order call can change.
 	updateItemSQL = `UPDATE order_items SET status = ?, cancellation_reason = ?, return_reason_code = ?,
 		return_location = ?, return_store_id = ?, reserving = ? WHERE item_id = ?`
-	insertEventSQL    = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
-	orderSQL          = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
-	itemsSQL          = `SELECT ` + itemColumns + ` FROM order_items WHERE order_id = ? ORDER BY pos`
-	endpointStatesSQL = `SELECT id, states FROM endpoints WHERE client_id = ? AND enabled = 1`
+	insertEventSQL = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	orderSQL       = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
+	itemsSQL       = `SELECT ` + itemColumns + ` FROM order_items WHERE order_id = ? ORDER BY pos`
+	// endpointStatesSQL: a deleted endpoint is disabled too; "deleted_at
+	// IS NULL" has the client's live endpoints read from endpoints_live,
+	// however many it deleted.
+	endpointStatesSQL = `SELECT id, states FROM endpoints WHERE client_id = ? AND enabled = 1 AND deleted_at IS NULL`
 	insertDeliverySQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
 		state, next_attempt_at, created_at, updated_at) VALUES (?, ?, (SELECT seq FROM events WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`
 	itemColumns = `item_id, ean, price, currency, article_number, marketplace_article_number,

@@ -167,12 +167,14 @@ func (h *endpointHeap) Pop() any {
 
 // The queue's statements. queueSQL reads the pending deliveries queued
 // after ?1, in order, from the index of pending deliveries; disabledSQL the
-// endpoints that are disabled; lastSQL the seq of the last delivery queued,
-// pending or not.
+// endpoints that are disabled and not deleted, from their partial index (a
+// deleted endpoint's deliveries were cancelled with it, and what the queue
+// still holds of them a claim finds not pending, and drops); lastSQL the
+// seq of the last delivery queued, pending or not.
 const (
 	queueSQL = `SELECT seq, event_seq, endpoint_id, order_id, coalesce(next_attempt_at, 9223372036854775807)
 		FROM deliveries INDEXED BY deliveries_pending WHERE state = 'pending' AND seq > ?1 ORDER BY seq`
-	disabledSQL = `SELECT id FROM endpoints WHERE enabled = 0`
+	disabledSQL = `SELECT id FROM endpoints WHERE enabled = 0 AND deleted_at IS NULL`
 	lastSQL     = `SELECT coalesce(max(seq), 0) FROM deliveries`
 )
 

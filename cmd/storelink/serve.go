@@ -62,8 +62,14 @@ func redactURL(s string) string {
 		}
 		return s
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	// pgx reads a password from the parameters too, and the client key's
+	// from sslpassword.
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		for _, p := range []string{"password", "sslpassword"} {
+			if q.Has(p) {
+				q.Set(p, "xxxxx")
+			}
+		}
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()

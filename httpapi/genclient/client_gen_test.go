@@ -3276,6 +3276,10 @@ type ClientInterface interface {
 	// no other without credentials; setting `--metrics-addr` leaves this
 	// path as it is (the token, or `--public-metrics`).
 	//
+	// Each scrape reads the database (the queue and delivery gauges), so
+	// each listener gathers at most 2 scrapes at once; one more is a 503
+	// with `Retry-After`.
+	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -5022,6 +5026,10 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // the listener of `--metrics-addr` instead, which serves this path and
 // no other without credentials; setting `--metrics-addr` leaves this
 // path as it is (the token, or `--public-metrics`).
+//
+// Each scrape reads the database (the queue and delivery gauges), so
+// each listener gathers at most 2 scrapes at once; one more is a 503
+// with `Retry-After`.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9926,6 +9934,10 @@ type ClientWithResponsesInterface interface {
 	// no other without credentials; setting `--metrics-addr` leaves this
 	// path as it is (the token, or `--public-metrics`).
 	//
+	// Each scrape reads the database (the queue and delivery gauges), so
+	// each listener gathers at most 2 scrapes at once; one more is a 503
+	// with `Retry-After`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
@@ -13682,6 +13694,11 @@ type MetricsResponse429Headers struct {
 	RetryAfter int
 }
 
+// MetricsResponse503Headers the declared response headers of an HTTP 503 response for Metrics
+type MetricsResponse503Headers struct {
+	RetryAfter int
+}
+
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13691,10 +13708,14 @@ type MetricsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *AuthLimited
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MetricsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MetricsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MetricsResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -13710,6 +13731,11 @@ func (r MetricsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r MetricsResponse) GetApplicationproblemJSON429() *AuthLimited {
 	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -18193,6 +18219,10 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // no other without credentials; setting `--metrics-addr` leaves this
 // path as it is (the token, or `--public-metrics`).
 //
+// Each scrape reads the database (the queue and delivery gauges), so
+// each listener gathers at most 2 scrapes at once; one more is a 503
+// with `Retry-After`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
@@ -22306,6 +22336,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.ApplicationproblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -22329,6 +22366,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers MetricsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
