@@ -52,23 +52,9 @@ func clientPath(id string) string { return "/dashboard/clients/" + url.PathEscap
 // handleRegisterEndpoint registers an endpoint of the path's client and
 // shows its secret once on the client's page.
 func (h *Handler) handleRegisterEndpoint(w http.ResponseWriter, r *http.Request) {
-	ctx, id := r.Context(), r.PathValue("client_id")
-	n := storelink.NewEndpoint{URL: r.PostFormValue("url"), APIKey: r.PostFormValue("api_key"), States: formStates(r),
-		Description: r.PostFormValue("description")}
-	form := endpointForm{URL: n.URL, Description: n.Description, States: n.States, KeyGiven: n.APIKey != ""}
+	id := r.PathValue("client_id")
 	v := h.clientView(r, clientPath(id))
-	list, err := h.Webhooks.EndpointDetails(ctx, id)
-	if err == nil {
-		err = changedSince(r.PostFormValue("seen"), endpointsSeen(list))
-	}
-	if err == nil {
-		err = webhook.CheckNewEndpoint(&n, h.WebhookAllowPrivate)
-	}
-	secret := webhook.NewSecret()
-	var e *storelink.Endpoint
-	if err == nil {
-		e, err = h.Webhooks.CreateEndpoint(ctx, id, n, secret)
-	}
+	form, e, secret, err := h.registerFromForm(r, id)
 	if refused(err) {
 		form.Error = storelink.ErrorMessage(err)
 		h.showClient(w, r, statusOf[storelink.ErrorCode(err)], v, clientForms{Register: form})

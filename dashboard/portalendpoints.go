@@ -153,23 +153,8 @@ func changedSince(seen, now string) error {
 // handlePortalRegister registers an endpoint of the client's and shows
 // its secret once.
 func (h *Handler) handlePortalRegister(w http.ResponseWriter, r *http.Request, c portalClient) {
-	ctx := r.Context()
-	n := storelink.NewEndpoint{URL: r.PostFormValue("url"), APIKey: r.PostFormValue("api_key"), States: formStates(r),
-		Description: r.PostFormValue("description")}
-	form := endpointForm{URL: n.URL, Description: n.Description, States: n.States, KeyGiven: n.APIKey != ""}
 	v := h.portalView(r, c, "/portal/endpoints")
-	list, err := h.Webhooks.EndpointDetails(ctx, c.ID)
-	if err == nil {
-		err = changedSince(r.PostFormValue("seen"), endpointsSeen(list))
-	}
-	if err == nil {
-		err = webhook.CheckNewEndpoint(&n, h.WebhookAllowPrivate)
-	}
-	secret := webhook.NewSecret()
-	var e *storelink.Endpoint
-	if err == nil {
-		e, err = h.Webhooks.CreateEndpoint(ctx, c.ID, n, secret)
-	}
+	form, e, secret, err := h.registerFromForm(r, c.ID)
 	if refused(err) {
 		form.Error = storelink.ErrorMessage(err)
 		h.showPortalEndpoints(w, r, statusOf[storelink.ErrorCode(err)], v, c, portalEndpointsData{Register: form})
@@ -391,4 +376,28 @@ func rotatedSecret(e *storelink.Endpoint, secret, then, deploy string) *shownOnc
 			": " + deploy + " the new one before then."
 	}
 	return &shownOnce{Title: "New signing secret of " + redactURL(e.URL), Value: secret, Then: then, Note: note}
+}
+
+// registerFromForm registers an endpoint of client clientID as the form in
+// r asks, unless the client's endpoints changed since the page showed them
+// (its "seen" field). It returns the form as typed (to show again beside a
+// refusal, without the key), the endpoint and its new secret.
+func (h *Handler) registerFromForm(r *http.Request, clientID string) (endpointForm, *storelink.Endpoint, string, error) {
+	ctx := r.Context()
+	n := storelink.NewEndpoint{URL: r.PostFormValue("url"), APIKey: r.PostFormValue("api_key"), States: formStates(r),
+		Description: r.PostFormValue("description")}
+	form := endpointForm{URL: n.URL, Description: n.Description, States: n.States, KeyGiven: n.APIKey != ""}
+	list, err := h.Webhooks.EndpointDetails(ctx, clientID)
+	if err != nil {
+		return form, nil, "", err
+	}
+	if err := changedSince(r.PostFormValue("seen"), endpointsSeen(list)); err != nil {
+		return form, nil, "", err
+	}
+	if err := webhook.CheckNewEndpoint(&n, h.WebhookAllowPrivate); err != nil {
+		return form, nil, "", err
+	}
+	secret := webhook.NewSecret()
+	e, err := h.Webhooks.CreateEndpoint(ctx, clientID, n, secret)
+	return form, e, secret, err
 }

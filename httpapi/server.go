@@ -264,16 +264,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
-		// No route: the mux would answer in plain text; keep its status
-		// (404 or 405 with Allow) but answer with a problem.
-		rec := &headerRecorder{header: http.Header{}}
-		h.ServeHTTP(rec, r)
-		if allow := rec.header.Get("Allow"); allow != "" {
-			rw.Header().Set("Allow", allow)
-			writeProblem(rw, r, "method_not_allowed", "This path does not take "+r.Method+"; it takes "+allow+".")
-			return
-		}
-		writeProblem(rw, r, storelink.ENOTFOUND, "There is no such path in this API; see /openapi.yaml.")
+		answerNoRoute(rw, r, h, "There is no such path in this API; see /openapi.yaml.")
 		return
 	}
 	route = pattern
@@ -407,14 +398,7 @@ func (s *Server) MetricsHandler() http.Handler {
 		}()
 		h, pattern := mux.Handler(r)
 		if pattern == "" {
-			rec := &headerRecorder{header: http.Header{}}
-			h.ServeHTTP(rec, r)
-			if allow := rec.header.Get("Allow"); allow != "" {
-				rw.Header().Set("Allow", allow)
-				writeProblem(rw, r, "method_not_allowed", "This path does not take "+r.Method+"; it takes "+allow+".")
-				return
-			}
-			writeProblem(rw, r, storelink.ENOTFOUND, "This listener serves GET /metrics only.")
+			answerNoRoute(rw, r, h, "This listener serves GET /metrics only.")
 			return
 		}
 		route = "/metrics"
@@ -433,4 +417,19 @@ func (s *Server) remote(r *http.Request) string {
 		return a.String()
 	}
 	return r.RemoteAddr
+}
+
+// answerNoRoute answers a request no route of a mux takes, whose handler
+// the mux gave as h: the mux would answer in plain text, so its status
+// (404, or 405 with Allow) is kept but the answer is a problem; notFound
+// is the 404's detail.
+func answerNoRoute(rw http.ResponseWriter, r *http.Request, h http.Handler, notFound string) {
+	rec := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if allow := rec.header.Get("Allow"); allow != "" {
+		rw.Header().Set("Allow", allow)
+		writeProblem(rw, r, "method_not_allowed", "This path does not take "+r.Method+"; it takes "+allow+".")
+		return
+	}
+	writeProblem(rw, r, storelink.ENOTFOUND, notFound)
 }
