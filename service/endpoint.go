@@ -173,11 +173,20 @@ func (s *Webhooks) CreateEndpoint(ctx context.Context, clientID string, n storel
 	} else if !ok {
 		return nil, storelink.Errorf(storelink.ENOTFOUND, "Client %q not found.", clientID)
 	}
+	full := storelink.Errorf(storelink.ECONFLICT, "Client %q has %d webhook endpoints, the most it may have: delete one first.", clientID, s.maxEndpoints)
+	// A client at the bound is told so from a read, so that an exporter
+	// that keeps trying does not take the writer each time; the insert's
+	// own count is the guard against registrations at once.
+	if have, err := s.d.ListEndpoints(ctx, []string{clientID}); err != nil {
+		return nil, err
+	} else if len(have) >= s.maxEndpoints {
+		return nil, full
+	}
 	now := s.now()
 	e, err := s.d.InsertEndpoint(ctx, NewEndpoint{ID: storelink.NewID(now), ClientID: clientID, URL: n.URL, States: n.States,
 		APIKey: sealer.Seal(n.APIKey), Secret: sealer.Seal(secret), Description: n.Description, At: now, Max: s.maxEndpoints})
 	if errors.Is(err, ErrFull) {
-		return nil, storelink.Errorf(storelink.ECONFLICT, "Client %q has %d webhook endpoints, the most it may have: delete one first.", clientID, s.maxEndpoints)
+		return nil, full
 	}
 	if err != nil {
 		return nil, fmt.Errorf("insert endpoint: %w", err)
