@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -112,6 +113,13 @@ func startServe(tb testing.TB, data string, args ...string) *proc {
 func startServeEnv(tb testing.TB, data string, env []string, args ...string) *proc {
 	tb.Helper()
 	bin := storelinkBinary(tb)
+	if slices.Contains(args, "--demo") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--demo-webhook-url") }) {
+		// Not the default 127.0.0.1:8090, where a developer's own
+		// `storelink listen` may be running on this machine: port 9
+		// (discard), where nothing listens on a test machine, so the demo
+		// endpoint's deliveries fail until a test points it elsewhere.
+		args = append(slices.Clone(args), "--demo-webhook-url", "http://127.0.0.1:9/webhooks")
+	}
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
 	cmd.Env = append(append(os.Environ(), "STORELINK_ADMIN_TOKEN="), env...)
 	p := &proc{cmd: cmd, Data: data, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
