@@ -10,12 +10,13 @@ import (
 	"unicode/utf8"
 )
 
-// Endpoint is a partner URL that receives a client's order events.
+// Endpoint is a partner URL that receives a client's order events and,
+// when its states name EventUploadFinished, the ends of its uploads.
 type Endpoint struct {
 	ID       string       `json:"endpoint_id"`
 	ClientID string       `json:"client_id"`
 	URL      string       `json:"url"`
-	States   []OrderState `json:"states"` // empty: every state
+	States   []OrderState `json:"states"` // empty: every order state
 	Enabled  bool         `json:"enabled"`
 	// Description is the partner's own note on the endpoint ("" for none).
 	Description string `json:"description,omitempty"`
@@ -33,8 +34,13 @@ type Endpoint struct {
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 
-// Wants tells whether the endpoint takes events of state s.
+// Wants tells whether the endpoint takes events of state s: an order
+// state it names, or any when it names none; EventUploadFinished only when
+// it names it.
 func (e *Endpoint) Wants(s OrderState) bool {
+	if s == EventUploadFinished {
+		return e.Enabled && slices.Contains(e.States, s)
+	}
 	return e.Enabled && (len(e.States) == 0 || slices.Contains(e.States, s))
 }
 
@@ -88,11 +94,11 @@ type EndpointSecret struct {
 	Secret string `json:"secret"`
 }
 
-// CheckStates checks a state filter against the six states.
+// CheckStates checks an endpoint's states against EndpointStates.
 func CheckStates(states []OrderState) error {
 	for _, s := range states {
-		if !slices.Contains(OrderStates, s) {
-			return Errorf(EUNPROCESSABLE, "states: %q is not an order state (one of %s).", s, joinStates(OrderStates))
+		if !slices.Contains(EndpointStates, s) {
+			return Errorf(EUNPROCESSABLE, "states: %q is neither an order state nor an event an endpoint can ask for (one of %s).", s, joinStates(EndpointStates))
 		}
 	}
 	return nil
@@ -140,11 +146,14 @@ type Attempt struct {
 
 // Delivery is the delivery of one event to one endpoint, with its attempts.
 type Delivery struct {
-	ID            string        `json:"delivery_id"`
-	EventID       string        `json:"event_id"`
-	EndpointID    string        `json:"endpoint_id"`
-	ClientID      string        `json:"client_id"`
-	OrderID       string        `json:"order_id"`
+	ID         string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	EndpointID string `json:"endpoint_id"`
+	ClientID   string `json:"client_id"`
+	// OrderID is the order of an order event's delivery, UploadID the
+	// upload of an EventUploadFinished's; the other is empty.
+	OrderID       string        `json:"order_id,omitempty"`
+	UploadID      string        `json:"upload_id,omitempty"`
 	EventState    OrderState    `json:"event_state"`
 	State         DeliveryState `json:"state"`
 	NextAttemptAt *time.Time    `json:"next_attempt_at,omitempty"`

@@ -91,3 +91,14 @@ func ExampleEvent(state OrderState, storeID, currency string, now time.Time, new
 	}
 	return newEvent(o, newID(), now, storeID, []Item{item}, cancelled)
 }
+
+// ExampleUpload is the upload a test send of EventUploadFinished reports:
+// made up, applied with one row of three rejected, its file named
+// test-stock.csv so that no receiver takes it for a real upload; it is
+// never stored.
+func ExampleUpload(clientID string, now time.Time, newID func() string) *Upload {
+	finished := now.UTC()
+	return &Upload{ID: newID(), ClientID: clientID, FileName: "test-stock.csv", Status: UploadApplied,
+		ReceivedAt: finished.Add(-2 * time.Second), FinishedAt: &finished,
+		RowsTotal: 3, RowsApplied: 2, RowsUnchanged: 1, RowsRejected: 1}
+}

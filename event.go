@@ -55,12 +55,14 @@ type EventRecord struct {
 // Marshal encodes an event as it is stored and sent: compact, and without
 // the HTML escaping of <, > and & that would make "M&S" arrive as
 // "M\u0026S".
-func (e *Event) Marshal() []byte {
+func (e *Event) Marshal() []byte { return marshalEvent(e) }
+
+func marshalEvent(e any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e); err != nil {
-		panic(err) // an Event has no field that can fail to encode
+		panic(err) // an event has no field that can fail to encode
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
@@ -100,3 +102,51 @@ func eventItems(items []Item, state OrderState) []EventItem {
 	}
 	return out
 }
+
+// EventUploadFinished is the kind of the event that tells a client's
+// endpoints an upload of its stock ended (UploadEvent). It is not an order
+// state: an endpoint receives it only when it names it among its states,
+// beside the order states it wants, so that no endpoint receives it without
+// asking, and an endpoint that names it alone receives no order event.
+const EventUploadFinished OrderState = "stock_upload.finished"
+
+// EndpointStates are what an endpoint's states may name: the six order
+// states and EventUploadFinished.
+var EndpointStates = append(append([]OrderState{}, OrderStates...), EventUploadFinished)
+
+// UploadEvent tells that an upload ended: applied (RowsRejected tells
+// whether some rows were dropped), rejected or cancelled. Its times are
+// an order event's (EventTimeLayout).
+type UploadEvent struct {
+	EventID       string       `json:"event_id"`
+	Type          OrderState   `json:"type"`
+	ClientID      string       `json:"client_id"`
+	UploadID      string       `json:"upload_id"`
+	FileName      string       `json:"file_name"`
+	Status        UploadStatus `json:"status"`
+	RowsTotal     int          `json:"rows_total"`
+	RowsApplied   int          `json:"rows_applied"`
+	RowsUnchanged int          `json:"rows_unchanged"`
+	RowsRejected  int          `json:"rows_rejected"`
+	ReceivedAt    string       `json:"received_at"`
+	FinishedAt    string       `json:"finished_at"`
+	// StatusURL is where the upload's status and report are read.
+	StatusURL string `json:"status_url"`
+}
+
+// NewUploadEvent makes the event of u, which has ended, under id.
+func NewUploadEvent(u *Upload, id, statusURL string) *UploadEvent {
+	e := &UploadEvent{
+		EventID: id, Type: EventUploadFinished, ClientID: u.ClientID, UploadID: u.ID, FileName: u.FileName,
+		Status: u.Status, RowsTotal: u.RowsTotal, RowsApplied: u.RowsApplied, RowsUnchanged: u.RowsUnchanged,
+		RowsRejected: u.RowsRejected, ReceivedAt: u.ReceivedAt.UTC().Format(EventTimeLayout), StatusURL: statusURL,
+	}
+	if u.FinishedAt != nil {
+		e.FinishedAt = u.FinishedAt.UTC().Format(EventTimeLayout)
+	}
+	return e
+}
+
+// Marshal encodes the event as it is stored and sent, as Event.Marshal
+// does.
+func (e *UploadEvent) Marshal() []byte { return marshalEvent(e) }

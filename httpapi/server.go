@@ -96,6 +96,9 @@ type Deps struct {
 	DatabaseTimeout time.Duration
 	// Accepted is called after an upload is committed, to wake the processor.
 	Accepted func()
+	// Ended is called after an upload was cancelled, to have its event
+	// written (worker.Announcer's Wake).
+	Ended func()
 	// GC lowers the GC percent while a large stock file is in memory;
 	// optional (nil leaves the setting alone).
 	GC *gcmode.Governor
@@ -151,6 +154,9 @@ func NewServer(d Deps) *Server {
 	}
 	if s.Accepted == nil {
 		s.Accepted = func() {}
+	}
+	if s.Ended == nil {
+		s.Ended = func() {}
 	}
 	if s.Delivering == nil {
 		s.Delivering = func() {}

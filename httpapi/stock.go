@@ -108,8 +108,14 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, c *storeli
 	}
 	writeJSON(w, http.StatusOK, uploadAccepted{
 		UploadID: u.ID, ClientID: u.ClientID, FileName: u.FileName, SizeBytes: u.SizeBytes, SHA256: u.SHA256,
-		Status: u.Status, ReceivedAt: u.ReceivedAt, StatusURL: "/stock/" + c.ID + "/uploads/" + u.ID,
+		Status: u.Status, ReceivedAt: u.ReceivedAt, StatusURL: UploadStatusPath(c.ID, u.ID),
 	})
+}
+
+// UploadStatusPath is where a client reads an upload's status: the
+// accept's status_url, and an upload event's.
+func UploadStatusPath(clientID, uploadID string) string {
+	return "/stock/" + clientID + "/uploads/" + uploadID
 }
 
 func (s *Server) fitsUpfront(c storelink.Capacity, n int64) error {
@@ -292,6 +298,7 @@ func (s *Server) handleCancelUpload(w http.ResponseWriter, r *http.Request, c *s
 		s.writeError(w, r, err)
 		return
 	}
+	s.Ended()
 	if capacity, err := s.Uploads.Capacity(r.Context(), c.ID, s.Capacity); err == nil {
 		setRateLimit(w, capacity)
 	}

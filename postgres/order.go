@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -214,15 +215,43 @@ func (t *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) (
 	if ev == nil {
 		return nil, t.tx.send(ctx)
 	}
-	rows, err := t.tx.Query(ctx, orderEndpointsSQL, o.ClientID)
+	return t.enabledEndpoints(ctx, o.ClientID)
+}
+
+// enabledEndpoints reads the client's enabled endpoints, with the writes
+// queued before.
+func (t *ordersTx) enabledEndpoints(ctx context.Context, clientID string) ([]storelink.Endpoint, error) {
+	rows, err := t.tx.Query(ctx, orderEndpointsSQL, clientID)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storelink.Endpoint, error) {
-		e := storelink.Endpoint{ClientID: o.ClientID, Enabled: true}
+		e := storelink.Endpoint{ClientID: clientID, Enabled: true}
 		err := row.Scan(&e.ID, &e.States)
 		return e, err
 	})
+}
+
+// WriteEvent queues the event of no order (order_id NULL), numbered as an
+// order's is (insertEventSQL), and reads the client's enabled endpoints in
+// the same round trip.
+func (t *ordersTx) WriteEvent(ctx context.Context, p service.WriteEventParams) ([]storelink.Endpoint, error) {
+	b := &pgx.Batch{}
+	b.Queue(insertEventSQL, p.ClientID, p.EventID, nil, p.State, string(p.Payload), p.At)
+	t.tx.with(b)
+	return t.enabledEndpoints(ctx, p.ClientID)
+}
+
+// TakeUploadEvent clears the upload's mark in one statement, which locks
+// its row: a racing transaction waits for this one and then, at READ
+// COMMITTED, finds the mark cleared.
+func (t *ordersTx) TakeUploadEvent(ctx context.Context, uploadID string) (bool, error) {
+	var id string
+	err := t.tx.QueryRow(ctx, `UPDATE uploads SET event_due = false WHERE id = $1 AND event_due RETURNING id`, uploadID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func queueItem(b *pgx.Batch, o *storelink.Order, pos int) {
@@ -241,7 +270,7 @@ func (t *ordersTx) InsertDeliveries(_ context.Context, p service.InsertDeliverie
 		ids[i], endpoints[i] = d.ID, d.EndpointID
 	}
 	ev := p.Event
-	t.atCommit.Queue(insertDeliveriesSQL, ids, endpoints, ev.EventID, p.ClientID, ev.OrderID, ev.State, p.At, p.State)
+	t.atCommit.Queue(insertDeliveriesSQL, ids, endpoints, ev.ID, p.ClientID, ev.Chain, ev.State, p.At, p.State)
 	t.wake = true
 	return nil
 }

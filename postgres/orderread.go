@@ -172,15 +172,15 @@ func (d orders) ListOrderEvents(ctx context.Context, orderID string) ([]storelin
 	return queryEvents(ctx, d.db.pool, `order_id = $1 ORDER BY seq`, orderID)
 }
 
-// ListEvents reads a client's events by their number, which follows commit
+// ListEvents reads a client's order events by their number, which follows commit
 // order (see insertEventSQL).
 func (d orders) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
-	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, clientID, after, limit)
+	return queryEvents(ctx, d.db.pool, `client_id = $1 AND seq > $2 AND order_id IS NOT NULL ORDER BY seq LIMIT $3`, clientID, after, limit)
 }
 
-// NewestEvent reads the client's newest event.
+// NewestEvent reads the client's newest order event.
 func (d orders) NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error) {
-	list, err := queryEvents(ctx, d.db.pool, `client_id = $1 ORDER BY seq DESC LIMIT 1`, clientID)
+	list, err := queryEvents(ctx, d.db.pool, `client_id = $1 AND order_id IS NOT NULL ORDER BY seq DESC LIMIT 1`, clientID)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
@@ -203,6 +203,25 @@ func queryEvents(ctx context.Context, q querier, where string, args ...any) ([]s
 		}
 		r.Payload, r.Cursor = json.RawMessage(payload), strconv.FormatInt(seq, 10)
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DueUploadEvents reads the uploads whose event is due through
+// uploads_event_due.
+func (d orders) DueUploadEvents(ctx context.Context, limit int) ([]storelink.Upload, error) {
+	rows, err := d.db.pool.Query(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE event_due ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storelink.Upload
+	for rows.Next() {
+		u, err := scanUpload(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *u)
 	}
 	return out, rows.Err()
 }

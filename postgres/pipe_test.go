@@ -164,7 +164,7 @@ func TestEventAndEndpointDeleted(t *testing.T) {
 				for _, e := range eps {
 					nds = append(nds, service.NewDelivery{ID: storelink.NewID(o.CreatedAt), EndpointID: e.ID})
 				}
-				if err := tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: ev, At: o.CreatedAt,
+				if err := tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: service.OrderEvent(ev), At: o.CreatedAt,
 					State: storelink.DeliveryPending, Deliveries: nds}); err != nil {
 					return err
 				}
@@ -264,7 +264,7 @@ func TestDeliveriesCarryTheirEventsNumber(t *testing.T) {
 			o, ev := eventOf(client, n)
 			_, err := tx.WriteOrder(ctx, service.WriteOrderParams{Order: o, New: true, Event: ev, At: o.CreatedAt})
 			must(t, err)
-			must(t, tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: ev, At: o.CreatedAt,
+			must(t, tx.InsertDeliveries(ctx, service.InsertDeliveriesParams{ClientID: client, Event: service.OrderEvent(ev), At: o.CreatedAt,
 				State: storelink.DeliveryPending, Deliveries: []service.NewDelivery{{ID: storelink.NewID(o.CreatedAt), EndpointID: ep.ID}}}))
 		}
 		must(t, tx.Commit(ctx))

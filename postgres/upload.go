@@ -395,28 +395,38 @@ func (t *uploadTx) ReleaseFulfilled(context.Context) error {
 // reads the upload as finished into *finished, so that no round trip reads
 // it back.
 func (t *uploadTx) FinishUpload(_ context.Context, p service.FinishParams) error {
-	t.finished = append(t.finished, finish{id: p.ID, status: p.Status, report: p.Report, at: p.At, into: p.Into})
+	t.finished = append(t.finished, finish{id: p.ID, status: p.Status, report: p.Report, at: p.At, into: p.Into, announce: p.Announce})
 	return nil
 }
 
 // finish is an upload's finish, kept until flushBatch.
 type finish struct {
-	id     string
-	status storelink.UploadStatus
-	report storelink.FeedReport
-	at     time.Time
-	into   **storelink.Upload
+	id       string
+	status   storelink.UploadStatus
+	report   storelink.FeedReport
+	at       time.Time
+	into     **storelink.Upload
+	announce storelink.OrderState
 }
 
 // finishSQL finishes uploads, one row of the arrays each; $1 the ids, $2 the
 // statuses, $3 the times, $4 to $6 the row counts, $7 and $8 the problems as
-// JSON.
-const finishSQL = `UPDATE uploads SET status = f.fstatus, finished_at = f.fat, rows_total = f.ftotal, rows_applied = f.fapplied,
-	rows_rejected = f.frejected, errors = f.ferrors::jsonb, warnings = f.fwarnings::jsonb, lease_owner = NULL, lease_until = NULL
-FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::integer[], $5::integer[], $6::integer[], $7::text[], $8::text[])
-	AS f (fid, fstatus, fat, ftotal, fapplied, frejected, ferrors, fwarnings)
+// JSON, $9 the kinds of their events (announceSQL).
+var finishSQL = `UPDATE uploads SET status = f.fstatus, finished_at = f.fat, rows_total = f.ftotal, rows_applied = f.fapplied,
+	rows_rejected = f.frejected, errors = f.ferrors::jsonb, warnings = f.fwarnings::jsonb, lease_owner = NULL, lease_until = NULL,
+	event_due = ` + announceSQL("f.fannounce") + `
+FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::integer[], $5::integer[], $6::integer[], $7::text[], $8::text[], $9::text[])
+	AS f (fid, fstatus, fat, ftotal, fapplied, frejected, ferrors, fwarnings, fannounce)
 WHERE id = f.fid
 RETURNING ` + uploadColumns
+
+// announceSQL tells whether an enabled endpoint of the upload's client,
+// not deleted, names the event kind kind among its states: through
+// endpoints_live.
+func announceSQL(kind string) string {
+	return `(` + kind + ` <> '' AND EXISTS (SELECT 1 FROM endpoints e WHERE e.client_id = uploads.client_id AND e.deleted_at IS NULL
+		AND e.enabled AND ` + kind + ` = ANY (e.states)))`
+}
 
 // flushBatch queues the writes kept for the transaction's small files: their
 // rows (stockWriter.queueApplyAll), the release of reservations at their
@@ -450,10 +460,11 @@ func (t *uploadTx) flushBatch() error {
 	n := len(t.finished)
 	ids, statuses, ats := make([]string, n), make([]string, n), make([]time.Time, n)
 	totals, applied, rejected := make([]int32, n), make([]int32, n), make([]int32, n)
-	problems, warnings := make([]string, n), make([]string, n)
+	problems, warnings, announce := make([]string, n), make([]string, n), make([]string, n)
 	into := make(map[string]**storelink.Upload, n)
 	for i, f := range t.finished {
 		r := &f.report
+		announce[i] = string(f.announce)
 		ids[i], statuses[i], ats[i] = f.id, string(f.status), f.at
 		totals[i], applied[i], rejected[i] = int32(r.RowsTotal), int32(r.RowsApplied), int32(r.RowsRejected)
 		e, err := json.Marshal(r.Errors)
@@ -472,7 +483,7 @@ func (t *uploadTx) flushBatch() error {
 		}
 	}
 	t.finished = nil
-	t.p.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings, announce).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
 			if err != nil {
@@ -495,8 +506,8 @@ func (t *uploadTx) flushBatch() error {
 func (t *uploadTx) CancelUpload(ctx context.Context, p service.CancelParams) (service.Cancelled, error) {
 	clientID, id := p.ClientID, p.ID
 	var cancelled, current *storelink.Upload
-	t.p.b.Queue(`UPDATE uploads SET status = $4, finished_at = $3, file_expired_at = $3
-		WHERE client_id = $1 AND id = $2 AND status = $5 RETURNING `+uploadColumns, clientID, id, p.At, p.To, p.From).Query(func(rows pgx.Rows) error {
+	t.p.b.Queue(`UPDATE uploads SET status = $4, finished_at = $3, file_expired_at = $3, event_due = `+announceSQL("$6::text")+`
+		WHERE client_id = $1 AND id = $2 AND status = $5 RETURNING `+uploadColumns, clientID, id, p.At, p.To, p.From, p.Announce).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
 			if err != nil {

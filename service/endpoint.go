@@ -303,7 +303,20 @@ func (s *Webhooks) Deliveries(ctx context.Context, f storelink.DeliveryFilter) (
 	if f.State != "" && !slices.Contains(storelink.DeliveryStates, f.State) {
 		return []storelink.Delivery{}, nil
 	}
-	return s.d.ListDeliveries(ctx, f)
+	ds, err := s.d.ListDeliveries(ctx, f)
+	for i := range ds {
+		uploadChain(&ds[i])
+	}
+	return ds, err
+}
+
+// uploadChain moves the chain of an upload event's delivery, which a
+// driver reads as its OrderID (the column an order event's deliveries go in
+// order within), to its UploadID.
+func uploadChain(d *storelink.Delivery) {
+	if d.EventState == storelink.EventUploadFinished {
+		d.UploadID, d.OrderID = d.OrderID, ""
+	}
 }
 
 // Redeliver makes a delivery pending again, due now, with a fresh

@@ -345,7 +345,7 @@ func (s *Webhooks) TestDelivery(ctx context.Context, clientID, endpointID string
 		state = storelink.StateAssigned
 	}
 	if err := storelink.CheckStates([]storelink.OrderState{state}); err != nil {
-		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "state: %q is not an order state.", state)
+		return nil, storelink.Errorf(storelink.EUNPROCESSABLE, "state: %q is neither an order state nor %s.", state, storelink.EventUploadFinished)
 	}
 	e, err := s.endpointOf(ctx, clientID, endpointID)
 	if err != nil {
@@ -371,9 +371,18 @@ func (s *Webhooks) TestDelivery(ctx context.Context, clientID, endpointID string
 		store = stores[0].ID
 	}
 	now := s.now()
-	ev := storelink.ExampleEvent(state, store, c.Currency, now, newIDFunc(now))
+	var id string
+	var body []byte
+	if state == storelink.EventUploadFinished {
+		u := storelink.ExampleUpload(e.ClientID, now, newIDFunc(now))
+		ev := storelink.NewUploadEvent(u, storelink.NewID(now), s.statusURL(u.ClientID, u.ID))
+		id, body = ev.EventID, ev.Marshal()
+	} else {
+		ev := storelink.ExampleEvent(state, store, c.Currency, now, newIDFunc(now))
+		id, body = ev.EventID, ev.Marshal()
+	}
 	o := s.openKeys(keys, now)
-	return &storelink.DeliveryJob{EventID: ev.EventID, EndpointID: e.ID, URL: e.URL, Body: ev.Marshal(),
+	return &storelink.DeliveryJob{EventID: id, EndpointID: e.ID, URL: e.URL, Body: body,
 		APIKey: o.apiKey, Secrets: o.secrets, Unsealable: o.unsealable}, nil
 }
 

@@ -209,7 +209,7 @@ func writeOrder(ctx context.Context, tx OrderTx, p WriteOrderParams) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	err = tx.InsertDeliveries(ctx, InsertDeliveriesParams{ClientID: p.Order.ClientID, Event: p.Event, At: p.At,
+	err = tx.InsertDeliveries(ctx, InsertDeliveriesParams{ClientID: p.Order.ClientID, Event: OrderEvent(p.Event), At: p.At,
 		State: storelink.DeliveryPending, Deliveries: ds})
 	if err != nil {
 		return fmt.Errorf("queue deliveries of event %s: %w", p.Event.EventID, err)

@@ -31,13 +31,17 @@ type OrderDriver interface {
 	OrderExists(ctx context.Context, id string) (bool, error)
 	// ListOrderEvents returns an order's events, oldest first, never nil.
 	ListOrderEvents(ctx context.Context, orderID string) ([]storelink.EventRecord, error)
-	// ListEvents returns up to limit events of a client numbered above
-	// after, in the order of their numbers, which is the order their
-	// transactions committed; each record's Cursor is its number. Never nil.
+	// ListEvents returns up to limit order events of a client (not those
+	// of WriteEvent) numbered above after, in the order of their numbers,
+	// which is the order their transactions committed; each record's
+	// Cursor is its number. Never nil.
 	ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error)
-	// NewestEvent returns the client's newest event, its Cursor its number
-	// as ListEvents has it; nil when it has none.
+	// NewestEvent returns the client's newest order event, its Cursor its
+	// number as ListEvents has it; nil when it has none.
 	NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error)
+	// DueUploadEvents returns up to limit uploads, ended, whose event is
+	// due (TakeUploadEvent), the oldest first.
+	DueUploadEvents(ctx context.Context, limit int) ([]storelink.Upload, error)
 }
 
 // OrderTx is one write transaction of the order calls: the rows they read,
@@ -76,6 +80,15 @@ type OrderTx interface {
 	// in this transaction, and lets the deliverers know there is work once
 	// it commits. They are written with Commit.
 	InsertDeliveries(ctx context.Context, p InsertDeliveriesParams) error
+	// WriteEvent writes an event that is no order's, numbered among the
+	// client's events as WriteOrder numbers an order's, and returns the
+	// client's enabled endpoints as WriteOrder does.
+	WriteEvent(ctx context.Context, p WriteEventParams) ([]storelink.Endpoint, error)
+	// TakeUploadEvent tells whether the upload's event is due (FinishUpload
+	// and CancelUpload's Announce) and, when it is, makes it due no more:
+	// of racing transactions, one takes it, and the others wait for it to
+	// end and find it taken.
+	TakeUploadEvent(ctx context.Context, uploadID string) (bool, error)
 	// PutOrderKey writes k, replacing an expired row of the same key, and
 	// deletes up to sweep keys created at or before expired that no other
 	// transaction holds. They are written with Commit.
@@ -137,11 +150,37 @@ type WriteOrderParams struct {
 // OrderTx.InsertDeliveries queues.
 type InsertDeliveriesParams struct {
 	ClientID string
-	Event    *storelink.Event
+	Event    QueuedEvent
 	At       time.Time
 	// State is the deliveries' state from their creation (pending).
 	State      storelink.DeliveryState
 	Deliveries []NewDelivery
+}
+
+// QueuedEvent is the event whose deliveries InsertDeliveries queues.
+type QueuedEvent struct {
+	ID string
+	// Chain is what the event's deliveries to one endpoint go in order
+	// within: its order's id, or its upload's (WriteEvent's Chain).
+	Chain string
+	// State is the order's state, or the event's kind (WriteEvent's).
+	State storelink.OrderState
+}
+
+// OrderEvent is an order event as InsertDeliveries queues it.
+func OrderEvent(ev *storelink.Event) QueuedEvent {
+	return QueuedEvent{ID: ev.EventID, Chain: ev.OrderID, State: ev.State}
+}
+
+// WriteEventParams are an event that is not an order's (OrderTx.WriteEvent).
+type WriteEventParams struct {
+	ClientID, EventID string
+	// Chain is what the event's deliveries go in order within, and State
+	// its kind (as an order event's deliveries go within their order).
+	Chain   string
+	State   storelink.OrderState
+	Payload []byte
+	At      time.Time
 }
 
 // NewDelivery is a delivery of an event to one endpoint, as the order calls

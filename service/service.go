@@ -53,6 +53,8 @@ type config struct {
 	retention time.Duration
 	// maxEndpoints is the most webhook endpoints a client may have.
 	maxEndpoints int
+	// statusURL is where a client reads an upload's status.
+	statusURL func(clientID, uploadID string) string
 }
 
 // Option configures the services.
@@ -90,9 +92,16 @@ func WithMaxEndpoints(n int) Option {
 	return func(c *config) { c.maxEndpoints = n }
 }
 
+// WithUploadStatusURL sets where a client reads an upload's status, as
+// an upload's event (storelink.UploadEvent) names it: the API's path. The
+// default names none.
+func WithUploadStatusURL(f func(clientID, uploadID string) string) Option {
+	return func(c *config) { c.statusURL = f }
+}
+
 // New returns the services over d.
 func New(d Drivers, opts ...Option) *Services {
-	c := config{clock: time.Now, maxEndpoints: DefaultMaxEndpoints}
+	c := config{clock: time.Now, maxEndpoints: DefaultMaxEndpoints, statusURL: func(string, string) string { return "" }}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -122,7 +122,7 @@ func (s *Uploads) Cancel(ctx context.Context, clientID, uploadID string, policy 
 		}
 		now := s.now()
 		res, err := tx.CancelUpload(ctx, CancelParams{ClientID: clientID, ID: uploadID, At: now,
-			From: storelink.UploadAccepted, To: storelink.UploadCancelled})
+			From: storelink.UploadAccepted, To: storelink.UploadCancelled, Announce: storelink.EventUploadFinished})
 		up := res.Upload
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -291,7 +291,7 @@ func (s *Uploads) writer(c *storelink.Claim) StockWriterParams {
 // ExpireFiles removes them.
 func finish(ctx context.Context, tx UploadTx, id string, status storelink.UploadStatus, r storelink.FeedReport, at time.Time, u **storelink.Upload) error {
 	r.Errors, r.Warnings = nonNil(r.Errors), nonNil(r.Warnings)
-	if err := tx.FinishUpload(ctx, FinishParams{ID: id, Status: status, Report: r, At: at, Into: u}); err != nil {
+	if err := tx.FinishUpload(ctx, FinishParams{ID: id, Status: status, Report: r, At: at, Into: u, Announce: storelink.EventUploadFinished}); err != nil {
 		return fmt.Errorf("finish upload %s: %w", id, err)
 	}
 	return nil

@@ -276,6 +276,8 @@ type CancelParams struct {
 	At           time.Time
 	// From is the status the upload must be in, To the one it is set in.
 	From, To storelink.UploadStatus
+	// Announce is FinishParams' Announce, for the upload cancelled.
+	Announce storelink.OrderState
 }
 
 // Cancelled is an upload as CancelUpload left it.
@@ -341,4 +343,8 @@ type FinishParams struct {
 	// Into, when the driver reads the upload back as finished, is set to
 	// it by Commit.
 	Into **storelink.Upload
+	// Announce is the kind of the upload's event: when an enabled endpoint
+	// of the client, not deleted, names it among its states, the event is due
+	// (OrderTx.TakeUploadEvent), to be written by Orders.AnnounceUploads.
+	Announce storelink.OrderState
 }

@@ -370,3 +370,95 @@ func TestMigrationUploadChunksKeepsFiles(t *testing.T) {
 		}
 	}
 }
+
+// Migration 24 rebuilds events so that an event may be no order's: down
+// to the migration before and up again, the order events keep their ids,
+// numbers (the feed's cursors) and payloads, the deliveries still refer to
+// them, the numbering goes on from where it was, and the foreign keys hold.
+// Down drops the upload events and their deliveries.
+func TestMigrationUploadEventsKeepsEvents(t *testing.T) {
+	ctx := context.Background()
+	f, ep := batchFixture(t, 5)
+	s := f.Services()
+	kind := storelink.EventUploadFinished
+	if _, err := s.Webhooks.UpdateEndpoint(ctx, "", ep.ID, storelink.EndpointPatch{States: &[]storelink.OrderState{storelink.StateWarehouseFulfilled, kind}}); err != nil {
+		t.Fatal(err)
+	}
+	u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: ep.ClientID, FileName: "f.csv", Body: storelink.ChunksOf([]byte("x"))},
+		storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Uploads.Cancel(ctx, ep.ClientID, u.ID, storelink.CapacityPolicy{Base: 1 << 30, Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Orders.AnnounceUploads(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("AnnounceUploads = %d, %v; want the cancelled upload's event", n, err)
+	}
+	rows := func(query string) string {
+		t.Helper()
+		list, err := f.TestAccess().Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(list)
+	}
+	const orderEvents = `SELECT seq, id, order_id, state, payload FROM events WHERE order_id IS NOT NULL ORDER BY seq`
+	const orderDeliveries = `SELECT d.id, d.event_id, d.event_seq FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.order_id IS NOT NULL ORDER BY d.seq`
+	events, deliveries := rows(orderEvents), rows(orderDeliveries)
+	if !strings.Contains(rows(`SELECT count(*) AS n FROM events WHERE order_id IS NULL`), "n:1") {
+		t.Fatalf("the upload's event is not stored: %s", rows(`SELECT id, order_id, state FROM events`))
+	}
+	check := func(when string, uploadEvents string) {
+		t.Helper()
+		if got := rows(orderEvents); got != events {
+			t.Fatalf("%s: order events %s, want %s", when, got, events)
+		}
+		if got := rows(orderDeliveries); got != deliveries {
+			t.Fatalf("%s: their deliveries %s, want %s", when, got, deliveries)
+		}
+		if got := rows(`SELECT count(*) AS n FROM events WHERE order_id IS NULL`); !strings.Contains(got, uploadEvents) {
+			t.Fatalf("%s: upload events %s, want %s", when, got, uploadEvents)
+		}
+		var fk int
+		if err := f.write.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+			t.Fatalf("%s: foreign key check: %d violations, %v", when, fk, err)
+		}
+	}
+	pv, err := goose.NewProvider(goose.DialectSQLite3, f.write, migrationsFS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pv.DownTo(ctx, migrationVersion(t, pv, "upload_events")-1); err != nil {
+		t.Fatal(err)
+	}
+	check("down", "n:0")
+	var notNull int
+	if err := f.write.QueryRowContext(ctx, `SELECT "notnull" FROM pragma_table_info('events') WHERE name = 'order_id'`).Scan(&notNull); err != nil || notNull != 1 {
+		t.Fatalf("down: events.order_id NOT NULL = %d, %v; want 1", notNull, err)
+	}
+	if _, err := pv.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("up again", "n:0")
+	var fkOn int
+	if err := f.write.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fkOn); err != nil || fkOn != 1 {
+		t.Fatalf("after the migrations, foreign_keys = %d, %v; want them on again", fkOn, err)
+	}
+	// The numbering goes on: a new order event is numbered after the others.
+	price := storelink.Money(1999)
+	o, err := s.Orders.CreateWarehouseOrder(ctx, storelink.NewOrder{OrderNumber: "W-after", ClientID: ep.ClientID,
+		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "MP-1", ArticleNumber: "SKU-1", Price: &price}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Orders.OrderEvents(ctx, o.ID)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events of the new order: %v, %v", evs, err)
+	}
+	feed, _, err := s.Orders.Events(ctx, ep.ClientID, "", 100)
+	if err != nil || len(feed) != 6 || feed[5].EventID != evs[0].EventID || len(feed[5].Cursor) < len(feed[4].Cursor) ||
+		len(feed[5].Cursor) == len(feed[4].Cursor) && feed[5].Cursor <= feed[4].Cursor {
+		t.Fatalf("feed after the migrations: %d events, %v; want the new one last, numbered after the others", len(feed), err)
+	}
+}

@@ -106,7 +106,7 @@ func (tx *ordersTx) Commit(ctx context.Context) error {
 	}
 	for _, p := range tx.deliveries {
 		if err := tx.insertDeliveries(ctx, p); err != nil {
-			return fmt.Errorf("queue deliveries of event %s: %w", p.Event.EventID, err)
+			return fmt.Errorf("queue deliveries of event %s: %w", p.Event.ID, err)
 		}
 	}
 	for _, k := range tx.keys {
@@ -248,12 +248,33 @@ func (tx *ordersTx) InsertDeliveries(_ context.Context, p service.InsertDeliveri
 func (tx *ordersTx) insertDeliveries(ctx context.Context, p service.InsertDeliveriesParams) error {
 	t, ev := ms(p.At), p.Event
 	for _, d := range p.Deliveries {
-		if _, err := tx.w.ExecContext(ctx, insertDeliverySQL, d.ID, ev.EventID, ev.EventID, d.EndpointID, p.ClientID, ev.OrderID,
+		if _, err := tx.w.ExecContext(ctx, insertDeliverySQL, d.ID, ev.ID, ev.ID, d.EndpointID, p.ClientID, ev.Chain,
 			ev.State, p.State, t, t, t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WriteEvent writes an event of no order (order_id NULL), numbered by its
+// row's sequence as an order's is, then reads the client's enabled
+// endpoints.
+func (tx *ordersTx) WriteEvent(ctx context.Context, p service.WriteEventParams) ([]storelink.Endpoint, error) {
+	if _, err := tx.w.ExecContext(ctx, insertEventSQL, p.EventID, p.ClientID, nil, p.State, string(p.Payload), ms(p.At)); err != nil {
+		return nil, fmt.Errorf("write event: %w", err)
+	}
+	return tx.enabledEndpoints(ctx, p.ClientID)
+}
+
+// TakeUploadEvent clears the upload's mark in one statement; the
+// transaction holds the one writer, so no other takes it meanwhile.
+func (tx *ordersTx) TakeUploadEvent(ctx context.Context, uploadID string) (bool, error) {
+	res, err := tx.w.ExecContext(ctx, `UPDATE uploads SET event_due = 0 WHERE id = ? AND event_due = 1`, uploadID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // enabledEndpoints reads the client's enabled endpoints, whose states

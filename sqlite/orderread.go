@@ -169,15 +169,15 @@ func (d orders) ListOrderEvents(ctx context.Context, orderID string) ([]storelin
 	return queryEvents(ctx, d.db.read, `order_id = ? ORDER BY seq`, orderID)
 }
 
-// ListEvents reads a client's events by number. SQLite has one writer, so
+// ListEvents reads a client's order events by number. SQLite has one writer, so
 // the sequence of the events table is commit order.
 func (d orders) ListEvents(ctx context.Context, clientID string, after int64, limit int) ([]storelink.EventRecord, error) {
-	return queryEvents(ctx, d.db.read, `client_id = ? AND seq > ? ORDER BY seq LIMIT ?`, clientID, after, limit)
+	return queryEvents(ctx, d.db.read, `client_id = ? AND seq > ? AND order_id IS NOT NULL ORDER BY seq LIMIT ?`, clientID, after, limit)
 }
 
-// NewestEvent reads the client's newest event.
+// NewestEvent reads the client's newest order event.
 func (d orders) NewestEvent(ctx context.Context, clientID string) (*storelink.EventRecord, error) {
-	list, err := queryEvents(ctx, d.db.read, `client_id = ? ORDER BY seq DESC LIMIT 1`, clientID)
+	list, err := queryEvents(ctx, d.db.read, `client_id = ? AND order_id IS NOT NULL ORDER BY seq DESC LIMIT 1`, clientID)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
@@ -200,6 +200,25 @@ func queryEvents(ctx context.Context, q querier, where string, args ...any) ([]s
 		}
 		r.Payload, r.Cursor, r.CreatedAt = json.RawMessage(payload), strconv.FormatInt(seq, 10), fromMS(created)
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DueUploadEvents reads the uploads whose event is due from the read pool,
+// through uploads_event_due.
+func (d orders) DueUploadEvents(ctx context.Context, limit int) ([]storelink.Upload, error) {
+	rows, err := d.db.read.QueryContext(ctx, `SELECT `+uploadColumns+` FROM uploads WHERE event_due = 1 ORDER BY seq LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storelink.Upload
+	for rows.Next() {
+		u, err := scanUpload(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *u)
 	}
 	return out, rows.Err()
 }

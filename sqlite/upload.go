@@ -430,7 +430,7 @@ func (t *uploadTx) FinishUpload(ctx context.Context, p service.FinishParams) err
 		unchanged = t.w.unchanged()
 	}
 	if err := t.exec(ctx, finishSQL, status, ms(at), r.RowsTotal, r.RowsApplied, unchanged, r.RowsRejected,
-		string(problems), string(warnings), id); err != nil {
+		string(problems), string(warnings), p.Announce, id); err != nil {
 		return err
 	}
 	if err := t.exec(ctx, errorFileSQL, r.ErrorFile, id); err != nil {
@@ -440,8 +440,18 @@ func (t *uploadTx) FinishUpload(ctx context.Context, p service.FinishParams) err
 }
 
 const (
-	finishSQL = `UPDATE uploads SET status = ?, finished_at = ?, rows_total = ?, rows_applied = ?,
-		rows_unchanged = ?, rows_rejected = ?, errors = ?, warnings = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?`
+	finishSQL = `UPDATE uploads SET status = ?1, finished_at = ?2, rows_total = ?3, rows_applied = ?4,
+		rows_unchanged = ?5, rows_rejected = ?6, errors = ?7, warnings = ?8, lease_owner = NULL, lease_until = NULL,
+		event_due = ` + announce9SQL + ` WHERE id = ?10`
+	// announce9SQL tells whether an enabled endpoint of the upload's
+	// client, not deleted, names the event kind ?9 among its states (a
+	// comma-separated list): through endpoints_live.
+	announce9SQL = `(?9 <> '' AND EXISTS (SELECT 1 FROM endpoints e WHERE e.client_id = uploads.client_id AND e.deleted_at IS NULL
+		AND e.enabled = 1 AND instr(',' || e.states || ',', ',' || ?9 || ',') > 0))`
+	// cancelSQL cancels upload ?3 of client ?2 at ?1, from status ?5 to ?4,
+	// its event due as finishSQL's is.
+	cancelSQL = `UPDATE uploads SET status = ?4, finished_at = ?1, file_expired_at = ?1, event_due = ` +
+		announce9SQL + ` WHERE client_id = ?2 AND id = ?3 AND status = ?5 RETURNING ` + uploadColumns
 	errorFileSQL = `UPDATE upload_bodies SET errors_csv = ? WHERE upload_id = ?`
 )
 
@@ -449,8 +459,8 @@ const (
 // accepted, and drops its bytes, or else reads it as it stands: the transaction holds the one
 // write connection, so no claim comes between.
 func (t *uploadTx) CancelUpload(ctx context.Context, p service.CancelParams) (service.Cancelled, error) {
-	u, err := scanUpload(t.tx.QueryRowContext(ctx, `UPDATE uploads SET status = ?4, finished_at = ?1, file_expired_at = ?1
-		WHERE client_id = ?2 AND id = ?3 AND status = ?5 RETURNING `+uploadColumns, ms(p.At), p.ClientID, p.ID, p.To, p.From))
+	// ?6 to ?8 are unused: the kind is ?9, as in finishSQL.
+	u, err := scanUpload(t.tx.QueryRowContext(ctx, cancelSQL, ms(p.At), p.ClientID, p.ID, p.To, p.From, nil, nil, nil, p.Announce))
 	if err == nil {
 		if _, err := t.tx.ExecContext(ctx, `DELETE FROM upload_bodies WHERE upload_id = ?`, p.ID); err != nil {
 			return service.Cancelled{}, fmt.Errorf("drop upload body: %w", err)

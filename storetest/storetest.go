@@ -120,6 +120,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Batch: a failing upload fails alone", testBatchFailure},
 		{"Batch: a crash leaves nothing, and the uploads are claimed again", testBatchCrash},
 		{"Cancel a waiting upload", testCancelUpload},
+		{"Upload events: stock_upload.finished to the endpoints that ask, once", testUploadEvents},
 		{"Upload files kept for the retention", testUploadFiles},
 		{"Upload listing", testUploadListing},
 		{"Upload listing of every client, for the operator", testAllUploads},

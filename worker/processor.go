@@ -91,6 +91,9 @@ type Processor struct {
 	// FailureDelay is how long an upload whose file made its processing
 	// fail waits before it is tried again, doubled with each failure.
 	FailureDelay time.Duration
+	// Finished, when set, is called after claims were processed, whatever
+	// came of them: uploads may have ended (the Announcer's Wake).
+	Finished func()
 
 	// putHook, set by tests, wraps the put of every apply: a way to make
 	// the apply of one file fail or panic with a real database.
@@ -241,10 +244,13 @@ func (p *Processor) RunOnce(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, p.faulted(err)
 	}
-	switch len(claims) {
-	case 0:
+	if len(claims) == 0 {
 		return false, nil
-	case 1:
+	}
+	if p.Finished != nil {
+		defer p.Finished()
+	}
+	if len(claims) == 1 {
 		return true, p.runOne(ctx, claims[0])
 	}
 	return true, p.runBatch(ctx, claims)

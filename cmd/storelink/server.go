@@ -52,6 +52,7 @@ type server struct {
 	proc      *worker.Processor
 	deliverer *worker.Deliverer
 	sweeper   *worker.FileSweeper
+	announcer *worker.Announcer
 	keyUses   *worker.KeyUseFlusher
 	api       *httpapi.Server
 	http      *http.Server
@@ -118,7 +119,8 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 	if s.db, err = useSecretKey(ctx, s.c, s.db, s.stdout); err != nil {
 		return "", err
 	}
-	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention), service.WithMaxEndpoints(s.c.MaxEndpoints))
+	s.db = s.db.With(service.WithUploadRetention(s.c.UploadRetention), service.WithMaxEndpoints(s.c.MaxEndpoints),
+		service.WithUploadStatusURL(httpapi.UploadStatusPath))
 	if s.c.Demo {
 		if err := demo(ctx, s.db, s.c.DemoWebhookURL, s.stdout); err != nil {
 			return "", fmt.Errorf("demo: %w", err)
@@ -127,9 +129,15 @@ func (s *server) prepareDatabase(ctx context.Context) (string, error) {
 	return token, nil
 }
 
+// announceInterval is how often the announcer looks for the events of
+// ended uploads that no wake told it of: those another process, or this
+// one before a restart, left due.
+const announceInterval = 10 * time.Second
+
 // newWorkers makes the metrics registry and the background workers: the
-// upload processor, the webhook deliverer, the sweeper of expired
-// upload files and the writer of API keys' last uses.
+// upload processor, the webhook deliverer, the announcer of ended uploads,
+// the sweeper of expired upload files and the writer of API keys' last
+// uses.
 func (s *server) newWorkers() {
 	c, db := s.c, s.db
 	s.reg = prometheus.NewRegistry()
@@ -141,6 +149,8 @@ func (s *server) newWorkers() {
 	s.deliverer = worker.NewDeliverer(db.Webhooks, webhook.NewClient(c.WebhookTimeout, c.WebhookAllowPriv),
 		storelink.RetryPolicy{Schedule: c.WebhookRetry, Jitter: 0.2}, c.WebhookTimeout, s.logger, s.owner, s.reg)
 	s.deliverer.PerEndpoint = c.WebhookConcurrency
+	s.announcer = worker.NewAnnouncer(db.Orders.AnnounceUploads, s.deliverer.Wake, announceInterval, s.logger)
+	s.proc.Finished = s.announcer.Wake
 	s.sweeper = &worker.FileSweeper{Uploads: db.Uploads, Retention: c.UploadRetention, Interval: 5 * time.Minute, Logger: s.logger}
 	s.keyUses = &worker.KeyUseFlusher{Flush: db.Partners.FlushKeyUses, Interval: worker.DefaultKeyUseInterval, Logger: s.logger}
 }
@@ -190,6 +200,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		DatabaseTimeout:      c.DatabaseTimeout,
 		WebhookAllowPrivate:  c.WebhookAllowPriv,
 		Accepted:             s.proc.Wake,
+		Ended:                s.announcer.Wake,
 		Delivering:           s.deliverer.Wake,
 		Tester:               s.deliverer,
 		EndpointDeleted:      s.deliverer.DropEndpoint,
@@ -264,6 +275,7 @@ func (s *server) startWork() (stop func()) {
 	wg.Go(func() { _ = s.proc.Run(workCtx) })
 	wg.Go(func() { _ = s.deliverer.Run(workCtx) })
 	wg.Go(func() { _ = s.sweeper.Run(workCtx) })
+	wg.Go(func() { _ = s.announcer.Run(workCtx) })
 	wg.Go(func() { _ = s.keyUses.Run(workCtx) })
 	// Work that another process accepts wakes this one at once.
 	wg.Go(func() { listenForWork(workCtx, s.db, s.logger, s.proc.Wake, s.deliverer.Wake) })

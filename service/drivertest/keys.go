@@ -43,7 +43,7 @@ func testDeliveries(e *env) {
 			states[some.ID][0] != storelink.StateFulfilled {
 			e.t.Fatalf("WriteOrder's endpoints = %+v, want %s (every state) and %s (fulfilled, returned)", eps, all.ID, some.ID)
 		}
-		must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: e.client.ID, Event: ev, At: at,
+		must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: e.client.ID, Event: service.OrderEvent(ev), At: at,
 			State: storelink.DeliveryPending, Deliveries: []service.NewDelivery{{ID: storelink.NewID(at), EndpointID: all.ID}}}))
 	})
 	list, err := e.seed.Webhooks.Deliveries(e.ctx, storelink.DeliveryFilter{ClientID: e.client.ID, Limit: 10})

@@ -55,7 +55,7 @@ func (e *env) writeEvent(o *storelink.Order, ev *storelink.Event, at time.Time, 
 			ds = append(ds, service.NewDelivery{ID: storelink.NewID(at), EndpointID: id})
 		}
 		if len(ds) > 0 {
-			must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: o.ClientID, Event: ev, At: at,
+			must(e.t, tx.InsertDeliveries(e.ctx, service.InsertDeliveriesParams{ClientID: o.ClientID, Event: service.OrderEvent(ev), At: at,
 				State: storelink.DeliveryPending, Deliveries: ds}))
 		}
 	})
