@@ -457,27 +457,33 @@ func eventSchema(t testing.TB) *jsonschema.Schema { return compileEventSchema(t,
 // compileEventSchema compiles the schema, asserting formats or, as many
 // validators do by default, treating them as annotations only.
 func compileEventSchema(t testing.TB, assertFormat bool) *jsonschema.Schema {
+	return compileSchemaFile(t, schemaPath, assertFormat)
+}
+
+// compileSchemaFile compiles the JSON Schema at path, asserting formats or
+// treating them as annotations only.
+func compileSchemaFile(t testing.TB, path string, assertFormat bool) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaPath)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)
 	if err != nil {
-		t.Fatalf("%s: %v", schemaPath, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	if assertFormat {
 		c.AssertFormat()
 	}
-	if err := c.AddResource(schemaPath, doc); err != nil {
+	if err := c.AddResource(path, doc); err != nil {
 		t.Fatal(err)
 	}
-	sch, err := c.Compile(schemaPath)
+	sch, err := c.Compile(path)
 	if err != nil {
-		t.Fatalf("compile %s: %v", schemaPath, err)
+		t.Fatalf("compile %s: %v", path, err)
 	}
 	return sch
 }
@@ -673,39 +679,53 @@ func TestEventSchemaMatchesTypes(t *testing.T) {
 		{"CustomerBillingAddress", defs["CustomerBillingAddress"].(map[string]any), reflect.TypeFor[storelink.Address]()},
 		{"DeliveryDetails", defs["DeliveryDetails"].(map[string]any), reflect.TypeFor[storelink.DeliveryDetails]()},
 	} {
-		var fields, required []string
-		for i := 0; i < c.typ.NumField(); i++ {
-			name, opts, _ := strings.Cut(c.typ.Field(i).Tag.Get("json"), ",")
-			if name == "-" || name == "" {
-				continue
-			}
-			fields = append(fields, name)
-			if !strings.Contains(opts, "omitempty") {
-				required = append(required, name)
-			}
+		schemaMatchesType(t, c.name, c.schema, c.typ)
+	}
+	noNull(t, root)
+}
+
+// schemaMatchesType fails when the schema's properties are not the JSON
+// tags of typ, its required list not the fields without omitempty, or it
+// admits properties of its own.
+func schemaMatchesType(t *testing.T, name string, schema map[string]any, typ reflect.Type) {
+	t.Helper()
+	var fields, required []string
+	for i := 0; i < typ.NumField(); i++ {
+		tag, opts, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if tag == "-" || tag == "" {
+			continue
 		}
-		var props []string
-		for k := range c.schema["properties"].(map[string]any) {
-			props = append(props, k)
-		}
-		var req []string
-		for _, r := range asSlice(c.schema["required"]) {
-			req = append(req, r.(string))
-		}
-		sort.Strings(fields)
-		sort.Strings(required)
-		sort.Strings(props)
-		sort.Strings(req)
-		if !slices.Equal(fields, props) {
-			t.Errorf("%s: Go fields %v, schema properties %v", c.name, fields, props)
-		}
-		if !slices.Equal(required, req) {
-			t.Errorf("%s: Go fields without omitempty %v, schema required %v", c.name, required, req)
-		}
-		if c.schema["additionalProperties"] != false {
-			t.Errorf("%s: additionalProperties must be false", c.name)
+		fields = append(fields, tag)
+		if !strings.Contains(opts, "omitempty") {
+			required = append(required, tag)
 		}
 	}
+	var props []string
+	for k := range schema["properties"].(map[string]any) {
+		props = append(props, k)
+	}
+	var req []string
+	for _, r := range asSlice(schema["required"]) {
+		req = append(req, r.(string))
+	}
+	sort.Strings(fields)
+	sort.Strings(required)
+	sort.Strings(props)
+	sort.Strings(req)
+	if !slices.Equal(fields, props) {
+		t.Errorf("%s: Go fields %v, schema properties %v", name, fields, props)
+	}
+	if !slices.Equal(required, req) {
+		t.Errorf("%s: Go fields without omitempty %v, schema required %v", name, required, req)
+	}
+	if schema["additionalProperties"] != false {
+		t.Errorf("%s: additionalProperties must be false", name)
+	}
+}
+
+// noNull fails when any type in the schema root admits null.
+func noNull(t *testing.T, root map[string]any) {
+	t.Helper()
 	var walk func(path string, v any)
 	walk = func(path string, v any) {
 		switch v := v.(type) {
