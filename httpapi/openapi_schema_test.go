@@ -31,6 +31,25 @@ var eventSchemaRefs = map[string]string{
 	"#/$defs/CustomerBillingAddress": "#/components/schemas/CustomerBillingAddress",
 }
 
+// schemaPair is a JSON Schema under schema/ and the components of
+// openapi.yaml that must say the same thing.
+type schemaPair struct {
+	// file is the JSON Schema.
+	file string
+	// refs pairs each object of file with its component ("#", the root,
+	// with the event's own).
+	refs map[string]string
+}
+
+// component is the name of the spec's schema of the JSON Schema's root.
+func (p schemaPair) component() string { return strings.TrimPrefix(p.refs["#"], "#/components/schemas/") }
+
+var (
+	orderEventPair  = schemaPair{file: eventSchemaFile, refs: eventSchemaRefs}
+	uploadEventPair = schemaPair{file: "../schema/stock-upload-event.json",
+		refs: map[string]string{"#": "#/components/schemas/StockUploadEvent"}}
+)
+
 // schemaAnnotations are the keywords that say nothing about which documents
 // are valid; the two sides may word them differently.
 var schemaAnnotations = []string{"description", "title", "example", "examples", "$comment"}
@@ -43,9 +62,9 @@ var schemaAnnotations = []string{"description", "title", "example", "examples", 
 // among them every state with and without store_id, which is how the JSON
 // Schema's if/then/else and the spec's oneOf are shown to agree.
 func TestOpenAPIEventSchemaMatchesJSONSchema(t *testing.T) {
-	js, spec := loadEventSchemas(t)
+	js, spec := loadSchemas(t, eventSchemaFile)
 	samples := eventSamples(t)
-	for _, d := range eventSchemaDrift(js, spec, samples) {
+	for _, d := range schemaDrift(orderEventPair, js, spec, samples) {
 		t.Error(d)
 	}
 
@@ -104,7 +123,7 @@ func TestOpenAPIEventSchemaMatchesJSONSchema(t *testing.T) {
 		} {
 			js2, spec2 := copyJSON(t, js), copyJSON(t, spec)
 			m.mutate(js2, spec2)
-			d := eventSchemaDrift(js2, spec2, samples)
+			d := schemaDrift(orderEventPair, js2, spec2, samples)
 			if len(d) == 0 {
 				t.Errorf("%s: not reported", m.name)
 			}
@@ -113,17 +132,17 @@ func TestOpenAPIEventSchemaMatchesJSONSchema(t *testing.T) {
 	})
 }
 
-// loadEventSchemas reads schema/order-event.json and openapi.yaml as plain
-// JSON values (maps, slices, float64s, strings, bools), so that both sides
+// loadSchemas reads the JSON Schema file and openapi.yaml as plain JSON
+// values (maps, slices, float64s, strings, bools), so that both sides
 // compare with reflect.DeepEqual.
-func loadEventSchemas(t *testing.T) (js, spec map[string]any) {
+func loadSchemas(t *testing.T, file string) (js, spec map[string]any) {
 	t.Helper()
-	b, err := os.ReadFile(eventSchemaFile)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(b, &js); err != nil {
-		t.Fatalf("%s: %v", eventSchemaFile, err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	b, err = os.ReadFile(specFile)
 	if err != nil {
@@ -150,35 +169,35 @@ func copyJSON(t *testing.T, v map[string]any) map[string]any {
 	return out
 }
 
-// eventSchemaDrift lists every difference between the JSON Schema js and
-// the event schemas of the spec document spec: first structural, then the
+// schemaDrift lists every difference between the JSON Schema js of p and
+// its components in the spec document spec: first structural, then the
 // samples on which the two validators disagree or give a verdict other than
 // the one the contract wants.
-func eventSchemaDrift(js, spec map[string]any, samples []eventSample) []string {
+func schemaDrift(p schemaPair, js, spec map[string]any, samples []eventSample) []string {
 	var drift []string
 	report := func(format string, args ...any) { drift = append(drift, fmt.Sprintf(format, args...)) }
 
 	schemas, _ := jsonAt(spec, "components", "schemas").(map[string]any)
 	defs, _ := js["$defs"].(map[string]any)
 	for name := range defs {
-		if _, ok := eventSchemaRefs["#/$defs/"+name]; !ok {
-			report("%s: $defs/%s has no counterpart in openapi.yaml; add it to eventSchemaRefs", eventSchemaFile, name)
+		if _, ok := p.refs["#/$defs/"+name]; !ok {
+			report("%s: $defs/%s has no counterpart in openapi.yaml; add it to the pair's refs", p.file, name)
 		}
 	}
-	for _, jsRef := range slices.Sorted(maps.Keys(eventSchemaRefs)) {
-		specRef := eventSchemaRefs[jsRef]
+	for _, jsRef := range slices.Sorted(maps.Keys(p.refs)) {
+		specRef := p.refs[jsRef]
 		jsObj := jsonPointer(js, jsRef)
 		specObj, _ := schemas[strings.TrimPrefix(specRef, "#/components/schemas/")].(map[string]any)
 		switch {
 		case jsObj == nil:
-			report("%s: %s is missing", eventSchemaFile, jsRef)
+			report("%s: %s is missing", p.file, jsRef)
 			continue
 		case specObj == nil:
 			report("openapi.yaml: %s is missing", specRef)
 			continue
 		}
-		where := fmt.Sprintf("%s %s / openapi.yaml %s", eventSchemaFile, jsRef, specRef)
-		for side, obj := range map[string]map[string]any{eventSchemaFile: jsObj, "openapi.yaml": specObj} {
+		where := fmt.Sprintf("%s %s / openapi.yaml %s", p.file, jsRef, specRef)
+		for side, obj := range map[string]map[string]any{p.file: jsObj, "openapi.yaml": specObj} {
 			if obj["type"] != "object" {
 				report("%s: %s is not of type object", side, where)
 			}
@@ -186,15 +205,15 @@ func eventSchemaDrift(js, spec map[string]any, samples []eventSample) []string {
 				report("%s: %s: additionalProperties must be false", side, where)
 			}
 		}
-		compareSchemas(where, jsObj, specObj, jsRef == "#", report)
+		compareSchemas(p, where, jsObj, specObj, jsRef == "#", report)
 	}
 
 	// The conditional rule, and everything else, by the verdicts.
-	jsSch, err := compileJSONSchema(js)
+	jsSch, err := compileJSONSchema(js, p.file)
 	if err != nil {
-		return append(drift, fmt.Sprintf("%s does not compile: %v", eventSchemaFile, err))
+		return append(drift, fmt.Sprintf("%s does not compile: %v", p.file, err))
 	}
-	specSch, err := loadSpecSchema(spec, "OrderEvent")
+	specSch, err := loadSpecSchema(spec, p.component())
 	if err != nil {
 		return append(drift, fmt.Sprintf("openapi.yaml does not load: %v", err))
 	}
@@ -210,7 +229,7 @@ func eventSchemaDrift(js, spec map[string]any, samples []eventSample) []string {
 		}
 		specErr := specSch.VisitJSON(v)
 		if (jsErr == nil) != (specErr == nil) {
-			report("sample %q: %s says %s, openapi.yaml says %s", s.name, eventSchemaFile, schemaVerdict(jsErr), schemaVerdict(specErr))
+			report("sample %q: %s says %s, openapi.yaml says %s", s.name, p.file, schemaVerdict(jsErr), schemaVerdict(specErr))
 		} else if (jsErr == nil) != s.valid {
 			report("sample %q: both schemas say %s (%v), want valid=%v", s.name, schemaVerdict(jsErr), jsErr, s.valid)
 		}
@@ -234,7 +253,7 @@ func schemaVerdict(err error) string {
 // annotations and, at the event's top level, the keywords that only one
 // language has for the store_id rule (if/then/else and oneOf) and the JSON
 // Schema's own ($schema, $id, $defs); the samples compare the rule.
-func compareSchemas(where string, js, spec map[string]any, top bool, report func(string, ...any)) {
+func compareSchemas(p schemaPair, where string, js, spec map[string]any, top bool, report func(string, ...any)) {
 	skip := slices.Clone(schemaAnnotations)
 	if top {
 		skip = append(skip, "$schema", "$id", "$defs", "if", "then", "else", "oneOf")
@@ -257,7 +276,7 @@ func compareSchemas(where string, js, spec map[string]any, top bool, report func
 			report("%s: %q is only in openapi.yaml (%v)", where, k, b)
 			continue
 		case !inSpec:
-			report("%s: %q is only in %s (%v)", where, k, eventSchemaFile, a)
+			report("%s: %q is only in %s (%v)", where, k, p.file, a)
 			continue
 		}
 		switch k {
@@ -266,7 +285,7 @@ func compareSchemas(where string, js, spec map[string]any, top bool, report func
 			bp, _ := b.(map[string]any)
 			for _, name := range slices.Sorted(maps.Keys(ap)) {
 				if _, ok := bp[name]; !ok {
-					report("%s: property %q is only in %s", where, name, eventSchemaFile)
+					report("%s: property %q is only in %s", where, name, p.file)
 				}
 			}
 			for _, name := range slices.Sorted(maps.Keys(bp)) {
@@ -277,23 +296,23 @@ func compareSchemas(where string, js, spec map[string]any, top bool, report func
 				}
 				xm, _ := x.(map[string]any)
 				ym, _ := bp[name].(map[string]any)
-				compareSchemas(where+" ."+name, xm, ym, false, report)
+				compareSchemas(p, where+" ."+name, xm, ym, false, report)
 			}
 		case "items":
 			am, _ := a.(map[string]any)
 			bm, _ := b.(map[string]any)
-			compareSchemas(where+" []", am, bm, false, report)
+			compareSchemas(p, where+" []", am, bm, false, report)
 		case "$ref":
-			if want, ok := eventSchemaRefs[fmt.Sprint(a)]; !ok || want != b {
-				report("%s: $ref %v in %s, %v in openapi.yaml; they are not a pair", where, a, eventSchemaFile, b)
+			if want, ok := p.refs[fmt.Sprint(a)]; !ok || want != b {
+				report("%s: $ref %v in %s, %v in openapi.yaml; they are not a pair", where, a, p.file, b)
 			}
 		case "required", "enum":
 			if as, bs := sortedJSON(a), sortedJSON(b); !slices.Equal(as, bs) {
-				report("%s: %s is %v in %s, %v in openapi.yaml", where, k, as, eventSchemaFile, bs)
+				report("%s: %s is %v in %s, %v in openapi.yaml", where, k, as, p.file, bs)
 			}
 		default:
 			if !reflect.DeepEqual(a, b) {
-				report("%s: %s is %v in %s, %v in openapi.yaml", where, k, a, eventSchemaFile, b)
+				report("%s: %s is %v in %s, %v in openapi.yaml", where, k, a, p.file, b)
 			}
 		}
 	}
@@ -335,9 +354,9 @@ func jsonPointer(doc map[string]any, ref string) map[string]any {
 	return m
 }
 
-// compileJSONSchema compiles the JSON Schema with formats asserted, as
-// event_test.go does.
-func compileJSONSchema(js map[string]any) (*jsonschema.Schema, error) {
+// compileJSONSchema compiles the JSON Schema of file with formats asserted,
+// as event_test.go does.
+func compileJSONSchema(js map[string]any, file string) (*jsonschema.Schema, error) {
 	b, err := json.Marshal(js)
 	if err != nil {
 		return nil, err
@@ -349,7 +368,7 @@ func compileJSONSchema(js map[string]any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	url := "file:///" + filepath.Base(eventSchemaFile)
+	url := "file:///" + filepath.Base(file)
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}

@@ -141,6 +141,20 @@ func TestOpenAPIValid(t *testing.T) {
 			t.Errorf("UploadStatus lacks %q", s)
 		}
 	}
+	// The order states are the six, and an endpoint's states are those and
+	// stock_upload.finished, in the code's order.
+	for _, c := range []struct {
+		schema string
+		want   []storelink.OrderState
+	}{{"OrderState", storelink.OrderStates}, {"EndpointState", storelink.EndpointStates}} {
+		var want []string
+		for _, s := range c.want {
+			want = append(want, string(s))
+		}
+		if got := enumOf(t, doc, c.schema); !slices.Equal(got, want) {
+			t.Errorf("%s enum %v, want %v", c.schema, got, want)
+		}
+	}
 }
 
 func enumOf(t *testing.T, doc *openapi3.T, schema string) []string {

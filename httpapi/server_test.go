@@ -83,7 +83,8 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	orders := service.New(sqlite.NewDrivers(db))
+	// As serve does: upload events name the API's path of the upload.
+	orders := service.New(sqlite.NewDrivers(db), service.WithUploadStatusURL(httpapi.UploadStatusPath))
 	if opt.capacity.Window == 0 {
 		opt.capacity = storelink.CapacityPolicy{Base: 20 << 20, PerStore: 2 << 20, Window: time.Hour}
 	}

@@ -68,6 +68,39 @@ func (e DeliveryState) Valid() bool {
 	}
 }
 
+// Defines values for EndpointState.
+const (
+	EndpointStateAssigned                      EndpointState = "assigned"
+	EndpointStateCancelled                     EndpointState = "cancelled"
+	EndpointStateFulfilled                     EndpointState = "fulfilled"
+	EndpointStateMarketplaceWarehouseFulfilled EndpointState = "marketplace_warehouse_fulfilled"
+	EndpointStateMarketplaceWarehouseReturned  EndpointState = "marketplace_warehouse_returned"
+	EndpointStateReturned                      EndpointState = "returned"
+	EndpointStateStockUploadFinished           EndpointState = "stock_upload.finished"
+)
+
+// Valid indicates whether the value is a known member of the EndpointState enum.
+func (e EndpointState) Valid() bool {
+	switch e {
+	case EndpointStateAssigned:
+		return true
+	case EndpointStateCancelled:
+		return true
+	case EndpointStateFulfilled:
+		return true
+	case EndpointStateMarketplaceWarehouseFulfilled:
+		return true
+	case EndpointStateMarketplaceWarehouseReturned:
+		return true
+	case EndpointStateReturned:
+		return true
+	case EndpointStateStockUploadFinished:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FeedProblemType.
 const (
 	CSVEncodingError                 FeedProblemType = "CSV Encoding Error"
@@ -827,8 +860,11 @@ type CreateEndpointRequest struct {
 	// Example: Orders to the ERP
 	Description *string `json:"description,omitempty"`
 
-	// States The order states whose events the endpoint receives; absent or empty for all six.
-	States *[]OrderState `json:"states,omitempty"`
+	// States The order states whose events the endpoint receives, absent,
+	// empty or naming none of them for all six; and
+	// `stock_upload.finished` to receive upload events too, which
+	// only endpoints naming it receive.
+	States *[]EndpointState `json:"states,omitempty"`
 
 	// Url The absolute `http` or `https` URL that receives the events
 	// (trimmed). Every `${eventId}` in it is replaced by the event id at
@@ -877,21 +913,14 @@ type Delivery struct {
 	// EventId The event, sent as `webhook-id`.
 	EventId string `json:"event_id"`
 
-	// EventState The state of an order, as the seed names it: `assigned` (assigned to
-	// a store), `cancelled` (all items cancelled), `fulfilled` (picked in
-	// the store, ready to ship), `returned` (items of a store-fulfilled
-	// order came back), `marketplace_warehouse_fulfilled` (completed by the
-	// marketplace's warehouse), `marketplace_warehouse_returned` (items of
-	// a warehouse-fulfilled order came back). Allowed changes:
-	// assigned → cancelled or fulfilled; fulfilled → returned;
-	// returned → returned; marketplace_warehouse_fulfilled →
-	// marketplace_warehouse_returned; marketplace_warehouse_returned →
-	// marketplace_warehouse_returned.
-	EventState OrderState `json:"event_state"`
+	// EventState The state of an order event, or `stock_upload.finished` for an upload event.
+	EventState EndpointState `json:"event_state"`
 
 	// NextAttemptAt While `pending`, when the next attempt is due at the earliest; absent otherwise.
 	NextAttemptAt *Timestamp `json:"next_attempt_at,omitempty"`
-	OrderId       string     `json:"order_id"`
+
+	// OrderId The order of an order event; absent for an upload event.
+	OrderId *string `json:"order_id,omitempty"`
 
 	// State Where the delivery of one event to one endpoint stands: `pending`
 	// (not through yet: an attempt is due at `next_attempt_at`, or waits
@@ -906,6 +935,9 @@ type Delivery struct {
 	//
 	// Example: 2026-11-21T07:54:21.605Z
 	UpdatedAt Timestamp `json:"updated_at"`
+
+	// UploadId The upload of an upload event (`stock_upload.finished`); absent for an order event.
+	UploadId *string `json:"upload_id,omitempty"`
 }
 
 // DeliveryDetails Delivery and return tracking information; every field optional.
@@ -970,8 +1002,9 @@ type Endpoint struct {
 	// PreviousSecretUntil The end of the last secret rotation's overlap, until which the previous secret signs too (it may be in the past); absent when the secret was never rotated.
 	PreviousSecretUntil *Timestamp `json:"previous_secret_until,omitempty"`
 
-	// States The order states whose events it receives; empty for all.
-	States []OrderState `json:"states"`
+	// States The order states whose events it receives (naming none: all
+	// six), and `stock_upload.finished` when it receives upload events.
+	States []EndpointState `json:"states"`
 
 	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
@@ -1014,8 +1047,9 @@ type EndpointDetail struct {
 	// PreviousSecretUntil The end of the last secret rotation's overlap, until which the previous secret signs too (it may be in the past); absent when the secret was never rotated.
 	PreviousSecretUntil *Timestamp `json:"previous_secret_until,omitempty"`
 
-	// States The order states whose events it receives; empty for all.
-	States []OrderState `json:"states"`
+	// States The order states whose events it receives (naming none: all
+	// six), and `stock_upload.finished` when it receives upload events.
+	States []EndpointState `json:"states"`
 
 	// Stats How an endpoint has been doing. The attempt figures cover the 24
 	// hours from `since` to the answer; test sends are not attempts and
@@ -1044,6 +1078,12 @@ type EndpointDetailPage struct {
 	// NextCursor Present when there are more; pass as `after` for the next page.
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
+
+// EndpointState What an endpoint's `states` may name: an order state (`OrderState`),
+// whose order events it then receives, or `stock_upload.finished`,
+// which is not an order state: the end of each of the client's uploads
+// (`StockUploadEvent`), which only endpoints naming it receive.
+type EndpointState string
 
 // EndpointStats How an endpoint has been doing. The attempt figures cover the 24
 // hours from `since` to the answer; test sends are not attempts and
@@ -1123,8 +1163,9 @@ type EndpointWithSecret struct {
 	// Example: whsec_8vq6NYUw6u2sBNnTGimQt94eitr2ycseQzW1Go9EJ80=
 	Secret string `json:"secret"`
 
-	// States The order states whose events it receives; empty for all.
-	States []OrderState `json:"states"`
+	// States The order states whose events it receives (naming none: all
+	// six), and `stock_upload.finished` when it receives upload events.
+	States []EndpointState `json:"states"`
 
 	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
 	//
@@ -1706,17 +1747,8 @@ type Store struct {
 
 // TestRequest defines model for TestRequest.
 type TestRequest struct {
-	// State The state of an order, as the seed names it: `assigned` (assigned to
-	// a store), `cancelled` (all items cancelled), `fulfilled` (picked in
-	// the store, ready to ship), `returned` (items of a store-fulfilled
-	// order came back), `marketplace_warehouse_fulfilled` (completed by the
-	// marketplace's warehouse), `marketplace_warehouse_returned` (items of
-	// a warehouse-fulfilled order came back). Allowed changes:
-	// assigned → cancelled or fulfilled; fulfilled → returned;
-	// returned → returned; marketplace_warehouse_fulfilled →
-	// marketplace_warehouse_returned; marketplace_warehouse_returned →
-	// marketplace_warehouse_returned.
-	State *OrderState `json:"state,omitempty"`
+	// State The kind of example event to send, `assigned` when absent; `stock_upload.finished` sends a `StockUploadEvent`.
+	State *EndpointState `json:"state,omitempty"`
 }
 
 // TestResult What came of a test send. Optional fields without a value are absent.
@@ -1749,8 +1781,8 @@ type UpdateEndpointRequest struct {
 	// Enabled `false` disables the endpoint; `true` enables it and clears `disabled_reason`.
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// States The new state filter; `[]` for all six states.
-	States *[]OrderState `json:"states,omitempty"`
+	// States The new states, under the rules of registration; `[]` for all six order states and no upload events.
+	States *[]EndpointState `json:"states,omitempty"`
 
 	// Url A new URL, under the rules of registration.
 	Url *string `json:"url,omitempty"`
@@ -2794,7 +2826,8 @@ type ClientInterface interface {
 	// CreateWebhookEndpointWithBody Register a webhook endpoint for a client
 	//
 	// Registers a URL that receives the client's order events from now on
-	// (see the `webhooks` tag for how they are sent), enabled at once.
+	// (see the `webhooks` tag for how they are sent), and its upload
+	// events when `states` names `stock_upload.finished`, enabled at once.
 	// The answer holds the endpoint's signing secret, `whsec_` + base64 of
 	// 32 random bytes: it is shown here only (and a new one by
 	// `rotate-secret`); the service keeps it encrypted and never shows it
@@ -2817,7 +2850,8 @@ type ClientInterface interface {
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
-	// either end. `states` names order states (422 for another value). Each
+	// either end. `states` names order states and, to receive upload
+	// events, `stock_upload.finished` (422 for another value). Each
 	// breach is a 422 whose detail names the field (and at most the
 	// host, never the whole URL, which may hold a token). A `client_id`
 	// that names no client: 404.
@@ -2830,7 +2864,8 @@ type ClientInterface interface {
 	// CreateWebhookEndpoint Register a webhook endpoint for a client
 	//
 	// Registers a URL that receives the client's order events from now on
-	// (see the `webhooks` tag for how they are sent), enabled at once.
+	// (see the `webhooks` tag for how they are sent), and its upload
+	// events when `states` names `stock_upload.finished`, enabled at once.
 	// The answer holds the endpoint's signing secret, `whsec_` + base64 of
 	// 32 random bytes: it is shown here only (and a new one by
 	// `rotate-secret`); the service keeps it encrypted and never shows it
@@ -2853,7 +2888,8 @@ type ClientInterface interface {
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
-	// either end. `states` names order states (422 for another value). Each
+	// either end. `states` names order states and, to receive upload
+	// events, `stock_upload.finished` (422 for another value). Each
 	// breach is a 422 whose detail names the field (and at most the
 	// host, never the whole URL, which may hold a token). A `client_id`
 	// that names no client: 404.
@@ -3132,15 +3168,19 @@ type ClientInterface interface {
 
 	// TestWebhookEndpointWithBody Send a test event to a webhook endpoint now
 	//
-	// Sends one example order event to the endpoint at once and answers
-	// what came of it. The request is a delivery's in every way (the same
+	// Sends one example event to the endpoint at once and answers what
+	// came of it. The request is a delivery's in every way (the same
 	// client, timeout, address guard, headers and signatures, with the
 	// endpoint's `api_key`), plus `webhook-test: true`; the event is
 	// valid against `OrderEvent` in the given `state` (default
 	// `assigned`), with new ids and an `order_number` starting with
-	// `TEST-`, and names the client's first store. It is not stored: no
-	// order event, no delivery, nothing in the pull feed, and the attempt
-	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// `TEST-`, and names the client's first store. With `state`
+	// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+	// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+	// 1 of 3 rows rejected) that was never stored, so its `status_url`
+	// answers 404. Either is sent whatever states the endpoint names. It
+	// is not stored: no event, no delivery, nothing in the pull feed, and
+	// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
 	// came (as an attempt's does). A test send waits at most
@@ -3149,8 +3189,8 @@ type ClientInterface interface {
 	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
-	// otherwise, 413 over 1 MiB); a `state` that is not an order state
-	// gives 422.
+	// otherwise, 413 over 1 MiB); a `state` that is neither an order
+	// state nor `stock_upload.finished` gives 422.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3159,15 +3199,19 @@ type ClientInterface interface {
 
 	// TestWebhookEndpoint Send a test event to a webhook endpoint now
 	//
-	// Sends one example order event to the endpoint at once and answers
-	// what came of it. The request is a delivery's in every way (the same
+	// Sends one example event to the endpoint at once and answers what
+	// came of it. The request is a delivery's in every way (the same
 	// client, timeout, address guard, headers and signatures, with the
 	// endpoint's `api_key`), plus `webhook-test: true`; the event is
 	// valid against `OrderEvent` in the given `state` (default
 	// `assigned`), with new ids and an `order_number` starting with
-	// `TEST-`, and names the client's first store. It is not stored: no
-	// order event, no delivery, nothing in the pull feed, and the attempt
-	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// `TEST-`, and names the client's first store. With `state`
+	// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+	// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+	// 1 of 3 rows rejected) that was never stored, so its `status_url`
+	// answers 404. Either is sent whatever states the endpoint names. It
+	// is not stored: no event, no delivery, nothing in the pull feed, and
+	// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
 	// came (as an attempt's does). A test send waits at most
@@ -3176,8 +3220,8 @@ type ClientInterface interface {
 	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
-	// otherwise, 413 over 1 MiB); a `state` that is not an order state
-	// gives 422.
+	// otherwise, 413 over 1 MiB); a `state` that is neither an order
+	// state nor `stock_upload.finished` gives 422.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3214,8 +3258,12 @@ type ClientInterface interface {
 
 	// PullEvents Pull the client's order events in the order they happened
 	//
-	// For partners who cannot receive webhooks: the client's events, each
-	// exactly as a webhook would carry it, in the order they happened.
+	// For partners who cannot receive webhooks: the client's order
+	// events, each exactly as a webhook would carry it, in the order they
+	// happened. The feed holds order events only: the end of an upload
+	// (`stock_upload.finished`) is sent to the endpoints that name it and
+	// is never listed here; read an upload's outcome with
+	// `GET /stock/{client_id}/uploads/{upload_id}`.
 	// Start without `after`; then pass the `next_cursor` of each answer
 	// as `after`. `next_cursor` is the position of the last event of the
 	// page, or the `after` given when the page is empty (absent when there
@@ -4305,7 +4353,8 @@ func (c *Client) ListClientWebhookEndpoints(ctx context.Context, clientId Client
 // CreateWebhookEndpointWithBody Register a webhook endpoint for a client
 //
 // Registers a URL that receives the client's order events from now on
-// (see the `webhooks` tag for how they are sent), enabled at once.
+// (see the `webhooks` tag for how they are sent), and its upload
+// events when `states` names `stock_upload.finished`, enabled at once.
 // The answer holds the endpoint's signing secret, `whsec_` + base64 of
 // 32 random bytes: it is shown here only (and a new one by
 // `rotate-secret`); the service keeps it encrypted and never shows it
@@ -4328,7 +4377,8 @@ func (c *Client) ListClientWebhookEndpoints(ctx context.Context, clientId Client
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
-// either end. `states` names order states (422 for another value). Each
+// either end. `states` names order states and, to receive upload
+// events, `stock_upload.finished` (422 for another value). Each
 // breach is a 422 whose detail names the field (and at most the
 // host, never the whole URL, which may hold a token). A `client_id`
 // that names no client: 404.
@@ -4351,7 +4401,8 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, clientId Cli
 // CreateWebhookEndpoint Register a webhook endpoint for a client
 //
 // Registers a URL that receives the client's order events from now on
-// (see the `webhooks` tag for how they are sent), enabled at once.
+// (see the `webhooks` tag for how they are sent), and its upload
+// events when `states` names `stock_upload.finished`, enabled at once.
 // The answer holds the endpoint's signing secret, `whsec_` + base64 of
 // 32 random bytes: it is shown here only (and a new one by
 // `rotate-secret`); the service keeps it encrypted and never shows it
@@ -4374,7 +4425,8 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, clientId Cli
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
-// either end. `states` names order states (422 for another value). Each
+// either end. `states` names order states and, to receive upload
+// events, `stock_upload.finished` (422 for another value). Each
 // breach is a 422 whose detail names the field (and at most the
 // host, never the whole URL, which may hold a token). A `client_id`
 // that names no client: 404.
@@ -4813,15 +4865,19 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, endpointId EndpointID,
 
 // TestWebhookEndpointWithBody Send a test event to a webhook endpoint now
 //
-// Sends one example order event to the endpoint at once and answers
-// what came of it. The request is a delivery's in every way (the same
+// Sends one example event to the endpoint at once and answers what
+// came of it. The request is a delivery's in every way (the same
 // client, timeout, address guard, headers and signatures, with the
 // endpoint's `api_key`), plus `webhook-test: true`; the event is
 // valid against `OrderEvent` in the given `state` (default
 // `assigned`), with new ids and an `order_number` starting with
-// `TEST-`, and names the client's first store. It is not stored: no
-// order event, no delivery, nothing in the pull feed, and the attempt
-// is not counted in the endpoint's stats. A disabled endpoint is sent
+// `TEST-`, and names the client's first store. With `state`
+// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+// 1 of 3 rows rejected) that was never stored, so its `status_url`
+// answers 404. Either is sent whatever states the endpoint names. It
+// is not stored: no event, no delivery, nothing in the pull feed, and
+// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
 // came (as an attempt's does). A test send waits at most
@@ -4830,8 +4886,8 @@ func (c *Client) RotateWebhookSecret(ctx context.Context, endpointId EndpointID,
 // beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
-// otherwise, 413 over 1 MiB); a `state` that is not an order state
-// gives 422.
+// otherwise, 413 over 1 MiB); a `state` that is neither an order
+// state nor `stock_upload.finished` gives 422.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4850,15 +4906,19 @@ func (c *Client) TestWebhookEndpointWithBody(ctx context.Context, endpointId End
 
 // TestWebhookEndpoint Send a test event to a webhook endpoint now
 //
-// Sends one example order event to the endpoint at once and answers
-// what came of it. The request is a delivery's in every way (the same
+// Sends one example event to the endpoint at once and answers what
+// came of it. The request is a delivery's in every way (the same
 // client, timeout, address guard, headers and signatures, with the
 // endpoint's `api_key`), plus `webhook-test: true`; the event is
 // valid against `OrderEvent` in the given `state` (default
 // `assigned`), with new ids and an `order_number` starting with
-// `TEST-`, and names the client's first store. It is not stored: no
-// order event, no delivery, nothing in the pull feed, and the attempt
-// is not counted in the endpoint's stats. A disabled endpoint is sent
+// `TEST-`, and names the client's first store. With `state`
+// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+// 1 of 3 rows rejected) that was never stored, so its `status_url`
+// answers 404. Either is sent whatever states the endpoint names. It
+// is not stored: no event, no delivery, nothing in the pull feed, and
+// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
 // came (as an attempt's does). A test send waits at most
@@ -4867,8 +4927,8 @@ func (c *Client) TestWebhookEndpointWithBody(ctx context.Context, endpointId End
 // beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
-// otherwise, 413 over 1 MiB); a `state` that is not an order state
-// gives 422.
+// otherwise, 413 over 1 MiB); a `state` that is neither an order
+// state nor `stock_upload.finished` gives 422.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4945,8 +5005,12 @@ func (c *Client) PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, key
 
 // PullEvents Pull the client's order events in the order they happened
 //
-// For partners who cannot receive webhooks: the client's events, each
-// exactly as a webhook would carry it, in the order they happened.
+// For partners who cannot receive webhooks: the client's order
+// events, each exactly as a webhook would carry it, in the order they
+// happened. The feed holds order events only: the end of an upload
+// (`stock_upload.finished`) is sent to the endpoints that name it and
+// is never listed here; read an upload's outcome with
+// `GET /stock/{client_id}/uploads/{upload_id}`.
 // Start without `after`; then pass the `next_cursor` of each answer
 // as `after`. `next_cursor` is the position of the last event of the
 // page, or the `after` given when the page is empty (absent when there
@@ -9432,7 +9496,8 @@ type ClientWithResponsesInterface interface {
 	// CreateWebhookEndpointWithBodyWithResponse Register a webhook endpoint for a client
 	//
 	// Registers a URL that receives the client's order events from now on
-	// (see the `webhooks` tag for how they are sent), enabled at once.
+	// (see the `webhooks` tag for how they are sent), and its upload
+	// events when `states` names `stock_upload.finished`, enabled at once.
 	// The answer holds the endpoint's signing secret, `whsec_` + base64 of
 	// 32 random bytes: it is shown here only (and a new one by
 	// `rotate-secret`); the service keeps it encrypted and never shows it
@@ -9455,7 +9520,8 @@ type ClientWithResponsesInterface interface {
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
-	// either end. `states` names order states (422 for another value). Each
+	// either end. `states` names order states and, to receive upload
+	// events, `stock_upload.finished` (422 for another value). Each
 	// breach is a 422 whose detail names the field (and at most the
 	// host, never the whole URL, which may hold a token). A `client_id`
 	// that names no client: 404.
@@ -9468,7 +9534,8 @@ type ClientWithResponsesInterface interface {
 	// CreateWebhookEndpointWithResponse Register a webhook endpoint for a client
 	//
 	// Registers a URL that receives the client's order events from now on
-	// (see the `webhooks` tag for how they are sent), enabled at once.
+	// (see the `webhooks` tag for how they are sent), and its upload
+	// events when `states` names `stock_upload.finished`, enabled at once.
 	// The answer holds the endpoint's signing secret, `whsec_` + base64 of
 	// 32 random bytes: it is shown here only (and a new one by
 	// `rotate-secret`); the service keeps it encrypted and never shows it
@@ -9491,7 +9558,8 @@ type ClientWithResponsesInterface interface {
 	// these. A host name is checked again, after it is resolved, at every
 	// attempt. `api_key` must be a header value of at most 1024 bytes,
 	// without control characters but tabs and without white space at
-	// either end. `states` names order states (422 for another value). Each
+	// either end. `states` names order states and, to receive upload
+	// events, `stock_upload.finished` (422 for another value). Each
 	// breach is a 422 whose detail names the field (and at most the
 	// host, never the whole URL, which may hold a token). A `client_id`
 	// that names no client: 404.
@@ -9780,15 +9848,19 @@ type ClientWithResponsesInterface interface {
 
 	// TestWebhookEndpointWithBodyWithResponse Send a test event to a webhook endpoint now
 	//
-	// Sends one example order event to the endpoint at once and answers
-	// what came of it. The request is a delivery's in every way (the same
+	// Sends one example event to the endpoint at once and answers what
+	// came of it. The request is a delivery's in every way (the same
 	// client, timeout, address guard, headers and signatures, with the
 	// endpoint's `api_key`), plus `webhook-test: true`; the event is
 	// valid against `OrderEvent` in the given `state` (default
 	// `assigned`), with new ids and an `order_number` starting with
-	// `TEST-`, and names the client's first store. It is not stored: no
-	// order event, no delivery, nothing in the pull feed, and the attempt
-	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// `TEST-`, and names the client's first store. With `state`
+	// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+	// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+	// 1 of 3 rows rejected) that was never stored, so its `status_url`
+	// answers 404. Either is sent whatever states the endpoint names. It
+	// is not stored: no event, no delivery, nothing in the pull feed, and
+	// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
 	// came (as an attempt's does). A test send waits at most
@@ -9797,8 +9869,8 @@ type ClientWithResponsesInterface interface {
 	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
-	// otherwise, 413 over 1 MiB); a `state` that is not an order state
-	// gives 422.
+	// otherwise, 413 over 1 MiB); a `state` that is neither an order
+	// state nor `stock_upload.finished` gives 422.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9807,15 +9879,19 @@ type ClientWithResponsesInterface interface {
 
 	// TestWebhookEndpointWithResponse Send a test event to a webhook endpoint now
 	//
-	// Sends one example order event to the endpoint at once and answers
-	// what came of it. The request is a delivery's in every way (the same
+	// Sends one example event to the endpoint at once and answers what
+	// came of it. The request is a delivery's in every way (the same
 	// client, timeout, address guard, headers and signatures, with the
 	// endpoint's `api_key`), plus `webhook-test: true`; the event is
 	// valid against `OrderEvent` in the given `state` (default
 	// `assigned`), with new ids and an `order_number` starting with
-	// `TEST-`, and names the client's first store. It is not stored: no
-	// order event, no delivery, nothing in the pull feed, and the attempt
-	// is not counted in the endpoint's stats. A disabled endpoint is sent
+	// `TEST-`, and names the client's first store. With `state`
+	// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+	// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+	// 1 of 3 rows rejected) that was never stored, so its `status_url`
+	// answers 404. Either is sent whatever states the endpoint names. It
+	// is not stored: no event, no delivery, nothing in the pull feed, and
+	// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 	// to all the same; a deleted one gives 409. The answer is 200
 	// whatever the endpoint answered; `error` says why no usable answer
 	// came (as an attempt's does). A test send waits at most
@@ -9824,8 +9900,8 @@ type ClientWithResponsesInterface interface {
 	// beyond, with `Retry-After`).
 	//
 	// The body is optional: none, or JSON with only `state` (400
-	// otherwise, 413 over 1 MiB); a `state` that is not an order state
-	// gives 422.
+	// otherwise, 413 over 1 MiB); a `state` that is neither an order
+	// state nor `stock_upload.finished` gives 422.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9868,8 +9944,12 @@ type ClientWithResponsesInterface interface {
 
 	// PullEventsWithResponse Pull the client's order events in the order they happened
 	//
-	// For partners who cannot receive webhooks: the client's events, each
-	// exactly as a webhook would carry it, in the order they happened.
+	// For partners who cannot receive webhooks: the client's order
+	// events, each exactly as a webhook would carry it, in the order they
+	// happened. The feed holds order events only: the end of an upload
+	// (`stock_upload.finished`) is sent to the endpoints that name it and
+	// is never listed here; read an upload's outcome with
+	// `GET /stock/{client_id}/uploads/{upload_id}`.
 	// Start without `after`; then pass the `next_cursor` of each answer
 	// as `after`. `next_cursor` is the position of the last event of the
 	// page, or the `after` given when the page is empty (absent when there
@@ -17573,7 +17653,8 @@ func (c *ClientWithResponses) ListClientWebhookEndpointsWithResponse(ctx context
 // CreateWebhookEndpointWithBodyWithResponse Register a webhook endpoint for a client
 //
 // Registers a URL that receives the client's order events from now on
-// (see the `webhooks` tag for how they are sent), enabled at once.
+// (see the `webhooks` tag for how they are sent), and its upload
+// events when `states` names `stock_upload.finished`, enabled at once.
 // The answer holds the endpoint's signing secret, `whsec_` + base64 of
 // 32 random bytes: it is shown here only (and a new one by
 // `rotate-secret`); the service keeps it encrypted and never shows it
@@ -17596,7 +17677,8 @@ func (c *ClientWithResponses) ListClientWebhookEndpointsWithResponse(ctx context
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
-// either end. `states` names order states (422 for another value). Each
+// either end. `states` names order states and, to receive upload
+// events, `stock_upload.finished` (422 for another value). Each
 // breach is a 422 whose detail names the field (and at most the
 // host, never the whole URL, which may hold a token). A `client_id`
 // that names no client: 404.
@@ -17615,7 +17697,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // CreateWebhookEndpointWithResponse Register a webhook endpoint for a client
 //
 // Registers a URL that receives the client's order events from now on
-// (see the `webhooks` tag for how they are sent), enabled at once.
+// (see the `webhooks` tag for how they are sent), and its upload
+// events when `states` names `stock_upload.finished`, enabled at once.
 // The answer holds the endpoint's signing secret, `whsec_` + base64 of
 // 32 random bytes: it is shown here only (and a new one by
 // `rotate-secret`); the service keeps it encrypted and never shows it
@@ -17638,7 +17721,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // these. A host name is checked again, after it is resolved, at every
 // attempt. `api_key` must be a header value of at most 1024 bytes,
 // without control characters but tabs and without white space at
-// either end. `states` names order states (422 for another value). Each
+// either end. `states` names order states and, to receive upload
+// events, `stock_upload.finished` (422 for another value). Each
 // breach is a 422 whose detail names the field (and at most the
 // host, never the whole URL, which may hold a token). A `client_id`
 // that names no client: 404.
@@ -18023,15 +18107,19 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 
 // TestWebhookEndpointWithBodyWithResponse Send a test event to a webhook endpoint now
 //
-// Sends one example order event to the endpoint at once and answers
-// what came of it. The request is a delivery's in every way (the same
+// Sends one example event to the endpoint at once and answers what
+// came of it. The request is a delivery's in every way (the same
 // client, timeout, address guard, headers and signatures, with the
 // endpoint's `api_key`), plus `webhook-test: true`; the event is
 // valid against `OrderEvent` in the given `state` (default
 // `assigned`), with new ids and an `order_number` starting with
-// `TEST-`, and names the client's first store. It is not stored: no
-// order event, no delivery, nothing in the pull feed, and the attempt
-// is not counted in the endpoint's stats. A disabled endpoint is sent
+// `TEST-`, and names the client's first store. With `state`
+// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+// 1 of 3 rows rejected) that was never stored, so its `status_url`
+// answers 404. Either is sent whatever states the endpoint names. It
+// is not stored: no event, no delivery, nothing in the pull feed, and
+// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
 // came (as an attempt's does). A test send waits at most
@@ -18040,8 +18128,8 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 // beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
-// otherwise, 413 over 1 MiB); a `state` that is not an order state
-// gives 422.
+// otherwise, 413 over 1 MiB); a `state` that is neither an order
+// state nor `stock_upload.finished` gives 422.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18056,15 +18144,19 @@ func (c *ClientWithResponses) TestWebhookEndpointWithBodyWithResponse(ctx contex
 
 // TestWebhookEndpointWithResponse Send a test event to a webhook endpoint now
 //
-// Sends one example order event to the endpoint at once and answers
-// what came of it. The request is a delivery's in every way (the same
+// Sends one example event to the endpoint at once and answers what
+// came of it. The request is a delivery's in every way (the same
 // client, timeout, address guard, headers and signatures, with the
 // endpoint's `api_key`), plus `webhook-test: true`; the event is
 // valid against `OrderEvent` in the given `state` (default
 // `assigned`), with new ids and an `order_number` starting with
-// `TEST-`, and names the client's first store. It is not stored: no
-// order event, no delivery, nothing in the pull feed, and the attempt
-// is not counted in the endpoint's stats. A disabled endpoint is sent
+// `TEST-`, and names the client's first store. With `state`
+// `stock_upload.finished` it is a `StockUploadEvent` instead, of a
+// made-up upload (new ids, `file_name` `test-stock.csv`, applied with
+// 1 of 3 rows rejected) that was never stored, so its `status_url`
+// answers 404. Either is sent whatever states the endpoint names. It
+// is not stored: no event, no delivery, nothing in the pull feed, and
+// the attempt is not counted in the endpoint's stats. A disabled endpoint is sent
 // to all the same; a deleted one gives 409. The answer is 200
 // whatever the endpoint answered; `error` says why no usable answer
 // came (as an attempt's does). A test send waits at most
@@ -18073,8 +18165,8 @@ func (c *ClientWithResponses) TestWebhookEndpointWithBodyWithResponse(ctx contex
 // beyond, with `Retry-After`).
 //
 // The body is optional: none, or JSON with only `state` (400
-// otherwise, 413 over 1 MiB); a `state` that is not an order state
-// gives 422.
+// otherwise, 413 over 1 MiB); a `state` that is neither an order
+// state nor `stock_upload.finished` gives 422.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18141,8 +18233,12 @@ func (c *ClientWithResponses) PartnerRevokeAPIKeyWithResponse(ctx context.Contex
 
 // PullEventsWithResponse Pull the client's order events in the order they happened
 //
-// For partners who cannot receive webhooks: the client's events, each
-// exactly as a webhook would carry it, in the order they happened.
+// For partners who cannot receive webhooks: the client's order
+// events, each exactly as a webhook would carry it, in the order they
+// happened. The feed holds order events only: the end of an upload
+// (`stock_upload.finished`) is sent to the endpoints that name it and
+// is never listed here; read an upload's outcome with
+// `GET /stock/{client_id}/uploads/{upload_id}`.
 // Start without `after`; then pass the `next_cursor` of each answer
 // as `after`. `next_cursor` is the position of the last event of the
 // page, or the `after` given when the page is empty (absent when there
