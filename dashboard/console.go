@@ -27,8 +27,8 @@ type clientForms struct {
 	// KeyError is a refused create (KeyID "") or revoke of KeyID.
 	KeyError, KeyID string
 	Shown           *shownOnce
-	// States are the order states an endpoint may ask for; MaxKeys the
-	// most keys a client may have.
+	// States are what an endpoint may ask for (EndpointStates); MaxKeys
+	// the most keys a client may have.
 	States  []storelink.OrderState
 	MaxKeys int
 	// EndpointsSeen and KeysSeen are the digests of the endpoints and keys
@@ -205,7 +205,7 @@ func (h *Handler) showEndpointEdit(w http.ResponseWriter, r *http.Request, statu
 		h.renderError(w, r, storelink.Errorf(storelink.ECONFLICT, "Webhook endpoint %q is deleted: it cannot be changed.", e.ID))
 		return
 	}
-	d := endpointEditData{portalEndpointData: portalEndpointData{EndpointDetail: *e, States: storelink.OrderStates, Form: form,
+	d := endpointEditData{portalEndpointData: portalEndpointData{EndpointDetail: *e, States: storelink.EndpointStates, Form: form,
 		URLHidden: hidesURL(e.URL)}}
 	if d.URLHidden && form.URL == e.URL {
 		d.Form.URL = ""

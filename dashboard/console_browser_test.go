@@ -125,15 +125,19 @@ func consoleForms(t *testing.T, width int) {
 	// Register an endpoint: a URL the API refuses comes back with the
 	// error and what was typed; a good one shows its secret once.
 	s.checkUsable("#register form", width)
+	if got := strings.TrimSpace(s.text(`#register fieldset.other-events label`)); got != "Upload finished (stock_upload.finished)" {
+		t.Errorf("the upload event's box is labelled %q", got)
+	}
 	s.do("type a bad URL", chromedp.SendKeys(chromedp.CSS(`#register input[name="url"]`), "ftp://hooks.example.com/x"),
 		chromedp.Click(chromedp.CSS(`#register input[value="fulfilled"]`)),
+		chromedp.Click(chromedp.CSS(`#register input[value="stock_upload.finished"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#register input[name="description"]`), "Shop system"))
 	s.submitWant(`#register button[type="submit"]`, http.StatusUnprocessableEntity)
 	if got := s.text("#register .error"); got != "url: the scheme must be http or https." {
 		t.Errorf("the refused register says %q", got)
 	}
 	if got := eval[[]string](s, `[document.querySelector('#register input[name="url"]').value, document.querySelector('#register input[name="description"]').value,
-		...[...document.querySelectorAll('#register input[name="states"]:checked')].map(c => c.value)]`); !slices.Equal(got, []string{"ftp://hooks.example.com/x", "Shop system", "fulfilled"}) {
+		...[...document.querySelectorAll('#register input[name="states"]:checked')].map(c => c.value)]`); !slices.Equal(got, []string{"ftp://hooks.example.com/x", "Shop system", "fulfilled", "stock_upload.finished"}) {
 		t.Errorf("the refused form holds %q", got)
 	}
 	s.checkUsable("#register form", width)
@@ -145,7 +149,7 @@ func consoleForms(t *testing.T, width int) {
 	endpoints, err := f.services.Webhooks.Endpoints(s.ctx, clientID)
 	must(t, err)
 	if len(endpoints) != 1 || endpoints[0].URL != "https://hooks.example.com/shop/${eventId}" || endpoints[0].Description != "Shop system" ||
-		!slices.Equal(endpoints[0].States, []storelink.OrderState{"fulfilled"}) {
+		!slices.Equal(endpoints[0].States, []storelink.OrderState{"fulfilled", storelink.EventUploadFinished}) {
 		t.Fatalf("the endpoints after registering = %+v", endpoints)
 	}
 	ep := endpoints[0]

@@ -19,8 +19,7 @@ type endpointData struct {
 	ClientLabel string
 	Deliveries  []deliveryRow
 	// Since is the recover form's default: the start of the stats' window.
-	Since  string
-	States []storelink.OrderState
+	Since string
 	// Overlaps are the rotation form's choices.
 	Overlaps []overlapChoice
 	endpointExtra
@@ -51,7 +50,7 @@ func (h *Handler) showEndpointWith(w http.ResponseWriter, r *http.Request, statu
 		h.renderError(w, r, err)
 		return
 	}
-	d := endpointData{EndpointDetail: e, endpointExtra: x, States: storelink.OrderStates, Overlaps: overlaps,
+	d := endpointData{EndpointDetail: e, endpointExtra: x, Overlaps: overlaps,
 		Since: e.Stats.Since.UTC().Format(time.RFC3339)}
 	if d.ClientLabel, err = h.clientLabel(ctx, e.ClientID); err != nil {
 		h.renderError(w, r, err)

@@ -158,7 +158,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(drivers, service.WithSealer(sealer))
+	// As serve wires it: upload events name the API's path of the upload.
+	svc := service.New(drivers, service.WithSealer(sealer), service.WithUploadStatusURL(httpapi.UploadStatusPath))
 	f := &fixture{t: t, db: db, dbPath: dbPath, services: svc, Token: "sla_" + hex.EncodeToString(key)}
 	f.keep(f.Token)
 	reg := prometheus.NewRegistry()

@@ -48,6 +48,18 @@ var funcs = template.FuncMap{
 	"add":      func(a, b int) int { return a + b },
 	"track":    func() string { return gaugeTrack },
 	"states":   func() []storelink.OrderState { return storelink.OrderStates },
+	// endpointStates are what an endpoint's states may name, and what a
+	// test send may send: the order states and the upload event.
+	"endpointStates": func() []storelink.OrderState { return storelink.EndpointStates },
+	// stateLabel names what an endpoint's states hold: an order state as
+	// it is, the upload event so that nobody takes it for one.
+	"stateLabel": stateLabel,
+	// isUploadEvent tells the upload event apart from the order states.
+	"isUploadEvent": func(s storelink.OrderState) bool { return s == storelink.EventUploadFinished },
+	// namesOrderState tells whether an endpoint's states name an order state.
+	"namesOrderState": func(list []storelink.OrderState) bool {
+		return slices.ContainsFunc(list, func(s storelink.OrderState) bool { return s != storelink.EventUploadFinished })
+	},
 	"groupTitles": func() map[string]string {
 		return map[string]string{"failed": "Failed: retry schedule spent", "pending": "Pending", "succeeded": "Succeeded",
 			"cancelled": "Cancelled: endpoint deleted"}
@@ -237,4 +249,13 @@ func query(kv ...string) string {
 		return ""
 	}
 	return "?" + q.Encode()
+}
+
+// stateLabel is how the pages name an endpoint state: an order state as the
+// API names it, and the upload event as what it is, with the API's name.
+func stateLabel(s storelink.OrderState) string {
+	if s == storelink.EventUploadFinished {
+		return "Upload finished (" + string(s) + ")"
+	}
+	return string(s)
 }

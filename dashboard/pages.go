@@ -178,7 +178,7 @@ func (h *Handler) showClient(w http.ResponseWriter, r *http.Request, status int,
 		h.renderError(w, r, err)
 		return
 	}
-	d.States, d.MaxKeys = storelink.OrderStates, storelink.MaxAPIKeys
+	d.States, d.MaxKeys = storelink.EndpointStates, storelink.MaxAPIKeys
 	d.EndpointsSeen, d.KeysSeen = endpointsSeen(d.Endpoints), keysSeen(detail.APIKeys)
 	v.Title, v.Nav, v.Data = d.PartnerName+" · "+detail.CountryCode, "overview", d
 	h.render(w, r, status, "client", v)

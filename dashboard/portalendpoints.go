@@ -56,7 +56,7 @@ type shownOnce struct {
 
 type portalEndpointsData struct {
 	Endpoints []storelink.EndpointDetail
-	// States are the order states an endpoint may ask for.
+	// States are what an endpoint may ask for (EndpointStates).
 	States []storelink.OrderState
 	// Overlaps are the rotation form's choices, Seen the digest of the
 	// endpoints as shown, and Since the recover forms' default time.
@@ -113,7 +113,7 @@ func (h *Handler) showPortalEndpoints(w http.ResponseWriter, r *http.Request, st
 		h.renderError(w, r, err)
 		return
 	}
-	d.States, d.Overlaps, d.Seen = storelink.OrderStates, overlaps, endpointsSeen(d.Endpoints)
+	d.States, d.Overlaps, d.Seen = storelink.EndpointStates, overlaps, endpointsSeen(d.Endpoints)
 	d.Since = h.Now().Add(-24 * time.Hour).UTC().Format(sinceLayout)
 	v.Title, v.Nav, v.Data = "Webhook endpoints", "endpoints", d
 	h.render(w, r, status, "portal_endpoints", v)
@@ -131,7 +131,8 @@ func refused(err error) bool {
 	return false
 }
 
-// formStates reads the ticked order states of a form.
+// formStates reads the ticked states of a form: order states and the
+// upload event.
 func formStates(r *http.Request) []storelink.OrderState {
 	var out []storelink.OrderState
 	for _, s := range r.PostForm["states"] {
@@ -241,7 +242,7 @@ func (h *Handler) handlePortalEditForm(w http.ResponseWriter, r *http.Request, v
 }
 
 func (h *Handler) showEditForm(w http.ResponseWriter, r *http.Request, status int, v view, e *storelink.EndpointDetail, form endpointForm) {
-	d := portalEndpointData{EndpointDetail: *e, States: storelink.OrderStates, Form: form, URLHidden: hidesURL(e.URL)}
+	d := portalEndpointData{EndpointDetail: *e, States: storelink.EndpointStates, Form: form, URLHidden: hidesURL(e.URL)}
 	if d.URLHidden && form.URL == e.URL {
 		d.Form.URL = ""
 	}

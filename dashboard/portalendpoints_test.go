@@ -95,7 +95,7 @@ func TestPortalRegisterEndpoint(t *testing.T) {
 			{"a loopback address", "http://127.0.0.1:8080/hooks", nil, 422, "url: 127.0.0.1 is a loopback address, which is not allowed for webhooks unless the operator starts serve with --webhook-allow-private"},
 			{"a metadata address", "http://169.254.169.254/latest", nil, 422, "url: 169.254.169.254 is a cloud metadata address"},
 			{"an ftp URL", "ftp://hooks.example.com/x", []string{"assigned"}, 422, "url: the scheme must be http or https."},
-			{"a state that is none", "https://hooks.example.com/x", []string{"lost"}, 422, `states: &#34;lost&#34; is not an order state`},
+			{"a state that is none", "https://hooks.example.com/x", []string{"lost"}, 422, `states: &#34;lost&#34; is neither an order state nor an event an endpoint can ask for`},
 		} {
 			resp, body := b.post("/portal/endpoints", form(c.url, c.states...))
 			if resp.StatusCode != c.status || !strings.Contains(body, `<p class="error" role="alert">`) || !strings.Contains(body, c.says) {

@@ -109,15 +109,19 @@ func portalForms(t *testing.T, width int) {
 	// was typed; a good one shows its secret once, with a copy button.
 	s.open("/portal/endpoints", "form.endpoint-form")
 	s.checkUsable("form.endpoint-form", width)
+	if got := strings.TrimSpace(s.text(`#register fieldset.other-events label`)); got != "Upload finished (stock_upload.finished)" {
+		t.Errorf("the upload event's box is labelled %q", got)
+	}
 	s.do("type a bad URL", chromedp.SendKeys(chromedp.CSS(`#register input[name="url"]`), "ftp://hooks.example.com/x"),
 		chromedp.Click(chromedp.CSS(`#register input[value="fulfilled"]`)),
+		chromedp.Click(chromedp.CSS(`#register input[value="stock_upload.finished"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#register input[name="description"]`), "Warehouse system"))
 	s.submitWant(`#register button[type="submit"]`, http.StatusUnprocessableEntity)
 	if got := s.text("#register .error"); got != "url: the scheme must be http or https." {
 		t.Errorf("the refused register says %q", got)
 	}
 	if got := eval[[]string](s, `[document.querySelector('#register input[name="url"]').value, document.querySelector('#register input[name="description"]').value,
-		...[...document.querySelectorAll('#register input[name="states"]:checked')].map(c => c.value)]`); !slices.Equal(got, []string{"ftp://hooks.example.com/x", "Warehouse system", "fulfilled"}) {
+		...[...document.querySelectorAll('#register input[name="states"]:checked')].map(c => c.value)]`); !slices.Equal(got, []string{"ftp://hooks.example.com/x", "Warehouse system", "fulfilled", "stock_upload.finished"}) {
 		t.Errorf("the refused form holds %q", got)
 	}
 	s.checkUsable("form.endpoint-form", width)
@@ -129,7 +133,8 @@ func portalForms(t *testing.T, width int) {
 	endpoints, err := f.services.Webhooks.Endpoints(s.ctx, sd.ClientID)
 	must(t, err)
 	ep := endpoints[len(endpoints)-1]
-	if ep.URL != "https://hooks.example.com/warehouse/${eventId}" || ep.Description != "Warehouse system" || !slices.Equal(ep.States, []storelink.OrderState{"fulfilled"}) {
+	if ep.URL != "https://hooks.example.com/warehouse/${eventId}" || ep.Description != "Warehouse system" ||
+		!slices.Equal(ep.States, []storelink.OrderState{"fulfilled", storelink.EventUploadFinished}) {
 		t.Errorf("the endpoint registered = %+v", ep)
 	}
 	s.screenshot(fmt.Sprintf("portal-secret-%d", width))
