@@ -42,7 +42,9 @@ type schemaPair struct {
 }
 
 // component is the name of the spec's schema of the JSON Schema's root.
-func (p schemaPair) component() string { return strings.TrimPrefix(p.refs["#"], "#/components/schemas/") }
+func (p schemaPair) component() string {
+	return strings.TrimPrefix(p.refs["#"], "#/components/schemas/")
+}
 
 var (
 	orderEventPair  = schemaPair{file: eventSchemaFile, refs: eventSchemaRefs}

@@ -860,10 +860,10 @@ type CreateEndpointRequest struct {
 	// Example: Orders to the ERP
 	Description *string `json:"description,omitempty"`
 
-	// States The order states whose events the endpoint receives, absent,
-	// empty or naming none of them for all six; and
-	// `stock_upload.finished` to receive upload events too, which
-	// only endpoints naming it receive.
+	// States The order states whose events the endpoint receives, absent or
+	// empty for all six; and `stock_upload.finished` to receive upload
+	// events, which only endpoints naming it receive (named alone: upload
+	// events only, no order event).
 	States *[]EndpointState `json:"states,omitempty"`
 
 	// Url The absolute `http` or `https` URL that receives the events
@@ -1002,8 +1002,9 @@ type Endpoint struct {
 	// PreviousSecretUntil The end of the last secret rotation's overlap, until which the previous secret signs too (it may be in the past); absent when the secret was never rotated.
 	PreviousSecretUntil *Timestamp `json:"previous_secret_until,omitempty"`
 
-	// States The order states whose events it receives (naming none: all
-	// six), and `stock_upload.finished` when it receives upload events.
+	// States The order states whose events it receives (empty: all six), and
+	// `stock_upload.finished` when it receives upload events (alone:
+	// those only).
 	States []EndpointState `json:"states"`
 
 	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
@@ -1047,8 +1048,9 @@ type EndpointDetail struct {
 	// PreviousSecretUntil The end of the last secret rotation's overlap, until which the previous secret signs too (it may be in the past); absent when the secret was never rotated.
 	PreviousSecretUntil *Timestamp `json:"previous_secret_until,omitempty"`
 
-	// States The order states whose events it receives (naming none: all
-	// six), and `stock_upload.finished` when it receives upload events.
+	// States The order states whose events it receives (empty: all six), and
+	// `stock_upload.finished` when it receives upload events (alone:
+	// those only).
 	States []EndpointState `json:"states"`
 
 	// Stats How an endpoint has been doing. The attempt figures cover the 24
@@ -1163,8 +1165,9 @@ type EndpointWithSecret struct {
 	// Example: whsec_8vq6NYUw6u2sBNnTGimQt94eitr2ycseQzW1Go9EJ80=
 	Secret string `json:"secret"`
 
-	// States The order states whose events it receives (naming none: all
-	// six), and `stock_upload.finished` when it receives upload events.
+	// States The order states whose events it receives (empty: all six), and
+	// `stock_upload.finished` when it receives upload events (alone:
+	// those only).
 	States []EndpointState `json:"states"`
 
 	// UpdatedAt RFC 3339, UTC, with exactly three fractional digits (milliseconds), as in every answer.
