@@ -224,6 +224,15 @@ func TestOpenAPIUploadEventConform(t *testing.T) {
 			t.Errorf("delivery of the upload event = %+v, want upload %s, no order, succeeded", d, uploadID)
 		}
 	}
+	for _, q := range []string{"endpoint_id=" + uploads.ID} {
+		var page struct {
+			Deliveries []storelink.Delivery `json:"deliveries"`
+		}
+		decodeInto(t, conform(t, a, router, call{"GET", c + "/deliveries?" + q, "", key, 200}), &page)
+		if len(page.Deliveries) == 0 {
+			t.Errorf("deliveries?%s lists none", q)
+		}
+	}
 	for _, cl := range []call{
 		{"GET", "/admin/deliveries?client_id=" + a.ClientID, "", admin, 200},
 		{"GET", "/admin/deliveries?endpoint_id=" + uploads.ID, "", admin, 200},
