@@ -86,7 +86,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, second, time.Hour); err != nil {
+	if _, err := webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, storelink.SecretRotation{Secret: second, Overlap: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	// A second endpoint keeps the first key; the first gets a new one.
