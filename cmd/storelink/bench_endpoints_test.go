@@ -269,17 +269,17 @@ const (
 // address. It notes for each webhook-id when it answered and with what,
 // and answers 200 epAnswerAfter after the request's body came in.
 type epReceiver struct {
-	srv     *http.Server
+	srv *http.Server
 	// answerAfter is how long after a request's body came in it is
 	// answered (epAnswerAfter unless set otherwise).
 	answerAfter time.Duration
-	urls    []string
-	hanging []bool
-	mode    atomic.Int32
-	hangOn  atomic.Bool
-	held    atomic.Int32 // requests held now
-	conns   atomic.Int64 // connections accepted
-	hangs   atomic.Int64 // requests held by hanging endpoints in this phase
+	urls        []string
+	hanging     []bool
+	mode        atomic.Int32
+	hangOn      atomic.Bool
+	held        atomic.Int32 // requests held now
+	conns       atomic.Int64 // connections accepted
+	hangs       atomic.Int64 // requests held by hanging endpoints in this phase
 
 	mu   sync.Mutex
 	got  map[string]*epArrival
