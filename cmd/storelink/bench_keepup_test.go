@@ -121,7 +121,7 @@ type kuPGFigures struct {
 	cpu      time.Duration
 	xacts    int64
 	backends int
-	waits    map[string]int // samples by what an active backend waited for
+	waits    map[kuBusy]int // samples of the backends that were busy, by what they did
 	samples  int
 	walBytes int64
 }
@@ -248,10 +248,16 @@ type kuMonitor struct {
 	done    sync.WaitGroup
 
 	// Written by the sampler until stop.
-	waits   map[string]int
+	waits   map[kuBusy]int
 	samples int
 	cpu     map[int]time.Duration // the last CPU time read of each backend
 }
+
+// kuBusy is what a busy backend was doing when sampled: its wait event
+// (CPU when active and waiting for nothing), or "idle in transaction"
+// (waiting for serve's next statement), and the start of its statement (its
+// last, when idle).
+type kuBusy struct{ Wait, Statement string }
 
 // kuPGSample is the database's state at one moment.
 type kuPGSample struct {
@@ -353,7 +359,7 @@ func (m *kuMonitor) sample(b *testing.B) kuPGSample {
 // start samples the backends' wait events every kuWaitSampleTick and their
 // CPU time every kuCPUSampleTick until stop.
 func (m *kuMonitor) start() {
-	m.waits, m.samples = map[string]int{}, 0
+	m.waits, m.samples = map[kuBusy]int{}, 0
 	m.stopped = make(chan struct{})
 	m.done.Go(func() {
 		ctx := context.Background()
@@ -372,11 +378,12 @@ func (m *kuMonitor) start() {
 				}
 			case <-waits.C:
 				rows, err := m.conn.Query(ctx, `SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type || ':' || wait_event, 'CPU')
-					ELSE state END FROM pg_stat_activity WHERE datname = $1 AND state IN ('active', 'idle in transaction')`, m.dbname)
+					ELSE state END, left(regexp_replace(query, '\s+', ' ', 'g'), 32)
+					FROM pg_stat_activity WHERE datname = $1 AND state IN ('active', 'idle in transaction')`, m.dbname)
 				if err != nil {
 					continue
 				}
-				what, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				what, err := pgx.CollectRows(rows, pgx.RowToStructByPos[kuBusy])
 				if err != nil {
 					continue
 				}
@@ -437,25 +444,29 @@ func printKeepUp(b *testing.B, db string, endpoints int, d time.Duration, r kuRu
 			pg.backends, ms(cpu), pg.cpu.Seconds()/r.drain.Seconds(), r.drain.Seconds(), ms(kuTargetCPU), verdict(cpu <= kuTargetCPU))
 		fmt.Printf("PostgreSQL: %d transactions, %.2f per event delivered; target <= %.1f: %s; WAL %.0f bytes per event (the whole server's)\n",
 			pg.xacts, xacts, kuTargetXacts, verdict(xacts <= kuTargetXacts), float64(pg.walBytes)/float64(r.accepted))
-		type kv struct {
-			k string
-			n int
-		}
-		var list []kv
+		waits, statements := map[string]int{}, map[string]int{}
 		total := 0
 		for k, n := range pg.waits {
-			list = append(list, kv{k, n})
+			waits[k.Wait] += n
+			statements[k.Wait+" in "+k.Statement] += n
 			total += n
 		}
-		slices.SortFunc(list, func(x, y kv) int { return y.n - x.n })
-		var parts []string
-		for _, e := range list {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", e.k, 100*float64(e.n)/float64(total)))
-		}
 		fmt.Printf("PostgreSQL backends in %d samples: %.2f busy on average (active or idle in a transaction); %s\n",
-			pg.samples, float64(total)/float64(max(pg.samples, 1)), strings.Join(parts, ", "))
+			pg.samples, float64(total)/float64(max(pg.samples, 1)), kuShares(waits, total, 8))
+		fmt.Printf("PostgreSQL backends' busiest statements: %s\n", kuShares(statements, total, 8))
 		b.ReportMetric(ms(cpu), "pg-ms/event")
 		b.ReportMetric(xacts, "pg-xacts/event")
 	}
 	fmt.Printf("every event arrived, at its client's endpoint, each order's in order; %d duplicates\n", r.duplicates)
+}
+
+// kuShares lists the n largest counts of m as shares of total.
+func kuShares(m map[string]int, total, n int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(x, y string) int { return m[y] - m[x] })
+	var parts []string
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*float64(m[k])/float64(max(total, 1))))
+	}
+	return strings.Join(parts, "; ")
 }
