@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"storelink"
 	"storelink/service"
@@ -105,7 +104,12 @@ const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $
 // Commit or ClaimDue, which PostgreSQL runs as one implicit transaction
 // (pgx's SendBatch), so that the claim lock is held by the server alone,
 // from the claim to the commit, never across a round trip to this process.
-func (d *webhooks) BeginRound(context.Context) (service.RoundTx, error) {
+// A context that has ended begins no round: its error is returned, as the
+// other drivers' Begin return it.
+func (d *webhooks) BeginRound(ctx context.Context) (service.RoundTx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return &roundTx{db: d.db}, nil
 }
 
@@ -230,83 +234,49 @@ func readClaim(br pgx.BatchResults, records int, owner string) ([]service.Claime
 	return out, check, nil
 }
 
-// recordAttemptsSQL writes a round's attempts, one row per element of its
-// arrays, in one statement: a statement per attempt costs PostgreSQL its
-// own parse, plan and executor start, many times what the row does, while
-// the claim lock waits behind the round. A result recorded twice (a
-// retried batch) is one attempt.
-const recordAttemptsSQL = `INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response, url,
-		endpoint_id, succeeded)
-	SELECT id, number, at, duration_ms, nullif(status_code, 0), error, response, url, endpoint_id, succeeded
-	FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::bigint[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-		$10::bool[]) AS a (id, number, at, duration_ms, status_code, error, response, url, endpoint_id, succeeded)
-	ON CONFLICT (delivery_id, number) DO NOTHING`
-
-// moveDeliveriesSQL moves a round's deliveries on in one statement: each
-// to its state ($4; Pending for a retry, Move.End for a delivery that
-// ended), due at its next_attempt_at ($5; NULL once ended), its lease
-// ended, stamped $6. Only the lease holder moves a delivery on: the same
-// owner and the same attempt ($1 to $3), since a lease that ran out may
-// have been taken again, even by this owner; and only while it is pending
-// ($7).
-const moveDeliveriesSQL = `UPDATE deliveries d SET state = m.state, next_attempt_at = m.next_at, lease_owner = NULL,
-		lease_until = NULL, updated_at = $6
-	FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS m (id, owner, attempt, state, next_at)
-	WHERE d.id = m.id AND d.lease_owner = m.owner AND d.attempts = m.attempt AND d.state = $7`
-
-// parkSQL parks the lease holder's delivery ($1, $2, $3 as in
-// moveDeliveriesSQL), due again at $7 with $8 tries, and disables its
-// endpoint, unless the endpoint was changed since the attempt began ($9,
-// Move.Since). A 410 is rare: a statement of its own each.
-const parkSQL = `WITH parked AS (
-		UPDATE deliveries SET next_attempt_at = $7, tries = $8, lease_owner = NULL, lease_until = NULL, updated_at = $4
-		WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = $5 RETURNING endpoint_id)
-	UPDATE endpoints SET enabled = false, disabled_reason = $6, updated_at = $4
-	WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $9`
+// endedSQL ends a delivery in the state its move ends it in ($6,
+// Move.End).
+const endedSQL = `UPDATE deliveries SET state = $6, next_attempt_at = NULL, lease_owner = NULL,
+		lease_until = NULL, updated_at = $4`
 
 // RecordAttempts queues the statements that record finished attempts and
-// move their deliveries on, sent with the round: the attempts in one
-// statement, the moves in another, and a statement per parked delivery.
+// move their deliveries on, sent with the round.
 func (t *roundTx) RecordAttempts(_ context.Context, p service.RecordAttemptsParams) error {
-	n := len(p.Results)
-	if n == 0 {
-		return nil
-	}
-	var (
-		ids, errs, responses, urls, endpoints = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		numbers, codes                        = make([]int32, n), make([]int32, n)
-		ats                                   = make([]time.Time, n)
-		durations                             = make([]int64, n)
-		succeeded                             = make([]bool, n)
-		moveIDs, owners, states               []string
-		attempts                              []int32
-		nextAts                               []pgtype.Timestamptz
-		parks                                 []int
-	)
+	b := &t.b
 	for i := range p.Results {
 		r, m := &p.Results[i], &p.Moves[i]
 		a := r.Attempt
-		ids[i], numbers[i], ats[i], durations[i] = r.Job.DeliveryID, int32(a.Number), a.At.UTC().Truncate(time.Millisecond), a.DurationMS
-		codes[i], errs[i], responses[i], urls[i] = int32(a.StatusCode), a.Error, a.Response, a.URL
-		endpoints[i], succeeded[i] = r.Job.EndpointID, m.Kind == service.MoveSucceeded
+		var code any
+		if a.StatusCode != 0 {
+			code = a.StatusCode
+		}
+		// A result recorded twice (a retried batch) is one attempt.
+		b.Queue(`INSERT INTO delivery_attempts (delivery_id, number, at, duration_ms, status_code, error, response, url, endpoint_id,
+				succeeded)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (delivery_id, number) DO NOTHING`,
+			r.Job.DeliveryID, a.Number, a.At.UTC().Truncate(time.Millisecond), a.DurationMS, code, a.Error, a.Response, a.URL,
+			r.Job.EndpointID, m.Kind == service.MoveSucceeded)
+		// Only the lease holder moves the delivery on: the same owner and
+		// the same attempt, since a lease that ran out may have been taken
+		// again, even by this owner; and only while it is pending ($5).
+		const held = ` WHERE id = $1 AND lease_owner = $2 AND attempts = $3 AND state = $5`
+		job := []any{r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, p.Now, p.Pending}
 		switch m.Kind {
 		case service.MovePark:
-			parks = append(parks, i)
-			continue
+			// The endpoint is disabled only when the lease holder's
+			// delivery was parked, and was not changed since the attempt
+			// began ($9, Move.Since).
+			b.Queue(`WITH parked AS (
+					UPDATE deliveries SET next_attempt_at = $7, tries = $8, lease_owner = NULL,
+						lease_until = NULL, updated_at = $4`+held+` RETURNING endpoint_id)
+				UPDATE endpoints SET enabled = false, disabled_reason = $6, updated_at = $4
+				WHERE id IN (SELECT endpoint_id FROM parked) AND updated_at < $9`, append(job, m.Disable, m.NextAt, m.Tries, m.Since)...)
 		case service.MoveRetry:
-			states, nextAts = append(states, string(p.Pending)), append(nextAts, pgtype.Timestamptz{Time: m.NextAt, Valid: true})
+			b.Queue(`UPDATE deliveries SET next_attempt_at = $6, lease_owner = NULL, lease_until = NULL,
+				updated_at = $4`+held, append(job, m.NextAt)...)
 		default:
-			states, nextAts = append(states, string(m.End)), append(nextAts, pgtype.Timestamptz{})
+			b.Queue(endedSQL+held, append(job, m.End)...)
 		}
-		moveIDs, owners, attempts = append(moveIDs, r.Job.DeliveryID), append(owners, r.Job.Owner), append(attempts, int32(r.Job.Attempt))
-	}
-	t.b.Queue(recordAttemptsSQL, ids, numbers, ats, durations, codes, errs, responses, urls, endpoints, succeeded)
-	if len(moveIDs) > 0 {
-		t.b.Queue(moveDeliveriesSQL, moveIDs, owners, attempts, states, nextAts, p.Now, p.Pending)
-	}
-	for _, i := range parks {
-		r, m := &p.Results[i], &p.Moves[i]
-		t.b.Queue(parkSQL, r.Job.DeliveryID, r.Job.Owner, r.Job.Attempt, p.Now, p.Pending, m.Disable, m.NextAt, m.Tries, m.Since)
 	}
 	return nil
 }
