@@ -217,20 +217,18 @@ func (s *benchServer) acceptWhileApplying(b *testing.B, clients []scaleClient, r
 // A PUT counts when it was sent before done was closed.
 func (s *benchServer) acceptPhase(b *testing.B, clients []scaleClient, round int, done <-chan struct{}) acceptSamples {
 	b.Helper()
-	var end <-chan time.Time
-	if done == nil {
-		end = time.After(acceptBaseline)
-	}
+	end := time.Now().Add(acceptBaseline)
 	var mu sync.Mutex
 	var out acceptSamples
 	var wg sync.WaitGroup
 	for u, cl := range clients {
 		wg.Go(func() {
 			for i := 0; ; i++ {
+				if done == nil && time.Now().After(end) {
+					return
+				}
 				select {
 				case <-done:
-					return
-				case <-end:
 					return
 				default:
 				}
