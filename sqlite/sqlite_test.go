@@ -47,6 +47,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 		},
 		Exec:      db.TestAccess().Exec,
 		FillStock: db.TestAccess().FillStock,
+		OneWriter: true,
 	}
 }
 
