@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -232,19 +233,7 @@ func TestContractsStayNarrow(t *testing.T) {
 // delivery states that the drivers' code names.
 func stateLiterals(t *testing.T) map[string]int {
 	t.Helper()
-	var states []string
-	for _, s := range storelink.OrderStates {
-		states = append(states, string(s))
-	}
-	for _, s := range []storelink.ItemStatus{storelink.ItemAssigned, storelink.ItemCancelled, storelink.ItemFulfilled, storelink.ItemReturned} {
-		states = append(states, string(s))
-	}
-	for _, s := range []storelink.UploadStatus{storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected, storelink.UploadCancelled} {
-		states = append(states, string(s))
-	}
-	for _, s := range storelink.DeliveryStates {
-		states = append(states, string(s))
-	}
+	states := domainStates()
 	found := map[string]int{}
 	for _, dir := range []string{"sqlite", "postgres"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -259,7 +248,7 @@ func stateLiterals(t *testing.T) map[string]int {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, s := range slices.Compact(slices.Sorted(slices.Values(states))) {
+			for _, s := range states {
 				if n := strings.Count(string(b), "'"+s+"'"); n > 0 {
 					found[filepath.ToSlash(f)+" '"+s+"'"] = n
 				}
@@ -267,6 +256,24 @@ func stateLiterals(t *testing.T) map[string]int {
 		}
 	}
 	return found
+}
+
+// domainStates are the order, item, upload and delivery states, each once.
+func domainStates() []string {
+	var states []string
+	for _, s := range storelink.OrderStates {
+		states = append(states, string(s))
+	}
+	for _, s := range []storelink.ItemStatus{storelink.ItemAssigned, storelink.ItemCancelled, storelink.ItemFulfilled, storelink.ItemReturned} {
+		states = append(states, string(s))
+	}
+	for _, s := range []storelink.UploadStatus{storelink.UploadAccepted, storelink.UploadProcessing, storelink.UploadApplied, storelink.UploadRejected, storelink.UploadCancelled} {
+		states = append(states, string(s))
+	}
+	for _, s := range storelink.DeliveryStates {
+		states = append(states, string(s))
+	}
+	return slices.Compact(slices.Sorted(slices.Values(states)))
 }
 
 // The states a rule names reach the drivers as parameters from package
@@ -328,4 +335,74 @@ var allowedStateLiterals = map[string]int{
 	"sqlite/endpointops.go 'pending'": 2,
 	// The deliverer's queue, read from deliveries_pending (INDEXED BY).
 	"sqlite/queue.go 'pending'": 1,
+}
+
+// partialIndex is a CREATE INDEX … WHERE of a migration's Up section: the
+// index's name and its predicate.
+var partialIndex = regexp.MustCompile(`(?is)CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+[^;]*?\bWHERE\b([^;]*);`)
+
+// Every partial index whose predicate names a state is listed in
+// allowedStatePredicates, which the drivers' queries repeat (see
+// allowedStateLiterals): a migration that adds another must add it there
+// too, saying which queries need it, rather than a rule's state slipping
+// into the schema unseen. The migrations are read whole, the indexes that
+// later ones dropped included: a migration never changes once released.
+func TestMigrationsStatePredicates(t *testing.T) {
+	states := domainStates()
+	found := map[string]bool{}
+	for _, dir := range []string{"sqlite", "postgres"} {
+		files, err := filepath.Glob(filepath.Join(dir, "migrations", "*.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no migration found under %s/migrations", dir)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, _, _ := strings.Cut(string(b), "-- +goose Down")
+			for _, m := range partialIndex.FindAllStringSubmatch(up, -1) {
+				pred := strings.Join(strings.Fields(m[2]), " ")
+				if slices.ContainsFunc(states, func(s string) bool { return strings.Contains(pred, "'"+s+"'") }) {
+					found[dir+" "+m[1]+": "+pred] = true
+				}
+			}
+		}
+	}
+	for k := range found {
+		if !allowedStatePredicates[k] {
+			t.Errorf("the partial index %s names a state and is not in allowedStatePredicates: list it, with the queries that repeat its predicate", k)
+		}
+	}
+	for k := range allowedStatePredicates {
+		if !found[k] {
+			t.Errorf("%s is in allowedStatePredicates but no migration creates it: take it off", k)
+		}
+	}
+}
+
+// allowedStatePredicates are the partial indexes whose predicates name
+// states, by database, name and predicate: the unfinished uploads, the
+// rejected ones, and the pending and the failed deliveries.
+var allowedStatePredicates = map[string]bool{
+	"postgres deliveries_due: state = 'pending'":                                true,
+	"postgres deliveries_endpoint_due: state = 'pending'":                       true,
+	"postgres deliveries_failed_endpoint: state = 'failed'":                     true,
+	"postgres deliveries_leased: state = 'pending' AND lease_until IS NOT NULL": true,
+	"postgres deliveries_order: state = 'pending'":                              true,
+	"postgres uploads_rejected: status = 'rejected'":                            true,
+	"postgres uploads_unfinished: status IN ('accepted', 'processing')":         true,
+	"postgres uploads_unfinished_client: status IN ('accepted', 'processing')":  true,
+	"sqlite deliveries_due: state = 'pending'":                                  true,
+	"sqlite deliveries_failed: state = 'failed'":                                true,
+	"sqlite deliveries_failed_endpoint: state = 'failed'":                       true,
+	"sqlite deliveries_leased: state = 'pending' AND lease_until IS NOT NULL":   true,
+	"sqlite deliveries_order: state = 'pending'":                                true,
+	"sqlite deliveries_pending: state = 'pending'":                              true,
+	"sqlite uploads_rejected: status = 'rejected'":                              true,
+	"sqlite uploads_unfinished: status IN ('accepted', 'processing')":           true,
+	"sqlite uploads_unfinished_client: status IN ('accepted', 'processing')":    true,
 }

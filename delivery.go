@@ -66,6 +66,13 @@ type EndpointPatch struct {
 	IfMatch *IfMatch `json:"-"`
 }
 
+// SecretRotation is a new secret for an endpoint: Secret signs from now
+// on, and the secret it replaces signs beside it until Overlap has passed.
+type SecretRotation struct {
+	Secret  string
+	Overlap time.Duration
+}
+
 // MaxDescription is the longest endpoint description, in characters.
 const MaxDescription = 200
 
@@ -340,9 +347,9 @@ type EndpointService interface {
 	// UpdateEndpoint changes what p sets. ECONFLICT for a deleted
 	// endpoint; EPRECONDITION when p.IfMatch does not hold.
 	UpdateEndpoint(ctx context.Context, clientID, id string, p EndpointPatch) (*Endpoint, error)
-	// RotateSecret makes secret the endpoint's secret; the old one is still
-	// used to sign, beside the new one, for overlap.
-	RotateSecret(ctx context.Context, clientID, id, secret string, overlap time.Duration) (*Endpoint, error)
+	// RotateSecret makes r.Secret the endpoint's secret; the old one is
+	// still used to sign, beside the new one, for r.Overlap.
+	RotateSecret(ctx context.Context, clientID, id string, r SecretRotation) (*Endpoint, error)
 	// DeleteEndpoint deletes an endpoint for good: nothing more is queued
 	// for it or sent to it, its pending deliveries are cancelled, and it
 	// and its deliveries stay readable. Deleting it again changes nothing.

@@ -8,7 +8,7 @@ import (
 )
 
 // Idempotency keys (IETF draft "The Idempotency-Key HTTP Header Field"):
-// the marketplace retries POST /orders after a timeout without knowing
+// the marketplace retries an order's creation after a timeout without knowing
 // whether the first request got through, and order numbers are not unique
 // (a re-assigned order shares its number), so without a key a retry makes a
 // second order. A create call that carries a key is remembered, with the
@@ -30,9 +30,11 @@ const MaxIdempotencyKey = 255
 // other is a different request, not a replay.
 type KeyedCall string
 
-// The calls that take an idempotency key. Their names are the strings
-// hashed into every key recorded so far: another string would make a
-// retry of a key recorded before an upgrade look like another request.
+// The calls that take an idempotency key: the creation of an order and of
+// a warehouse order. Their names are the strings hashed into every key
+// recorded so far, which happen to read as the routes of the API: another
+// string would make a retry of a key recorded before an upgrade look like
+// another request, so they stay as they are.
 const (
 	CreateOrderCall          KeyedCall = "POST /orders"
 	CreateWarehouseOrderCall KeyedCall = "POST /warehouse-orders"

@@ -34,8 +34,9 @@ const (
 var OrderStates = []OrderState{StateAssigned, StateCancelled, StateFulfilled, StateReturned, StateWarehouseFulfilled, StateWarehouseReturned}
 
 // transitions is the seed's transition table, the one every state change
-// goes through. (None → marketplace_warehouse_fulfilled is the contract's
-// POST /warehouse-orders; the seed leaves that entry open.)
+// goes through. (None → marketplace_warehouse_fulfilled is the creation of
+// a warehouse order, CreateWarehouseOrderCall; the seed leaves that entry
+// open.)
 var transitions = map[OrderState][]OrderState{
 	StateNone:               {StateAssigned, StateWarehouseFulfilled},
 	StateAssigned:           {StateCancelled, StateFulfilled},

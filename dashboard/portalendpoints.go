@@ -364,7 +364,7 @@ func (h *Handler) rotateFromForm(r *http.Request, clientID, id string) (*storeli
 		return nil, "", 0, err
 	}
 	secret := webhook.NewSecret()
-	e, err := h.Webhooks.RotateSecret(ctx, clientID, id, secret, overlap)
+	e, err := h.Webhooks.RotateSecret(ctx, clientID, id, storelink.SecretRotation{Secret: secret, Overlap: overlap})
 	return e, secret, overlap, err
 }
 

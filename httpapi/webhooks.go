@@ -99,7 +99,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request, clientID s
 		return
 	}
 	secret := webhook.NewSecret()
-	e, err := s.Webhooks.RotateSecret(r.Context(), clientID, r.PathValue("endpoint_id"), secret, overlap)
+	e, err := s.Webhooks.RotateSecret(r.Context(), clientID, r.PathValue("endpoint_id"), storelink.SecretRotation{Secret: secret, Overlap: overlap})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

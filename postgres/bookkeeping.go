@@ -104,7 +104,12 @@ const claimLockSQL = `SELECT coalesce((SELECT value FROM settings WHERE name = $
 // Commit or ClaimDue, which PostgreSQL runs as one implicit transaction
 // (pgx's SendBatch), so that the claim lock is held by the server alone,
 // from the claim to the commit, never across a round trip to this process.
-func (d *webhooks) BeginRound(context.Context) (service.RoundTx, error) {
+// A context that has ended begins no round: its error is returned, as the
+// other drivers' Begin return it.
+func (d *webhooks) BeginRound(ctx context.Context) (service.RoundTx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return &roundTx{db: d.db}, nil
 }
 

@@ -235,7 +235,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	webhooks := db
 	ep, err := webhooks.Webhooks.CreateEndpoint(ctx, client, storelink.NewEndpoint{URL: "https://a.test", APIKey: "partner-key-one-0123456789"}, first)
 	must(t, err)
-	_, err = webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, second, time.Hour)
+	_, err = webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, storelink.SecretRotation{Secret: second, Overlap: time.Hour})
 	must(t, err)
 	clear := []string{first, second, strings.TrimPrefix(first, "whsec_"), strings.TrimPrefix(second, "whsec_"), "partner-key-one-0123456789"}
 	conn, err := pgx.Connect(ctx, dbURL)

@@ -45,6 +45,10 @@ func (d *uploads) Transient(err error) bool { return retryable(err) }
 // into ENOSPACE.
 func (d *uploads) Fault(err error) error { return Fault(err) }
 
+// BeginAhead is Begin: PostgreSQL's writers do not take turns, and a
+// cancel and a claim meet at the upload's row lock.
+func (d *uploads) BeginAhead(ctx context.Context) (service.UploadTx, error) { return d.Begin(ctx) }
+
 // Begin starts an upload transaction on a pipe, so that the upload calls'
 // statements go a few to a round trip.
 func (d *uploads) Begin(ctx context.Context) (service.UploadTx, error) {

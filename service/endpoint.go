@@ -255,10 +255,10 @@ func laterThan(now, prev time.Time) time.Time {
 	return now
 }
 
-// RotateSecret makes secret current and keeps the old one signing until the
-// overlap ends, for an endpoint of clientID's (any when ""). An endpoint
+// RotateSecret makes r.Secret current and keeps the old one signing until
+// r.Overlap ends, for an endpoint of clientID's (any when ""). An endpoint
 // never changes client, so reading whose it is before the write is enough.
-func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string, overlap time.Duration) (*storelink.Endpoint, error) {
+func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id string, r storelink.SecretRotation) (*storelink.Endpoint, error) {
 	sealer, err := s.writeSealer(ctx)
 	if err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (s *Webhooks) RotateSecret(ctx context.Context, clientID, id, secret string
 	// updated_at moves on from the one read, so that a rotation within
 	// the millisecond of the last change still gives a new version.
 	now := laterThan(s.now(), cur.UpdatedAt)
-	e, err := s.d.RotateSecret(ctx, RotateSecretParams{ID: id, Sealed: sealer.Seal(secret), Until: now.Add(overlap), At: now})
+	e, err := s.d.RotateSecret(ctx, RotateSecretParams{ID: id, Sealed: sealer.Seal(r.Secret), Until: now.Add(r.Overlap), At: now})
 	if err != nil {
 		return nil, endpointNotFound(err, id)
 	}

@@ -67,11 +67,11 @@ func TestEndpointChangesOnItsVersion(t *testing.T) {
 		}
 		// A new secret, twice within the millisecond, is a new version each
 		// time.
-		r1, err := wh.RotateSecret(ctx, c.ID, e.ID, endpointSecret, time.Hour)
+		r1, err := wh.RotateSecret(ctx, c.ID, e.ID, storelink.SecretRotation{Secret: endpointSecret, Overlap: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2, err := wh.RotateSecret(ctx, c.ID, e.ID, endpointSecret, time.Hour)
+		r2, err := wh.RotateSecret(ctx, c.ID, e.ID, storelink.SecretRotation{Secret: endpointSecret, Overlap: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func TestResealSecretsAllOrNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.svc.Webhooks.RotateSecret(ctx, "", keyed.ID, "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", time.Hour); err != nil {
+		if _, err := db.svc.Webhooks.RotateSecret(ctx, "", keyed.ID, storelink.SecretRotation{Secret: "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", Overlap: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.svc.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://b.test/"}, endpointSecret); err != nil {

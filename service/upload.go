@@ -109,10 +109,17 @@ func (s *Uploads) accept(ctx context.Context, nu storelink.NewUpload, size int64
 // Cancel cancels an accepted upload and gives its bytes back to the
 // bucket, with the bucket locked as Accept locks it. The driver's one
 // statement decides between the cancel and a processor's claim: whichever
-// comes first wins, and the other finds the upload no longer accepted.
+// comes first wins, and the other finds the upload no longer accepted. An
+// upload read as accepted before is cancelled in a transaction that goes
+// ahead of those waiting (BeginAhead), so that a cancel sent while the
+// upload waits behind an apply is not beaten by a claim that asked first.
 func (s *Uploads) Cancel(ctx context.Context, clientID, uploadID string, policy storelink.CapacityPolicy) (*storelink.Upload, error) {
+	begin := s.d.Begin
+	if w, err := s.d.GetUpload(ctx, clientID, uploadID); err == nil && w.Status == storelink.UploadAccepted {
+		begin = s.d.BeginAhead
+	}
 	var u *storelink.Upload
-	err := s.inUploadTx(ctx, func(tx UploadTx) error {
+	err := retried(ctx, s.d.Transient, begin, func(tx UploadTx) error {
 		u = nil // inUploadTx may run this again
 		b, err := tx.LockBucket(ctx, LockBucketParams{ClientID: clientID})
 		if errors.Is(err, ErrNotFound) {

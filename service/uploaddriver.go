@@ -20,6 +20,14 @@ type UploadDriver interface {
 	// Rollback, and Rollback after Commit does nothing. Begin returns ctx's
 	// error when ctx ends before the transaction could begin.
 	Begin(ctx context.Context) (UploadTx, error)
+	// BeginAhead is Begin for a cancel of an upload that is waiting: on a
+	// database whose writers take turns, it goes ahead of those that wait
+	// for theirs, so that a cancel that came while an apply held the
+	// database is made before a claim that asked earlier could pick the
+	// upload up. (The service uses it only for an upload it read as
+	// accepted, so that it never goes ahead of more than one cancel per
+	// upload accepted.)
+	BeginAhead(ctx context.Context) (UploadTx, error)
 	// Transient tells whether err ended a transaction for a reason that a
 	// fresh try of the same work can avoid, such as a deadlock between
 	// writers: the service then runs the transaction again.

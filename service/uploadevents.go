@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,19 +29,32 @@ func (s *Orders) AnnounceUploads(ctx context.Context, limit int) (int, error) {
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
-	err = inTx(ctx, s.d, func(tx OrderTx) error {
+	err = s.announceIn(ctx, due)
+	if err == nil || ctx.Err() != nil {
+		return len(due), err
+	}
+	// One upload whose event cannot be written would hold back every later
+	// one: each is tried alone, and the others go.
+	var errs []error
+	for i := range due {
+		if err := s.announceIn(ctx, due[i:i+1]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(due) - len(errs), errors.Join(errs...)
+}
+
+// announceIn writes the events of uploads in one transaction.
+func (s *Orders) announceIn(ctx context.Context, uploads []storelink.Upload) error {
+	return inTx(ctx, s.d, func(tx OrderTx) error {
 		now := s.now()
-		for i := range due {
-			if err := announce(ctx, tx, &due[i], s.statusURL, now); err != nil {
+		for i := range uploads {
+			if err := announce(ctx, tx, &uploads[i], s.statusURL, now); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return len(due), nil
 }
 
 // announce writes the event of upload u, unless another transaction took

@@ -47,6 +47,7 @@ func open(t *testing.T, now func() time.Time) storetest.Fixture {
 		},
 		Exec:      db.TestAccess().Exec,
 		FillStock: db.TestAccess().FillStock,
+		OneWriter: true,
 	}
 }
 
@@ -86,7 +87,7 @@ func TestSecretsSealedAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, second, time.Hour); err != nil {
+	if _, err := webhooks.Webhooks.RotateSecret(ctx, "", ep.ID, storelink.SecretRotation{Secret: second, Overlap: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	// A second endpoint keeps the first key; the first gets a new one.

@@ -8,19 +8,27 @@ import (
 
 // turn admits its holders one at a time, in the order they asked: a
 // waiter is let in when the holder before it gives the turn, and not
-// before any that came after it. The order is the turn's own (a list of
-// waiters under a mutex), not the order in which the runtime happens to
-// wake goroutines blocked on a channel. The zero turn is free.
+// before any that came after it (takeAhead's waiters aside). The order is
+// the turn's own (lists of waiters under a mutex), not the order in which
+// the runtime happens to wake goroutines blocked on a channel. The zero
+// turn is free.
 type turn struct {
 	mu      sync.Mutex
 	held    bool
-	waiters []chan struct{} // first come first
+	ahead   []chan struct{} // takeAhead's, first come first
+	waiters []chan struct{} // take's, first come first
 }
 
 // take waits for the turn; it returns ctx's error, holding nothing, when
 // ctx ends first. A nil error is the turn, which may have come just as ctx
 // ended.
-func (t *turn) take(ctx context.Context) error {
+func (t *turn) take(ctx context.Context) error { return t.wait(ctx, &t.waiters) }
+
+// takeAhead is take for a waiter that goes ahead of take's waiters, behind
+// the takeAhead waiters that came before it.
+func (t *turn) takeAhead(ctx context.Context) error { return t.wait(ctx, &t.ahead) }
+
+func (t *turn) wait(ctx context.Context, line *[]chan struct{}) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -31,7 +39,7 @@ func (t *turn) take(ctx context.Context) error {
 		return nil
 	}
 	ready := make(chan struct{})
-	t.waiters = append(t.waiters, ready)
+	*line = append(*line, ready)
 	t.mu.Unlock()
 	select {
 	case <-ready:
@@ -39,8 +47,8 @@ func (t *turn) take(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	t.mu.Lock()
-	if i := slices.Index(t.waiters, ready); i >= 0 {
-		t.waiters = slices.Delete(t.waiters, i, i+1)
+	if i := slices.Index(*line, ready); i >= 0 {
+		*line = slices.Delete(*line, i, i+1)
 		t.mu.Unlock()
 		return ctx.Err()
 	}
@@ -48,15 +56,18 @@ func (t *turn) take(ctx context.Context) error {
 	return nil // the turn came as ctx ended
 }
 
-// give hands the turn to the first waiter, or frees it.
+// give hands the turn to the first waiter ahead, else to the first other
+// waiter, or frees it.
 func (t *turn) give() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.waiters) > 0 {
-		ready := t.waiters[0]
-		t.waiters = slices.Delete(t.waiters, 0, 1)
-		close(ready)
-		return
+	for _, line := range []*[]chan struct{}{&t.ahead, &t.waiters} {
+		if len(*line) > 0 {
+			ready := (*line)[0]
+			*line = slices.Delete(*line, 0, 1)
+			close(ready)
+			return
+		}
 	}
 	t.held = false
 }
@@ -65,5 +76,5 @@ func (t *turn) give() {
 func (t *turn) waiting() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.waiters)
+	return len(t.ahead) + len(t.waiters)
 }

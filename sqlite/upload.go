@@ -30,7 +30,19 @@ func (d *uploads) Fault(err error) error { return Fault(err) }
 // the upload calls are not order calls and do not take the order calls'
 // turn.
 func (d *uploads) Begin(ctx context.Context) (service.UploadTx, error) {
-	if err := d.db.uploadTurn.take(ctx); err != nil {
+	return d.begin(ctx, d.db.uploadTurn.take)
+}
+
+// BeginAhead is Begin that goes ahead of those waiting for the upload
+// calls' turn (UploadDriver.BeginAhead): a cancel that came while an apply
+// held the turn is made before the claim that would pick its upload up
+// next, whenever that claim asked.
+func (d *uploads) BeginAhead(ctx context.Context) (service.UploadTx, error) {
+	return d.begin(ctx, d.db.uploadTurn.takeAhead)
+}
+
+func (d *uploads) begin(ctx context.Context, take func(context.Context) error) (service.UploadTx, error) {
+	if err := take(ctx); err != nil {
 		return nil, err
 	}
 	tx, err := d.db.write.BeginTx(ctx, nil)

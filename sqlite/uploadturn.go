@@ -18,4 +18,10 @@ package sqlite
 // The holder of the turn still takes the connection from the write pool,
 // where it meets the writers that are not upload calls (order calls, the
 // deliverer's rounds), a few at most.
+//
+// A cancel of an upload still waiting goes ahead of the line (takeAhead,
+// BeginAhead): sent while an apply holds the turn, it is made before the
+// claim, asked earlier, that would pick its upload up as soon as the apply
+// commits. Only cancels of uploads read as accepted go ahead, at most one
+// per upload, so the line behind them moves on.
 type uploadTurn = turn

@@ -99,3 +99,97 @@ func testCancelUpload(e *env) {
 	_, err = s.Uploads.Cancel(ctx, other.ID, third.ID, policy)
 	wantCode(t, err, storelink.ENOTFOUND)
 }
+
+// Accepting never waits for applying: while an upload of a client applies
+// (its apply's transaction open, its rows half put), a cancel of that
+// client's next upload, which waits behind it, cancels it, and another
+// client's upload is accepted. Where the database lets writers work side by
+// side (Fixture.OneWriter false) both answer before the apply ends; with
+// one writer they answer once it commits, the cancel still before the
+// waiting upload is claimed. Either way the cancelled upload is never
+// applied and the apply ends as if nothing had come between.
+func testCancelDuringApply(e *env) {
+	t, ctx, s, id := e.t, e.ctx, e.s, e.client.ID
+	p, err := s.Partners.CreatePartner(ctx, "Other")
+	must(t, err)
+	other, err := s.Partners.CreateClient(ctx, p.ID, "FR", "EUR")
+	must(t, err)
+	first := e.accept("first.csv", 10)
+	waiting := e.accept("waiting.csv", 10)
+	c, err := s.Uploads.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	if c == nil || c.ID != first.ID {
+		t.Fatalf("claim = %+v, want upload %s", c, first.ID)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	applied := make(chan error, 1)
+	go func() {
+		_, err := s.Uploads.Apply(ctx, c, func(stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
+			if err := put(row("S1", "4006381333931", 5, 1999)); err != nil {
+				return storelink.FeedReport{}, err
+			}
+			close(inside)
+			<-release
+			return storelink.FeedReport{RowsTotal: 1, RowsApplied: 1}, nil
+		})
+		applied <- err
+	}()
+	select {
+	case <-inside:
+	case err := <-applied:
+		t.Fatalf("apply ended before it put its rows: %v", err)
+	}
+	type answer struct {
+		u   *storelink.Upload
+		err error
+	}
+	cancelled, accepted := make(chan answer, 1), make(chan answer, 1)
+	go func() {
+		u, err := s.Uploads.Cancel(ctx, id, waiting.ID, policy)
+		cancelled <- answer{u, err}
+	}()
+	go func() {
+		u, _, err := s.Uploads.Accept(ctx, storelink.NewUpload{ClientID: other.ID, FileName: "other.csv", Body: storelink.ChunksOf([]byte("x")), SHA256: "00"}, policy)
+		accepted <- answer{u, err}
+	}()
+	var cancel, accept answer
+	if e.fixture.OneWriter {
+		close(release)
+		cancel, accept = <-cancelled, <-accepted
+	} else {
+		deadline := time.After(30 * time.Second)
+		for got := 0; got < 2; got++ {
+			select {
+			case cancel = <-cancelled:
+			case accept = <-accepted:
+			case <-deadline:
+				close(release)
+				t.Fatalf("the cancel or the other client's accept still waits 30 s into an apply that does not end: they wait for the apply")
+			}
+		}
+		close(release)
+	}
+	must(t, <-applied)
+	must(t, cancel.err)
+	must(t, accept.err)
+	if cancel.u.Status != storelink.UploadCancelled {
+		t.Fatalf("cancelled upload = %+v, want cancelled", cancel.u)
+	}
+	if accept.u.Status != storelink.UploadAccepted || accept.u.ClientID != other.ID {
+		t.Fatalf("other client's upload = %+v, want accepted", accept.u)
+	}
+	got, err := s.Uploads.Upload(ctx, id, first.ID)
+	must(t, err)
+	if got.Status != storelink.UploadApplied || got.RowsApplied != 1 {
+		t.Fatalf("the upload applied beside the cancel = %+v, want applied with its row", got)
+	}
+	// The processor takes the other client's upload; the cancelled one never.
+	next, err := s.Uploads.Claim(ctx, "w", time.Minute)
+	must(t, err)
+	if next == nil || next.ID != accept.u.ID {
+		t.Fatalf("claim = %+v, want the other client's upload %s", next, accept.u.ID)
+	}
+	if none, err := s.Uploads.Claim(ctx, "w", time.Minute); err != nil || none != nil {
+		t.Fatalf("claim = %+v, %v; want none: the cancelled upload is not claimed", none, err)
+	}
+}

@@ -94,7 +94,7 @@ func testSecretKeyCheck(e *env) {
 	e.useSealer(a)
 	e1, _ := e.endpoint("https://one.test", "key-one")
 	s1 := newSecret()
-	_, err := e.s.Webhooks.RotateSecret(ctx, "", e1.ID, s1, time.Hour)
+	_, err := e.s.Webhooks.RotateSecret(ctx, "", e1.ID, storelink.SecretRotation{Secret: s1, Overlap: time.Hour})
 	must(t, err)
 	e2, s2 := e.endpoint("https://two.test", "")
 
@@ -181,7 +181,7 @@ func testSecretKeyCheck(e *env) {
 	// The operator's way out: a new secret for the endpoint; once the
 	// overlap is over, its old one is no longer in the way, and the
 	// rotation drops it.
-	_, err = e.s.Webhooks.RotateSecret(ctx, "", e2.ID, newSecret(), time.Hour)
+	_, err = e.s.Webhooks.RotateSecret(ctx, "", e2.ID, storelink.SecretRotation{Secret: newSecret(), Overlap: time.Hour})
 	must(t, err)
 	if _, err = storelink.RotateSecretKey(ctx, e.s.SecretKeys, c, b); storelink.ErrorCode(err) != storelink.EUNPROCESSABLE {
 		t.Fatalf("rotation while the unopenable secret still signs = %v, want refused", err)

@@ -33,6 +33,10 @@ type Fixture struct {
 	// FillStock writes stock rows of a client straight into the database,
 	// as the benchmarks fill grown tables (package dbtest's FillStock).
 	FillStock func(ctx context.Context, clientID, uploadID string, rows iter.Seq[storelink.StockRow]) (int, error)
+	// OneWriter tells that the database has one writer: a write
+	// transaction waits for the one that holds it (SQLite), so an accept
+	// or a cancel cannot answer while an apply's transaction is open.
+	OneWriter bool
 }
 
 // FailEvents makes every later write of an event in the given state ("" for
@@ -121,6 +125,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Batch: a crash leaves nothing, and the uploads are claimed again", testBatchCrash},
 		{"Cancel a waiting upload", testCancelUpload},
 		{"Upload events: stock_upload.finished to the endpoints that ask, once", testUploadEvents},
+		{"Cancel and accept while another upload applies", testCancelDuringApply},
 		{"Upload files kept for the retention", testUploadFiles},
 		{"Upload listing", testUploadListing},
 		{"Upload listing of every client, for the operator", testAllUploads},

@@ -83,14 +83,14 @@ func testEndpoints(e *env) {
 
 	// A rotation: the claimed job signs with the new and the old secret
 	// until the overlap ends, then with the new one only.
-	_, err = s.Webhooks.RotateSecret(ctx, "", "nope", newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", "nope", storelink.SecretRotation{Secret: newSecret(), Overlap: time.Hour})
 	wantCode(t, err, storelink.ENOTFOUND)
 	e.setEnabled(all.ID, false)
 	ep, old := e.endpoint("https://c.test", "key-c")
 	e.feed(row("S1", eanA, 10, 100))
 	o := e.create(e.newOrder("R-1", eanA))
 	fresh := newSecret()
-	rotated, err := s.Webhooks.RotateSecret(ctx, "", ep.ID, fresh, time.Hour)
+	rotated, err := s.Webhooks.RotateSecret(ctx, "", ep.ID, storelink.SecretRotation{Secret: fresh, Overlap: time.Hour})
 	must(t, err)
 	until := e.clock.Now().Add(time.Hour)
 	if rotated.PreviousSecretUntil == nil || !rotated.PreviousSecretUntil.Equal(until) || rotated.ID != ep.ID || !rotated.Enabled {

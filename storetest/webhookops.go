@@ -189,7 +189,7 @@ func testDeleteEndpoint(e *env) {
 	on := true
 	_, err = s.Webhooks.UpdateEndpoint(ctx, "", a.ID, storelink.EndpointPatch{Enabled: &on})
 	wantCode(t, err, storelink.ECONFLICT)
-	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, storelink.SecretRotation{Secret: newSecret(), Overlap: time.Hour})
 	wantCode(t, err, storelink.ECONFLICT)
 	wantCode(t, s.Webhooks.Redeliver(ctx, cancelled[0].ID), storelink.ECONFLICT)
 	_, err = s.Webhooks.RecoverDeliveries(ctx, "", a.ID, deletedAt.Add(-time.Hour))
@@ -303,7 +303,7 @@ func testTestDelivery(e *env) {
 		t.Fatalf("deliveries after test sends = %+v, want none", ds)
 	}
 	// During a rotation's overlap both secrets sign.
-	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, "", a.ID, storelink.SecretRotation{Secret: newSecret(), Overlap: time.Hour})
 	must(t, err)
 	j, err := s.Webhooks.TestDelivery(ctx, "", a.ID, storelink.StateCancelled)
 	must(t, err)
@@ -342,7 +342,7 @@ func testPartnerScope(e *env) {
 	off := false
 	_, err = s.Webhooks.UpdateEndpoint(ctx, other.ID, a.ID, storelink.EndpointPatch{Enabled: &off})
 	wantCode(t, err, storelink.ENOTFOUND)
-	_, err = s.Webhooks.RotateSecret(ctx, other.ID, a.ID, newSecret(), time.Hour)
+	_, err = s.Webhooks.RotateSecret(ctx, other.ID, a.ID, storelink.SecretRotation{Secret: newSecret(), Overlap: time.Hour})
 	wantCode(t, err, storelink.ENOTFOUND)
 	_, err = s.Webhooks.RecoverDeliveries(ctx, other.ID, a.ID, e.clock.Now().Add(-time.Hour))
 	wantCode(t, err, storelink.ENOTFOUND)

@@ -68,6 +68,7 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 	changes := res.add("order-changes-with-events")
 	delivered := res.add("events-delivered")
 	inOrder := res.add("events-in-order-per-order")
+	uploadEvents := res.add("upload-events-delivered")
 	no5xx := res.add("no-5xx-outside-faults")
 	answered := res.add("answered-outside-faults")
 
@@ -90,11 +91,13 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 
 	st := &stockState{applied: map[string]*appliedUpload{}}
 	var n uploadCounts
+	uploadLists := map[*clientModel][]uploadJSON{}
 	for _, c := range s.clients {
 		list, err := rd.uploads(c)
 		if err != nil {
 			return nil, err
 		}
+		uploadLists[c] = list
 		s.checkUploads(c, list, uploadsOnce, uploadsOrder, st, &n)
 	}
 	uploadsOnce.note = fmt.Sprintf("%d acknowledged, %d applied, %d rejected as expected, %d unacknowledged found accepted; %d sent again, %d rows unchanged",
@@ -117,6 +120,9 @@ func (s *soak) check(ctx context.Context, drainErr error) (*result, error) {
 
 	dn, err := s.checkDeliveries(rd, events, delivered, inOrder)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkUploadEvents(rd, uploadLists, uploadEvents); err != nil {
 		return nil, err
 	}
 	rn := checkRequests(ops, faults, no5xx, answered)

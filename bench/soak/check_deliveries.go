@@ -56,6 +56,9 @@ func (s *soak) checkDeliveries(rd reader, all []clientEvents, delivered, inOrder
 		byClient[ce.client] = ce
 	}
 	for _, r := range s.receivers {
+		if r.profile == profileLate { // checkUploadEvents
+			continue
+		}
 		dels, err := rd.deliveries(r.endpointID)
 		if err != nil {
 			return n, err
@@ -114,6 +117,9 @@ func checkEndpoint(r *receiver, hits []hit, ce clientEvents, dels []deliveryJSON
 			delivered.fail("receiver %s: event %s has two deliveries", r.name, d.EventID)
 		}
 		byEvent[d.EventID] = d
+		if d.UploadID != "" {
+			delivered.fail("receiver %s: delivery %s is of upload %s's event, which the endpoint does not ask for", r.name, d.ID, d.UploadID)
+		}
 		if d.State != "succeeded" {
 			delivered.fail("receiver %s: delivery %s of event %s (order %s) is %s after the drain", r.name, d.ID, d.EventID, d.OrderID, d.State)
 		}

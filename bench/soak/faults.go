@@ -132,7 +132,7 @@ func (s *soak) restartPG(rng *rand.Rand) {
 func (s *soak) receiverFaults(ctx context.Context, rng *rand.Rand) {
 	var downable, picky []*receiver
 	for _, r := range s.receivers {
-		if r.profile != profileSteady {
+		if r.profile == profileFlaky || r.profile == profilePicky {
 			downable = append(downable, r)
 		}
 		if r.profile == profilePicky {
@@ -190,6 +190,9 @@ func (s *soak) heal(ctx context.Context) error {
 			return fmt.Errorf("serve %d is not ready 60s after the workload; see %s", sv.idx, sv.logs)
 		}
 	}
+	if err := s.awaitLateFailure(ctx, rng, lateWait); err != nil {
+		return err
+	}
 	for _, r := range s.receivers {
 		r.mu.Lock()
 		down, gone := r.down, !r.goneFirst.IsZero()
@@ -219,6 +222,67 @@ func (s *soak) heal(ctx context.Context) error {
 			}
 			s.enable(rng, r)
 		}
+	}
+	return s.recoverLate(ctx, rng)
+}
+
+// lateWait bounds the wait, before the heal, for a delivery to a late
+// receiver to fail for good.
+const lateWait = 45 * time.Second
+
+// awaitLateFailure waits, at most d, until a delivery to each late
+// receiver, still down, has failed for good, so that the heal's recover
+// has something to recover.
+func (s *soak) awaitLateFailure(ctx context.Context, rng *rand.Rand, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for _, r := range s.receivers {
+		if r.profile != profileLate {
+			continue
+		}
+		for {
+			a, err := s.api.admin(ctx, rng, "heal", "GET", "/admin/deliveries?limit=1&state=failed&endpoint_id="+r.endpointID, nil, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			var l struct {
+				Deliveries []struct {
+					ID string `json:"delivery_id"`
+				} `json:"deliveries"`
+			}
+			if err := a.decode(&l); err != nil {
+				return err
+			}
+			if len(l.Deliveries) > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			sleep(ctx, time.Second)
+		}
+	}
+	return nil
+}
+
+// recoverLate makes the failed deliveries of the late receivers' endpoints
+// pending again, as a partner does once its receiver is back: those since
+// the soak started. Their receivers listen again (heal); an attempt that
+// failed a moment before they did may still end its delivery as failed
+// after this call, and the drain recovers those (lateBehind).
+func (s *soak) recoverLate(ctx context.Context, rng *rand.Rand) error {
+	for _, r := range s.receivers {
+		if r.profile != profileLate {
+			continue
+		}
+		a, err := s.api.admin(ctx, rng, "recover", "POST", "/webhooks/"+r.client.id+"/endpoints/"+r.endpointID+"/recover",
+			map[string]string{"since": s.started.Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, 30*time.Second, "x-api-key", r.client.apiKey)
+		if err != nil {
+			return err
+		}
+		var rec struct {
+			Deliveries int `json:"deliveries"`
+		}
+		if err := a.decode(&rec); err != nil {
+			return fmt.Errorf("recover the deliveries of %s: %w", r.name, err)
+		}
+		s.recovered.Add(int64(rec.Deliveries))
 	}
 	return nil
 }
@@ -274,6 +338,12 @@ func (s *soak) drain(ctx context.Context) error {
 			}
 		}
 		if busy == "" {
+			var err error
+			if busy, err = s.lateBehind(ctx, rng); err != nil {
+				return err
+			}
+		}
+		if busy == "" {
 			if quiet++; quiet == 2 {
 				return nil
 			}
@@ -285,4 +355,56 @@ func (s *soak) drain(ctx context.Context) error {
 		}
 		sleep(ctx, 500*time.Millisecond)
 	}
+}
+
+// lateBehind tells which late receiver has not yet had the event of every
+// upload of its client that ended ("" when each has), and recovers its
+// endpoint's deliveries again when some of them failed for good after the
+// heal's recover (recoverLate). An upload's event is written a moment after
+// it ends, so no pending delivery does not mean all are there.
+func (s *soak) lateBehind(ctx context.Context, rng *rand.Rand) (string, error) {
+	rd := reader{s: s, ctx: ctx, rng: rng}
+	for _, r := range s.receivers {
+		if r.profile != profileLate {
+			continue
+		}
+		list, err := rd.uploads(r.client)
+		if err != nil {
+			return "", err
+		}
+		got := map[string]bool{}
+		for _, h := range r.snapshot() {
+			if h.success() {
+				got[h.upload] = true
+			}
+		}
+		for _, u := range list {
+			if ended(u.Status) && !got[u.ID] {
+				a, err := s.api.admin(ctx, rng, "drain", "GET", "/admin/deliveries?limit=1&state=failed&endpoint_id="+r.endpointID, nil, 30*time.Second)
+				if err != nil {
+					return "", err
+				}
+				var l struct {
+					Deliveries []struct {
+						ID string `json:"delivery_id"`
+					} `json:"deliveries"`
+				}
+				if err := a.decode(&l); err != nil {
+					return "", err
+				}
+				if len(l.Deliveries) > 0 {
+					if err := s.recoverLate(ctx, rng); err != nil {
+						return "", err
+					}
+				}
+				return "the event of upload " + u.ID + " to " + r.name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// ended tells whether an upload's status is final.
+func ended(status string) bool {
+	return status == "applied" || status == "rejected" || status == "cancelled"
 }

@@ -11,7 +11,9 @@
 // every transition (cancel with and without reassignment, fulfil with
 // cancelled items, returns to a store or the marketplace, warehouse orders
 // and their returns), and webhook receivers on loopback that are sometimes
-// slow, failing, answering 429, 503 or 410, or refusing connections. The
+// slow, failing, answering 429, 503 or 410, or refusing connections; one
+// receiver takes the first client's upload events (stock_upload.finished)
+// and is down until the heal, which recovers its failed deliveries. The
 // faults: SIGKILL of a serve (restarted a moment later), SIGTERM, the
 // PostgreSQL cluster restarted (a private one the soak starts itself with
 // initdb and pg_ctl on a free loopback port), a receiver down for a while,
@@ -34,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.duration, "duration", 60*time.Second, "how long the workload and the faults run")
 	fs.DurationVar(&c.drain, "drain", 3*time.Minute, "longest wait, after the workload, for uploads and deliveries to finish")
 	fs.Uint64Var(&c.seed, "seed", 0, "random seed (0: from the clock); printed, so a run can be repeated in its choices")
-	fs.IntVar(&c.clients, "clients", 4, "client accounts (each with stores, two uploaders and three webhook endpoints)")
+	fs.IntVar(&c.clients, "clients", 4, "client accounts (each with stores, two uploaders and three webhook endpoints; the first also one for its upload events)")
 	fs.IntVar(&c.workers, "order-workers", 6, "goroutines taking orders through their transitions")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary folder (logs, databases) even when every invariant held")
 	fs.StringVar(&c.pgBin, "pg-bin", "", "folder of initdb and pg_ctl (default: the newest /usr/lib/postgresql/*/bin, else $PATH)")
@@ -135,6 +138,9 @@ type soak struct {
 	clients   []*clientModel
 	receivers []*receiver
 	orders    *orderBook
+	// recovered counts the deliveries the late receivers' recover calls
+	// made pending again.
+	recovered atomic.Int64
 
 	started, workloadEnd, drained time.Time
 }

@@ -58,10 +58,25 @@ type eventJSON struct {
 
 // deliveryJSON is a delivery as the operator API lists it.
 type deliveryJSON struct {
-	ID      string `json:"delivery_id"`
-	EventID string `json:"event_id"`
-	OrderID string `json:"order_id"`
-	State   string `json:"state"`
+	ID       string `json:"delivery_id"`
+	EventID  string `json:"event_id"`
+	OrderID  string `json:"order_id"`
+	UploadID string `json:"upload_id"`
+	State    string `json:"state"`
+	// Attempts counts the attempts listed.
+	Attempts attemptCount `json:"attempts"`
+}
+
+// attemptCount reads a delivery's attempts as their number.
+type attemptCount int
+
+func (n *attemptCount) UnmarshalJSON(b []byte) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*n = attemptCount(len(list))
+	return nil
 }
 
 type reader struct {

@@ -26,14 +26,25 @@ const (
 	// picky takes some states only; it answers 410 while the soak makes it
 	// "gone", which disables its endpoint until the soak enables it again.
 	profilePicky = "picky"
+	// late takes the uploads' stock_upload.finished events only, and is
+	// down from the setup to the heal: the events of the uploads that
+	// ended in the workload's first part fail for good (the retry schedule
+	// is spent), and the soak recovers them (POST …/recover) once it is up;
+	// it answers as steady does.
+	profileLate = "late"
 )
+
+// uploadEventKind is the event that tells an upload ended.
+const uploadEventKind = "stock_upload.finished"
 
 // pickyStates are the states the picky endpoint subscribes to.
 var pickyStates = []string{"cancelled", "fulfilled", "returned", "marketplace_warehouse_returned"}
 
-// hit is one POST a receiver got.
+// hit is one POST a receiver got: an order's event (order, state), or an
+// upload's (upload, with state its type).
 type hit struct {
 	id, order, state string
+	upload           string
 	body             []byte
 	arrived          time.Time
 	answered         time.Time
@@ -77,8 +88,11 @@ func newReceiver(c *clientModel, profile string, seed uint64) (*receiver, error)
 	}
 	r := &receiver{name: fmt.Sprintf("c%d-%s", c.idx, profile), profile: profile, client: c, port: port,
 		rng: rand.New(rand.NewPCG(seed, seed+1))}
-	if profile == profilePicky {
+	switch profile {
+	case profilePicky:
 		r.states = pickyStates
+	case profileLate:
+		r.states = []string{uploadEventKind}
 	}
 	return r, r.up()
 }
@@ -146,13 +160,18 @@ func (r *receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	h.body = body
 	var ev struct {
-		State   string `json:"state"`
-		OrderID string `json:"order_id"`
+		State    string `json:"state"`
+		OrderID  string `json:"order_id"`
+		Type     string `json:"type"`
+		UploadID string `json:"upload_id"`
 	}
 	if err == nil {
 		err = json.Unmarshal(body, &ev)
 	}
-	h.state, h.order = ev.State, ev.OrderID
+	h.state, h.order, h.upload = ev.State, ev.OrderID, ev.UploadID
+	if ev.Type != "" {
+		h.state = ev.Type
+	}
 	r.mu.Lock()
 	switch {
 	case err != nil:

@@ -49,7 +49,13 @@ func (s *soak) setupAccounts(ctx context.Context) error {
 				return err
 			}
 		}
-		for _, profile := range []string{profileSteady, profileFlaky, profilePicky} {
+		profiles := []string{profileSteady, profileFlaky, profilePicky}
+		if i == 0 {
+			// One late receiver: its client's upload events alone spend
+			// their retry schedule within a minute of workload.
+			profiles = append(profiles, profileLate)
+		}
+		for _, profile := range profiles {
 			r, err := newReceiver(c, profile, rng.Uint64())
 			if err != nil {
 				return err
@@ -73,6 +79,9 @@ func (s *soak) setupAccounts(ctx context.Context) error {
 			r.endpointID = ep.ID
 			if err := r.setKey(ep.Secret); err != nil {
 				return fmt.Errorf("endpoint %s: %w", ep.ID, err)
+			}
+			if profile == profileLate {
+				r.goDown()
 			}
 		}
 		s.clients = append(s.clients, c)

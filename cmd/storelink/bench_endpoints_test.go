@@ -269,14 +269,17 @@ const (
 // address. It notes for each webhook-id when it answered and with what,
 // and answers 200 epAnswerAfter after the request's body came in.
 type epReceiver struct {
-	srv     *http.Server
-	urls    []string
-	hanging []bool
-	mode    atomic.Int32
-	hangOn  atomic.Bool
-	held    atomic.Int32 // requests held now
-	conns   atomic.Int64 // connections accepted
-	hangs   atomic.Int64 // requests held by hanging endpoints in this phase
+	srv *http.Server
+	// answerAfter is how long after a request's body came in it is
+	// answered (epAnswerAfter unless set otherwise).
+	answerAfter time.Duration
+	urls        []string
+	hanging     []bool
+	mode        atomic.Int32
+	hangOn      atomic.Bool
+	held        atomic.Int32 // requests held now
+	conns       atomic.Int64 // connections accepted
+	hangs       atomic.Int64 // requests held by hanging endpoints in this phase
 
 	mu   sync.Mutex
 	got  map[string]*epArrival
@@ -301,7 +304,7 @@ type epConnKey struct{}
 // (none for 0).
 func newEPReceiver(b *testing.B, n, hangEvery int) *epReceiver {
 	b.Helper()
-	rc := &epReceiver{got: map[string]*epArrival{}, hanging: make([]bool, n)}
+	rc := &epReceiver{got: map[string]*epArrival{}, hanging: make([]bool, n), answerAfter: epAnswerAfter}
 	byAddr := map[string]int{}
 	var lns []net.Listener
 	for i := range n {
@@ -351,7 +354,9 @@ func (rc *epReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &ev)
 	ts, _ := time.Parse(storelink.EventTimeLayout, ev.Timestamp)
-	time.Sleep(time.Until(in.Add(epAnswerAfter))) // a receiver that answers late
+	if rc.answerAfter > 0 {
+		time.Sleep(time.Until(in.Add(rc.answerAfter))) // a receiver that answers late
+	}
 	id := r.Header.Get("webhook-id")
 	now := time.Now()
 	rc.mu.Lock()

@@ -36,7 +36,7 @@ CREATE TABLE order_items (
     return_reason_code         integer CHECK (return_reason_code IS NULL OR return_reason_code BETWEEN 1 AND 10 OR return_reason_code = -1),
     return_location            text NOT NULL DEFAULT '' CHECK (return_location IN ('', 'STORE', 'MARKETPLACE')),
     return_store_id            text NOT NULL DEFAULT '',
-    -- true while the unit holds stock at its store (CONTRACT 3.4).
+    -- true while the unit holds stock at its store (docs/orders.md: stock reserved by orders).
     reserving                  boolean NOT NULL DEFAULT false
 );
 CREATE INDEX order_items_order ON order_items (order_id, pos);

@@ -227,7 +227,7 @@ func testSealedRows(e *env) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	ep, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://a.test/", APIKey: "key"}, secret)
 	must(e.t, err)
-	_, err = e.seed.Webhooks.RotateSecret(e.ctx, "", ep.ID, "whsec_"+"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", time.Hour)
+	_, err = e.seed.Webhooks.RotateSecret(e.ctx, "", ep.ID, storelink.SecretRotation{Secret: "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", Overlap: time.Hour})
 	must(e.t, err)
 	bare, err := e.seed.Webhooks.CreateEndpoint(e.ctx, e.client.ID, storelink.NewEndpoint{URL: "https://b.test/"}, secret)
 	must(e.t, err)

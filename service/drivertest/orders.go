@@ -73,6 +73,34 @@ func (e *env) stockInForce(eans ...string) storelink.StoreStock {
 }
 
 func testTransactions(e *env) {
+	cancelledBeginFails(e, "Orders", func(ctx context.Context) error {
+		tx, err := e.d.Orders.Begin(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
+	cancelledBeginFails(e, "Uploads", func(ctx context.Context) error {
+		tx, err := e.d.Uploads.Begin(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
+	cancelledBeginFails(e, "Webhooks", func(ctx context.Context) error {
+		tx, err := e.d.Webhooks.Begin(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
+	cancelledBeginFails(e, "Webhooks' BeginRound", func(ctx context.Context) error {
+		tx, err := e.d.Webhooks.BeginRound(ctx)
+		if err == nil {
+			_ = tx.Rollback(context.Background())
+		}
+		return err
+	})
 	kept, dropped := e.order("S1", eanA), e.order("S1", eanB)
 	tx := e.beginOrders()
 	e.write(tx, service.WriteOrderParams{Order: dropped, New: true})

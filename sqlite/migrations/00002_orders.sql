@@ -36,7 +36,7 @@ CREATE TABLE order_items (
     return_reason_code         INTEGER CHECK (return_reason_code IS NULL OR return_reason_code BETWEEN 1 AND 10 OR return_reason_code = -1),
     return_location            TEXT NOT NULL DEFAULT '' CHECK (return_location IN ('', 'STORE', 'MARKETPLACE')),
     return_store_id            TEXT NOT NULL DEFAULT '',
-    -- 1 while the unit holds stock at its store (CONTRACT 3.4).
+    -- 1 while the unit holds stock at its store (docs/orders.md: stock reserved by orders).
     reserving                  INTEGER NOT NULL DEFAULT 0 CHECK (reserving IN (0, 1))
 );
 CREATE INDEX order_items_order ON order_items (order_id, pos);
