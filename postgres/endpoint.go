@@ -174,7 +174,7 @@ func (d *webhooks) ListDeliveries(ctx context.Context, f storelink.DeliveryFilte
 	}
 	if f.EventID != "" {
 		id := a.add(f.EventID)
-		q += ` AND order_id = (SELECT order_id FROM events WHERE id = ` + id + `) AND event_id = ` + id
+		q += ` AND order_id = (SELECT coalesce(order_id, upload_id) FROM events WHERE id = ` + id + `) AND event_id = ` + id
 	}
 	if f.Before != "" {
 		q += ` AND seq < (SELECT seq FROM deliveries WHERE id = ` + a.add(f.Before) + `)`

@@ -29,8 +29,8 @@ const (
 	// let a reader skip a late one.
 	insertEventSQL = `WITH c AS (INSERT INTO event_counters (client_id, last_seq) VALUES ($1, 1)
 		ON CONFLICT (client_id) DO UPDATE SET last_seq = event_counters.last_seq + 1 RETURNING last_seq)
-		INSERT INTO events (client_id, seq, id, order_id, state, payload, created_at)
-		SELECT $1, last_seq, $2, $3, $4, $5, $6 FROM c`
+		INSERT INTO events (client_id, seq, id, order_id, upload_id, state, payload, created_at)
+		SELECT $1, last_seq, $2, $3, $4, $5, $6, $7 FROM c`
 	// insertDeliveriesSQL queues deliveries of an event, with its number.
 	insertDeliveriesSQL = `INSERT INTO deliveries (id, event_id, event_seq, endpoint_id, client_id, order_id, event_state,
 		state, next_attempt_at, created_at, updated_at)
@@ -209,7 +209,7 @@ func (t *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) (
 	}
 	ev := p.Event
 	if ev != nil {
-		b.Queue(insertEventSQL, o.ClientID, ev.EventID, ev.OrderID, ev.State, string(ev.Marshal()), p.At)
+		b.Queue(insertEventSQL, o.ClientID, ev.EventID, ev.OrderID, nil, ev.State, string(ev.Marshal()), p.At)
 	}
 	t.tx.with(b)
 	if ev == nil {
@@ -232,12 +232,12 @@ func (t *ordersTx) enabledEndpoints(ctx context.Context, clientID string) ([]sto
 	})
 }
 
-// WriteEvent queues the event of no order (order_id NULL), numbered as an
+// WriteEvent queues an upload's event (order_id NULL), numbered as an
 // order's is (insertEventSQL), and reads the client's enabled endpoints in
 // the same round trip.
 func (t *ordersTx) WriteEvent(ctx context.Context, p service.WriteEventParams) ([]storelink.Endpoint, error) {
 	b := &pgx.Batch{}
-	b.Queue(insertEventSQL, p.ClientID, p.EventID, nil, p.State, string(p.Payload), p.At)
+	b.Queue(insertEventSQL, p.ClientID, p.EventID, nil, p.UploadID, p.State, string(p.Payload), p.At)
 	t.tx.with(b)
 	return t.enabledEndpoints(ctx, p.ClientID)
 }

@@ -80,9 +80,9 @@ type OrderTx interface {
 	// in this transaction, and lets the deliverers know there is work once
 	// it commits. They are written with Commit.
 	InsertDeliveries(ctx context.Context, p InsertDeliveriesParams) error
-	// WriteEvent writes an event that is no order's, numbered among the
-	// client's events as WriteOrder numbers an order's, and returns the
-	// client's enabled endpoints as WriteOrder does.
+	// WriteEvent writes an upload's event, numbered among the client's
+	// events as WriteOrder numbers an order's, and returns the client's
+	// enabled endpoints as WriteOrder does.
 	WriteEvent(ctx context.Context, p WriteEventParams) ([]storelink.Endpoint, error)
 	// TakeUploadEvent tells whether the upload's event is due (FinishUpload
 	// and CancelUpload's Announce) and, when it is, makes it due no more:
@@ -161,7 +161,7 @@ type InsertDeliveriesParams struct {
 type QueuedEvent struct {
 	ID string
 	// Chain is what the event's deliveries to one endpoint go in order
-	// within: its order's id, or its upload's (WriteEvent's Chain).
+	// within: its order's id, or its upload's (WriteEvent's UploadID).
 	Chain string
 	// State is the order's state, or the event's kind (WriteEvent's).
 	State storelink.OrderState
@@ -172,15 +172,16 @@ func OrderEvent(ev *storelink.Event) QueuedEvent {
 	return QueuedEvent{ID: ev.EventID, Chain: ev.OrderID, State: ev.State}
 }
 
-// WriteEventParams are an event that is not an order's (OrderTx.WriteEvent).
+// WriteEventParams are an upload's event (OrderTx.WriteEvent).
 type WriteEventParams struct {
 	ClientID, EventID string
-	// Chain is what the event's deliveries go in order within, and State
-	// its kind (as an order event's deliveries go within their order).
-	Chain   string
-	State   storelink.OrderState
-	Payload []byte
-	At      time.Time
+	// UploadID is the upload it tells of, within which its deliveries go
+	// in order (as an order event's go within their order); State is its
+	// kind.
+	UploadID string
+	State    storelink.OrderState
+	Payload  []byte
+	At       time.Time
 }
 
 // NewDelivery is a delivery of an event to one endpoint, as the order calls

@@ -69,7 +69,7 @@ func announce(ctx context.Context, tx OrderTx, u *storelink.Upload, statusURL fu
 	}
 	ev := storelink.NewUploadEvent(u, storelink.NewID(now), statusURL(u.ClientID, u.ID))
 	kind := storelink.EventUploadFinished
-	endpoints, err := tx.WriteEvent(ctx, WriteEventParams{ClientID: u.ClientID, EventID: ev.EventID, Chain: u.ID, State: kind,
+	endpoints, err := tx.WriteEvent(ctx, WriteEventParams{ClientID: u.ClientID, EventID: ev.EventID, UploadID: u.ID, State: kind,
 		Payload: ev.Marshal(), At: now})
 	if err != nil {
 		return fmt.Errorf("write the event of upload %s: %w", u.ID, err)

@@ -265,7 +265,7 @@ func deliveriesQuery(f storelink.DeliveryFilter) (string, []any) {
 		q += `)`
 	}
 	if f.EventID != "" {
-		q, args = q+` AND order_id = (SELECT order_id FROM events WHERE id = ?) AND event_id = ?`, append(args, f.EventID, f.EventID)
+		q, args = q+` AND order_id = (SELECT coalesce(order_id, upload_id) FROM events WHERE id = ?) AND event_id = ?`, append(args, f.EventID, f.EventID)
 	}
 	if f.Before != "" {
 		q, args = q+` AND seq < (SELECT seq FROM deliveries WHERE id = ?)`, append(args, f.Before)

@@ -44,7 +44,7 @@ const (
 	// of an item that an order call can change.
 	updateItemSQL = `UPDATE order_items SET status = ?, cancellation_reason = ?, return_reason_code = ?,
 		return_location = ?, return_store_id = ?, reserving = ? WHERE item_id = ?`
-	insertEventSQL = `INSERT INTO events (id, client_id, order_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	insertEventSQL = `INSERT INTO events (id, client_id, order_id, upload_id, state, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	orderSQL       = `SELECT ` + orderColumns + ` FROM orders WHERE id = ?`
 	itemsSQL       = `SELECT ` + itemColumns + ` FROM order_items WHERE order_id = ? ORDER BY pos`
 	// endpointStatesSQL: a deleted endpoint is disabled too; "deleted_at
@@ -197,7 +197,7 @@ func (tx *ordersTx) WriteOrder(ctx context.Context, p service.WriteOrderParams) 
 	if ev == nil {
 		return nil, nil
 	}
-	if _, err := tx.w.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, ev.OrderID, ev.State, string(ev.Marshal()), ms(p.At)); err != nil {
+	if _, err := tx.w.ExecContext(ctx, insertEventSQL, ev.EventID, o.ClientID, ev.OrderID, nil, ev.State, string(ev.Marshal()), ms(p.At)); err != nil {
 		return nil, fmt.Errorf("write event: %w", err)
 	}
 	return tx.enabledEndpoints(ctx, o.ClientID)
@@ -256,11 +256,11 @@ func (tx *ordersTx) insertDeliveries(ctx context.Context, p service.InsertDelive
 	return nil
 }
 
-// WriteEvent writes an event of no order (order_id NULL), numbered by its
+// WriteEvent writes an upload's event (order_id NULL), numbered by its
 // row's sequence as an order's is, then reads the client's enabled
 // endpoints.
 func (tx *ordersTx) WriteEvent(ctx context.Context, p service.WriteEventParams) ([]storelink.Endpoint, error) {
-	if _, err := tx.w.ExecContext(ctx, insertEventSQL, p.EventID, p.ClientID, nil, p.State, string(p.Payload), ms(p.At)); err != nil {
+	if _, err := tx.w.ExecContext(ctx, insertEventSQL, p.EventID, p.ClientID, nil, p.UploadID, p.State, string(p.Payload), ms(p.At)); err != nil {
 		return nil, fmt.Errorf("write event: %w", err)
 	}
 	return tx.enabledEndpoints(ctx, p.ClientID)

@@ -106,6 +106,15 @@ func testUploadEvents(e *env) {
 	if len(byUpload) != len(ended) {
 		t.Fatalf("deliveries name %d uploads, want %d", len(byUpload), len(ended))
 	}
+	// Listed by the event, and by the upload as an order's are by the order.
+	one := e.deliveries()[0]
+	for _, f := range []storelink.DeliveryFilter{{ClientID: id, EventID: one.EventID, Limit: 10}, {ClientID: id, OrderID: one.UploadID, Limit: 10}} {
+		byEvent, err := s.Webhooks.Deliveries(ctx, f)
+		must(t, err)
+		if len(byEvent) != 2 || byEvent[0].EventID != one.EventID || byEvent[1].EventID != one.EventID || byEvent[0].UploadID != one.UploadID {
+			t.Fatalf("deliveries of %+v = %+v, want the event's two", f, byEvent)
+		}
+	}
 	theirs, err := s.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: other, Limit: 10})
 	must(t, err)
 	if len(theirs) != 0 {

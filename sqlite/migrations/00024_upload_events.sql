@@ -2,9 +2,9 @@
 -- (stock_upload.finished): its event is an event that is no order's.
 --
 -- events is rebuilt, as SQLite cannot drop a NOT NULL in place, so that
--- order_id may be NULL: an upload's event belongs to no order (its
--- deliveries go in order within the upload, whose id their order_id
--- holds). Its rows, seqs (the event feed's cursors) and indexes are kept
+-- order_id may be NULL: an upload's event belongs to no order but to its
+-- upload, upload_id (its deliveries go in order within the upload, whose
+-- id their order_id holds). Its rows, seqs (the event feed's cursors) and indexes are kept
 -- as they were. The deliveries refer to events, so the rebuild runs with
 -- foreign keys off, on the one connection migrations use, in a
 -- transaction of its own: the documented way (lang_altertable.html,
@@ -23,7 +23,8 @@ CREATE TABLE events_any (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,
     client_id  TEXT NOT NULL REFERENCES clients (id),
-    order_id   TEXT REFERENCES orders (id), -- NULL for an event of no order
+    order_id   TEXT REFERENCES orders (id), -- NULL for an upload's event
+    upload_id  TEXT,                        -- an upload's event's upload
     state      TEXT NOT NULL,
     payload    TEXT NOT NULL,
     created_at INTEGER NOT NULL
