@@ -228,7 +228,7 @@ func (s *soak) heal(ctx context.Context) error {
 
 // lateWait bounds the wait, before the heal, for a delivery to a late
 // receiver to fail for good.
-const lateWait = 45 * time.Second
+const lateWait = 60 * time.Second
 
 // awaitLateFailure waits, at most d, until a delivery to each late
 // receiver, still down, has failed for good, so that the heal's recover

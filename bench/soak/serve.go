@@ -24,12 +24,13 @@ const (
 	webhookTimeout = 2 * time.Second
 )
 
-// retrySchedule is long enough (24 attempts, about 21 s of retries) that
-// no delivery fails for good while a receiver is down for a few seconds
-// (at most 8) or answers errors half the time (one delivery in 2^24 would),
-// and short enough that the late receiver's deliveries, down for the whole
-// workload, fail for good within it, to be recovered (recoverLate).
-var retrySchedule = "100ms,200ms,400ms,800ms" + strings.Repeat(",1s", 20)
+// retrySchedule is long enough (about 45 s of retries) that no delivery
+// fails for good while a receiver is down for a few seconds or answers
+// errors half the time; the late receiver's deliveries, down from the
+// setup, fail for good after it (awaitLateFailure), to be recovered
+// (recoverLate). A schedule of 24 attempts (about 21 s) was tried: a flaky
+// receiver down for 8 s lost a delivery in one run of two.
+var retrySchedule = "100ms,200ms,400ms,800ms" + strings.Repeat(",1s", 40)
 
 // serve is one `storelink serve` process, started again after each fault.
 type serve struct {
