@@ -262,38 +262,48 @@ func TestServeUploadsInFlightLimit(t *testing.T) {
 	}
 }
 
-// waitInFlightFull waits until a validation of p's client is refused for
-// its uploads in flight: the bodies the test holds are then being read.
-func waitInFlightFull(tb testing.TB, p *proc) {
+// inFlightFull tells whether a validation of p's client is refused for its
+// uploads in flight (429 uploads_in_flight), and so whether the one upload
+// --max-uploads-in-flight 1 lets it have is taken.
+func inFlightFull(tb testing.TB, p *proc) bool {
 	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		req, _ := http.NewRequest("PUT", p.URL+"/stock/"+p.ClientID+"/validate", strings.NewReader(bodyTestFeed))
-		req.Header.Set("x-api-key", p.APIKey)
-		if code, v := doJSON(tb, req); code == http.StatusTooManyRequests && v["type"] == "/problems/"+codeInFlight {
-			return
-		}
-	}
-	tb.Fatal("the held bodies did not take the client's uploads in flight within 10s")
+	req, _ := http.NewRequest("PUT", p.URL+"/stock/"+p.ClientID+"/validate", strings.NewReader(bodyTestFeed))
+	req.Header.Set("x-api-key", p.APIKey)
+	code, v := doJSON(tb, req)
+	return code == http.StatusTooManyRequests && v["type"] == "/problems/"+codeInFlight
 }
 
 // stallUpload opens an upload of p's client whose body stops after its
 // first bytes, and returns it once it holds the partner's one upload in
 // flight (--max-uploads-in-flight 1). The probe that finds the slot taken
-// (waitInFlightFull) is an upload in flight itself: when it reaches serve
-// first, the stalled upload is the one refused, and it is opened again.
+// (inFlightFull) is an upload in flight itself: when it reaches serve
+// first, the stalled upload is the one refused (it is answered 429), and
+// it is opened again.
 func stallUpload(t *testing.T, p *proc) *rawConn {
 	t.Helper()
 	for range 10 {
 		stalled := dialRaw(t, p)
 		stalled.head("PUT", "/stock/"+p.ClientID+"/stalled.csv", 100000,
 			map[string]string{"x-api-key": p.APIKey, "Content-Type": "application/csv"}, "store;ean;")
-		waitInFlightFull(t, p)
-		resp, body, err := stalled.answer(500 * time.Millisecond)
-		if err != nil {
-			return stalled // no answer: it holds the slot
-		}
-		if resp.StatusCode != http.StatusTooManyRequests || problemType(t, resp, body) != "/problems/"+codeInFlight {
-			t.Fatalf("the upload to stall was answered %d %s before its body was sent", resp.StatusCode, body)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			full := inFlightFull(t, p)
+			wait := 50 * time.Millisecond
+			if full {
+				wait = 500 * time.Millisecond
+			}
+			resp, body, err := stalled.answer(wait)
+			if err == nil {
+				if resp.StatusCode != http.StatusTooManyRequests || problemType(t, resp, body) != "/problems/"+codeInFlight {
+					t.Fatalf("the upload to stall was answered %d %s before its body was sent", resp.StatusCode, body)
+				}
+				break // a probe took the slot first
+			}
+			if full {
+				return stalled // no answer, and the slot is taken: it holds it
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the upload to stall neither took the client's upload in flight nor was refused within 10s")
+			}
 		}
 	}
 	t.Fatal("the upload to stall was refused 10 times: the probes took the slot first")
