@@ -240,19 +240,11 @@ func (s *soak) awaitLateFailure(ctx context.Context, rng *rand.Rand, d time.Dura
 			continue
 		}
 		for {
-			a, err := s.api.admin(ctx, rng, "heal", "GET", "/admin/deliveries?limit=1&state=failed&endpoint_id="+r.endpointID, nil, 30*time.Second)
+			id, err := s.firstDelivery(ctx, rng, "heal", "state=failed&endpoint_id="+r.endpointID)
 			if err != nil {
 				return err
 			}
-			var l struct {
-				Deliveries []struct {
-					ID string `json:"delivery_id"`
-				} `json:"deliveries"`
-			}
-			if err := a.decode(&l); err != nil {
-				return err
-			}
-			if len(l.Deliveries) > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if id != "" || time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}
 			sleep(ctx, time.Second)
@@ -321,20 +313,12 @@ func (s *soak) drain(ctx context.Context) error {
 					busy = "upload " + l.Uploads[0].ID + " of client " + c.id
 				}
 			}
-			a, err := s.api.admin(ctx, rng, "drain", "GET", "/admin/deliveries?limit=1&state=pending&client_id="+c.id, nil, 30*time.Second)
+			id, err := s.firstDelivery(ctx, rng, "drain", "state=pending&client_id="+c.id)
 			if err != nil {
 				return err
 			}
-			var l struct {
-				Deliveries []struct {
-					ID string `json:"delivery_id"`
-				} `json:"deliveries"`
-			}
-			if err := a.decode(&l); err != nil {
-				return err
-			}
-			if busy == "" && len(l.Deliveries) > 0 {
-				busy = "delivery " + l.Deliveries[0].ID + " of client " + c.id
+			if busy == "" && id != "" {
+				busy = "delivery " + id + " of client " + c.id
 			}
 		}
 		if busy == "" {
@@ -380,19 +364,11 @@ func (s *soak) lateBehind(ctx context.Context, rng *rand.Rand) (string, error) {
 		}
 		for _, u := range list {
 			if ended(u.Status) && !got[u.ID] {
-				a, err := s.api.admin(ctx, rng, "drain", "GET", "/admin/deliveries?limit=1&state=failed&endpoint_id="+r.endpointID, nil, 30*time.Second)
+				failed, err := s.firstDelivery(ctx, rng, "drain", "state=failed&endpoint_id="+r.endpointID)
 				if err != nil {
 					return "", err
 				}
-				var l struct {
-					Deliveries []struct {
-						ID string `json:"delivery_id"`
-					} `json:"deliveries"`
-				}
-				if err := a.decode(&l); err != nil {
-					return "", err
-				}
-				if len(l.Deliveries) > 0 {
+				if failed != "" {
 					if err := s.recoverLate(ctx, rng); err != nil {
 						return "", err
 					}
@@ -407,4 +383,25 @@ func (s *soak) lateBehind(ctx context.Context, rng *rand.Rand) (string, error) {
 // ended tells whether an upload's status is final.
 func ended(status string) bool {
 	return status == "applied" || status == "rejected" || status == "cancelled"
+}
+
+// firstDelivery returns the id of the newest delivery the operator's
+// listing selects with query ("" for none).
+func (s *soak) firstDelivery(ctx context.Context, rng *rand.Rand, kind, query string) (string, error) {
+	a, err := s.api.admin(ctx, rng, kind, "GET", "/admin/deliveries?limit=1&"+query, nil, 30*time.Second)
+	if err != nil {
+		return "", err
+	}
+	var l struct {
+		Deliveries []struct {
+			ID string `json:"delivery_id"`
+		} `json:"deliveries"`
+	}
+	if err := a.decode(&l); err != nil {
+		return "", err
+	}
+	if len(l.Deliveries) == 0 {
+		return "", nil
+	}
+	return l.Deliveries[0].ID, nil
 }
