@@ -393,6 +393,19 @@ type ClaimCaps struct {
 	All     int
 }
 
+// EndpointCap caps every endpoint at n deliveries in flight, whoever
+// leased them.
+func EndpointCap(n int) ClaimCaps { return ClaimCaps{Default: n, All: n} }
+
+// ClaimRequest is a claim of due deliveries (DeliveryQueue): up to Limit,
+// leased to Owner for Lease, no endpoint given more than Caps allow.
+type ClaimRequest struct {
+	Owner string
+	Lease time.Duration
+	Limit int
+	Caps  ClaimCaps
+}
+
 // Cap is the cap of endpoint id for the claiming owner.
 func (c ClaimCaps) Cap(id string) int {
 	if n, ok := c.Of[id]; ok {
@@ -406,23 +419,22 @@ func (c ClaimCaps) Cap(id string) int {
 // claimed and did not attempt. Every store offers all of it, so that a
 // deliverer has one way of working whatever the database.
 type DeliveryQueue interface {
-	// ClaimDeliveries leases up to limit due deliveries: for each order and
-	// endpoint only the oldest pending one, and at most perEndpoint in
-	// flight per endpoint, so one slow endpoint cannot take every worker.
-	ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]DeliveryJob, error)
+	// ClaimDeliveries leases up to r.Limit due deliveries to r.Owner: for
+	// each order and endpoint only the oldest pending one, and no more in
+	// flight per endpoint than r.Caps allow, so one slow endpoint cannot
+	// take every worker.
+	ClaimDeliveries(ctx context.Context, r ClaimRequest) ([]DeliveryJob, error)
 	// RecordAttempts records finished attempts, all in one transaction. A
 	// result whose lease was lost is recorded as an attempt but changes
 	// nothing else.
 	RecordAttempts(ctx context.Context, results []AttemptResult) error
-	// RecordAndClaim records results, as RecordAttempts, then claims up to
-	// limit deliveries, by the rules of ClaimDeliveries, paced by caps (the
-	// deliverer's tuning: ClaimCaps) instead of one perEndpoint, in one
-	// transaction: the claim sees what was recorded (the
+	// RecordAndClaim records results, as RecordAttempts, then claims as
+	// ClaimDeliveries does, in one transaction: the claim sees what was recorded (the
 	// next events of these orders, the places freed under the endpoints'
 	// caps), and a deliverer's round costs one commit. When the claim fails
 	// after the record, the record is kept and the claim's error returned,
 	// with no jobs.
-	RecordAndClaim(ctx context.Context, results []AttemptResult, owner string, lease time.Duration, limit int, caps ClaimCaps) ([]DeliveryJob, error)
+	RecordAndClaim(ctx context.Context, results []AttemptResult, r ClaimRequest) ([]DeliveryJob, error)
 	// ReleaseClaims gives back claimed deliveries that were not attempted,
 	// as a deliverer that stops does with those it claimed ahead: each is
 	// claimable again at once, as it was before its claim, its attempt and

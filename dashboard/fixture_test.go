@@ -396,7 +396,7 @@ func (f *fixture) accept(clientID, name, body string) *storelink.Upload {
 func (f *fixture) failDeliveries() string {
 	f.t.Helper()
 	ctx := context.Background()
-	jobs, err := f.services.Webhooks.ClaimDeliveries(ctx, "test", time.Minute, 100, 100)
+	jobs, err := f.services.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "test", Lease: time.Minute, Limit: 100, Caps: storelink.EndpointCap(100)})
 	must(f.t, err)
 	if len(jobs) == 0 {
 		f.t.Fatal("no delivery to fail")

@@ -330,7 +330,7 @@ func TestDeliveryClaimsAcrossProcesses(t *testing.T) {
 		owner := fmt.Sprint("w", w)
 		wg.Go(func() {
 			for delivered.Load() < int32(total) {
-				jobs, err := db.Webhooks.ClaimDeliveries(ctx, owner, time.Hour, 5, perEndpoint)
+				jobs, err := db.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: owner, Lease: time.Hour, Limit: 5, Caps: storelink.EndpointCap(perEndpoint)})
 				if err != nil {
 					mu.Lock()
 					failures = append(failures, err.Error())

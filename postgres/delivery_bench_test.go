@@ -80,7 +80,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		caps := storelink.ClaimCaps{Default: round, All: round}
 		b.StartTimer()
 		start, cpu0, pg0 := time.Now(), selfCPU(), backends()
-		jobs, err := db.Webhooks.RecordAndClaim(ctx, nil, "w1", time.Minute, round, caps)
+		jobs, err := db.Webhooks.RecordAndClaim(ctx, nil, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: round, Caps: caps})
 		done := 0
 		for err == nil && len(jobs) > 0 {
 			results := make([]storelink.AttemptResult, len(jobs))
@@ -90,7 +90,7 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 					Attempt: storelink.Attempt{Number: jobs[i].Attempt, At: now, DurationMS: 1, StatusCode: 204, URL: jobs[i].URL}}
 			}
 			done += len(jobs)
-			jobs, err = db.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, round, caps)
+			jobs, err = db.Webhooks.RecordAndClaim(ctx, results, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: round, Caps: caps})
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"storelink/service"
 )
 
 // pipe is a transaction on a pooled connection whose statements are sent
@@ -47,6 +49,27 @@ func beginPipe(ctx context.Context, pool *pgxpool.Pool) (pipe, error) {
 // call's own.
 func (p *pipe) with(b *pgx.Batch) {
 	p.b.QueuedQueries = append(p.b.QueuedQueries, b.QueuedQueries...)
+}
+
+// hold makes the errors of the statements queued on b from index from on,
+// writes that call did not send, call's wherever they come back
+// (service.HeldError): with a later call's statements, or with COMMIT.
+func hold(b *pgx.Batch, from int, call, what string) {
+	for _, q := range b.QueuedQueries[from:] {
+		fn := q.Fn
+		q.Fn = func(br pgx.BatchResults) error {
+			var err error
+			if fn != nil {
+				err = fn(br)
+			} else {
+				_, err = br.Exec()
+			}
+			if err != nil {
+				return &service.HeldError{Call: call, For: what, Err: err}
+			}
+			return nil
+		}
+	}
 }
 
 // take returns what is queued, the writes kept back included, and starts an

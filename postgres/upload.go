@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -187,8 +188,10 @@ INSERT INTO upload_bodies (upload_id, file_id) SELECT id, $10 FROM upload`
 // and its file, to go with COMMIT; the processes on the database are told
 // of the upload once it committed (wake).
 func (t *uploadTx) InsertUpload(ctx context.Context, u *storelink.Upload, f service.NewFile, next storelink.Bucket) error {
+	n := t.p.b.Len()
 	t.p.b.Queue(acceptWriteSQL, u.ClientID, next.Tokens, next.UpdatedAt, u.ID, u.FileName, u.SizeBytes, u.SHA256,
 		u.Status, u.ReceivedAt, f.ID, f.First, [][]byte(f.Chunks))
+	hold(t.p.b, n, "InsertUpload", "upload "+u.ID)
 	t.wake = true
 	return nil
 }
@@ -265,7 +268,9 @@ func (t *uploadTx) Savepoint(context.Context) error {
 func (t *uploadTx) RollbackToSavepoint(context.Context) error {
 	t.w = nil
 	if t.savepoint == savepointMade {
+		n := t.p.b.Len()
 		t.p.b.Queue(`ROLLBACK TO SAVEPOINT upload`)
+		hold(t.p.b, n, "RollbackToSavepoint", "the upload's savepoint")
 	}
 	return nil
 }
@@ -273,7 +278,9 @@ func (t *uploadTx) RollbackToSavepoint(context.Context) error {
 // ReleaseSavepoint is queued, when one was made.
 func (t *uploadTx) ReleaseSavepoint(context.Context) error {
 	if t.savepoint == savepointMade {
+		n := t.p.b.Len()
 		t.p.b.Queue(`RELEASE SAVEPOINT upload`)
+		hold(t.p.b, n, "ReleaseSavepoint", "the upload's savepoint")
 	}
 	t.savepoint = savepointNone
 	return nil
@@ -289,7 +296,9 @@ func (t *uploadTx) beforeCopy(ctx context.Context) error {
 		return err
 	}
 	if t.savepoint == savepointWanted {
+		n := t.p.b.Len()
 		t.p.b.Queue(`SAVEPOINT upload`)
+		hold(t.p.b, n, "Savepoint", "upload "+t.w.upload)
 		t.savepoint = savepointMade
 	}
 	return t.p.send(ctx)
@@ -387,7 +396,9 @@ func (t *uploadTx) ReleaseFulfilled(context.Context) error {
 	switch {
 	case t.w == nil:
 	case t.w.copied:
+		n := t.p.b.Len()
 		t.w.queueRelease(t.p.b)
+		hold(t.p.b, n, "ReleaseFulfilled", "upload "+t.w.upload)
 	case t.w.rows.len() > 0:
 		t.released = append(t.released, t.w) // with the others' (flushBatch)
 	}
@@ -440,7 +451,9 @@ func announceSQL(kind string) string {
 // rest.
 func (t *uploadTx) flushBatch() error {
 	if len(t.applied) > 0 {
+		n := t.p.b.Len()
 		queueApplyAll(t.p.b, t.applied, t.applied[0].now())
+		hold(t.p.b, n, "ApplyStock", uploadsOf(t.applied))
 		t.applied = nil
 	}
 	if len(t.released) > 0 {
@@ -452,10 +465,12 @@ func (t *uploadTx) flushBatch() error {
 			stores, eans = append(stores, w.rows.store...), append(eans, w.rows.ean...)
 		}
 		// Every writer of a transaction has the service's statuses.
+		n := t.p.b.Len()
 		t.p.b.Queue(`UPDATE order_items i SET reserving = false
 			FROM unnest($1::text[], $2::text[], $3::text[]) AS r (client_id, store_id, ean)
 			WHERE i.reserving AND i.status = ANY ($4) AND i.client_id = r.client_id
 			  AND r.store_id = i.store_id COLLATE "C" AND r.ean = i.ean COLLATE "C"`, clients, stores, eans, t.released[0].sold)
+		hold(t.p.b, n, "ReleaseFulfilled", uploadsOf(t.released))
 		t.released = nil
 	}
 	if len(t.finished) == 0 {
@@ -483,10 +498,17 @@ func (t *uploadTx) flushBatch() error {
 		if r.ErrorFile != nil {
 			// A file's upload_bodies row has no error file before its
 			// finish: only one is written.
+			from := t.p.b.Len()
 			t.p.b.Queue(`UPDATE upload_bodies SET errors_csv = $2 WHERE upload_id = $1`, f.id, r.ErrorFile)
+			hold(t.p.b, from, "FinishUpload", "upload "+f.id)
 		}
 	}
+	what := "upload " + ids[0]
+	if n > 1 {
+		what = "uploads " + strings.Join(ids, ", ")
+	}
 	t.finished = nil
+	from := t.p.b.Len()
 	t.p.b.Queue(finishSQL, ids, statuses, ats, totals, applied, rejected, problems, warnings, announce).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			u, err := scanUpload(rows)
@@ -499,7 +521,20 @@ func (t *uploadTx) flushBatch() error {
 		}
 		return rows.Err()
 	})
+	hold(t.p.b, from, "FinishUpload", what)
 	return nil
+}
+
+// uploadsOf names the uploads of ws, for a HeldError.
+func uploadsOf(ws []*stockWriter) string {
+	if len(ws) == 1 {
+		return "upload " + ws[0].upload
+	}
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.upload
+	}
+	return "uploads " + strings.Join(ids, ", ")
 }
 
 // CancelUpload sends, in one round trip, the cancel of the upload when it
@@ -547,6 +582,8 @@ func (t *uploadTx) CancelUpload(ctx context.Context, p service.CancelParams) (se
 
 // PutBucket is queued, to go with COMMIT; LockBucket made the row.
 func (t *uploadTx) PutBucket(_ context.Context, clientID string, b storelink.Bucket) error {
+	n := t.p.b.Len()
 	t.p.b.Queue(`UPDATE capacity SET tokens = $2, updated_at = $3 WHERE client_id = $1`, clientID, b.Tokens, b.UpdatedAt)
+	hold(t.p.b, n, "PutBucket", "client "+clientID)
 	return nil
 }

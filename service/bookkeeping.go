@@ -175,36 +175,35 @@ type SealedKeys struct {
 var errNoSealer = errors.New("service: no sealer (WithSealer): webhook secrets cannot be stored or read")
 
 // ClaimDeliveries leases due deliveries and reads what their attempts need.
-func (s *Webhooks) ClaimDeliveries(ctx context.Context, owner string, lease time.Duration, limit, perEndpoint int) ([]storelink.DeliveryJob, error) {
+func (s *Webhooks) ClaimDeliveries(ctx context.Context, r storelink.ClaimRequest) ([]storelink.DeliveryJob, error) {
 	if s.sealer == nil {
 		return nil, errNoSealer
 	}
-	return s.RecordAndClaim(ctx, nil, owner, lease, limit, storelink.ClaimCaps{Default: perEndpoint, All: perEndpoint})
+	return s.RecordAndClaim(ctx, nil, r)
 }
 
 // RecordAttempts records finished attempts and moves their deliveries on.
 func (s *Webhooks) RecordAttempts(ctx context.Context, results []storelink.AttemptResult) error {
-	_, err := s.RecordAndClaim(ctx, results, "", 0, 0, storelink.ClaimCaps{})
+	_, err := s.RecordAndClaim(ctx, results, storelink.ClaimRequest{})
 	return err
 }
 
-// RecordAndClaim records results and claims up to limit deliveries for
-// owner in one transaction (storelink.DeliveryQueue). A transaction that the
-// driver says ended for a transient reason is run again, as inTx does.
-func (s *Webhooks) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
-	if len(results) == 0 && limit <= 0 {
+// RecordAndClaim records results and claims up to r.Limit deliveries for
+// r.Owner in one transaction (storelink.DeliveryQueue). A transaction that
+// the driver says ended for a transient reason is run again, as inTx does.
+func (s *Webhooks) RecordAndClaim(ctx context.Context, results []storelink.AttemptResult, r storelink.ClaimRequest) ([]storelink.DeliveryJob, error) {
+	if len(results) == 0 && r.Limit <= 0 {
 		return nil, nil
 	}
 	var refused error // the claim's, when there can be none
-	if limit > 0 && s.sealer == nil {
+	if r.Limit > 0 && s.sealer == nil {
 		if len(results) == 0 {
 			return nil, errNoSealer
 		}
-		refused, limit = errNoSealer, 0
+		refused, r.Limit = errNoSealer, 0
 	}
 	for try := 1; ; try++ {
-		jobs, err := s.round(ctx, results, owner, lease, limit, caps)
+		jobs, err := s.round(ctx, results, r)
 		if try < maxTries && err != nil && s.d.Transient(err) {
 			continue
 		}
@@ -217,8 +216,7 @@ func (s *Webhooks) RecordAndClaim(ctx context.Context, results []storelink.Attem
 
 // round is one try of RecordAndClaim. A claim that fails leaves the record
 // to commit all the same: the attempts were made.
-func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult, owner string, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]storelink.DeliveryJob, error) {
+func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult, r storelink.ClaimRequest) ([]storelink.DeliveryJob, error) {
 	now := s.now()
 	tx, err := s.d.BeginRound(ctx)
 	if err != nil {
@@ -231,10 +229,10 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 			return nil, fmt.Errorf("record delivery attempts: %w", err)
 		}
 	}
-	if limit <= 0 {
+	if r.Limit <= 0 {
 		return nil, tx.Commit(ctx)
 	}
-	claimed, err := s.claim(ctx, tx, owner, now, lease, limit, caps)
+	claimed, err := s.claim(ctx, tx, r, now)
 	if err != nil {
 		return nil, err
 	}
@@ -244,18 +242,17 @@ func (s *Webhooks) round(ctx context.Context, results []storelink.AttemptResult,
 // claim leases due deliveries in tx and commits it. A process whose key is
 // no longer the database's (storelink secret-key rotate while it ran)
 // claims nothing, rather than count attempts it cannot make.
-func (s *Webhooks) claim(ctx context.Context, tx RoundTx, owner string, now time.Time, lease time.Duration,
-	limit int, caps storelink.ClaimCaps) ([]Claimed, error) {
-	r, err := tx.ClaimDue(ctx, ClaimDueParams{Pending: storelink.DeliveryPending, Owner: owner, KeyCheck: s.sealer.Check(),
-		Now: now, Lease: lease, Limit: limit, Caps: caps})
+func (s *Webhooks) claim(ctx context.Context, tx RoundTx, r storelink.ClaimRequest, now time.Time) ([]Claimed, error) {
+	due, err := tx.ClaimDue(ctx, ClaimDueParams{Pending: storelink.DeliveryPending, Owner: r.Owner, KeyCheck: s.sealer.Check(),
+		Now: now, Lease: r.Lease, Limit: r.Limit, Caps: r.Caps})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	if check := r.KeyCheck; check != "" && check != s.sealer.Check() {
+	if check := due.KeyCheck; check != "" && check != s.sealer.Check() {
 		return nil, fmt.Errorf("this process's secret key (fingerprint %s) is no longer the database's (fingerprint %s): "+
 			"no delivery is claimed; restart it with the database's key", s.sealer.Fingerprint(), storelink.KeyFingerprint(check))
 	}
-	return r.Claimed, nil
+	return due.Claimed, nil
 }
 
 // moves decides what each result does to its delivery: a success ends it,

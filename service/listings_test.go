@@ -225,7 +225,7 @@ func fillEndpoints(tb testing.TB, db database, n int) (string, []storelink.Endpo
 	}
 	// recordAll records an attempt of each job claimed, as outcome says.
 	recordAll := func(want int, outcome func(i int) (storelink.Outcome, int64)) {
-		jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 2*n, 10)
+		jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 2 * n, Caps: storelink.EndpointCap(10)})
 		if err != nil || len(jobs) != want {
 			tb.Fatalf("claimed %d deliveries, %v; want %d", len(jobs), err, want)
 		}

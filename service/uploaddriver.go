@@ -171,7 +171,8 @@ type Unfinished struct {
 // UploadTx is one write transaction of the upload calls. Its row methods
 // see what it wrote; nothing of it is seen by others before Commit. A
 // driver may hold a write back until a later call needs its answer, or
-// until Commit: the error of a write may therefore come from a later call.
+// until Commit; the error of such a write, wherever it is returned, is a
+// *HeldError that names the call that made it.
 type UploadTx interface {
 	Commit(ctx context.Context) error
 	Rollback(ctx context.Context) error
@@ -269,6 +270,18 @@ type UploadTx interface {
 	// statements sets *p.Into by Commit; otherwise it leaves it nil.
 	FinishUpload(ctx context.Context, p FinishParams) error
 }
+
+// HeldError is the error of a write that an UploadTx held back and sent
+// with a later call or with Commit: Call is the method that made it, For
+// what it was for ("upload u_…", "uploads u_…, u_…" for a write shared by
+// several, "client c_…"). Err is the database's error.
+type HeldError struct {
+	Call, For string
+	Err       error
+}
+
+func (e *HeldError) Error() string { return e.Call + " of " + e.For + ": " + e.Err.Error() }
+func (e *HeldError) Unwrap() error { return e.Err }
 
 // LockBucketParams lock a client's bucket (UploadTx.LockBucket).
 type LockBucketParams struct {

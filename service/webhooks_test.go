@@ -40,11 +40,11 @@ func TestWebhookClaimLeasesAndStatsCount(t *testing.T) {
 		if err != nil || n != 1 || age != 3*time.Second {
 			t.Fatalf("PendingDeliveries = %d, %v, %v; want 1, 3s", n, age, err)
 		}
-		jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+		jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 		if err != nil || len(jobs) != 1 || jobs[0].EndpointID != ep.ID || jobs[0].Try != 1 {
 			t.Fatalf("first claim = %+v, %v; want the one delivery, its first try", jobs, err)
 		}
-		if again, err := db.svc.Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
+		if again, err := db.svc.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w2", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(again) != 0 {
 			t.Fatalf("second claim = %+v, %v; want nothing while the lease is live", again, err)
 		}
 		r := storelink.AttemptResult{Job: &jobs[0], Outcome: storelink.OutcomeSucceeded,
@@ -80,7 +80,7 @@ func TestWebhookDeleteCancels(t *testing.T) {
 		if err := db.svc.Webhooks.DeleteEndpoint(ctx, "", ep.ID, nil); err != nil {
 			t.Fatal(err)
 		}
-		if jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
+		if jobs, err := db.svc.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(jobs) != 0 {
 			t.Fatalf("claim after the deletion = %+v, %v; want nothing", jobs, err)
 		}
 		ds, err := db.svc.Webhooks.Deliveries(ctx, storelink.DeliveryFilter{ClientID: c.ID, Limit: 10})
@@ -126,7 +126,7 @@ func webhookOrder(t *testing.T, db database, clientID, number string) *storelink
 // claim leases up to limit due deliveries for owner.
 func claim(t *testing.T, db database, owner string, limit int) []storelink.DeliveryJob {
 	t.Helper()
-	jobs, err := db.svc.Webhooks.ClaimDeliveries(context.Background(), owner, deliveryLease, limit, limit)
+	jobs, err := db.svc.Webhooks.ClaimDeliveries(context.Background(), storelink.ClaimRequest{Owner: owner, Lease: deliveryLease, Limit: limit, Caps: storelink.EndpointCap(limit)})
 	if err != nil {
 		t.Fatal(err)
 	}

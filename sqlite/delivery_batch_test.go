@@ -45,7 +45,7 @@ func batchFixture(t testing.TB, n int) (*Fixture, *storelink.Endpoint) {
 func TestRecordAttemptsBatches(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 43)
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 100, 100)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 100, Caps: storelink.EndpointCap(100)})
 	if err != nil || len(jobs) != 43 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}

@@ -38,13 +38,13 @@ func BenchmarkRecordAndClaim(b *testing.B) {
 		commits := 0
 		q := db.Services()
 		start, cpu0 := time.Now(), cpuTime()
-		jobs, err := q.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, round, round)
+		jobs, err := q.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: round, Caps: storelink.EndpointCap(round)})
 		done := 0
 		for err == nil && len(jobs) > 0 {
 			results := succeeded(jobs, len(jobs), 1, 204)
 			done += len(jobs)
 			commits++
-			jobs, err = q.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, round, storelink.ClaimCaps{Default: round})
+			jobs, err = q.Webhooks.RecordAndClaim(ctx, results, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: round, Caps: storelink.ClaimCaps{Default: round}})
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -84,7 +84,7 @@ func BenchmarkDeliveryEndpoints(b *testing.B) {
 		for {
 			n := min(round, len(flight))
 			results := succeeded(flight, n, 50, 200)
-			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, held-len(flight)+n, storelink.ClaimCaps{Default: 96, All: 96})
+			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: held - len(flight) + n, Caps: storelink.EndpointCap(96)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -79,7 +79,7 @@ func BenchmarkDeliveryPipeline(b *testing.B) {
 		for {
 			n := min(round, len(held))
 			results := succeeded(held, n, 1, 204)
-			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, "w1", time.Minute, 256, storelink.ClaimCaps{Default: leased})
+			jobs, err := q.Webhooks.RecordAndClaim(ctx, results, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 256, Caps: storelink.ClaimCaps{Default: leased}})
 			if err != nil {
 				b.Fatal(err)
 			}

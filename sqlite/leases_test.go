@@ -24,14 +24,14 @@ func TestClaimWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	wal := list[0]["file"] + "-wal"
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 5 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	if fi, err := os.Stat(wal); err != nil || fi.Size() != 0 {
 		t.Fatalf("the WAL after a claim: %v, %v; want it empty", fi, err)
 	}
-	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
+	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w2", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(again) != 0 {
 		t.Fatalf("claim while leased: %d jobs, %v; want none", len(again), err)
 	}
 }
@@ -42,11 +42,11 @@ func TestClaimWritesNothing(t *testing.T) {
 func TestLeasesEndWithTheProcess(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 2)
-	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "gone", time.Hour, 10, 10); err != nil || len(jobs) != 2 {
+	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "gone", Lease: time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	db.Reopen(t)
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "next", time.Hour, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "next", Lease: time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim after reopening: %d jobs, %v; want both", len(jobs), err)
 	}
@@ -65,7 +65,7 @@ func TestRedeliverInFlight(t *testing.T) {
 	db, _ := batchFixture(t, 1)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	db.Now = func() time.Time { return now }
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -74,21 +74,21 @@ func TestRedeliverInFlight(t *testing.T) {
 		Attempt: storelink.Attempt{Number: 1, At: now, StatusCode: 503}}}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	second, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(second) != 1 || second[0].Attempt != 2 || second[0].Try != 2 {
 		t.Fatalf("second claim: %+v, %v; want attempt 2, try 2", second, err)
 	}
 	if err := db.Services().Webhooks.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10); err != nil || len(again) != 0 {
+	if again, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w2", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(again) != 0 {
 		t.Fatalf("claim after redelivering a delivery in flight: %+v, %v; want none", again, err)
 	}
 	now = now.Add(time.Minute + time.Millisecond)
 	if err := db.Services().Webhooks.Redeliver(ctx, jobs[0].DeliveryID); err != nil {
 		t.Fatal(err)
 	}
-	third, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w2", time.Minute, 10, 10)
+	third, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w2", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(third) != 1 || third[0].Attempt != 3 || third[0].Try != 1 {
 		t.Fatalf("claim after the lease ran out and a redelivery: %+v, %v; want attempt 3, try 1", third, err)
 	}
@@ -119,7 +119,7 @@ func claimOne(t *testing.T, db *Fixture, owner string) storelink.DeliveryJob {
 // exactly one job comes.
 func claimUpTo(t *testing.T, db *Fixture, owner string, limit int) storelink.DeliveryJob {
 	t.Helper()
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(context.Background(), owner, time.Minute, limit, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(context.Background(), storelink.ClaimRequest{Owner: owner, Lease: time.Minute, Limit: limit, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim by %s: %d jobs, %v; want one", owner, len(jobs), err)
 	}
@@ -206,7 +206,7 @@ func TestConcurrentClaims(t *testing.T) {
 	for _, owner := range []string{"a", "b", "c", "d"} {
 		wg.Go(func() {
 			for range 100 {
-				jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, owner, time.Hour, 1, 1000)
+				jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: owner, Lease: time.Hour, Limit: 1, Caps: storelink.EndpointCap(1000)})
 				if err != nil {
 					t.Error(err)
 					return

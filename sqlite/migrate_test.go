@@ -19,7 +19,7 @@ import (
 func TestMigrationDeliveryWritesKeepsAttempts(t *testing.T) {
 	ctx := context.Background()
 	db, _ := batchFixture(t, 6)
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 6 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
@@ -167,7 +167,7 @@ func TestMigrationWebhookOperations(t *testing.T) {
 	ctx := context.Background()
 	db, ep := batchFixture(t, 4)
 	s := db.Services()
-	jobs, err := s.Webhooks.ClaimDeliveries(ctx, "w1", time.Minute, 10, 10)
+	jobs, err := s.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}

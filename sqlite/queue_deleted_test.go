@@ -38,7 +38,7 @@ func TestQueueLeavesDeletedEndpointsOut(t *testing.T) {
 	if err := w.DeleteEndpoint(ctx, "", ep.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := w.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := w.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("claim after the endpoint was deleted: %d jobs, %v; want none", len(jobs), err)
 	}

@@ -236,7 +236,7 @@ func (h *queueHarness) owner() string { return []string{"w1", "w2"}[h.rng.IntN(2
 // claim claims due deliveries and checks what came.
 func (h *queueHarness) claim() {
 	limit, per := h.limits()
-	jobs, err := h.db.Services().Webhooks.ClaimDeliveries(h.ctx, h.owner(), queueLease, limit, per)
+	jobs, err := h.db.Services().Webhooks.ClaimDeliveries(h.ctx, storelink.ClaimRequest{Owner: h.owner(), Lease: queueLease, Limit: limit, Caps: storelink.EndpointCap(per)})
 	h.must(err, "ClaimDeliveries")
 	h.checkClaim(jobs, limit, per)
 }
@@ -276,7 +276,7 @@ func (h *queueHarness) recordAndClaim(claim bool) {
 		return
 	}
 	limit, per := h.limits()
-	jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, h.owner(), queueLease, limit, storelink.ClaimCaps{Default: per})
+	jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, storelink.ClaimRequest{Owner: h.owner(), Lease: queueLease, Limit: limit, Caps: storelink.ClaimCaps{Default: per}})
 	h.must(err, "RecordAndClaim")
 	h.checkClaim(jobs, limit, per)
 }
@@ -508,7 +508,7 @@ func (h *queueHarness) drain() {
 		if h.step > rounds {
 			h.fatalf("still %d pending after %d rounds of claims that all succeeded", len(h.snapshot().pending), rounds)
 		}
-		jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, "drain", queueLease, 1000, storelink.ClaimCaps{Default: 1000})
+		jobs, err := h.db.Services().Webhooks.RecordAndClaim(h.ctx, results, storelink.ClaimRequest{Owner: "drain", Lease: queueLease, Limit: 1000, Caps: storelink.ClaimCaps{Default: 1000}})
 		h.must(err, "RecordAndClaim")
 		h.checkClaim(jobs, 1000, 1000)
 		if len(jobs) == 0 {

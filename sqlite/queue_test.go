@@ -25,14 +25,14 @@ func TestFailedRoundLosesNothing(t *testing.T) {
 	breakEndpointRow(t, db, true)
 	res := []storelink.AttemptResult{{Job: &first, Outcome: storelink.OutcomeSucceeded,
 		Attempt: storelink.Attempt{Number: 1, At: time.Now(), StatusCode: 204}}}
-	if jobs, err := db.Services().Webhooks.RecordAndClaim(ctx, res, "w", time.Minute, 10, storelink.ClaimCaps{Default: 10}); err == nil || len(jobs) != 0 {
+	if jobs, err := db.Services().Webhooks.RecordAndClaim(ctx, res, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.ClaimCaps{Default: 10}}); err == nil || len(jobs) != 0 {
 		t.Fatalf("round with a claim that cannot read the endpoint: %d jobs, %v; want an error", len(jobs), err)
 	}
 	breakEndpointRow(t, db, false)
 	if d := deliveryByID(t, db, first.DeliveryID); d.State != storelink.DeliverySucceeded {
 		t.Fatalf("the round's result after its claim failed: %s, want succeeded", d.State)
 	}
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim after the failed round: %d jobs, %v; want the other two", len(jobs), err)
 	}
@@ -52,7 +52,7 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	db.Now = func() time.Time { return now }
 	// The queue is read; leases last longer than the test.
-	first, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", 24*time.Hour, 1, 10)
+	first, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: 24 * time.Hour, Limit: 1, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(first), err)
 	}
@@ -74,12 +74,12 @@ func TestQueueCheckedAgainstTheFile(t *testing.T) {
 	if _, err := db.write.ExecContext(ctx, `UPDATE deliveries SET next_attempt_at = ? WHERE id = ?`, ms(now.Add(time.Hour)), ds[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: 24 * time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[2].ID {
 		t.Fatalf("claim: %s, %v; want only %s", ids(jobs), err, ds[2].ID)
 	}
 	now = now.Add(time.Hour)
-	jobs, err = db.Services().Webhooks.ClaimDeliveries(ctx, "w", 24*time.Hour, 10, 10)
+	jobs, err = db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: 24 * time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID != ds[1].ID {
 		t.Fatalf("claim an hour later: %s, %v; want only %s", ids(jobs), err, ds[1].ID)
 	}
@@ -103,7 +103,7 @@ func TestQueueReadAtStartUp(t *testing.T) {
 	if err := db.ReleaseLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 2 || jobs[0].DeliveryID != second.DeliveryID || jobs[1].DeliveryID == first.DeliveryID {
 		t.Fatalf("claim after reopening: %s, %v; want the one in flight first, then the third, not the retry", ids(jobs), err)
 	}
@@ -208,7 +208,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	for range 2 {
 		wg.Go(func() {
 			for range 20 {
-				if _, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err == nil {
+				if _, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err == nil {
 					t.Error("a claim that cannot read the endpoint succeeded")
 					return
 				}
@@ -217,7 +217,7 @@ func TestFailedClaimsRacing(t *testing.T) {
 	}
 	wg.Wait()
 	breakEndpointRow(t, db, false)
-	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 3 {
+	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(jobs) != 3 {
 		t.Fatalf("claim after the failed ones: %d jobs, %v; want 3", len(jobs), err)
 	}
 }
@@ -252,7 +252,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	if err := db.TestAccess().Exec(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 10, 10); err != nil || len(jobs) != 0 {
+	if jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(jobs) != 0 {
 		t.Fatalf("claim with nothing pending: %d jobs, %v", len(jobs), err)
 	}
 	if err := db.Services().Webhooks.Redeliver(ctx, second.DeliveryID); err != nil {
@@ -261,7 +261,7 @@ func TestRedeliverQueuedOnce(t *testing.T) {
 	third := claimOne(t, db, "w")
 	recordOne(t, db, third, storelink.OutcomeSucceeded, 204, time.Now())
 	order("W-y")
-	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, "w", time.Minute, 1, 10)
+	jobs, err := db.Services().Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 1, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 || jobs[0].DeliveryID == second.DeliveryID {
 		t.Fatalf("claim of one with W-y's delivery due: %s, %v; want W-y's", ids(jobs), err)
 	}
@@ -305,7 +305,7 @@ func BenchmarkQueueRead(b *testing.B) {
 		}
 		b.StartTimer()
 		t1 := time.Now()
-		if _, err := db.Services().Webhooks.RecordAndClaim(ctx, nil, "w", time.Minute, 1, storelink.ClaimCaps{Default: 32}); err != nil {
+		if _, err := db.Services().Webhooks.RecordAndClaim(ctx, nil, storelink.ClaimRequest{Owner: "w", Lease: time.Minute, Limit: 1, Caps: storelink.ClaimCaps{Default: 32}}); err != nil {
 			b.Fatal(err)
 		}
 		read += time.Since(t1)

@@ -22,19 +22,19 @@ func testRecordAndClaim(e *env) {
 	// A second event of the first order waits behind its first.
 	_, err := s.Orders.FulfilOrder(ctx, orders[0], storelink.FulfilRequest{})
 	must(t, err)
-	jobs, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
+	jobs, err := s.Webhooks.RecordAndClaim(ctx, nil, storelink.ClaimRequest{Owner: "w1", Lease: lease, Limit: 10, Caps: storelink.ClaimCaps{Default: 2}})
 	must(t, err)
 	if len(jobs) != 2 {
 		t.Fatalf("first round claimed %s\nwant 2, the cap", describe(jobs...))
 	}
-	if more, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 10, storelink.ClaimCaps{Default: 2}); err != nil || len(more) != 0 {
+	if more, err := s.Webhooks.RecordAndClaim(ctx, nil, storelink.ClaimRequest{Owner: "w1", Lease: lease, Limit: 10, Caps: storelink.ClaimCaps{Default: 2}}); err != nil || len(more) != 0 {
 		t.Fatalf("a round at the cap claimed %s, %v; want nothing", describe(more...), err)
 	}
 	var results []storelink.AttemptResult
 	for _, j := range jobs {
 		results = append(results, e.result(j, storelink.OutcomeSucceeded, 204))
 	}
-	next, err := s.Webhooks.RecordAndClaim(ctx, results, "w1", lease, 10, storelink.ClaimCaps{Default: 2})
+	next, err := s.Webhooks.RecordAndClaim(ctx, results, storelink.ClaimRequest{Owner: "w1", Lease: lease, Limit: 10, Caps: storelink.ClaimCaps{Default: 2}})
 	must(t, err)
 	if len(next) != 2 {
 		t.Fatalf("the round that recorded 2 successes claimed %s\nwant the 2 places freed", describe(next...))
@@ -61,7 +61,7 @@ func testRecordAndClaim(e *env) {
 		t.Fatalf("%d deliveries claimed in all, want 4", len(claimed))
 	}
 	// Nothing to record and nothing to claim is nothing at all.
-	if none, err := s.Webhooks.RecordAndClaim(ctx, nil, "w1", lease, 0, storelink.ClaimCaps{Default: 2}); err != nil || len(none) != 0 {
+	if none, err := s.Webhooks.RecordAndClaim(ctx, nil, storelink.ClaimRequest{Owner: "w1", Lease: lease, Limit: 0, Caps: storelink.ClaimCaps{Default: 2}}); err != nil || len(none) != 0 {
 		t.Fatalf("an empty round = %s, %v", describe(none...), err)
 	}
 }

@@ -222,7 +222,7 @@ func testClaimDeliveries(e *env) {
 	o := e.create(e.newOrder("C-1", eanA))
 	ev := e.eventOf(o.ID, storelink.StateAssigned)
 	d := e.deliveries()[0]
-	jobs, err := s.Webhooks.ClaimDeliveries(ctx, "w1", lease, 0, 10)
+	jobs, err := s.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "w1", Lease: lease, Limit: 0, Caps: storelink.EndpointCap(10)})
 	must(t, err)
 	if len(jobs) != 0 {
 		t.Fatalf("a claim of at most 0 gave %s", describe(jobs...))

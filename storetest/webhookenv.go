@@ -48,7 +48,7 @@ func (e *env) setEnabled(id string, on bool) *storelink.Endpoint {
 // claim leases due deliveries for owner.
 func (e *env) claim(owner string, limit, perEndpoint int) []storelink.DeliveryJob {
 	e.t.Helper()
-	jobs, err := e.s.Webhooks.ClaimDeliveries(e.ctx, owner, lease, limit, perEndpoint)
+	jobs, err := e.s.Webhooks.ClaimDeliveries(e.ctx, storelink.ClaimRequest{Owner: owner, Lease: lease, Limit: limit, Caps: storelink.EndpointCap(perEndpoint)})
 	must(e.t, err)
 	for _, j := range jobs {
 		if j.Owner != owner || j.DeliveryID == "" || j.EventID == "" || j.EndpointID == "" || j.Attempt < 1 || j.Try < 1 || j.Try > j.Attempt {

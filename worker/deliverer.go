@@ -340,7 +340,7 @@ func (d *Deliverer) recordAndClaim(ctx context.Context, batch []storelink.Attemp
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopBound, cancel) })()
-	jobs, err := d.Store.RecordAndClaim(tctx, batch, d.Owner, d.Lease, limit, caps)
+	jobs, err := d.Store.RecordAndClaim(tctx, batch, storelink.ClaimRequest{Owner: d.Owner, Lease: d.Lease, Limit: limit, Caps: caps})
 	if err != nil {
 		d.Logger.Error("record delivery attempts and claim deliveries", "error", err, "count", len(batch))
 	}

@@ -235,7 +235,7 @@ func TestDelivererLeaseRunsOut(t *testing.T) {
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
 	claimed := time.Now()
-	jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, "crashed", lease, 10, 10)
+	jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "crashed", Lease: lease, Limit: 10, Caps: storelink.EndpointCap(10)})
 	if err != nil || len(jobs) != 1 || jobs[0].EventID != id {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
@@ -273,7 +273,7 @@ func TestDelivererReleaseLeasesAtStart(t *testing.T) {
 	ep := f.endpoint(rec.URL)
 	id := f.event()
 	ctx := context.Background()
-	if jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, "killed", time.Hour, 10, 10); err != nil || len(jobs) != 1 {
+	if jobs, err := f.service.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "killed", Lease: time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)}); err != nil || len(jobs) != 1 {
 		t.Fatalf("claim = %+v, %v", jobs, err)
 	}
 	if err := f.db.ReleaseLeases(ctx); err != nil {

@@ -89,7 +89,7 @@ func TestDelivererStopClaimedAhead(t *testing.T) {
 	}
 	// Nothing is left leased: the rest goes out at once on the next
 	// run, as its first attempt.
-	jobs, err := f.service.Webhooks.ClaimDeliveries(context.Background(), "next", time.Minute, 100, 100)
+	jobs, err := f.service.Webhooks.ClaimDeliveries(context.Background(), storelink.ClaimRequest{Owner: "next", Lease: time.Minute, Limit: 100, Caps: storelink.EndpointCap(100)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package drivertest
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"storelink"
@@ -266,5 +268,73 @@ func testUploadBatchSmall(e *env) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		e.t.Fatalf("stock = %v, want %v", got, want)
+	}
+}
+
+// testUploadWriteErrors: the error of a write is its call's. A finish with a
+// status the database refuses fails FinishUpload itself or, where the driver
+// held the write back, the later call that sent it (here the rows of the
+// batch's next file, more than a PostgreSQL COPY batch, or Commit), as a
+// *service.HeldError that names FinishUpload and the upload; nothing of the
+// transaction is kept.
+func testUploadWriteErrors(e *env) {
+	first, second := e.accept("first"), e.accept("second")
+	claims := e.claimBatch("w1", anyBatch, 1, first, second)
+	tx := e.beginUpload()
+	_, err := tx.LockUploads(e.ctx, service.LockUploadsParams{IDs: []string{first.ID, second.ID},
+		ClientIDs: []string{e.client.ID, e.client.ID}, Processing: storelink.UploadProcessing})
+	must(e.t, err)
+
+	var failed string // the call whose error came first
+	call := func(name string, fn func() error) {
+		if failed == "" {
+			if err = fn(); err != nil {
+				failed = name
+			}
+		}
+	}
+	var finished *storelink.Upload
+	call("FinishUpload", func() error {
+		return finish(e, tx, first.ID, "bogus", storelink.FeedReport{RowsTotal: 1, Errors: []storelink.Problem{},
+			Warnings: []storelink.Problem{}}, e.tick(), &finished)
+	})
+	call("Savepoint", func() error { return tx.Savepoint(e.ctx) })
+	put := tx.StockWriter(e.ctx, e.writer(claims[1]))
+	call("the second file's rows", func() error {
+		for i := range 10_050 {
+			if err := put(storelink.StockRow{StoreID: "S1", EAN: fmt.Sprintf("%013d", i), ArticleNumber: "A", Quantity: 1, Price: 100}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	call("ReleaseSavepoint", func() error { return tx.ReleaseSavepoint(e.ctx) })
+	call("ApplyStock", func() error { return tx.ApplyStock(e.ctx) })
+	call("Commit", func() error { return tx.Commit(e.ctx) })
+
+	if failed == "" {
+		e.t.Fatal("a finish with status bogus was written and committed; want the database's refusal")
+	}
+	e.t.Logf("%s failed: %v", failed, err)
+	if failed != "FinishUpload" {
+		var held *service.HeldError
+		if !errors.As(err, &held) || held.Call != "FinishUpload" || held.For != "upload "+first.ID {
+			e.t.Fatalf("%s failed with %v (%T); want the refused finish's error as a *service.HeldError of FinishUpload for upload %s",
+				failed, err, err, first.ID)
+		}
+		if !strings.Contains(err.Error(), "FinishUpload of upload "+first.ID+": ") {
+			e.t.Fatalf("error %q does not name the call and the upload", err)
+		}
+	}
+	must(e.t, tx.Rollback(e.ctx))
+	for _, u := range []*storelink.Upload{first, second} {
+		got, err := e.d.Uploads.GetUpload(e.ctx, e.client.ID, u.ID)
+		must(e.t, err)
+		if got.Status != storelink.UploadProcessing {
+			e.t.Fatalf("upload %s is %s after the rollback, want still processing", u.ID, got.Status)
+		}
+	}
+	if rows := e.stock(service.StockQuery{ClientID: e.client.ID, Limit: 10}); len(rows) != 0 {
+		e.t.Fatalf("%d stock rows after the rollback, want none", len(rows))
 	}
 }

@@ -60,6 +60,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"Uploads: a batch's rows are locked at once, each upload undone alone", testUploadBatchApply},
 		{"Uploads: a batch's small files are written in order, each compared with the ones before", testUploadBatchSmall},
 		{"Uploads: an apply writes only the rows that differ, and counts the others", testUploadUnchanged},
+		{"Uploads: a write's error is its call's, where a driver holds writes back too", testUploadWriteErrors},
 		{"Stock: listing filters and pages by store and EAN", testStockListing},
 		{"Partners and clients: inserted once per country, listed bytewise", testPartnerAndClientRows},
 		{"API keys: listed, found within the partner, deleted", testKeyRows},

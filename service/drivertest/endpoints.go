@@ -158,7 +158,7 @@ func testDeliveryListing(e *env) {
 	}
 
 	// One attempt fails for good, one succeeds, one stays in flight.
-	jobs, err := e.seed.Webhooks.ClaimDeliveries(ctx, "drivertest", time.Hour, 10, 10)
+	jobs, err := e.seed.Webhooks.ClaimDeliveries(ctx, storelink.ClaimRequest{Owner: "drivertest", Lease: time.Hour, Limit: 10, Caps: storelink.EndpointCap(10)})
 	must(t, err)
 	if len(jobs) != 3 {
 		t.Fatalf("claimed %d deliveries, want 3", len(jobs))
