@@ -580,7 +580,10 @@ func stopsWhileProcessing(t *testing.T, f testFeed, stops int, args func() []str
 			t.Logf("try %d: the upload was applied before it could be stopped %d times; trying again", try, stops)
 			continue
 		}
-		p.waitUpload(t, id, 40*time.Second)
+		// A bound for a machine under load: the wait ends as soon as the
+		// upload is final (a 10 MiB apply on PostgreSQL took 40 s and more at
+		// load 18, after the backoff of the interruptions).
+		p.waitUpload(t, id, 2*time.Minute)
 		checkAppliedOnce(t, p, id, len(f.want))
 		checkStock(t, p, f.want)
 		return p
