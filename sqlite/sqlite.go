@@ -50,10 +50,13 @@ type DB struct {
 	read     *sql.DB
 	lock     *os.File
 
-	// The order calls' way to the write connection (see beginWrite):
-	// orderTurn admits them one at a time, first come first served;
-	// prepared holds their statements.
+	// The services' way to the write connection (see beginWrite):
+	// orderTurn admits the order and endpoint calls one at a time, first
+	// come first served; group is the transaction open on the connection,
+	// which the order calls join (writeGroup); prepared holds their
+	// statements.
 	orderTurn turn
+	group     *writeGroup
 	prepared  map[string]*sql.Stmt
 
 	// leases holds the leases of the deliveries in flight, queue the
@@ -116,7 +119,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements, uploadStatements)); err != nil {
+	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements, uploadStatements, groupStatements)); err != nil {
 		db.Close()
 		return nil, err
 	}
