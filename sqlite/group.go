@@ -32,12 +32,16 @@ import (
 // before them in the group wrote, as if each had committed on its own, and
 // the database's readers see the whole group at once, at its COMMIT.
 
-// The bounds of a group, which keep the connection from the other writers
-// no longer than that.
-const (
-	maxGroupCalls = 32
-	maxGroupTime  = 25 * time.Millisecond
-)
+// groupBound bounds a group, and so how long it keeps the connection from
+// the other writers.
+type groupBound struct {
+	calls int
+	time  time.Duration
+}
+
+// defaultGroupBound is the bound of every database (DB.maxGroup); a test
+// may give its database another.
+var defaultGroupBound = groupBound{calls: 32, time: 25 * time.Millisecond}
 
 // The savepoint of a call within its group's transaction; one at a time,
 // as the calls run one after the other.
@@ -100,8 +104,8 @@ func (db *DB) beginWrite(ctx context.Context, join bool) (*writeTx, error) {
 }
 
 // full tells whether the group takes no more calls.
-func (g *writeGroup) full() bool {
-	return g.solo || g.failed != nil || g.calls >= maxGroupCalls || time.Since(g.began) >= maxGroupTime
+func (g *writeGroup) full(max groupBound) bool {
+	return g.solo || g.failed != nil || g.calls >= max.calls || time.Since(g.began) >= max.time
 }
 
 // endGroup commits the open group, or rolls it back if it failed, and lets
@@ -130,7 +134,7 @@ type writeTx struct {
 // unless the group is full or nobody waits: then the group ends and the
 // turn is given back.
 func (tx *writeTx) leave() {
-	if !tx.g.full() && tx.db.orderTurn.passOn() {
+	if !tx.g.full(tx.db.maxGroup) && tx.db.orderTurn.passOn() {
 		return
 	}
 	tx.db.endGroup()
