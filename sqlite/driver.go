@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"storelink/service"
 )
@@ -48,73 +46,14 @@ func NewDrivers(db *DB) service.Drivers {
 // deadlock's victim.
 func (d *webhooks) Transient(error) bool { return false }
 
-// Begin starts a write transaction of its own, on the write connection
-// (beginWrite).
+// Begin starts a write transaction of its own on the write connection
+// (beginWrite), which no other call joins.
 func (d *webhooks) Begin(ctx context.Context) (service.WebhookTx, error) {
-	w, err := d.db.beginWrite(ctx)
+	w, err := d.db.beginWrite(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	return &endpointTx{w: w}, nil
-}
-
-// beginWrite starts a write transaction of the services on the write
-// connection, or returns ctx's error if ctx ends first.
-//
-// The transactions take their turn first come first served (turn): the
-// write pool hands its one connection to a random waiter (database/sql), so
-// under load an unlucky call would wait behind any number of later ones.
-// The other writers (the background loops, uploads) take the connection
-// from the pool between two turns. This is a matter of the driver's speed
-// alone: a transaction begun sees and does the same either way.
-func (db *DB) beginWrite(ctx context.Context) (*writeTx, error) {
-	if err := db.orderTurn.take(ctx); err != nil {
-		return nil, err
-	}
-	sqlTx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		db.orderTurn.give()
-		return nil, err
-	}
-	return &writeTx{orderTx: orderTx{Tx: sqlTx, prepared: db.prepared}, db: db}, nil
-}
-
-// writeTx is a transaction begun by beginWrite: it holds the turn until
-// it ends.
-type writeTx struct {
-	orderTx
-	db   *DB
-	done bool
-}
-
-// end gives the turn back.
-func (tx *writeTx) end() {
-	tx.done = true
-	tx.db.orderTurn.give()
-}
-
-// Commit commits and gives the turn back.
-func (tx *writeTx) Commit(context.Context) error {
-	if tx.done {
-		return errors.New("commit of an ended transaction")
-	}
-	err := tx.Tx.Commit()
-	tx.end()
-	if err != nil {
-		return fmt.Errorf("commit order transaction: %w", err)
-	}
-	return nil
-}
-
-// Rollback rolls back, unless the transaction ended already, and gives the
-// turn back.
-func (tx *writeTx) Rollback(context.Context) error {
-	if tx.done {
-		return nil
-	}
-	err := tx.Tx.Rollback()
-	tx.end()
-	return err
 }
 
 // Ping checks that the database answers.

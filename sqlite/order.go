@@ -68,9 +68,11 @@ type orders struct{ db *DB }
 
 var _ service.OrderDriver = orders{}
 
-// Begin starts a write transaction on the write connection (beginWrite).
+// Begin starts the call's write transaction on the write connection
+// (beginWrite): the calls that come while another is in its transaction
+// join it and commit with it.
 func (d orders) Begin(ctx context.Context) (service.OrderTx, error) {
-	w, err := d.db.beginWrite(ctx)
+	w, err := d.db.beginWrite(ctx, true)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,10 @@ import (
 )
 
 // The order calls reach the write connection through a first-come queue
-// that hands the connection from one order call to the next (beginWrite).
-// These tests show that this never costs a call its own transaction, never
-// keeps the other writers out, and never keeps the connection when the
-// callers waiting for it have gone.
+// that hands the write transaction from one order call to the next
+// (beginWrite, writeGroup). These tests show that this never costs a call
+// its own outcome, never keeps the other writers out, and never keeps the
+// connection when the callers waiting for it have gone.
 
 // orderDB opens a database with a client, stores S1 and S2 and stock of
 // ean at both.
@@ -130,8 +130,8 @@ func TestOrderCallsGivenUpReleaseTheWriter(t *testing.T) {
 				cctx, cancel := context.WithTimeout(ctx, time.Duration(c%8)*250*time.Microsecond)
 				defer cancel()
 				err := lifecycle(cctx, db, clientID, ean, fmt.Sprintf("G-%d-%d", round, c))
-				// A transaction whose context ended is rolled back by
-				// database/sql, which Commit then reports as ErrTxDone.
+				// A call whose context ended fails at its next statement
+				// and rolls back its own writes.
 				if err != nil && cctx.Err() == nil {
 					t.Errorf("caller %d: %v", c, err)
 				}

@@ -50,10 +50,14 @@ type DB struct {
 	read     *sql.DB
 	lock     *os.File
 
-	// The order calls' way to the write connection (see beginWrite):
-	// orderTurn admits them one at a time, first come first served;
-	// prepared holds their statements.
+	// The services' way to the write connection (see beginWrite):
+	// orderTurn admits the order and endpoint calls one at a time, first
+	// come first served; group is the transaction open on the connection,
+	// which the order calls join (writeGroup) up to maxGroup; prepared holds their
+	// statements.
 	orderTurn turn
+	group     *writeGroup
+	maxGroup  groupBound
 	prepared  map[string]*sql.Stmt
 
 	// leases holds the leases of the deliveries in flight, queue the
@@ -95,7 +99,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		f.Close()
 	}
 	db := &DB{path: path, lock: lock, Now: func() time.Time { return time.Now().UTC() },
-		uploadTurn: &uploadTurn{}}
+		uploadTurn: &uploadTurn{}, maxGroup: defaultGroupBound}
 	// synchronous(FULL): a commit is on disk before it returns, so a 200 for
 	// an upload survives a power cut, not only a crash of the process.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
@@ -116,7 +120,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements, uploadStatements)); err != nil {
+	if err := db.prepare(ctx, slices.Concat(orderStatements, deliveryStatements, uploadStatements, groupStatements)); err != nil {
 		db.Close()
 		return nil, err
 	}

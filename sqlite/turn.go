@@ -61,15 +61,31 @@ func (t *turn) wait(ctx context.Context, line *[]chan struct{}) error {
 func (t *turn) give() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.handOn() {
+		t.held = false
+	}
+}
+
+// passOn hands the turn on as give does and tells whether anyone took it;
+// when nobody waits, the caller keeps the turn.
+func (t *turn) passOn() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.handOn()
+}
+
+// handOn lets the first waiter ahead in, else the first other waiter, and
+// tells whether there was one. t.mu is held.
+func (t *turn) handOn() bool {
 	for _, line := range []*[]chan struct{}{&t.ahead, &t.waiters} {
 		if len(*line) > 0 {
 			ready := (*line)[0]
 			*line = slices.Delete(*line, 0, 1)
 			close(ready)
-			return
+			return true
 		}
 	}
-	t.held = false
+	return false
 }
 
 // waiting tells how many wait for the turn.
