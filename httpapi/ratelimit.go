@@ -142,15 +142,20 @@ func (l *RateLimit) setHeaders(h http.Header, st rateState) {
 
 // setRateLimitItem sets the item of a policy in a RateLimit header, a list
 // with one item per policy, keeping the other policies' items: cancelling
-// an upload answers with the "write" policy and the "upload" one.
+// an upload answers with the "upload" policy and the "write" one. The
+// "upload" item comes first, so that a reader of the first item, as of an
+// upload's answer, reads the capacity.
 func setRateLimitItem(h http.Header, field, policy, item string) {
-	var items []string
+	items := []string{item}
 	for it := range strings.SplitSeq(h.Get(field), ", ") {
 		if it != "" && !strings.HasPrefix(it, `"`+policy+`";`) {
 			items = append(items, it)
 		}
 	}
-	h.Set(field, strings.Join(append(items, item), ", "))
+	if policy != "upload" {
+		items = append(items[1:], item)
+	}
+	h.Set(field, strings.Join(items, ", "))
 }
 
 // limitRate answers a request of a client that has none of the policy's
