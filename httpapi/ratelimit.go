@@ -20,7 +20,7 @@ import (
 const DefaultValidationsPerMinute = 30
 
 // DefaultWritesPerMinute is the rate of writes one client may make
-// through the partner API and the portal (WriteLimit) when Deps does not
+// through the partner API and the portal (NewWriteLimit) when Deps does not
 // say. An integration writes a handful of times: it registers an endpoint
 // or two, rotates a secret or an API key now and then, cancels an upload
 // sent by mistake, redelivers a few deliveries; a bulk recovery after an
