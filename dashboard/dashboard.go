@@ -72,6 +72,11 @@ type Deps struct {
 	// API's, and bounds the send's context in time; the errors are
 	// Download's. Nil bounds nothing.
 	TestSend func(ctx context.Context, partnerID string) (context.Context, func(), error)
+	// PartnerWrite takes one of the client's writes before a portal form
+	// writes (httpapi.RateLimit's Take of the API's write limit), so that a
+	// partner's writes through the API and the portal count together;
+	// ERATELIMIT with RetryAfter when none is left. Nil limits nothing.
+	PartnerWrite func(clientID string) error
 	// EndpointDeleted is called after an endpoint was deleted, so that the
 	// deliverer drops what it claimed for it and has not sent. Optional.
 	EndpointDeleted func(endpointID string)
@@ -188,6 +193,9 @@ func New(d Deps) *Handler {
 	}
 	if h.TestSend == nil {
 		h.TestSend = func(ctx context.Context, _ string) (context.Context, func(), error) { return ctx, func() {}, nil }
+	}
+	if h.PartnerWrite == nil {
+		h.PartnerWrite = func(string) error { return nil }
 	}
 	if h.SessionTTL <= 0 {
 		h.SessionTTL = 12 * time.Hour

@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -109,6 +110,10 @@ type fixtureOptions struct {
 	// maxFileSize, when set, is the largest stock file the API and the
 	// portal take (10 MiB otherwise).
 	maxFileSize int64
+	// writesPerMinute, when set, is the rate of each client's writes that
+	// the API and the portal share (httpapi.DefaultWritesPerMinute
+	// otherwise).
+	writesPerMinute int
 }
 
 // eachDatabase runs fn as a subtest on a fixture on SQLite and on one on
@@ -185,6 +190,9 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	f.downloads = httpapi.NewDownloads(0, 0, 0)
 	f.testSends = httpapi.NewTestSends(2 * time.Second)
+	// One rate of writes per client for the API and the portal, as serve
+	// wires it.
+	writes := httpapi.NewWriteLimit(cmp.Or(o.writesPerMinute, httpapi.DefaultWritesPerMinute))
 	var loginLimit dashboard.LoginLimit = limit
 	if o.loginLimit != nil {
 		loginLimit = o.loginLimit(limit)
@@ -201,14 +209,14 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	dash := dashboard.New(dashboard.Deps{
 		Admin: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Webhooks: webhooks, Sessions: f.services.Partners, LoginLimit: loginLimit,
 		Auth: f.services.Partners, Tester: deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: deliverer.DropEndpoint, Download: f.downloads.Take,
-		TestSend: f.testSends.Take, AdminToken: f.Token, Capacity: capacity, Fault: fault, ClientAddr: proxies.ClientAddr,
+		TestSend: f.testSends.Take, PartnerWrite: writes.Take, AdminToken: f.Token, Capacity: capacity, Fault: fault, ClientAddr: proxies.ClientAddr,
 		WebhookAllowPrivate: !o.denyPrivate, ReceiveUpload: receive, Logger: logger,
 		Wake: func() { f.woken.Add(1); wake() },
 		Now:  func() time.Time { return time.Now().Add(time.Duration(f.offset.Load())) },
 	})
 	api = httpapi.NewServer(httpapi.Deps{
 		Admin: f.services.Partners, Auth: f.services.Partners, Uploads: f.services.Uploads, Stock: f.services.Uploads, Orders: f.services.Orders, Events: f.services.Orders, Webhooks: f.services.Webhooks, Ping: ping,
-		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Capacity: capacity, MaxFileSize: maxFileSize, WebhookAllowPrivate: !o.denyPrivate, Fault: fault,
+		AdminToken: f.Token, AuthLimit: limit, TrustedProxies: proxies, Downloads: f.downloads, TestSends: f.testSends, Writes: writes, Capacity: capacity, MaxFileSize: maxFileSize, WebhookAllowPrivate: !o.denyPrivate, Fault: fault,
 		Accepted: func() { f.proc.Wake(); wake() }, Registry: reg, Dashboard: dash, DatabaseTimeout: o.databaseTimeout, Logger: logger,
 	})
 	srv := httptest.NewServer(api)

@@ -17,7 +17,9 @@ import (
 // endpoint) is looked up within that client, so another client's is not
 // found.
 
-// portalRoutes lists the portal's routes.
+// portalRoutes lists the portal's routes. The forms that write take one of
+// the client's writes (portalWrite), as the API's partner writes do; the
+// upload form takes capacity instead, signing in and out neither.
 func (h *Handler) portalRoutes() {
 	m := h.mux
 	m.HandleFunc("GET /portal/login", h.handlePortalLoginForm)
@@ -41,13 +43,13 @@ func (h *Handler) portalRoutes() {
 	m.HandleFunc("GET /portal/api-keys", h.portalPage(h.handlePortalKeys))
 
 	m.HandleFunc("POST /portal/uploads", h.handlePortalSend)
-	m.HandleFunc("POST /portal/deliveries/{delivery_id}/redeliver", h.realmAction(portalRealm, h.handlePortalRedeliver))
+	m.HandleFunc("POST /portal/deliveries/{delivery_id}/redeliver", h.portalWrite(h.handlePortalRedeliver))
 	m.HandleFunc("POST /portal/endpoints", h.portalAction(h.handlePortalRegister))
 	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/edit", h.portalAction(h.handlePortalEdit))
-	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/delete", h.realmAction(portalRealm, h.handlePortalDelete))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/delete", h.portalWrite(h.handlePortalDelete))
 	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/rotate-secret", h.portalAction(h.handlePortalRotate))
 	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/recover", h.portalAction(h.handlePortalRecover))
-	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/test", h.realmAction(portalRealm, h.handlePortalTest))
+	m.HandleFunc("POST /portal/endpoints/{endpoint_id}/test", h.portalWrite(h.handlePortalTest))
 	m.HandleFunc("POST /portal/api-keys", h.portalAction(h.handlePortalCreateKey))
 	m.HandleFunc("POST /portal/api-keys/{key_id}/revoke", h.portalAction(h.handlePortalRevokeKey))
 }

@@ -93,15 +93,30 @@ func (h *Handler) portalView(r *http.Request, c portalClient, path string) view 
 	return view{CSRF: h.csrfFor(r, portalRealm), LoggedIn: true, Portal: true, Who: c.Label(), Path: path}
 }
 
-// portalAction is a portal form's handler with the signed-in client read.
+// portalAction is a portal form's handler that writes, with the
+// signed-in client read.
 func (h *Handler) portalAction(fn func(w http.ResponseWriter, r *http.Request, c portalClient)) http.HandlerFunc {
-	return h.realmAction(portalRealm, func(w http.ResponseWriter, r *http.Request, client string) {
+	return h.portalWrite(func(w http.ResponseWriter, r *http.Request, client string) {
 		c, err := h.portalClient(r, client)
 		if err != nil {
 			h.renderError(w, r, err)
 			return
 		}
 		fn(w, r, c)
+	})
+}
+
+// portalWrite is a portal form's handler that writes: it takes one of the
+// client's writes (PartnerWrite) once the session and the form's CSRF
+// token are checked, and answers 429 with Retry-After when none is left,
+// having written nothing.
+func (h *Handler) portalWrite(fn func(w http.ResponseWriter, r *http.Request, client string)) http.HandlerFunc {
+	return h.realmAction(portalRealm, func(w http.ResponseWriter, r *http.Request, client string) {
+		if err := h.PartnerWrite(client); err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+		fn(w, r, client)
 	})
 }
 

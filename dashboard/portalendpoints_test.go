@@ -393,3 +393,60 @@ func deliveryOf(t *testing.T, f *fixture, clientID, id string) storelink.Deliver
 	t.Fatalf("no delivery %s of client %s", id, clientID)
 	return storelink.Delivery{}
 }
+
+// TestPortalWriteLimit: the portal's write forms take the client's writes
+// that the partner API takes too: at the rate, a form is answered 429 with
+// Retry-After and a page that says so, and registers nothing, while the
+// client's other writes through the API are refused alike and the
+// partner's other client still writes.
+func TestPortalWriteLimit(t *testing.T) {
+	eachDatabase(t, fixtureOptions{writesPerMinute: 2}, func(t *testing.T, f *fixture) {
+		s := f.seedData()
+		b, page := portalSession(t, f, s)
+		count := func() int {
+			list, err := f.services.Webhooks.Endpoints(context.Background(), s.ClientID)
+			must(t, err)
+			return len(list)
+		}
+		register := func(page, u string) (*http.Response, string) {
+			t.Helper()
+			return b.post("/portal/endpoints", url.Values{"csrf": {formValue(t, page, "/portal/endpoints", "csrf")},
+				"seen": {formValue(t, page, "/portal/endpoints", "seen")}, "url": {u}})
+		}
+		api := func(clientID, key string) *http.Response {
+			t.Helper()
+			req, err := http.NewRequest("POST", f.URL+"/webhooks/"+clientID+"/endpoints", strings.NewReader(`{"url":"http://127.0.0.1:9/api"}`))
+			must(t, err)
+			req.Header.Set("x-api-key", key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			must(t, err)
+			resp.Body.Close()
+			return resp
+		}
+		before := count()
+		resp, body := register(page, "http://127.0.0.1:9/first")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the first write, a register form = %d: %s", resp.StatusCode, body)
+		}
+		f.keep(shownOnce(t, "the page after registering", body))
+		if resp := api(s.ClientID, s.APIKey); resp.StatusCode != http.StatusCreated || resp.Header.Get("RateLimit") != `"write";r=0;t=60` {
+			t.Fatalf("the second write, at the API = %d, RateLimit %q; want 201 with none left", resp.StatusCode, resp.Header.Get("RateLimit"))
+		}
+		resp, body = register(b.page("/portal/endpoints"), "http://127.0.0.1:9/third")
+		if after, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || after < 1 || after > 30 ||
+			!strings.Contains(body, "This client has used up its writes (2 a minute, refilled evenly); nothing was written.") {
+			t.Errorf("the third write, a register form = %d, Retry-After %q; want 429 saying so: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		if onceRE.MatchString(body) || count() != before+2 {
+			t.Errorf("the refused form: a secret shown %v, %d endpoints registered; want none beyond 2", onceRE.MatchString(body), count()-before)
+		}
+		if resp := api(s.ClientID, s.APIKey); resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("a write at the API after the portal's = %d, want 429", resp.StatusCode)
+		}
+		if resp := api(s.OtherClientID, s.OtherAPIKey); resp.StatusCode != http.StatusCreated {
+			t.Errorf("the partner's other client's write = %d, want 201", resp.StatusCode)
+		}
+		f.checkNoSecretLogged()
+	})
+}

@@ -25,12 +25,14 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /admin/deliveries", s.admin(s.handleListDeliveries))
 	m.HandleFunc("POST /admin/deliveries/{delivery_id}/redeliver", s.admin(s.handleRedeliver))
 
-	// Stock import, x-api-key.
+	// Stock import, x-api-key. Partner routes that write take one of the
+	// client's writes (limitRate, Deps.Writes); uploads are bounded by the
+	// capacity instead, validations by a rate of their own, reads not.
 	m.HandleFunc("PUT /stock/{client_id}/{file}", s.countUpload(s.partner(s.limitInFlight(true, s.handleUpload))))
-	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitValidations(s.limitInFlight(false, s.handleValidate))))
+	m.HandleFunc("PUT /stock/{client_id}/validate", s.partner(s.limitRate(s.validate, s.limitInFlight(false, s.handleValidate))))
 	m.HandleFunc("GET /stock/{client_id}/uploads", s.partner(s.handleListUploads))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleGetUpload))
-	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.handleCancelUpload))
+	m.HandleFunc("DELETE /stock/{client_id}/uploads/{upload_id}", s.partner(s.limitRate(s.Writes, s.handleCancelUpload)))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/file", s.partner(s.handleUploadFile))
 	m.HandleFunc("GET /stock/{client_id}/uploads/{upload_id}/errors.csv", s.partner(s.handleUploadErrorFile))
 	m.HandleFunc("GET /stock/{client_id}/stock", s.partner(s.handleListStock))
@@ -51,20 +53,20 @@ func (s *Server) routes() {
 
 	// The partner's own webhooks, x-api-key.
 	m.HandleFunc("GET /webhooks/{client_id}/endpoints", s.partner(s.handlePartnerEndpoints))
-	m.HandleFunc("POST /webhooks/{client_id}/endpoints", s.partner(s.handleCreateOwnEndpoint))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints", s.partner(s.limitRate(s.Writes, s.handleCreateOwnEndpoint)))
 	m.HandleFunc("GET /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(s.handlePartnerEndpoint))
-	m.HandleFunc("PATCH /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.patchEndpoint)))
-	m.HandleFunc("DELETE /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(ofOwnClient(s.deleteEndpoint)))
-	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret", s.partner(ofOwnClient(s.rotateSecret)))
-	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover", s.partner(ofOwnClient(s.recoverDeliveries)))
-	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/test", s.partner(s.handlePartnerTestEndpoint))
+	m.HandleFunc("PATCH /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(s.limitRate(s.Writes, ofOwnClient(s.patchEndpoint))))
+	m.HandleFunc("DELETE /webhooks/{client_id}/endpoints/{endpoint_id}", s.partner(s.limitRate(s.Writes, ofOwnClient(s.deleteEndpoint))))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/rotate-secret", s.partner(s.limitRate(s.Writes, ofOwnClient(s.rotateSecret))))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/recover", s.partner(s.limitRate(s.Writes, ofOwnClient(s.recoverDeliveries))))
+	m.HandleFunc("POST /webhooks/{client_id}/endpoints/{endpoint_id}/test", s.partner(s.limitRate(s.Writes, s.handlePartnerTestEndpoint)))
 	m.HandleFunc("GET /webhooks/{client_id}/deliveries", s.partner(s.handlePartnerDeliveries))
-	m.HandleFunc("POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver", s.partner(s.handlePartnerRedeliver))
+	m.HandleFunc("POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver", s.partner(s.limitRate(s.Writes, s.handlePartnerRedeliver)))
 
 	// The partner's own API keys, x-api-key.
 	m.HandleFunc("GET /clients/{client_id}/api-keys", s.partner(s.handleOwnAPIKeys))
-	m.HandleFunc("POST /clients/{client_id}/api-keys", s.partner(s.handleCreateOwnAPIKey))
-	m.HandleFunc("DELETE /clients/{client_id}/api-keys/{key_id}", s.partner(s.handleRevokeOwnAPIKey))
+	m.HandleFunc("POST /clients/{client_id}/api-keys", s.partner(s.limitRate(s.Writes, s.handleCreateOwnAPIKey)))
+	m.HandleFunc("DELETE /clients/{client_id}/api-keys/{key_id}", s.partner(s.limitRate(s.Writes, s.handleRevokeOwnAPIKey)))
 
 	// Operations.
 	m.HandleFunc("GET /healthz", s.handleHealthz)

@@ -82,6 +82,10 @@ type Deps struct {
 	// ValidationsPerMinute is the rate of validations one client may make
 	// (DefaultValidationsPerMinute when 0).
 	ValidationsPerMinute int
+	// Writes limits the writes each client makes through the partner API
+	// (routes.go says which); serve shares it with the portal's forms. A
+	// NewWriteLimit(DefaultWritesPerMinute) when nil.
+	Writes *RateLimit
 	// BodyTimeout is the time a request body has to arrive in full,
 	// counted from the end of its headers (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration
@@ -141,7 +145,7 @@ type Server struct {
 	health     health
 	inFlight   *inFlight
 	bodies     bodies
-	validate   *validateLimit
+	validate   *RateLimit
 
 	uploadMemory *uploadMemory // the budget of MaxUploadMemory
 }
@@ -188,6 +192,9 @@ func NewServer(d Deps) *Server {
 		s.ValidationsPerMinute = DefaultValidationsPerMinute
 	}
 	s.validate = newValidateLimit(s.ValidationsPerMinute)
+	if s.Writes == nil {
+		s.Writes = NewWriteLimit(DefaultWritesPerMinute)
+	}
 	if s.Downloads == nil {
 		s.Downloads = NewDownloads(0, 0, 0)
 	}

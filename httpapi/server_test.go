@@ -66,8 +66,11 @@ type apiOptions struct {
 	maxUploadMemory      int64
 	uploadMemoryShare    int64
 	validationsPerMinute int
-	downloads            *httpapi.Downloads
-	testSends            *httpapi.TestSends
+	// writes, when set, is the API's limit of partner writes
+	// (ratelimit.go).
+	writes    *httpapi.RateLimit
+	downloads *httpapi.Downloads
+	testSends *httpapi.TestSends
 	// databaseTimeout, when set, is the API's (Deps.DatabaseTimeout).
 	databaseTimeout time.Duration
 	// uploads, when set, wraps the upload service the API gets.
@@ -98,7 +101,7 @@ func newAPI(t *testing.T, opt apiOptions) *api {
 		Capacity: opt.capacity, MaxFileSize: opt.maxFileSize, Accepted: proc.Wake, Registry: reg,
 		MaxUploadsInFlight: opt.maxUploadsInFlight, BodyTimeout: opt.bodyTimeout, FirstByteTimeout: opt.firstByteTimeout,
 		AuthLimit: opt.authLimit, TrustedProxies: opt.trustedProxies,
-		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute,
+		MaxUploadMemory: opt.maxUploadMemory, UploadMemoryShare: opt.uploadMemoryShare, ValidationsPerMinute: opt.validationsPerMinute, Writes: opt.writes,
 		Downloads: opt.downloads, TestSends: opt.testSends, DatabaseTimeout: opt.databaseTimeout,
 		PublicMetrics: opt.publicMetrics,
 	}

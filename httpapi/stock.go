@@ -132,8 +132,8 @@ func tooLarge(max int64) error {
 // setRateLimit writes the IETF RateLimit headers; t is the seconds until
 // the bucket is full again.
 func setRateLimit(w http.ResponseWriter, c storelink.Capacity) {
-	w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"upload";q=%d;qu="content-bytes";w=%d`, c.BytesPerWindow, int64(c.Window.Seconds())))
-	w.Header().Set("RateLimit", fmt.Sprintf(`"upload";r=%d;t=%d`, max(c.BytesLeft, 0), int64(c.FullIn.Seconds())))
+	setRateLimitItem(w.Header(), "RateLimit-Policy", "upload", fmt.Sprintf(`"upload";q=%d;qu="content-bytes";w=%d`, c.BytesPerWindow, int64(c.Window.Seconds())))
+	setRateLimitItem(w.Header(), "RateLimit", "upload", fmt.Sprintf(`"upload";r=%d;t=%d`, max(c.BytesLeft, 0), int64(c.FullIn.Seconds())))
 }
 
 // checkFileName checks an upload's file name. The name is only ever data, but a name

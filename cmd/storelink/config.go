@@ -65,6 +65,7 @@ type config struct {
 	DownloadsShare     int
 	CapacityMinUpload  int64
 	ValidationsPerMin  int
+	WritesPerMin       int
 	BodyTimeout        time.Duration
 	DatabaseTimeout    time.Duration
 	MaxConnections     int
@@ -187,7 +188,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		AuthFailures:       httpapi.DefaultAuthFailuresPerMinute,
 		MaxUploadsInFlight: httpapi.DefaultMaxUploadsInFlight, MaxUploadMemory: httpapi.DefaultMaxUploadMemory,
 		MaxDownloads: httpapi.DefaultMaxDownloads, DownloadsShare: httpapi.DefaultMaxDownloadsPerPartner,
-		CapacityMinUpload: 64 << 10, ValidationsPerMin: httpapi.DefaultValidationsPerMinute, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections, MaxConnsPerAddr: httpapi.DefaultMaxConnectionsPerAddress,
+		CapacityMinUpload: 64 << 10, ValidationsPerMin: httpapi.DefaultValidationsPerMinute, WritesPerMin: httpapi.DefaultWritesPerMinute, BodyTimeout: httpapi.DefaultBodyTimeout, DatabaseTimeout: httpapi.DefaultDatabaseTimeout, MaxConnections: defaultMaxConnections, MaxConnsPerAddr: httpapi.DefaultMaxConnectionsPerAddress,
 		WebhookRetry: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	}
 	fs := flag.NewFlagSet("storelink "+name, flag.ContinueOnError)
@@ -205,6 +206,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&c.CapacityWindow, "capacity-window", c.CapacityWindow, "window the capacity refills over (STORELINK_CAPACITY_WINDOW)")
 	fs.Var(sizeValue{&c.CapacityMinUpload}, "capacity-min-upload", "capacity every upload takes at least, whatever its size (STORELINK_CAPACITY_MIN_UPLOAD)")
 	fs.IntVar(&c.ValidationsPerMin, "validations-per-minute", c.ValidationsPerMin, "validations one client may make per minute, as a bucket that refills evenly; more get 429, per process (STORELINK_VALIDATIONS_PER_MINUTE)")
+	fs.IntVar(&c.WritesPerMin, "writes-per-minute", c.WritesPerMin, "writes one client may make per minute through the partner API and portal (endpoints, API keys, redeliveries, cancels), as a bucket that refills evenly; more get 429, per process (STORELINK_WRITES_PER_MINUTE)")
 	fs.Var(sizeValue{&c.MaxFileSize}, "max-file-size", "largest accepted stock file (STORELINK_MAX_FILE_SIZE)")
 	fs.IntVar(&c.MaxWaitingUploads, "max-waiting-uploads", c.MaxWaitingUploads, "uploads of one client that may wait to be processed; more get 429; 0 is no limit (STORELINK_MAX_WAITING_UPLOADS)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "a delivery taking longer has failed (STORELINK_WEBHOOK_TIMEOUT)")
@@ -245,7 +247,7 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		"max-connections-per-address": "STORELINK_MAX_CONNECTIONS_PER_ADDRESS", "max-upload-memory": "STORELINK_MAX_UPLOAD_MEMORY",
 		"database-timeout": "STORELINK_DATABASE_TIMEOUT", "trusted-proxies": "STORELINK_TRUSTED_PROXIES",
 		"capacity-min-upload":    "STORELINK_CAPACITY_MIN_UPLOAD",
-		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
+		"validations-per-minute": "STORELINK_VALIDATIONS_PER_MINUTE", "writes-per-minute": "STORELINK_WRITES_PER_MINUTE", "max-upload-memory-per-partner": "STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER",
 		"max-downloads": "STORELINK_MAX_DOWNLOADS", "max-downloads-per-partner": "STORELINK_MAX_DOWNLOADS_PER_PARTNER",
 		"demo-webhook-url": "STORELINK_DEMO_WEBHOOK_URL", "max-endpoints-per-client": "STORELINK_MAX_ENDPOINTS_PER_CLIENT",
 		"metrics-addr": "STORELINK_METRICS_ADDR", "public-metrics": "STORELINK_PUBLIC_METRICS",
@@ -313,6 +315,8 @@ func parseConfig(name string, args []string, getenv func(string) string, stderr 
 		return nil, usageError{fmt.Errorf("--max-downloads-per-partner must be from 1 to --max-downloads (%d)", c.MaxDownloads)}
 	case c.ValidationsPerMin < 1:
 		return nil, usageError{errors.New("--validations-per-minute must be at least 1")}
+	case c.WritesPerMin < 1:
+		return nil, usageError{errors.New("--writes-per-minute must be at least 1")}
 	case c.BodyTimeout <= 0:
 		return nil, usageError{errors.New("--body-timeout must be positive")}
 	case c.DatabaseTimeout <= 0:

@@ -268,18 +268,18 @@ func TestConfigPoolsAndCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CapacityMinUpload != 64<<10 || c.ValidationsPerMin != 30 || c.MaxDownloads != 8 || c.DownloadsShare != 2 || c.UploadMemoryShare != 0 {
+	if c.CapacityMinUpload != 64<<10 || c.ValidationsPerMin != 30 || c.WritesPerMin != 60 || c.MaxDownloads != 8 || c.DownloadsShare != 2 || c.UploadMemoryShare != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	env := map[string]string{
-		"STORELINK_CAPACITY_MIN_UPLOAD": "16KiB", "STORELINK_VALIDATIONS_PER_MINUTE": "5",
+		"STORELINK_CAPACITY_MIN_UPLOAD": "16KiB", "STORELINK_VALIDATIONS_PER_MINUTE": "5", "STORELINK_WRITES_PER_MINUTE": "7",
 		"STORELINK_MAX_UPLOAD_MEMORY_PER_PARTNER": "32MiB", "STORELINK_MAX_DOWNLOADS": "12", "STORELINK_MAX_DOWNLOADS_PER_PARTNER": "3",
 	}
 	c, err = parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CapacityMinUpload != 16<<10 || c.ValidationsPerMin != 5 || c.UploadMemoryShare != 32<<20 || c.MaxDownloads != 12 || c.DownloadsShare != 3 {
+	if c.CapacityMinUpload != 16<<10 || c.ValidationsPerMin != 5 || c.WritesPerMin != 7 || c.UploadMemoryShare != 32<<20 || c.MaxDownloads != 12 || c.DownloadsShare != 3 {
 		t.Fatalf("from the environment: %+v", c)
 	}
 	for _, bad := range []struct {
@@ -291,6 +291,7 @@ func TestConfigPoolsAndCapacity(t *testing.T) {
 		{[]string{"--max-downloads", "0"}, "--max-downloads must"},
 		{[]string{"--max-downloads", "2", "--max-downloads-per-partner", "3"}, "--max-downloads-per-partner"},
 		{[]string{"--validations-per-minute", "0"}, "--validations-per-minute"},
+		{[]string{"--writes-per-minute", "0"}, "--writes-per-minute"},
 	} {
 		_, err := parseConfig("serve", bad.args, func(string) string { return "" }, io.Discard)
 		if !isUsage(err) || !strings.Contains(err.Error(), bad.want) {

@@ -171,6 +171,9 @@ func (s *server) newAPI(token string) *httpapi.Server {
 	// is bounded in time as a delivery attempt is.
 	downloads := httpapi.NewDownloads(c.MaxDownloads, c.DownloadsShare, 0)
 	testSends := httpapi.NewTestSends(c.WebhookTimeout)
+	// One rate of writes per client, whether through the API or the
+	// portal's forms.
+	writes := httpapi.NewWriteLimit(c.WritesPerMin)
 	// The portal's upload form is received by the API that serves the
 	// portal, as the API's own uploads are; the API is made after the
 	// dashboard it mounts.
@@ -195,6 +198,7 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		MaxUploadMemory:      c.MaxUploadMemory,
 		UploadMemoryShare:    c.UploadMemoryShare,
 		ValidationsPerMinute: c.ValidationsPerMin,
+		Writes:               writes,
 		BodyTimeout:          c.BodyTimeout,
 		GC:                   s.gc,
 		DatabaseTimeout:      c.DatabaseTimeout,
@@ -210,8 +214,9 @@ func (s *server) newAPI(token string) *httpapi.Server {
 		Dashboard: dashboard.New(dashboard.Deps{
 			Admin: db.Partners, Uploads: db.Uploads, Stock: db.Uploads, Orders: db.Orders, Webhooks: db.Webhooks, Auth: db.Partners, Sessions: db.Partners, LoginLimit: authLimit,
 			Tester: s.deliverer, OutsideDB: httpapi.OutsideDB, EndpointDeleted: s.deliverer.DropEndpoint, Download: downloads.Take,
-			TestSend:   testSends.Take,
-			AdminToken: token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
+			TestSend:     testSends.Take,
+			PartnerWrite: writes.Take,
+			AdminToken:   token, Capacity: capacity, Wake: s.deliverer.Wake, Logger: s.logger, Fault: db.Fault, ClientAddr: c.TrustedProxies.ClientAddr,
 			WebhookAllowPrivate: c.WebhookAllowPriv, ReceiveUpload: receive,
 		}),
 	})

@@ -2049,6 +2049,9 @@ type OrderNotFound = Problem
 // PartnerTestResult What came of a test send. Optional fields without a value are absent.
 type PartnerTestResult = TestResult
 
+// PartnerTestTooManyRequests An RFC 9457 problem details object. It has no `instance`.
+type PartnerTestTooManyRequests = Problem
+
 // PartnerUnauthorized An RFC 9457 problem details object. It has no `instance`.
 type PartnerUnauthorized = Problem
 
@@ -2099,6 +2102,9 @@ type UploadUnsupportedMediaType = Problem
 
 // ValidateTooManyRequests An RFC 9457 problem details object. It has no `instance`.
 type ValidateTooManyRequests = Problem
+
+// WriteTooManyRequests An RFC 9457 problem details object. It has no `instance`.
+type WriteTooManyRequests = Problem
 
 // ListClientsParams defines parameters for ListClients.
 type ListClientsParams struct {
@@ -3245,6 +3251,10 @@ type ClientInterface interface {
 	// Makes a new key, shown in this answer only, valid at once; the
 	// client's other keys stay valid until they are revoked. A client
 	// holds at most 5 keys: a sixth is a 409. No request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
 	PartnerCreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3255,6 +3265,10 @@ type ClientInterface interface {
 	// client's last key cannot be revoked (409): make another first. A
 	// key id that is not the client's is a 404, as a random one. No
 	// request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
 	PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3674,6 +3688,10 @@ type ClientInterface interface {
 	// cancelled upload answers it again, changing nothing. Once processing
 	// began, and for an applied or rejected upload, the answer is 409 and
 	// the capacity stays used. An upload of another client gives 404.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
 	CancelUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4020,6 +4038,10 @@ type ClientInterface interface {
 	// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
 	// the delivery must be of the client's events (404 otherwise, as for
 	// one that does not exist). No request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
 	PartnerRedeliver(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4040,6 +4062,10 @@ type ClientInterface interface {
 	// client's own key: the same body, rules and address guard (422 for a
 	// URL the guard refuses), and the endpoint's secret shown in this
 	// answer only.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4052,6 +4078,10 @@ type ClientInterface interface {
 	// client's own key: the same body, rules and address guard (422 for a
 	// URL the guard refuses), and the endpoint's secret shown in this
 	// answer only.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4064,6 +4094,10 @@ type ClientInterface interface {
 	// deliveries become `cancelled`; the endpoint must be the client's
 	// (404 otherwise, as for one that does not exist). No request body is
 	// read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
 	PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4084,6 +4118,10 @@ type ClientInterface interface {
 	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 	// body and rules; the endpoint must be the client's (404 otherwise,
 	// as for one that does not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4095,6 +4133,10 @@ type ClientInterface interface {
 	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 	// body and rules; the endpoint must be the client's (404 otherwise,
 	// as for one that does not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4107,6 +4149,10 @@ type ClientInterface interface {
 	// endpoint's failed deliveries queued at or after `since` become
 	// pending again, in order per order, and the answer says how many.
 	// The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4119,6 +4165,10 @@ type ClientInterface interface {
 	// endpoint's failed deliveries queued at or after `since` become
 	// pending again, in order per order, and the answer says how many.
 	// The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4131,6 +4181,10 @@ type ClientInterface interface {
 	// the same optional `overlap`, the new secret shown in this answer
 	// only, and `previous_secret_until` saying until when the old one
 	// still signs. The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4143,6 +4197,10 @@ type ClientInterface interface {
 	// the same optional `overlap`, the new secret shown in this answer
 	// only, and `previous_secret_until` saying until when the old one
 	// still signs. The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4154,6 +4212,10 @@ type ClientInterface interface {
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 	// endpoint must be the client's (404 otherwise, as for one that does
 	// not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4165,6 +4227,10 @@ type ClientInterface interface {
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 	// endpoint must be the client's (404 otherwise, as for one that does
 	// not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4972,6 +5038,10 @@ func (c *Client) PartnerListAPIKeys(ctx context.Context, clientId ClientID, reqE
 // Makes a new key, shown in this answer only, valid at once; the
 // client's other keys stay valid until they are revoked. A client
 // holds at most 5 keys: a sixth is a 409. No request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Corresponds with POST /clients/{client_id}/api-keys (the `PartnerCreateAPIKey` operationId).
 func (c *Client) PartnerCreateAPIKey(ctx context.Context, clientId ClientID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4992,6 +5062,10 @@ func (c *Client) PartnerCreateAPIKey(ctx context.Context, clientId ClientID, req
 // client's last key cannot be revoked (409): make another first. A
 // key id that is not the client's is a 404, as a random one. No
 // request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Corresponds with DELETE /clients/{client_id}/api-keys/{key_id} (the `PartnerRevokeAPIKey` operationId).
 func (c *Client) PartnerRevokeAPIKey(ctx context.Context, clientId ClientID, keyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5631,6 +5705,10 @@ func (c *Client) ListUploads(ctx context.Context, clientId ClientID, params *Lis
 // cancelled upload answers it again, changing nothing. Once processing
 // began, and for an applied or rejected upload, the answer is 409 and
 // the capacity stays used. An upload of another client gives 404.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Corresponds with DELETE /stock/{client_id}/uploads/{upload_id} (the `CancelUpload` operationId).
 func (c *Client) CancelUpload(ctx context.Context, clientId ClientID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6087,6 +6165,10 @@ func (c *Client) PartnerListDeliveries(ctx context.Context, clientId ClientID, p
 // `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
 // the delivery must be of the client's events (404 otherwise, as for
 // one that does not exist). No request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Corresponds with POST /webhooks/{client_id}/deliveries/{delivery_id}/redeliver (the `PartnerRedeliver` operationId).
 func (c *Client) PartnerRedeliver(ctx context.Context, clientId ClientID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6127,6 +6209,10 @@ func (c *Client) PartnerListEndpoints(ctx context.Context, clientId ClientID, re
 // client's own key: the same body, rules and address guard (422 for a
 // URL the guard refuses), and the endpoint's secret shown in this
 // answer only.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6149,6 +6235,10 @@ func (c *Client) PartnerCreateEndpointWithBody(ctx context.Context, clientId Cli
 // client's own key: the same body, rules and address guard (422 for a
 // URL the guard refuses), and the endpoint's secret shown in this
 // answer only.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6171,6 +6261,10 @@ func (c *Client) PartnerCreateEndpoint(ctx context.Context, clientId ClientID, b
 // deliveries become `cancelled`; the endpoint must be the client's
 // (404 otherwise, as for one that does not exist). No request body is
 // read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Corresponds with DELETE /webhooks/{client_id}/endpoints/{endpoint_id} (the `PartnerDeleteEndpoint` operationId).
 func (c *Client) PartnerDeleteEndpoint(ctx context.Context, clientId ClientID, endpointId EndpointID, params *PartnerDeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6211,6 +6305,10 @@ func (c *Client) PartnerGetEndpoint(ctx context.Context, clientId ClientID, endp
 // `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 // body and rules; the endpoint must be the client's (404 otherwise,
 // as for one that does not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6232,6 +6330,10 @@ func (c *Client) PartnerUpdateEndpointWithBody(ctx context.Context, clientId Cli
 // `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 // body and rules; the endpoint must be the client's (404 otherwise,
 // as for one that does not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6254,6 +6356,10 @@ func (c *Client) PartnerUpdateEndpoint(ctx context.Context, clientId ClientID, e
 // endpoint's failed deliveries queued at or after `since` become
 // pending again, in order per order, and the answer says how many.
 // The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6276,6 +6382,10 @@ func (c *Client) PartnerRecoverDeliveriesWithBody(ctx context.Context, clientId 
 // endpoint's failed deliveries queued at or after `since` become
 // pending again, in order per order, and the answer says how many.
 // The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6298,6 +6408,10 @@ func (c *Client) PartnerRecoverDeliveries(ctx context.Context, clientId ClientID
 // the same optional `overlap`, the new secret shown in this answer
 // only, and `previous_secret_until` saying until when the old one
 // still signs. The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6320,6 +6434,10 @@ func (c *Client) PartnerRotateSecretWithBody(ctx context.Context, clientId Clien
 // the same optional `overlap`, the new secret shown in this answer
 // only, and `previous_secret_until` saying until when the old one
 // still signs. The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6341,6 +6459,10 @@ func (c *Client) PartnerRotateSecret(ctx context.Context, clientId ClientID, end
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 // endpoint must be the client's (404 otherwise, as for one that does
 // not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6362,6 +6484,10 @@ func (c *Client) PartnerTestEndpointWithBody(ctx context.Context, clientId Clien
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 // endpoint must be the client's (404 otherwise, as for one that does
 // not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9927,6 +10053,10 @@ type ClientWithResponsesInterface interface {
 	// Makes a new key, shown in this answer only, valid at once; the
 	// client's other keys stay valid until they are revoked. A client
 	// holds at most 5 keys: a sixth is a 409. No request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9939,6 +10069,10 @@ type ClientWithResponsesInterface interface {
 	// client's last key cannot be revoked (409): make another first. A
 	// key id that is not the client's is a 404, as a random one. No
 	// request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10382,6 +10516,10 @@ type ClientWithResponsesInterface interface {
 	// cancelled upload answers it again, changing nothing. Once processing
 	// began, and for an applied or rejected upload, the answer is 409 and
 	// the capacity stays used. An upload of another client gives 404.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10738,6 +10876,10 @@ type ClientWithResponsesInterface interface {
 	// `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
 	// the delivery must be of the client's events (404 otherwise, as for
 	// one that does not exist). No request body is read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10762,6 +10904,10 @@ type ClientWithResponsesInterface interface {
 	// client's own key: the same body, rules and address guard (422 for a
 	// URL the guard refuses), and the endpoint's secret shown in this
 	// answer only.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10774,6 +10920,10 @@ type ClientWithResponsesInterface interface {
 	// client's own key: the same body, rules and address guard (422 for a
 	// URL the guard refuses), and the endpoint's secret shown in this
 	// answer only.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10786,6 +10936,10 @@ type ClientWithResponsesInterface interface {
 	// deliveries become `cancelled`; the endpoint must be the client's
 	// (404 otherwise, as for one that does not exist). No request body is
 	// read.
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10810,6 +10964,10 @@ type ClientWithResponsesInterface interface {
 	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 	// body and rules; the endpoint must be the client's (404 otherwise,
 	// as for one that does not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10821,6 +10979,10 @@ type ClientWithResponsesInterface interface {
 	// `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 	// body and rules; the endpoint must be the client's (404 otherwise,
 	// as for one that does not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10833,6 +10995,10 @@ type ClientWithResponsesInterface interface {
 	// endpoint's failed deliveries queued at or after `since` become
 	// pending again, in order per order, and the answer says how many.
 	// The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10845,6 +11011,10 @@ type ClientWithResponsesInterface interface {
 	// endpoint's failed deliveries queued at or after `since` become
 	// pending again, in order per order, and the answer says how many.
 	// The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10857,6 +11027,10 @@ type ClientWithResponsesInterface interface {
 	// the same optional `overlap`, the new secret shown in this answer
 	// only, and `previous_secret_until` saying until when the old one
 	// still signs. The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10869,6 +11043,10 @@ type ClientWithResponsesInterface interface {
 	// the same optional `overlap`, the new secret shown in this answer
 	// only, and `previous_secret_until` saying until when the old one
 	// still signs. The endpoint must be the client's (404 otherwise).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10880,6 +11058,10 @@ type ClientWithResponsesInterface interface {
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 	// endpoint must be the client's (404 otherwise, as for one that does
 	// not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10891,6 +11073,10 @@ type ClientWithResponsesInterface interface {
 	// `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 	// endpoint must be the client's (404 otherwise, as for one that does
 	// not exist).
+	// It takes one of the client's writes (`--writes-per-minute`, 60 a
+	// minute): every answer after authentication carries the `"write"`
+	// RateLimit headers, and a write beyond them gets 429
+	// (`/problems/rate_limited`) and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13371,13 +13557,17 @@ func (r PartnerListAPIKeysResponse) ContentType() string {
 
 // PartnerCreateAPIKeyResponse201Headers the declared response headers of an HTTP 201 response for PartnerCreateAPIKey
 type PartnerCreateAPIKeyResponse201Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerCreateAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateAPIKey
 type PartnerCreateAPIKeyResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerCreateAPIKeyResponse503Headers the declared response headers of an HTTP 503 response for PartnerCreateAPIKey
@@ -13399,7 +13589,7 @@ type PartnerCreateAPIKeyResponse struct {
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -13440,7 +13630,7 @@ func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON409() *Problem {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerCreateAPIKeyResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -13490,13 +13680,17 @@ func (r PartnerCreateAPIKeyResponse) ContentType() string {
 
 // PartnerRevokeAPIKeyResponse204Headers the declared response headers of an HTTP 204 response for PartnerRevokeAPIKey
 type PartnerRevokeAPIKeyResponse204Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerRevokeAPIKeyResponse429Headers the declared response headers of an HTTP 429 response for PartnerRevokeAPIKey
 type PartnerRevokeAPIKeyResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerRevokeAPIKeyResponse503Headers the declared response headers of an HTTP 503 response for PartnerRevokeAPIKey
@@ -13518,7 +13712,7 @@ type PartnerRevokeAPIKeyResponse struct {
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -13559,7 +13753,7 @@ func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON409() *Problem {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerRevokeAPIKeyResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -15262,7 +15456,9 @@ type CancelUploadResponse200Headers struct {
 
 // CancelUploadResponse429Headers the declared response headers of an HTTP 429 response for CancelUpload
 type CancelUploadResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // CancelUploadResponse503Headers the declared response headers of an HTTP 503 response for CancelUpload
@@ -15286,7 +15482,7 @@ type CancelUploadResponse struct {
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -15330,7 +15526,7 @@ func (r CancelUploadResponse) GetApplicationproblemJSON409() *Problem {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CancelUploadResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r CancelUploadResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -16259,13 +16455,17 @@ func (r PartnerListDeliveriesResponse) ContentType() string {
 
 // PartnerRedeliverResponse202Headers the declared response headers of an HTTP 202 response for PartnerRedeliver
 type PartnerRedeliverResponse202Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PartnerRedeliver
 type PartnerRedeliverResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerRedeliverResponse503Headers the declared response headers of an HTTP 503 response for PartnerRedeliver
@@ -16289,7 +16489,7 @@ type PartnerRedeliverResponse struct {
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *EndpointDeleted
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16335,7 +16535,7 @@ func (r PartnerRedeliverResponse) GetApplicationproblemJSON409() *EndpointDelete
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerRedeliverResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerRedeliverResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -16490,10 +16690,12 @@ func (r PartnerListEndpointsResponse) ContentType() string {
 
 // PartnerCreateEndpointResponse201Headers the declared response headers of an HTTP 201 response for PartnerCreateEndpoint
 type PartnerCreateEndpointResponse201Headers struct {
-	CacheControl string
-	ETag         string
-	Location     string
-	Vary         string
+	CacheControl    string
+	ETag            string
+	Location        string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerCreateEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerCreateEndpoint
@@ -16504,7 +16706,9 @@ type PartnerCreateEndpointResponse415Headers struct {
 
 // PartnerCreateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerCreateEndpoint
 type PartnerCreateEndpointResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerCreateEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerCreateEndpoint
@@ -16532,7 +16736,7 @@ type PartnerCreateEndpointResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16590,7 +16794,7 @@ func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON422() *EndpointU
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerCreateEndpointResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -16640,13 +16844,17 @@ func (r PartnerCreateEndpointResponse) ContentType() string {
 
 // PartnerDeleteEndpointResponse204Headers the declared response headers of an HTTP 204 response for PartnerDeleteEndpoint
 type PartnerDeleteEndpointResponse204Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerDeleteEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerDeleteEndpoint
 type PartnerDeleteEndpointResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerDeleteEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerDeleteEndpoint
@@ -16668,7 +16876,7 @@ type PartnerDeleteEndpointResponse struct {
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *EndpointPreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16709,7 +16917,7 @@ func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON412() *EndpointP
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerDeleteEndpointResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -16872,9 +17080,11 @@ func (r PartnerGetEndpointResponse) ContentType() string {
 
 // PartnerUpdateEndpointResponse200Headers the declared response headers of an HTTP 200 response for PartnerUpdateEndpoint
 type PartnerUpdateEndpointResponse200Headers struct {
-	CacheControl string
-	ETag         string
-	Vary         string
+	CacheControl    string
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerUpdateEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerUpdateEndpoint
@@ -16885,7 +17095,9 @@ type PartnerUpdateEndpointResponse415Headers struct {
 
 // PartnerUpdateEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerUpdateEndpoint
 type PartnerUpdateEndpointResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerUpdateEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerUpdateEndpoint
@@ -16917,7 +17129,7 @@ type PartnerUpdateEndpointResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *EndpointUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16985,7 +17197,7 @@ func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON422() *EndpointU
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerUpdateEndpointResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -17035,8 +17247,10 @@ func (r PartnerUpdateEndpointResponse) ContentType() string {
 
 // PartnerRecoverDeliveriesResponse202Headers the declared response headers of an HTTP 202 response for PartnerRecoverDeliveries
 type PartnerRecoverDeliveriesResponse202Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerRecoverDeliveriesResponse415Headers the declared response headers of an HTTP 415 response for PartnerRecoverDeliveries
@@ -17047,7 +17261,9 @@ type PartnerRecoverDeliveriesResponse415Headers struct {
 
 // PartnerRecoverDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for PartnerRecoverDeliveries
 type PartnerRecoverDeliveriesResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerRecoverDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for PartnerRecoverDeliveries
@@ -17077,7 +17293,7 @@ type PartnerRecoverDeliveriesResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -17140,7 +17356,7 @@ func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON422() *Proble
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerRecoverDeliveriesResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -17190,9 +17406,11 @@ func (r PartnerRecoverDeliveriesResponse) ContentType() string {
 
 // PartnerRotateSecretResponse200Headers the declared response headers of an HTTP 200 response for PartnerRotateSecret
 type PartnerRotateSecretResponse200Headers struct {
-	CacheControl string
-	ETag         string
-	Vary         string
+	CacheControl    string
+	ETag            string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerRotateSecretResponse415Headers the declared response headers of an HTTP 415 response for PartnerRotateSecret
@@ -17203,7 +17421,9 @@ type PartnerRotateSecretResponse415Headers struct {
 
 // PartnerRotateSecretResponse429Headers the declared response headers of an HTTP 429 response for PartnerRotateSecret
 type PartnerRotateSecretResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerRotateSecretResponse503Headers the declared response headers of an HTTP 503 response for PartnerRotateSecret
@@ -17233,7 +17453,7 @@ type PartnerRotateSecretResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *AuthLimited
+	ApplicationproblemJSON429 *WriteTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -17296,7 +17516,7 @@ func (r PartnerRotateSecretResponse) GetApplicationproblemJSON422() *Problem {
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerRotateSecretResponse) GetApplicationproblemJSON429() *AuthLimited {
+func (r PartnerRotateSecretResponse) GetApplicationproblemJSON429() *WriteTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -17346,8 +17566,10 @@ func (r PartnerRotateSecretResponse) ContentType() string {
 
 // PartnerTestEndpointResponse200Headers the declared response headers of an HTTP 200 response for PartnerTestEndpoint
 type PartnerTestEndpointResponse200Headers struct {
-	CacheControl string
-	Vary         string
+	CacheControl    string
+	RateLimit       string
+	RateLimitPolicy string
+	Vary            string
 }
 
 // PartnerTestEndpointResponse415Headers the declared response headers of an HTTP 415 response for PartnerTestEndpoint
@@ -17358,7 +17580,9 @@ type PartnerTestEndpointResponse415Headers struct {
 
 // PartnerTestEndpointResponse429Headers the declared response headers of an HTTP 429 response for PartnerTestEndpoint
 type PartnerTestEndpointResponse429Headers struct {
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      int
 }
 
 // PartnerTestEndpointResponse503Headers the declared response headers of an HTTP 503 response for PartnerTestEndpoint
@@ -17388,7 +17612,7 @@ type PartnerTestEndpointResponse struct {
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *TestUnprocessable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TestTooManyRequests
+	ApplicationproblemJSON429 *PartnerTestTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -17449,7 +17673,7 @@ func (r PartnerTestEndpointResponse) GetApplicationproblemJSON422() *TestUnproce
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r PartnerTestEndpointResponse) GetApplicationproblemJSON429() *TestTooManyRequests {
+func (r PartnerTestEndpointResponse) GetApplicationproblemJSON429() *PartnerTestTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -18204,6 +18428,10 @@ func (c *ClientWithResponses) PartnerListAPIKeysWithResponse(ctx context.Context
 // Makes a new key, shown in this answer only, valid at once; the
 // client's other keys stay valid until they are revoked. A client
 // holds at most 5 keys: a sixth is a 409. No request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18222,6 +18450,10 @@ func (c *ClientWithResponses) PartnerCreateAPIKeyWithResponse(ctx context.Contex
 // client's last key cannot be revoked (409): make another first. A
 // key id that is not the client's is a 404, as a random one. No
 // request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18797,6 +19029,10 @@ func (c *ClientWithResponses) ListUploadsWithResponse(ctx context.Context, clien
 // cancelled upload answers it again, changing nothing. Once processing
 // began, and for an applied or rejected upload, the answer is 409 and
 // the capacity stays used. An upload of another client gives 404.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19219,6 +19455,10 @@ func (c *ClientWithResponses) PartnerListDeliveriesWithResponse(ctx context.Cont
 // `POST /admin/deliveries/{delivery_id}/redeliver` for the partner:
 // the delivery must be of the client's events (404 otherwise, as for
 // one that does not exist). No request body is read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19255,6 +19495,10 @@ func (c *ClientWithResponses) PartnerListEndpointsWithResponse(ctx context.Conte
 // client's own key: the same body, rules and address guard (422 for a
 // URL the guard refuses), and the endpoint's secret shown in this
 // answer only.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19273,6 +19517,10 @@ func (c *ClientWithResponses) PartnerCreateEndpointWithBodyWithResponse(ctx cont
 // client's own key: the same body, rules and address guard (422 for a
 // URL the guard refuses), and the endpoint's secret shown in this
 // answer only.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19291,6 +19539,10 @@ func (c *ClientWithResponses) PartnerCreateEndpointWithResponse(ctx context.Cont
 // deliveries become `cancelled`; the endpoint must be the client's
 // (404 otherwise, as for one that does not exist). No request body is
 // read.
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19327,6 +19579,10 @@ func (c *ClientWithResponses) PartnerGetEndpointWithResponse(ctx context.Context
 // `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 // body and rules; the endpoint must be the client's (404 otherwise,
 // as for one that does not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19344,6 +19600,10 @@ func (c *ClientWithResponses) PartnerUpdateEndpointWithBodyWithResponse(ctx cont
 // `PATCH /admin/webhooks/{endpoint_id}` for the partner: the same
 // body and rules; the endpoint must be the client's (404 otherwise,
 // as for one that does not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19362,6 +19622,10 @@ func (c *ClientWithResponses) PartnerUpdateEndpointWithResponse(ctx context.Cont
 // endpoint's failed deliveries queued at or after `since` become
 // pending again, in order per order, and the answer says how many.
 // The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19380,6 +19644,10 @@ func (c *ClientWithResponses) PartnerRecoverDeliveriesWithBodyWithResponse(ctx c
 // endpoint's failed deliveries queued at or after `since` become
 // pending again, in order per order, and the answer says how many.
 // The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19398,6 +19666,10 @@ func (c *ClientWithResponses) PartnerRecoverDeliveriesWithResponse(ctx context.C
 // the same optional `overlap`, the new secret shown in this answer
 // only, and `previous_secret_until` saying until when the old one
 // still signs. The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19416,6 +19688,10 @@ func (c *ClientWithResponses) PartnerRotateSecretWithBodyWithResponse(ctx contex
 // the same optional `overlap`, the new secret shown in this answer
 // only, and `previous_secret_until` saying until when the old one
 // still signs. The endpoint must be the client's (404 otherwise).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19433,6 +19709,10 @@ func (c *ClientWithResponses) PartnerRotateSecretWithResponse(ctx context.Contex
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 // endpoint must be the client's (404 otherwise, as for one that does
 // not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19450,6 +19730,10 @@ func (c *ClientWithResponses) PartnerTestEndpointWithBodyWithResponse(ctx contex
 // `POST /admin/webhooks/{endpoint_id}/test` for the partner: the
 // endpoint must be the client's (404 otherwise, as for one that does
 // not exist).
+// It takes one of the client's writes (`--writes-per-minute`, 60 a
+// minute): every answer after authentication carries the `"write"`
+// RateLimit headers, and a write beyond them gets 429
+// (`/problems/rate_limited`) and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22055,7 +22339,7 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22094,6 +22378,20 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22104,6 +22402,20 @@ func ParsePartnerCreateAPIKeyResponse(rsp *http.Response) (*PartnerCreateAPIKeyR
 		response.Headers201 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerCreateAPIKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -22180,7 +22492,7 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22219,6 +22531,20 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22229,6 +22555,20 @@ func ParsePartnerRevokeAPIKeyResponse(rsp *http.Response) (*PartnerRevokeAPIKeyR
 		response.Headers204 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRevokeAPIKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -23930,7 +24270,7 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23986,6 +24326,20 @@ func ParseCancelUploadResponse(rsp *http.Response) (*CancelUploadResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelUploadResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -25082,7 +25436,7 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25121,6 +25475,20 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25131,6 +25499,20 @@ func ParsePartnerRedeliverResponse(rsp *http.Response) (*PartnerRedeliverRespons
 		response.Headers202 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRedeliverResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -25333,7 +25715,7 @@ func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpo
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25386,6 +25768,20 @@ func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpo
 			}
 			headers.Location = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25413,6 +25809,20 @@ func ParsePartnerCreateEndpointResponse(rsp *http.Response) (*PartnerCreateEndpo
 		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerCreateEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -25489,7 +25899,7 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 		response.ApplicationproblemJSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25528,6 +25938,20 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25538,6 +25962,20 @@ func ParsePartnerDeleteEndpointResponse(rsp *http.Response) (*PartnerDeleteEndpo
 		response.Headers204 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerDeleteEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -25768,7 +26206,7 @@ func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpo
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25814,6 +26252,20 @@ func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpo
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25841,6 +26293,20 @@ func ParsePartnerUpdateEndpointResponse(rsp *http.Response) (*PartnerUpdateEndpo
 		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerUpdateEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -25942,7 +26408,7 @@ func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverD
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25981,6 +26447,20 @@ func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverD
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -26008,6 +26488,20 @@ func ParsePartnerRecoverDeliveriesResponse(rsp *http.Response) (*PartnerRecoverD
 		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRecoverDeliveriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -26109,7 +26603,7 @@ func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretR
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest AuthLimited
+		var dest WriteTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26155,6 +26649,20 @@ func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretR
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -26182,6 +26690,20 @@ func ParsePartnerRotateSecretResponse(rsp *http.Response) (*PartnerRotateSecretR
 		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerRotateSecretResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -26283,7 +26805,7 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TestTooManyRequests
+		var dest PartnerTestTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26315,6 +26837,20 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -26342,6 +26878,20 @@ func ParsePartnerTestEndpointResponse(rsp *http.Response) (*PartnerTestEndpointR
 		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PartnerTestEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
