@@ -141,7 +141,7 @@ const (
 	oddEAN     = 1 << 63
 )
 
-func (r *windowRow) repeats() bool  { return r.store&repeatsBit != 0 }
+func (r *windowRow) repeats() bool   { return r.store&repeatsBit != 0 }
 func (r *windowRow) storeIx() uint32 { return r.store &^ repeatsBit }
 
 func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), p service.StockWriterParams) *stockWriter {
