@@ -81,8 +81,14 @@ type stockWriter struct {
 	// reservations ReleaseFulfilled ends.
 	soldList string
 
-	rows     []windowRow        // put since the last flush, in file order
-	arena    []byte             // the values of rows (windowValues)
+	// The rows put since the last flush, in file order, and their values
+	// (windowValues), each kept in blocks of a fixed size: a window grows
+	// by a block at a time, never copying what it holds nor keeping room
+	// it does not use (row, values).
+	blocks   [][]windowRow
+	n        int // rows in blocks
+	arenas   [][]byte
+	bytes    int                // what the window's rows cost, as stockWindowBytes counts
 	storeIDs []string           // the store ids put, by windowRow.store
 	stores   map[string]uint32  // the index of each store id in storeIDs
 	rank     []uint32           // each store's place among storeIDs sorted, by index
@@ -143,6 +149,39 @@ const (
 
 func (r *windowRow) repeats() bool   { return r.store&repeatsBit != 0 }
 func (r *windowRow) storeIx() uint32 { return r.store &^ repeatsBit }
+
+// The blocks of the window: rowBlock rows, arenaBlock bytes of values (a
+// row's values that take more have a block of their own). A row's from is
+// its block's index times arenaBlock plus where in the block they start.
+const (
+	rowBlock   = 4096
+	arenaBlock = 1 << 16
+)
+
+// row is row i of the window.
+func (w *stockWriter) row(i int32) *windowRow { return &w.blocks[i/rowBlock][i%rowBlock] }
+
+// values are the values of r, and what follows them in their block.
+func (w *stockWriter) values(r *windowRow) []byte {
+	return w.arenas[r.from/arenaBlock][r.from%arenaBlock:]
+}
+
+// keep adds a row with its values v to the window.
+func (w *stockWriter) keep(row windowRow, v []byte) {
+	last := len(w.arenas) - 1
+	if last < 0 || len(w.arenas[last])+len(v) > arenaBlock {
+		w.arenas = append(w.arenas, make([]byte, 0, max(arenaBlock, len(v))))
+		last++
+	}
+	row.from = uint32(last*arenaBlock + len(w.arenas[last]))
+	w.arenas[last] = append(w.arenas[last], v...)
+	if w.n%rowBlock == 0 && w.n/rowBlock == len(w.blocks) {
+		w.blocks = append(w.blocks, make([]windowRow, rowBlock))
+	}
+	*w.row(int32(w.n)) = row
+	w.n++
+	w.bytes += len(v) + windowRowBytes
+}
 
 func newStockWriter(ctx context.Context, tx *sql.Tx, stmt func(string) (*sql.Stmt, error), p service.StockWriterParams) *stockWriter {
 	return &stockWriter{ctx: ctx, tx: tx, stmt: stmt, fixed: [3]any{p.ClientID, p.UploadID, ms(p.Now())}, client: p.ClientID,
@@ -208,11 +247,8 @@ func (w *stockWriter) put(r storelink.StockRow) error {
 // it has none past stockWindowBytes, nor, while the rows come in the
 // window's order, past stockWindow rows.
 func (w *stockWriter) add(r *storelink.StockRow) bool {
-	if w.rows == nil {
-		w.rows = make([]windowRow, 0, stockWindow)
-		if w.stores == nil {
-			w.stores = map[string]uint32{}
-		}
+	if w.stores == nil {
+		w.stores = map[string]uint32{}
 	}
 	store, ok := w.stores[r.StoreID]
 	if !ok {
@@ -226,26 +262,26 @@ func (w *stockWriter) add(r *storelink.StockRow) bool {
 		w.odd = append(w.odd, strings.Clone(r.EAN))
 	}
 	w.scratch = stockValues(w.scratch[:0], r)
-	row := windowRow{ean: ean, digest: int64(crc64.Checksum(w.scratch, crcTable)), from: uint32(len(w.arena)), store: store}
+	row := windowRow{ean: ean, digest: int64(crc64.Checksum(w.scratch, crcTable)), store: store}
 	if r.Repeats {
 		row.store |= repeatsBit
 	}
-	w.arena = windowValues(w.arena, r)
-	w.rows = append(w.rows, row)
+	w.scratch = windowValues(w.scratch[:0], r)
+	w.keep(row, w.scratch)
 	if w.inOrder && w.hasLast && w.compareKeys(&w.last, &row, false) > 0 {
 		w.inOrder = false
 	}
 	w.last, w.hasLast = row, true
-	if w.inOrder && len(w.rows) >= stockWindow {
+	if w.inOrder && w.n >= stockWindow {
 		return false
 	}
-	return len(w.arena)+len(w.rows)*windowRowBytes < stockWindowBytes
+	return w.bytes < stockWindowBytes
 }
 
 // flush sorts the rows put since the last flush by store and EAN, and
 // compares and writes them a run at a time.
 func (w *stockWriter) flush() error {
-	if len(w.rows) == 0 {
+	if w.n == 0 {
 		return nil
 	}
 	if w.sold == nil {
@@ -255,20 +291,20 @@ func (w *stockWriter) flush() error {
 	}
 	w.rankStores()
 	w.order = w.order[:0]
-	for i := range w.rows {
+	for i := range w.n {
 		w.order = append(w.order, int32(i))
 	}
 	// The index decides between rows of one pair: they keep their file
 	// order.
 	byKey := func(a, b int32) int {
-		return cmp.Or(w.compareKeys(&w.rows[a], &w.rows[b], true), cmp.Compare(a, b))
+		return cmp.Or(w.compareKeys(w.row(a), w.row(b), true), cmp.Compare(a, b))
 	}
 	if !slices.IsSortedFunc(w.order, byKey) {
 		slices.SortFunc(w.order, byKey)
 	}
 	for start := 0; start < len(w.order); {
 		end := min(start+stockWindow, len(w.order))
-		for end < len(w.order) && w.compareKeys(&w.rows[w.order[end-1]], &w.rows[w.order[end]], true) == 0 {
+		for end < len(w.order) && w.compareKeys(w.row(w.order[end-1]), w.row(w.order[end]), true) == 0 {
 			end++ // the rows of one pair stay in one run
 		}
 		run := w.order[start:end]
@@ -291,7 +327,17 @@ func (w *stockWriter) flush() error {
 
 // reset empties the window, keeping its memory for the next one.
 func (w *stockWriter) reset() {
-	w.rows, w.arena, w.odd = w.rows[:0], w.arena[:0], w.odd[:0]
+	w.n, w.bytes, w.odd = 0, 0, w.odd[:0]
+	// The blocks of values are kept for the next window, but for those of
+	// one large row's.
+	kept := w.arenas[:0]
+	for _, a := range w.arenas {
+		if cap(a) == arenaBlock {
+			kept = append(kept, a[:0])
+		}
+	}
+	clear(w.arenas[len(kept):])
+	w.arenas = kept
 	if w.last.ean&oddEAN != 0 {
 		w.inOrder = false // the last row's EAN is gone with odd: its order is not known
 	}
@@ -332,9 +378,9 @@ func (w *stockWriter) compareKeys(x, y *windowRow, ranked bool) int {
 func (w *stockWriter) readBatch(idx []int32) (int, error) {
 	w.write = w.write[:0]
 	for start := 0; start < len(idx); {
-		store := w.rows[idx[start]].storeIx()
+		store := w.row(idx[start]).storeIx()
 		end := start + 1
-		for end < len(idx) && w.rows[idx[end]].storeIx() == store {
+		for end < len(idx) && w.row(idx[end]).storeIx() == store {
 			end++
 		}
 		if err := w.readHeld(w.storeIDs[store], idx[start:end]); err != nil {
@@ -359,12 +405,12 @@ func (w *stockWriter) upsertBatch(idx []int32) (int, error) {
 	w.write = w.write[:0]
 	var repeats []int32
 	for _, i := range idx {
-		if w.rows[i].repeats() {
+		if w.row(i).repeats() {
 			repeats = append(repeats, i)
 			continue
 		}
 		w.pairs++
-		w.noteSold(&w.rows[i])
+		w.noteSold(w.row(i))
 		w.write = append(w.write, i)
 	}
 	changed, err := w.upsert(w.write, true)
@@ -406,14 +452,14 @@ func (w *stockWriter) readHeld(store string, idx []int32) error {
 	if err != nil {
 		return fmt.Errorf("prepare stock scan: %w", err)
 	}
-	n, err := w.readText(scan, w.client, store, w.eanOf(w.rows[idx[0]].ean), limit, w.eanOf(w.rows[idx[len(idx)-1]].ean))
+	n, err := w.readText(scan, w.client, store, w.eanOf(w.row(idx[0]).ean), limit, w.eanOf(w.row(idx[len(idx)-1]).ean))
 	if err != nil || n < limit {
 		return err
 	}
 	clear(w.held)
 	eans := make([]string, len(idx))
 	for j, i := range idx {
-		eans[j] = w.eanOf(w.rows[i].ean)
+		eans[j] = w.eanOf(w.row(i).ean)
 	}
 	list, _ := json.Marshal(eans)
 	lookup, err := w.stmt(stockListSQL)
@@ -478,7 +524,7 @@ func (w *stockWriter) repeated(r *windowRow) (bool, error) {
 // compare decides whether row i is written, counting the pairs put and
 // written.
 func (w *stockWriter) compare(i int32) error {
-	r := &w.rows[i]
+	r := w.row(i)
 	repeats := r.repeats()
 	if !repeats {
 		w.pairs++
@@ -585,9 +631,9 @@ func (w *stockWriter) upsert(idx []int32, differing bool) (int, error) {
 		}
 		w.args = append(w.args[:0], w.fixed[:]...)
 		for _, i := range idx[:n] {
-			r := &w.rows[i]
+			r := w.row(i)
 			w.args = append(w.args, w.storeIDs[r.storeIx()], w.eanOf(r.ean))
-			w.args = appendValueArgs(w.args, w.arena[r.from:])
+			w.args = appendValueArgs(w.args, w.values(r))
 			w.args = append(w.args, r.digest)
 		}
 		res, err := stmt.ExecContext(w.ctx, w.args...)

@@ -84,10 +84,10 @@ func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, se
 	}()
 	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}}
 	flush := func() error {
-		if len(w.rows) == 0 {
+		if w.n == 0 {
 			return nil
 		}
-		idx := make([]int32, len(w.rows))
+		idx := make([]int32, w.n)
 		for i := range idx {
 			idx[i] = int32(i)
 		}
