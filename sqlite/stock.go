@@ -33,8 +33,9 @@ const stockBatch = 256
 // window, and then written in the table's order as one in order would be:
 // windows of a few thousand rows would each take some rows of every store,
 // spread over its range, and so read and write each store's pages once a
-// window. A row costs windowRowBytes and its values (windowValues), about
-// 70 bytes in all for a typical line, so that a 10 MiB file is one window.
+// window. A row costs windowRowBytes and its values (windowValues): about
+// 85 bytes for a line of BenchmarkStockImport's feed, so that a 10 MiB file
+// of such lines is one window.
 //
 // Variables, so that a test can make windows small.
 var (
@@ -43,8 +44,8 @@ var (
 )
 
 // windowRowBytes is what a row costs the window besides its values: the
-// row, and its places in the order and in the rows to write.
-const windowRowBytes = int(unsafe.Sizeof(windowRow{})) + 2*4
+// row, its place in order and its sortKey.
+const windowRowBytes = int(unsafe.Sizeof(windowRow{})+unsafe.Sizeof(sortKey{})) + 4
 
 // stockWriter compares put rows with the stock rows they would replace and
 // writes only the rows whose values differ, the rows of new store/EAN pairs
@@ -93,12 +94,12 @@ type stockWriter struct {
 	stores   map[string]uint32  // the index of each store id in storeIDs
 	rank     []uint32           // each store's place among storeIDs sorted, by index
 	odd      []string           // the EANs eanKey does not pack, by windowRow.ean
-	order    []int32            // indices into rows, by store and EAN
+	order    []int32            // the rows' indices, by store and EAN
 	keys     []sortKey          // what sortWindow sorts
-	write    []int32            // indices into rows to write
+	write    []int32            // the indices of the run's rows to write
 	held     map[uint64]heldRow // the stored rows of one store's run, by eanKey
 	args     []any
-	scratch  []byte // stockValues of the row being added, for its digest
+	scratch  []byte // the row being added, encoded
 	upsertN  bool   // upsert the next run rather than read it
 
 	// inOrder tells whether every row put so far came in the window's order
