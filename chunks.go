@@ -59,6 +59,30 @@ func (c Chunks) Reader() io.Reader {
 	return io.MultiReader(rs...)
 }
 
+// Drain reads the file from its start, as Reader does, and lets go of each
+// piece (sets it nil in c) once it is read: for the last read of a large
+// file, whose reader then holds less and less of it rather than all of it
+// to the end. c must not be read again.
+func (c Chunks) Drain() io.Reader { return &drainReader{c: c} }
+
+type drainReader struct {
+	c   Chunks
+	off int // read of c[0]
+}
+
+func (d *drainReader) Read(p []byte) (int, error) {
+	for len(d.c) > 0 && d.off == len(d.c[0]) {
+		d.c[0] = nil
+		d.c, d.off = d.c[1:], 0
+	}
+	if len(d.c) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, d.c[0][d.off:])
+	d.off += n
+	return n, nil
+}
+
 // WriteTo writes the file to w a piece at a time.
 func (c Chunks) WriteTo(w io.Writer) (int64, error) {
 	var n int64

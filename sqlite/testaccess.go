@@ -82,20 +82,19 @@ func (a TestAccess) FillStock(ctx context.Context, clientID, uploadID string, se
 			tx.Rollback()
 		}
 	}()
-	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}, stores: map[string]string{}}
+	w := &stockWriter{ctx: ctx, fixed: [3]any{clientID, uploadID, ms(db.Now())}}
 	flush := func() error {
-		if len(w.rows) == 0 {
+		if w.n == 0 {
 			return nil
 		}
-		idx := make([]int32, len(w.rows))
+		idx := make([]int32, w.n)
 		for i := range idx {
 			idx[i] = int32(i)
 		}
 		if _, err := w.upsert(idx, false); err != nil {
 			return err
 		}
-		clear(w.rows)
-		w.rows, w.arena = w.rows[:0], w.arena[:0]
+		w.reset()
 		return nil
 	}
 	commit := func() error {

@@ -376,14 +376,16 @@ func leaseOwner(ctx context.Context, tx *sql.Tx, id string, processing storelink
 	return owner.String, noRow(err)
 }
 
-// StockWriter returns the writer's put: rows are upserted in batches as
-// they come (stockWriter), stamped with the time the writer is made.
+// StockWriter returns the writer's put: rows are held in a window and
+// written in the table's order (stockWriter), stamped with the time the
+// writer is made.
 func (t *uploadTx) StockWriter(ctx context.Context, p service.StockWriterParams) func(storelink.StockRow) error {
 	t.w = newStockWriter(ctx, t.tx, func(q string) (*sql.Stmt, error) { return t.stmt(ctx, q) }, p)
 	return t.w.put
 }
 
-// ApplyStock compares and writes the last, partial batch; the others are
+// ApplyStock compares and writes the rows of the last window (of a file not
+// in the table's order, most often all of them); earlier windows are
 // written already. The count of pairs left unchanged is written by
 // FinishUpload, with the rest of the report.
 func (t *uploadTx) ApplyStock(context.Context) error {

@@ -39,6 +39,9 @@ var errStopped = errors.New("the writer stopped")
 // decoding and checking the next rows overlaps with writing the earlier
 // ones, and an import takes about as long as its database writes. put sees the same rows in the same (file) order as
 // when Check calls it directly. A panic in the check comes back as an error.
+// It is the file's last read: body's pieces are let go as they are checked
+// (Chunks.Drain), so that the writer's rows take the place of the file's
+// bytes in memory rather than being added to them.
 func checkInBackground(body storelink.Chunks, stores map[string]bool, put func(storelink.StockRow) error) (storelink.FeedReport, error) {
 	full := make(chan []storelink.StockRow, checkDepth)
 	free := make(chan []storelink.StockRow, checkDepth+1)
@@ -71,7 +74,7 @@ func checkInBackground(body storelink.Chunks, stores map[string]bool, put func(s
 			}
 			return nil
 		}
-		res.report, res.err = feed.CheckWithErrorFile(body.Reader(), stores, func(r storelink.StockRow) error {
+		res.report, res.err = feed.CheckWithErrorFile(body.Drain(), stores, func(r storelink.StockRow) error {
 			if batch = append(batch, r); len(batch) == checkBatch {
 				return send()
 			}

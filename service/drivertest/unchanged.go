@@ -179,4 +179,17 @@ func testUploadUnchanged(e *env) {
 	}
 	rows[1].Quantity++
 	feed("three rows far apart", rows, 2)
+
+	// A file whose EANs are not all GTINs, in no order, one of them
+	// repeated, beside a row held as it is: a driver that packs EANs keeps
+	// the others as they are.
+	rows = []storelink.StockRow{
+		{StoreID: "S2", EAN: "X-2", ArticleNumber: "X", Quantity: 1, Price: 100},
+		{StoreID: "S1", EAN: "123456789012345", ArticleNumber: "L", Quantity: 2, Price: 200},
+		want[base(4).StoreID+"/"+base(4).EAN],
+		{StoreID: "S1", EAN: "X-1", ArticleNumber: "X", Quantity: 3, Price: 300},
+		{StoreID: "S1", EAN: "0000000001000", ArticleNumber: "Z", Quantity: 4, Price: 400},
+		{StoreID: "S2", EAN: "X-2", ArticleNumber: "X", Quantity: 5, Price: 500, Repeats: true},
+	}
+	feed("EANs that are not GTINs", rows, 1)
 }
