@@ -259,3 +259,69 @@ func TestClaimReadsLittleForQuietEndpoints(t *testing.T) {
 		t.Errorf("the claim read %d pages for 101 endpoints, one with a backlog of 3,001:\n%s", hit+read, plan)
 	}
 }
+
+// An order's stock read runs on its generic plan (routingLockSQL), made
+// for no particular client and EANs: on a stock of 40,000 rows and 2,000
+// reserving items it still looks each store and EAN up by the primary key
+// and counts the reserved units in order_items_reserving.
+func TestStockReadGenericPlan(t *testing.T) {
+	ctx := context.Background()
+	dbURL := dbtest.Schema(t)
+	db, err := Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`INSERT INTO partners (id, name, created_at) VALUES ('p', 'P', now())`,
+		`INSERT INTO clients (id, partner_id, country_code, currency, created_at)
+			SELECT 'c' || g, 'p', 'C' || g, 'EUR', now() FROM generate_series(1, 20) g`,
+		`INSERT INTO stores (client_id, id, name, created_at) SELECT 'c' || g, 'S' || s, '', now()
+			FROM generate_series(1, 20) g, generate_series(1, 2) s`,
+		`INSERT INTO stock (client_id, store_id, ean, article_number, quantity, price, upload_id, updated_at)
+			SELECT 'c' || g, 'S' || s, lpad(e::text, 13, '0'), 'A', 5, 100, 'u', now()
+			FROM generate_series(1, 20) g, generate_series(1, 2) s, generate_series(1, 1000) e`,
+		`INSERT INTO orders (id, client_id, order_number, store_id, state, created_at, updated_at)
+			SELECT 'o' || g, 'c1', 'N' || g, 'S1', 'assigned', now(), now() FROM generate_series(1, 2000) g`,
+		`INSERT INTO order_items (item_id, order_id, pos, client_id, store_id, ean, price, currency, article_number,
+			marketplace_article_number, status, reserving)
+			SELECT 'i' || g, 'o' || g, 0, 'c1', 'S1', lpad((g % 1000 + 1)::text, 13, '0'), 100, 'EUR', 'A', 'M', 'assigned', true
+			FROM generate_series(1, 2000) g`,
+		`ANALYZE stock`, `ANALYZE stores`, `ANALYZE order_items`,
+	} {
+		if _, err := db.pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, routingLockSQL, lockRouting, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `PREPARE stock_read AS `+stockInForceSQL); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE stock_read('c1', '{0000000000007}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "$1") {
+		t.Errorf("the stock read's plan is not the generic one (no parameter in it):\n%s", plan)
+	}
+	for _, index := range []string{"stock_pkey", "order_items_reserving"} {
+		if !strings.Contains(plan, index) {
+			t.Errorf("the stock read's plan reads no %s:\n%s", index, plan)
+		}
+	}
+	if strings.Contains(plan, "Seq Scan on stock") || strings.Contains(plan, "Seq Scan on order_items") {
+		t.Errorf("the stock read's plan scans a table:\n%s", plan)
+	}
+}

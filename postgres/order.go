@@ -142,6 +142,13 @@ func (t *ordersTx) lock(kind int, key string) {
 const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id
 	AND i.store_id = s.store_id COLLATE "default" AND i.ean = s.ean COLLATE "default")`
 
+// stockInForceSQL reads the stock rows of client $1 for the EANs $2 with
+// their reserved units (StockInForce).
+const stockInForceSQL = `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
+	FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
+	CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
+	WHERE st.client_id = $1`
+
 // StockInForce reads the stock rows of the EANs, passed as one text array,
 // at the client's stores (or one of them), with their reserved units: a
 // primary-key lookup per store and EAN (LATERAL, kept from being flattened
@@ -176,10 +183,7 @@ func (t *ordersTx) StockInForce(ctx context.Context, p service.StockInForceParam
 		b.Queue(genericPlansSQL)
 	}
 	t.tx.with(b)
-	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
-		FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
-		CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
-		WHERE st.client_id = $1`
+	query := stockInForceSQL
 	a := []any{clientID, eans}
 	if storeID != "" {
 		query, a = query+` AND st.id = $3`, append(a, storeID)
