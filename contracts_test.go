@@ -316,8 +316,8 @@ var allowedStateLiterals = map[string]int{
 	// The counts of pending and failed deliveries, of all and of each
 	// endpoint, and the cancellation of an endpoint's pending deliveries
 	// and recovery of its failed ones: the partial indexes of pending
-	// deliveries (deliveries_due, deliveries_endpoint_due, …) and of failed
-	// ones (deliveries_failed_endpoint).
+	// deliveries (deliveries_endpoint_due, …) and of failed ones
+	// (deliveries_failed_endpoint).
 	"postgres/endpoint.go 'failed'":     1,
 	"postgres/endpoint.go 'pending'":    1,
 	"postgres/endpointops.go 'failed'":  2,

@@ -35,8 +35,8 @@ import (
 // index, whatever the table's statistics say: a scalar subquery per
 // endpoint for "has a due delivery" (its earliest due, the first entry of
 // deliveries_endpoint_due) and per delivery for "is the oldest pending
-// event of its order to this endpoint" (deliveries_order's first entry,
-// asked for in that index's order: with min(), the planner read the
+// event of its order to this endpoint" (deliveries_order's first entry),
+// each asked for in its index's order (with min(), the planner read the
 // endpoint's every pending delivery for each candidate instead), an array
 // of ids for the rows to lock. Written as EXISTS and NOT EXISTS, they are
 // joins, which on a table whose statistics say it is nearly empty (a new
@@ -56,7 +56,8 @@ const claimDeliveriesSQL = `
 WITH eps AS (
 	SELECT e.id FROM endpoints e
 	WHERE e.enabled AND coalesce((SELECT value FROM settings WHERE name = $10), '') IN ('', $9)
-	  AND (SELECT min(d.next_attempt_at) FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = $11) <= $1
+	  AND (SELECT d.next_attempt_at FROM deliveries d WHERE d.endpoint_id = e.id AND d.state = $11
+	       ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1) <= $1
 ), inflight AS (
 	SELECT eps.id AS endpoint_id, f.n, f.own FROM eps CROSS JOIN LATERAL (
 		SELECT count(*) AS n, count(*) FILTER (WHERE lease_owner = $2) AS own FROM deliveries

@@ -38,6 +38,11 @@ const (
 		FROM unnest($1::text[], $2::text[]) AS d (id, endpoint_id)`
 	// lockSQL takes an advisory lock until the transaction ends.
 	lockSQL = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
+	// genericPlansSQL has the statements after it planned once per
+	// connection, until the transaction ends or plan_cache_mode is RESET
+	// (see StockInForce); routingLockSQL is lockSQL with it.
+	genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	routingLockSQL  = `SELECT pg_advisory_xact_lock($1, hashtext($2)), set_config('plan_cache_mode', 'force_generic_plan', true)`
 )
 
 // orders is the driver of the order calls and of the reads of orders and
@@ -137,6 +142,13 @@ func (t *ordersTx) lock(kind int, key string) {
 const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i.client_id = s.client_id
 	AND i.store_id = s.store_id COLLATE "default" AND i.ean = s.ean COLLATE "default")`
 
+// stockInForceSQL reads the stock rows of client $1 for the EANs $2 with
+// their reserved units (StockInForce).
+const stockInForceSQL = `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
+	FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
+	CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
+	WHERE st.client_id = $1`
+
 // StockInForce reads the stock rows of the EANs, passed as one text array,
 // at the client's stores (or one of them), with their reserved units: a
 // primary-key lookup per store and EAN (LATERAL, kept from being flattened
@@ -145,6 +157,14 @@ const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i
 // when a young table's estimates make the client's rows look few. Stock
 // rows only ever exist for the client's stores; the stores are kept in the
 // query so that a deleted store's leftovers, if any, never route an order.
+//
+// The read has a generic plan, made once per connection: with PostgreSQL
+// choosing, the plan for the EANs given looks cheaper than one for any
+// number of them (an unnest of a parameter is taken for 10 rows), so each
+// read was planned afresh, which cost more than the read itself. The plan
+// is the same for any EANs: a primary-key lookup of each store and EAN and
+// a seek of order_items_reserving. Only this read is planned so: the
+// statements after it have plan_cache_mode reset.
 //
 // Lock first takes the client's routing lock, in the same round trip: an
 // advisory lock, since the stock the transactions read is no one row to
@@ -156,13 +176,14 @@ const reservedSQL = `(SELECT count(*) FROM order_items i WHERE i.reserving AND i
 // come no longer first served.
 func (t *ordersTx) StockInForce(ctx context.Context, p service.StockInForceParams) (storelink.StoreStock, error) {
 	clientID, storeID, eans := p.ClientID, p.StoreID, p.EANs
+	b := &pgx.Batch{}
 	if p.Lock {
-		t.lock(lockRouting, clientID)
+		b.Queue(routingLockSQL, lockRouting, clientID)
+	} else {
+		b.Queue(genericPlansSQL)
 	}
-	query := `SELECT s.store_id, s.ean, s.article_number, s.quantity, s.price, s.article_location, ` + reservedSQL + `
-		FROM stores st CROSS JOIN unnest($2::text[]) AS e (ean)
-		CROSS JOIN LATERAL (SELECT * FROM stock s WHERE s.client_id = $1 AND s.store_id = st.id AND s.ean = e.ean LIMIT 1) AS s
-		WHERE st.client_id = $1`
+	t.tx.with(b)
+	query := stockInForceSQL
 	a := []any{clientID, eans}
 	if storeID != "" {
 		query, a = query+` AND st.id = $3`, append(a, storeID)
@@ -180,7 +201,13 @@ func (t *ordersTx) StockInForce(ctx context.Context, p service.StockInForceParam
 		}
 		out.Add(s)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	reset := &pgx.Batch{}
+	reset.Queue(`RESET plan_cache_mode`)
+	t.tx.with(reset)
+	return out, nil
 }
 
 // WriteOrder sends the writes of the order, its items and its event, and
