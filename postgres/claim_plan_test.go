@@ -67,24 +67,22 @@ func TestClaimPlanUsesPendingIndexes(t *testing.T) {
 	}
 }
 
-// The claim reads the enabled endpoints from their partial index, not
-// every endpoint: a partner that makes and deletes endpoints again and
-// again (each deletion keeps its row, disabled, for the history) does not
-// make every claim of every partner's deliveries read those rows.
-func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
+// claimPlanDB opens a new schema with services that seal secrets and a
+// client of a new partner; the database closes when the test ends.
+func claimPlanDB(t *testing.T, partner string) (*DB, *service.Services, *storelink.NewClient) {
+	t.Helper()
 	ctx := context.Background()
-	dbURL := dbtest.Schema(t)
-	db, err := Open(ctx, dbURL)
+	db, err := Open(ctx, dbtest.Schema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	sealer, err := storelink.NewSealer(make([]byte, storelink.SealKeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := service.New(NewDrivers(db), service.WithSealer(sealer))
-	p, err := s.Partners.CreatePartner(ctx, "Churn")
+	p, err := s.Partners.CreatePartner(ctx, partner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +90,16 @@ func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, s, c
+}
+
+// The claim reads the enabled endpoints from their partial index, not
+// every endpoint: a partner that makes and deletes endpoints again and
+// again (each deletion keeps its row, disabled, for the history) does not
+// make every claim of every partner's deliveries read those rows.
+func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
+	ctx := context.Background()
+	db, s, c := claimPlanDB(t, "Churn")
 	if _, err := s.Webhooks.CreateEndpoint(ctx, c.ID, storelink.NewEndpoint{URL: "https://a.test/"}, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"); err != nil {
 		t.Fatal(err)
 	}
@@ -165,25 +173,7 @@ func TestClaimPlanSkipsDeletedEndpoints(t *testing.T) {
 // whole backlog for each of the quiet ones.)
 func TestClaimReadsLittleForQuietEndpoints(t *testing.T) {
 	ctx := context.Background()
-	dbURL := dbtest.Schema(t)
-	db, err := Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	sealer, err := storelink.NewSealer(make([]byte, storelink.SealKeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := service.New(NewDrivers(db), service.WithSealer(sealer))
-	p, err := s.Partners.CreatePartner(ctx, "Backlog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.Partners.CreateClient(ctx, p.ID, "DE", "EUR")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s, c := claimPlanDB(t, "Backlog")
 	if _, _, err := s.Partners.PutStore(ctx, c.ID, "S1", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +181,7 @@ func TestClaimReadsLittleForQuietEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	price := storelink.Money(100)
-	_, err = s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "N-1", ClientID: c.ID, StoreID: "S1",
+	_, err := s.Orders.CreateOrder(ctx, storelink.NewOrder{OrderNumber: "N-1", ClientID: c.ID, StoreID: "S1",
 		Items: []storelink.NewItem{{EAN: "4006381333931", MarketplaceArticleNumber: "M", ArticleNumber: "A", Price: &price}}})
 	if err != nil {
 		t.Fatal(err)
